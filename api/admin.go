@@ -1,0 +1,138 @@
+package api
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+)
+
+// createSessionBody is the body of POST /admin/v1/sessions. Pointers tell a
+// missing field from a zero one.
+type createSessionBody struct {
+	SKUID        *int64  `json:"sku_id"`
+	Title        *string `json:"title"`
+	PriceCents   *int64  `json:"price_cents"`
+	Stock        *int    `json:"stock"`
+	PerUserLimit *int    `json:"per_user_limit"`
+	StartAt      *string `json:"start_at"`
+	EndAt        *string `json:"end_at"`
+}
+
+func (b *createSessionBody) session() (*seckill.Session, error) {
+	for _, f := range []struct {
+		name    string
+		present bool
+	}{
+		{"sku_id", b.SKUID != nil}, {"title", b.Title != nil}, {"price_cents", b.PriceCents != nil},
+		{"stock", b.Stock != nil}, {"per_user_limit", b.PerUserLimit != nil},
+		{"start_at", b.StartAt != nil}, {"end_at", b.EndAt != nil},
+	} {
+		if !f.present {
+			return nil, seckill.Errorf(seckill.EINVALID, "field %q is required", f.name)
+		}
+	}
+	start, err := time.Parse(time.RFC3339, *b.StartAt)
+	if err != nil {
+		return nil, seckill.Errorf(seckill.EINVALID, "field \"start_at\" must be an RFC 3339 time")
+	}
+	end, err := time.Parse(time.RFC3339, *b.EndAt)
+	if err != nil {
+		return nil, seckill.Errorf(seckill.EINVALID, "field \"end_at\" must be an RFC 3339 time")
+	}
+	s := &seckill.Session{
+		SKUID: *b.SKUID, Title: *b.Title, PriceCents: *b.PriceCents, TotalStock: *b.Stock,
+		PerUserLimit: *b.PerUserLimit, StartAt: start.UTC().Truncate(time.Millisecond), EndAt: end.UTC().Truncate(time.Millisecond),
+	}
+	return s, s.Validate()
+}
+
+// createSession: POST /admin/v1/sessions.
+func (s *Server) createSession(c *fiber.Ctx) error {
+	var body createSessionBody
+	if err := decodeStrict(c.Body(), &body, false); err != nil {
+		return err
+	}
+	sess, err := body.session()
+	if err != nil {
+		return err
+	}
+	if err := s.store.CreateSession(c.UserContext(), sess); err != nil {
+		return err
+	}
+	s.sessions.forget(sess.ID)
+	s.log.Info("session created", "trace_id", traceID(c), "session_id", sess.ID, "stock", sess.TotalStock)
+	v, err := s.sessionView(c.UserContext(), sess)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(v)
+}
+
+// preheat: POST /admin/v1/sessions/{id}/preheat[?force=true].
+//
+// Without force it loads the database stock into Redis once and is
+// idempotent: live stock is never overwritten, and a session that already
+// has orders cannot be preheated blind (409). With force it rebuilds the
+// Redis state from MySQL: stock = database stock, one reservation per order
+// that holds stock (for a Redis that lost its data).
+func (s *Server) preheat(c *fiber.Ctx) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	force := false
+	if raw := c.Query("force"); raw != "" {
+		if force, err = strconv.ParseBool(raw); err != nil {
+			return seckill.Errorf(seckill.EINVALID, "force must be true or false")
+		}
+	}
+	ctx := c.UserContext()
+	sess, dbStock, err := s.store.Session(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer s.sessions.forget(id)
+	if force {
+		holdings, err := s.store.LiveHoldings(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := s.gate.Rebuild(ctx, id, dbStock, holdings); err != nil {
+			return err
+		}
+		s.log.Warn("session stock rebuilt from MySQL", "trace_id", traceID(c), "session_id", id,
+			"stock", dbStock, "holdings", len(holdings))
+		return c.JSON(fiber.Map{"stock": dbStock, "rebuilt": true, "reservations": len(holdings)})
+	}
+	if live, preheated, err := s.gate.Stock(ctx, id); err != nil {
+		return err
+	} else if preheated {
+		return c.JSON(fiber.Map{"stock": live})
+	}
+	if dbStock != sess.TotalStock {
+		return seckill.Errorf(seckill.ECONFLICT,
+			"session %d already has orders but no Redis stock; rebuild it with ?force=true", id)
+	}
+	live, err := s.gate.Preheat(ctx, id, dbStock)
+	if err != nil {
+		return err
+	}
+	s.log.Info("session preheated", "trace_id", traceID(c), "session_id", id, "stock", live)
+	return c.JSON(fiber.Map{"stock": live})
+}
+
+// reconcile: GET /admin/v1/sessions/{id}/reconcile.
+func (s *Server) reconcile(c *fiber.Ctx) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	r, err := seckill.Reconcile(c.UserContext(), s.store, s.gate, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(r)
+}

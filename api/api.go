@@ -1,0 +1,179 @@
+// Package api is the HTTP front door of seckill, built on Fiber: shopper
+// auth, the sale window, admission through the Redis gate, the order start
+// bounded by a short deadline, order polling without MySQL, the signed
+// payment webhook and the admin endpoints. Every error leaves through one
+// mapper as {"code", "message", "trace_id"}.
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+)
+
+// Store is the MySQL side the API needs.
+type Store interface {
+	CreateSession(ctx context.Context, s *seckill.Session) error
+	Session(ctx context.Context, id int64) (*seckill.Session, int, error)
+	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
+	ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error)
+	PaymentSeen(ctx context.Context, paymentID, eventID string) (bool, error)
+	LiveHoldings(ctx context.Context, sessionID int64) ([]seckill.Reservation, error)
+	seckill.DBSnapshotter
+	Ping(ctx context.Context) error
+}
+
+// Gate is the Redis side the API needs.
+type Gate interface {
+	Admit(ctx context.Context, s *seckill.Session, userID int64, qty int, orderNo, traceID string, now time.Time) (*seckill.Reservation, int, error)
+	Started(ctx context.Context, sessionID int64, orderNo string) error
+	Stock(ctx context.Context, sessionID int64) (int, bool, error)
+	Preheat(ctx context.Context, sessionID int64, stock int) (int, error)
+	Rebuild(ctx context.Context, sessionID int64, stock int, holdings []seckill.Reservation) error
+	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
+	seckill.RedisSnapshotter
+	Ping(ctx context.Context) error
+}
+
+// Flow starts and signals order workflows.
+type Flow interface {
+	Start(ctx context.Context, req *seckill.OrderRequest) (bool, error)
+	Pay(ctx context.Context, p *seckill.Payment) error
+	Cancel(ctx context.Context, orderNo, traceID string) error
+	Ping(ctx context.Context) error
+}
+
+// Config is the API's behaviour; secrets are required.
+type Config struct {
+	JWTSecret     []byte
+	WebhookSecret []byte
+	AdminToken    string
+	// PayTimeout is handed to each order's workflow (15m in production).
+	PayTimeout time.Duration
+	// StartTimeout bounds how long a winner's request waits for the
+	// workflow start before answering; the start goes on in the background.
+	StartTimeout time.Duration
+	// SessionCacheTTL bounds how stale the in-process session metadata may be.
+	SessionCacheTTL time.Duration
+	Logger          *slog.Logger
+	// Now is the clock (tests pin it); time.Now when nil.
+	Now func() time.Time
+}
+
+// Server holds the API's dependencies.
+type Server struct {
+	cfg      Config
+	store    Store
+	gate     Gate
+	flow     Flow
+	log      *slog.Logger
+	sessions *sessionCache
+	// starts tracks background workflow starts so Shutdown can wait for them.
+	starts chan struct{}
+}
+
+// bodyLimit caps request bodies: every request of this API is a few hundred bytes.
+const bodyLimit = 8 << 10
+
+// maxPendingStarts bounds workflow starts in flight from one process; past
+// it a winner's start is left to the relay instead of piling up goroutines.
+const maxPendingStarts = 4096
+
+// New builds the server. It does not listen; call App().Listen.
+func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
+	switch {
+	case len(cfg.JWTSecret) == 0:
+		return nil, errors.New("SECKILL_JWT_SECRET is required")
+	case len(cfg.WebhookSecret) == 0:
+		return nil, errors.New("SECKILL_WEBHOOK_SECRET is required")
+	case cfg.AdminToken == "":
+		return nil, errors.New("SECKILL_ADMIN_TOKEN is required")
+	}
+	if cfg.PayTimeout <= 0 {
+		cfg.PayTimeout = seckill.DefaultPayTimeout
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 300 * time.Millisecond
+	}
+	if cfg.SessionCacheTTL <= 0 {
+		cfg.SessionCacheTTL = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger,
+		starts: make(chan struct{}, maxPendingStarts)}
+	s.sessions = newSessionCache(cfg.SessionCacheTTL, func(ctx context.Context, id int64) (*seckill.Session, error) {
+		sess, _, err := store.Session(ctx, id)
+		return sess, err
+	})
+	return s, nil
+}
+
+// App returns the Fiber app with every route.
+func (s *Server) App() *fiber.App {
+	app := fiber.New(fiber.Config{
+		AppName:               "seckill",
+		BodyLimit:             bodyLimit,
+		DisableStartupMessage: true,
+		ErrorHandler:          s.errorHandler,
+		ReadTimeout:           10 * time.Second,
+		WriteTimeout:          10 * time.Second,
+	})
+	app.Use(requestID)
+
+	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
+	app.Get("/readyz", s.ready)
+
+	v1 := app.Group("/api/v1")
+	v1.Get("/sessions/:id", s.getSession)
+	v1.Post("/sessions/:id/orders", s.shopper, s.createOrder)
+	v1.Get("/orders/:order_no", s.shopper, s.getOrder)
+	v1.Post("/orders/:order_no/cancel", s.shopper, s.cancelOrder)
+	v1.Post("/payments/webhook", s.webhook)
+
+	admin := app.Group("/admin/v1", s.admin)
+	admin.Post("/sessions", s.createSession)
+	admin.Post("/sessions/:id/preheat", s.preheat)
+	admin.Get("/sessions/:id/reconcile", s.reconcile)
+
+	app.Use(func(c *fiber.Ctx) error {
+		return seckill.Errorf(seckill.ENOTFOUND, "no route %s %s", c.Method(), c.Path())
+	})
+	return app
+}
+
+// Shutdown waits (until ctx ends) for workflow starts still running in the
+// background, so a deploy does not leave them all to the relay.
+func (s *Server) Shutdown(ctx context.Context) {
+	for len(s.starts) > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// ready answers 200 when MySQL, Redis and Temporal all answer.
+func (s *Server) ready(c *fiber.Ctx) error {
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	for name, ping := range map[string]func(context.Context) error{
+		"mysql": s.store.Ping, "redis": s.gate.Ping, "temporal": s.flow.Ping,
+	} {
+		if err := ping(ctx); err != nil {
+			s.log.Warn("readyz: dependency down", "dependency", name, "error", err)
+			return seckill.Errorf(seckill.EUNAVAILABLE, "%s is not reachable", name)
+		}
+	}
+	return c.JSON(fiber.Map{"status": "ready"})
+}

@@ -1,0 +1,75 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+)
+
+// decodeStrict decodes a JSON object body into v: unknown fields, wrong
+// types, trailing data and non-objects are INVALID_ARGUMENT naming the
+// problem. An empty body leaves v as it is when allowEmpty.
+func decodeStrict(body []byte, v any, allowEmpty bool) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		if allowEmpty {
+			return nil
+		}
+		return seckill.Errorf(seckill.EINVALID, "request body is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+			return seckill.Errorf(seckill.EINVALID, "request body has data after the JSON object")
+		}
+		return nil
+	}
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return seckill.Errorf(seckill.EINVALID, "field %q must be %s", typeErr.Field, kindName(typeErr.Type.Kind().String()))
+	case errors.As(err, &typeErr):
+		return seckill.Errorf(seckill.EINVALID, "request body must be a JSON object")
+	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
+		return seckill.Errorf(seckill.EINVALID, "request body is not valid JSON")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return seckill.Errorf(seckill.EINVALID, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	default:
+		return seckill.Errorf(seckill.EINVALID, "request body is invalid: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+}
+
+func kindName(k string) string {
+	switch k {
+	case "int", "int64", "int32":
+		return "an integer"
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "struct":
+		return "an RFC 3339 time"
+	default:
+		return "a " + k
+	}
+}
+
+// pathID parses a positive integer path parameter.
+func pathID(c *fiber.Ctx, name string) (int64, error) {
+	raw := c.Params(name)
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, seckill.Errorf(seckill.EINVALID, "%s must be a positive integer, got %q", name, raw)
+	}
+	return id, nil
+}

@@ -1,0 +1,69 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+)
+
+// statusOf is the one mapping from error codes to HTTP statuses.
+var statusOf = map[string]int{
+	seckill.EINVALID:      http.StatusBadRequest,
+	seckill.EUNAUTHORIZED: http.StatusUnauthorized,
+	seckill.EFORBIDDEN:    http.StatusForbidden,
+	seckill.ENOTFOUND:     http.StatusNotFound,
+	seckill.ESOLDOUT:      http.StatusConflict,
+	seckill.ELIMIT:        http.StatusConflict,
+	seckill.ECONFLICT:     http.StatusConflict,
+	seckill.EENDED:        http.StatusGone,
+	seckill.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	seckill.EAMOUNT:       http.StatusUnprocessableEntity,
+	seckill.ENOTSTARTED:   http.StatusTooEarly,
+	seckill.ERATELIMITED:  http.StatusTooManyRequests,
+	seckill.EUNAVAILABLE:  http.StatusServiceUnavailable,
+	seckill.EINTERNAL:     http.StatusInternalServerError,
+}
+
+// ErrorBody is the shape of every error response.
+type ErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	TraceID string `json:"trace_id"`
+}
+
+// errorHandler writes err as an ErrorBody. Fiber's own errors (body too
+// large, malformed request line) are translated into the vocabulary first;
+// anything unknown is a 500 whose details go to the log, not the client.
+func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		switch fe.Code {
+		case http.StatusRequestEntityTooLarge:
+			err = seckill.Errorf(seckill.ETOOLARGE, "request body is larger than %d bytes", bodyLimit)
+		case http.StatusNotFound, http.StatusMethodNotAllowed:
+			err = seckill.Errorf(seckill.ENOTFOUND, "no route %s %s", c.Method(), c.Path())
+		case http.StatusBadRequest:
+			err = seckill.Errorf(seckill.EINVALID, "%s", fe.Message)
+		default:
+			if fe.Code < 500 {
+				err = seckill.Errorf(seckill.EINVALID, "%s", fe.Message)
+			}
+		}
+	}
+	code := seckill.ErrorCode(err)
+	status, ok := statusOf[code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	trace := traceID(c)
+	if status >= 500 {
+		s.log.Error("request failed", "trace_id", trace, "method", c.Method(), "path", c.Path(), "code", code, "error", err)
+	}
+	if code == seckill.ERATELIMITED {
+		c.Set(fiber.HeaderRetryAfter, "1")
+	}
+	return c.Status(status).JSON(ErrorBody{Code: code, Message: seckill.ErrorMessage(err), TraceID: trace})
+}

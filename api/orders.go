@@ -1,0 +1,187 @@
+package api
+
+import (
+	"context"
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/seckill/seckill"
+)
+
+// startDeadline bounds a workflow start that went on in the background
+// after the request answered. Past it, the relay takes over.
+const startDeadline = 10 * time.Second
+
+type orderBody struct {
+	Quantity *int `json:"quantity"`
+}
+
+// newOrderNo returns "<session id>-<UUIDv7 hex>": unique without any
+// coordination, roughly time-ordered for the index, and telling which
+// session's Redis keys hold it.
+func newOrderNo(sessionID int64) string {
+	u := uuid.Must(uuid.NewV7())
+	return strconv.FormatInt(sessionID, 10) + "-" + hex.EncodeToString(u[:])
+}
+
+// createOrder: POST /api/v1/sessions/{id}/orders. Everything before the
+// Lua script is process memory; losers never reach MySQL or Temporal.
+func (s *Server) createOrder(c *fiber.Ctx) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var body orderBody
+	if err := decodeStrict(c.Body(), &body, true); err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	sess, err := s.sessions.get(ctx, id)
+	if err != nil {
+		return err
+	}
+	now := s.cfg.Now()
+	switch sess.StateAt(now, 1) {
+	case seckill.SessionUpcoming:
+		return seckill.Errorf(seckill.ENOTSTARTED, "session %d starts at %s", id, sess.StartAt.Format(time.RFC3339))
+	case seckill.SessionEnded:
+		return seckill.Errorf(seckill.EENDED, "session %d ended at %s", id, sess.EndAt.Format(time.RFC3339))
+	}
+	qty := 1
+	if body.Quantity != nil {
+		qty = *body.Quantity
+	}
+	if qty < 1 || qty > sess.PerUserLimit {
+		return seckill.Errorf(seckill.EINVALID, "quantity must be between 1 and %d", sess.PerUserLimit)
+	}
+	trace := traceID(c)
+	resv, _, err := s.gate.Admit(ctx, sess, userID(c), qty, newOrderNo(id), trace, now)
+	if err != nil {
+		return err
+	}
+	req := &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: s.cfg.PayTimeout}
+	s.startWorkflow(req)
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_no": resv.OrderNo, "status": seckill.StatusQueued})
+}
+
+// startWorkflow starts the order's workflow, waiting at most StartTimeout.
+// The reservation and its pending-start entry are already durable in Redis,
+// so the answer does not depend on the start: a slow start goes on in the
+// background, a failed one is left to the relay, which starts the same
+// workflow ID (a duplicate start is detected, never doubled).
+func (s *Server) startWorkflow(req *seckill.OrderRequest) {
+	select {
+	case s.starts <- struct{}{}:
+	default:
+		s.log.Warn("too many workflow starts in flight; leaving this one to the relay", "order_no", req.OrderNo, "trace_id", req.TraceID)
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer func() { <-s.starts }()
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), startDeadline)
+		defer cancel()
+		started, err := s.flow.Start(ctx, req)
+		if err != nil {
+			s.log.Warn("workflow start failed; the relay will retry", "order_no", req.OrderNo, "trace_id", req.TraceID, "error", err)
+			return
+		}
+		if !started {
+			s.log.Info("workflow already started", "order_no", req.OrderNo, "trace_id", req.TraceID)
+		}
+		if err := s.gate.Started(ctx, req.SessionID, req.OrderNo); err != nil {
+			s.log.Warn("could not clear the pending-start entry", "order_no", req.OrderNo, "error", err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(s.cfg.StartTimeout):
+	}
+}
+
+// orderJSON is the public shape of an order.
+type orderJSON struct {
+	OrderNo     string         `json:"order_no"`
+	SessionID   int64          `json:"session_id"`
+	SKUID       int64          `json:"sku_id"`
+	UserID      int64          `json:"user_id"`
+	Quantity    int            `json:"quantity"`
+	AmountCents int64          `json:"amount_cents"`
+	Status      seckill.Status `json:"status"`
+	CreatedAt   time.Time      `json:"created_at"`
+	PayDeadline *time.Time     `json:"pay_deadline"`
+}
+
+// findOrder returns an order by number from the Redis view (the common
+// path), falling back to MySQL, and fills in what a QUEUED view lacks from
+// the session. Orders of other users are NOT_FOUND: their existence is not
+// revealed.
+func (s *Server) findOrder(ctx context.Context, orderNo string, owner int64) (*seckill.Order, error) {
+	if len(orderNo) > 64 {
+		return nil, seckill.Errorf(seckill.EINVALID, "order_no is too long")
+	}
+	o, err := s.gate.Order(ctx, orderNo)
+	if seckill.ErrorCode(err) == seckill.ENOTFOUND || seckill.ErrorCode(err) == seckill.EUNAVAILABLE {
+		o, err = s.store.Order(ctx, orderNo)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if owner != 0 && o.UserID != owner {
+		return nil, seckill.Errorf(seckill.ENOTFOUND, "order %s not found", orderNo)
+	}
+	if o.Status == seckill.StatusQueued {
+		sess, err := s.sessions.get(ctx, o.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		o.SKUID, o.AmountCents = sess.SKUID, sess.PriceCents*int64(o.Quantity)
+	}
+	return o, nil
+}
+
+func orderView(o *seckill.Order) orderJSON {
+	v := orderJSON{
+		OrderNo: o.OrderNo, SessionID: o.SessionID, SKUID: o.SKUID, UserID: o.UserID, Quantity: o.Quantity,
+		AmountCents: o.AmountCents, Status: o.Status, CreatedAt: o.CreatedAt,
+	}
+	if !o.PayDeadline.IsZero() {
+		d := o.PayDeadline
+		v.PayDeadline = &d
+	}
+	return v
+}
+
+// getOrder: GET /api/v1/orders/{order_no} (owner only).
+func (s *Server) getOrder(c *fiber.Ctx) error {
+	o, err := s.findOrder(c.UserContext(), c.Params("order_no"), userID(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(orderView(o))
+}
+
+// cancelOrder: POST /api/v1/orders/{order_no}/cancel (owner, unpaid). The
+// workflow closes the order; the answer is 202 with the status as it is now.
+func (s *Server) cancelOrder(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	o, err := s.findOrder(ctx, c.Params("order_no"), userID(c))
+	if err != nil {
+		return err
+	}
+	if o.Status != seckill.StatusWaitPay && o.Status != seckill.StatusQueued {
+		return seckill.Errorf(seckill.ECONFLICT, "order %s is %s and cannot be cancelled", o.OrderNo, o.Status)
+	}
+	if err := s.flow.Cancel(ctx, o.OrderNo, traceID(c)); seckill.ErrorCode(err) == seckill.ENOTFOUND {
+		return seckill.Errorf(seckill.ECONFLICT, "order %s is not ready to be cancelled yet; retry in a moment", o.OrderNo)
+	} else if err != nil {
+		return err
+	}
+	s.log.Info("cancel requested", "trace_id", traceID(c), "order_no", o.OrderNo)
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_no": o.OrderNo, "status": o.Status})
+}

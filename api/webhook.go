@@ -1,0 +1,155 @@
+package api
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+)
+
+// HeaderSignature carries the provider's signature of a webhook.
+const HeaderSignature = "Seckill-Signature"
+
+// webhookTolerance is how old a signed timestamp may be before the
+// delivery counts as a replay.
+const webhookTolerance = 300 * time.Second
+
+// SignWebhook returns the Seckill-Signature header value for body sent at t:
+// "t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>". The sandbox
+// provider, the bench and the tests sign with it.
+func SignWebhook(secret []byte, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(mac(secret, ts, body))
+}
+
+func mac(secret []byte, ts string, body []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(ts))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// VerifyWebhook checks a Seckill-Signature header against body at now. Any
+// v1 entry may match (providers send several while rotating secrets).
+func VerifyWebhook(secret []byte, header string, body []byte, now time.Time) error {
+	var ts string
+	var sigs [][]byte
+	for _, part := range strings.Split(header, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			if b, err := hex.DecodeString(v); err == nil {
+				sigs = append(sigs, b)
+			}
+		}
+	}
+	if ts == "" || len(sigs) == 0 {
+		return seckill.Errorf(seckill.EUNAUTHORIZED, "missing or malformed %s header", HeaderSignature)
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return seckill.Errorf(seckill.EUNAUTHORIZED, "signature timestamp is not a unix time")
+	}
+	if age := now.Sub(time.Unix(sec, 0)); age > webhookTolerance || age < -webhookTolerance {
+		return seckill.Errorf(seckill.EUNAUTHORIZED, "signature timestamp is outside the %s tolerance", webhookTolerance)
+	}
+	want := mac(secret, ts, body)
+	for _, s := range sigs {
+		if hmac.Equal(s, want) {
+			return nil
+		}
+	}
+	return seckill.Errorf(seckill.EUNAUTHORIZED, "signature does not match")
+}
+
+// webhookBody is the provider's notification.
+type webhookBody struct {
+	EventID     *string `json:"event_id"`
+	PaymentID   *string `json:"payment_id"`
+	OrderNo     *string `json:"order_no"`
+	AmountCents *int64  `json:"amount_cents"`
+	Status      *string `json:"status"`
+}
+
+func (b *webhookBody) payment(trace string) (*seckill.Payment, error) {
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"event_id", b.EventID}, {"payment_id", b.PaymentID}, {"order_no", b.OrderNo}} {
+		if f.v == nil || *f.v == "" || len(*f.v) > 128 {
+			return nil, seckill.Errorf(seckill.EINVALID, "field %q must be a string of 1 to 128 bytes", f.name)
+		}
+	}
+	if b.AmountCents == nil || *b.AmountCents <= 0 {
+		return nil, seckill.Errorf(seckill.EINVALID, "field \"amount_cents\" must be a positive integer")
+	}
+	if b.Status == nil || *b.Status != "SUCCEEDED" {
+		return nil, seckill.Errorf(seckill.EINVALID, "field \"status\" must be \"SUCCEEDED\"")
+	}
+	return &seckill.Payment{EventID: *b.EventID, PaymentID: *b.PaymentID, OrderNo: *b.OrderNo,
+		AmountCents: *b.AmountCents, TraceID: trace}, nil
+}
+
+// webhook: POST /api/v1/payments/webhook. It answers 200 only once the
+// payment is durably handled: signalled into the order's workflow (kept in
+// its history) or, when the workflow has finished, recorded in MySQL as a
+// payment to refund. Replays answer 200 and change nothing.
+func (s *Server) webhook(c *fiber.Ctx) error {
+	body := c.Body()
+	if err := VerifyWebhook(s.cfg.WebhookSecret, c.Get(HeaderSignature), body, s.cfg.Now()); err != nil {
+		return err
+	}
+	var wb webhookBody
+	if err := decodeStrict(body, &wb, false); err != nil {
+		return err
+	}
+	trace := traceID(c)
+	p, err := wb.payment(trace)
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	if seen, err := s.store.PaymentSeen(ctx, p.PaymentID, p.EventID); err != nil {
+		return err
+	} else if seen {
+		return c.JSON(fiber.Map{"received": true})
+	}
+	o, err := s.findOrder(ctx, p.OrderNo, 0)
+	if err != nil {
+		return err
+	}
+	if o.AmountCents != p.AmountCents {
+		return seckill.Errorf(seckill.EAMOUNT, "amount_cents %d does not match the order's %d", p.AmountCents, o.AmountCents)
+	}
+	err = s.flow.Pay(ctx, p)
+	if seckill.ErrorCode(err) == seckill.ENOTFOUND {
+		// No running workflow: the order is finished (a late payment) or
+		// its workflow has not started yet.
+		var outcome seckill.PaymentOutcome
+		outcome, _, err = s.store.ApplyPayment(ctx, p)
+		if seckill.ErrorCode(err) == seckill.ENOTFOUND {
+			return seckill.Errorf(seckill.EUNAVAILABLE, "order %s is still being created; retry the delivery", p.OrderNo)
+		}
+		if err == nil {
+			s.log.Warn("payment for a finished order", "trace_id", trace, "order_no", p.OrderNo,
+				"payment_id", p.PaymentID, "outcome", outcome)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Info("payment received", "trace_id", trace, "order_no", p.OrderNo, "payment_id", p.PaymentID)
+	return c.JSON(fiber.Map{"received": true})
+}

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/mysql"
+	"github.com/seckill/seckill/worker"
+)
+
+func migrateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Create the database if missing and apply the embedded migrations",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			db, err := mysql.Open(cmd.Context(), c.MySQLDSN)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			if err := db.Migrate(cmd.Context()); err != nil {
+				return err
+			}
+			fmt.Println("migrations applied")
+			return nil
+		},
+	}
+}
+
+func apiCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "api",
+		Short: "Serve the HTTP API on SECKILL_HTTP_ADDR",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			if err := c.requireSecrets("SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET", "SECKILL_ADMIN_TOKEN"); err != nil {
+				return err
+			}
+			d, err := c.connect(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			defer d.close()
+			srv, err := d.apiServer(c)
+			if err != nil {
+				return err
+			}
+			return serveAPI(cmd.Context(), c, d, srv)
+		},
+	}
+}
+
+// serveAPI listens until ctx ends, then drains requests and background starts.
+func serveAPI(ctx context.Context, c *config, d *deps, srv *api.Server) error {
+	app := srv.App()
+	errc := make(chan error, 1)
+	go func() { errc <- app.Listen(c.HTTPAddr) }()
+	d.log.Info("api listening", "addr", c.HTTPAddr)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	err := app.ShutdownWithContext(sctx)
+	srv.Shutdown(sctx)
+	return err
+}
+
+func workerCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "worker",
+		Short: "Run the Temporal worker of the order workflow",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			// The worker verifies no tokens, but refuses the same way as the API
+			// so that a half-configured deployment fails at once, not at the first sale.
+			if err := c.requireSecrets("SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET", "SECKILL_ADMIN_TOKEN"); err != nil {
+				return err
+			}
+			d, err := c.connect(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			defer d.close()
+			return runWorker(cmd.Context(), c, d)
+		},
+	}
+}
+
+func runWorker(ctx context.Context, c *config, d *deps) error {
+	if err := worker.CheckSearchAttributes(ctx, d.temporal, c.TemporalNamespace); err != nil {
+		return err
+	}
+	w := worker.New(d.temporal, c.TaskQueue, d.activities())
+	if err := w.Start(); err != nil {
+		return err
+	}
+	d.log.Info("worker polling", "task_queue", c.TaskQueue)
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}
+
+func devCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "dev",
+		Short: "Run migrations, API, worker and a demo session in one process (needs the Temporal dev server: make dev)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			for _, s := range []*string{&c.JWTSecret, &c.WebhookSecret, &c.AdminToken} {
+				if *s == "" {
+					*s = randomHex(16)
+				}
+			}
+			ctx := cmd.Context()
+			d, err := c.connect(ctx, true)
+			if err != nil {
+				return err
+			}
+			defer d.close()
+			if err := d.db.Migrate(ctx); err != nil {
+				return err
+			}
+			sess, err := demoSession(ctx, d)
+			if err != nil {
+				return err
+			}
+			srv, err := d.apiServer(c)
+			if err != nil {
+				return err
+			}
+			token, err := api.IssueToken([]byte(c.JWTSecret), 1, 24*time.Hour, time.Now())
+			if err != nil {
+				return err
+			}
+			printDevBanner(c, sess, token)
+			g, gctx := errgroup.WithContext(ctx)
+			g.Go(func() error { return runWorker(gctx, c, d) })
+			g.Go(func() error { return serveAPI(gctx, c, d, srv) })
+			return g.Wait()
+		},
+	}
+}
+
+// demoSession creates and preheats a session that is on sale for an hour.
+func demoSession(ctx context.Context, d *deps) (*seckill.Session, error) {
+	now := time.Now().UTC().Truncate(time.Second)
+	s := &seckill.Session{SKUID: 1001, Title: "Demo flash sale", PriceCents: 1999, TotalStock: 100,
+		PerUserLimit: 2, StartAt: now, EndAt: now.Add(time.Hour)}
+	if err := d.db.CreateSession(ctx, s); err != nil {
+		return nil, err
+	}
+	if _, err := d.gate.Preheat(ctx, s.ID, s.TotalStock); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func printDevBanner(c *config, s *seckill.Session, token string) {
+	base := "http://127.0.0.1" + c.HTTPAddr
+	if c.HTTPAddr != "" && c.HTTPAddr[0] != ':' {
+		base = "http://" + c.HTTPAddr
+	}
+	fmt.Printf(`
+seckill dev is up
+  API          %[1]s   (session: %[1]s/api/v1/sessions/%[2]d)
+  Temporal UI  http://127.0.0.1:8233/namespaces/%[3]s/workflows
+  readiness    %[1]s/readyz
+  secrets      SECKILL_JWT_SECRET=%[4]s SECKILL_WEBHOOK_SECRET=%[5]s SECKILL_ADMIN_TOKEN=%[6]s
+  shopper 1    TOKEN=%[7]s
+
+  buy:  curl -s -X POST -H "Authorization: Bearer $TOKEN" -d '{"quantity":1}' %[1]s/api/v1/sessions/%[2]d/orders
+  poll: curl -s -H "Authorization: Bearer $TOKEN" %[1]s/api/v1/orders/<order_no>
+  pay timeout: %[8]s (SECKILL_PAY_TIMEOUT)
+
+`, base, s.ID, c.TemporalNamespace, c.JWTSecret, c.WebhookSecret, c.AdminToken, token, c.PayTimeout)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func tokenCmd() *cobra.Command {
+	var user int64
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "token --user N [--ttl 1h]",
+		Short: "Print a shopper JWT signed with SECKILL_JWT_SECRET",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			if err := c.requireSecrets("SECKILL_JWT_SECRET"); err != nil {
+				return err
+			}
+			if user <= 0 {
+				return errors.New("--user must be a positive user id")
+			}
+			if ttl <= 0 {
+				return errors.New("--ttl must be positive")
+			}
+			tok, err := api.IssueToken([]byte(c.JWTSecret), user, ttl, time.Now())
+			if err != nil {
+				return err
+			}
+			fmt.Println(tok)
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&user, "user", 0, "user id (the token's sub)")
+	cmd.Flags().DurationVar(&ttl, "ttl", time.Hour, "lifetime of the token")
+	_ = cmd.MarkFlagRequired("user")
+	return cmd
+}
+
+func reconcileCmd() *cobra.Command {
+	var session int64
+	cmd := &cobra.Command{
+		Use:   "reconcile --session N",
+		Short: "Print the reconcile report of a session; exit 2 when an invariant is broken",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			d, err := c.connect(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer d.close()
+			r, err := seckill.Reconcile(cmd.Context(), d.db, d.gate, session)
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+			if !r.OK {
+				return &exitError{code: 2, err: fmt.Errorf("session %s: %d problems", strconv.FormatInt(session, 10), len(r.Problems))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&session, "session", 0, "session id")
+	_ = cmd.MarkFlagRequired("session")
+	return cmd
+}

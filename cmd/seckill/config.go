@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	goredis "github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/mysql"
+	"github.com/seckill/seckill/redis"
+	"github.com/seckill/seckill/temporal"
+)
+
+// config is read from the environment; the defaults serve a local machine.
+type config struct {
+	MySQLDSN          string        `env:"SECKILL_MYSQL_DSN" envDefault:"root:@tcp(127.0.0.1:3306)/seckill?parseTime=true"`
+	RedisAddr         string        `env:"SECKILL_REDIS_ADDR" envDefault:"127.0.0.1:6379"`
+	RedisPrefix       string        `env:"SECKILL_REDIS_PREFIX" envDefault:"seckill"`
+	TemporalAddr      string        `env:"SECKILL_TEMPORAL_ADDR" envDefault:"127.0.0.1:7233"`
+	TemporalNamespace string        `env:"SECKILL_TEMPORAL_NAMESPACE" envDefault:"default"`
+	TaskQueue         string        `env:"SECKILL_TASK_QUEUE" envDefault:"seckill-orders"`
+	HTTPAddr          string        `env:"SECKILL_HTTP_ADDR" envDefault:":8080"`
+	PayTimeout        time.Duration `env:"SECKILL_PAY_TIMEOUT" envDefault:"15m"`
+	StartTimeout      time.Duration `env:"SECKILL_START_TIMEOUT" envDefault:"300ms"`
+	JWTSecret         string        `env:"SECKILL_JWT_SECRET"`
+	WebhookSecret     string        `env:"SECKILL_WEBHOOK_SECRET"`
+	AdminToken        string        `env:"SECKILL_ADMIN_TOKEN"`
+	LogLevel          slog.Level    `env:"SECKILL_LOG_LEVEL" envDefault:"INFO"`
+}
+
+func loadConfig() (*config, error) {
+	var c config
+	if err := env.Parse(&c); err != nil {
+		return nil, err
+	}
+	if c.PayTimeout <= 0 || c.StartTimeout <= 0 {
+		return nil, errors.New("SECKILL_PAY_TIMEOUT and SECKILL_START_TIMEOUT must be positive durations")
+	}
+	return &c, nil
+}
+
+// requireSecrets names every missing secret, so an operator fixes them in one go.
+func (c *config) requireSecrets(names ...string) error {
+	vals := map[string]string{
+		"SECKILL_JWT_SECRET": c.JWTSecret, "SECKILL_WEBHOOK_SECRET": c.WebhookSecret, "SECKILL_ADMIN_TOKEN": c.AdminToken,
+	}
+	var missing []string
+	for _, n := range names {
+		if vals[n] == "" {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("refusing to start without %v (set them in the environment; `seckill dev` makes its own)", missing)
+	}
+	return nil
+}
+
+func (c *config) logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: c.LogLevel}))
+}
+
+// deps are the adapters every long-running command needs.
+type deps struct {
+	db       *mysql.DB
+	rdb      *goredis.Client
+	gate     *redis.Gate
+	temporal client.Client
+	log      *slog.Logger
+}
+
+func (c *config) connect(ctx context.Context, withTemporal bool) (*deps, error) {
+	d := &deps{log: c.logger()}
+	var err error
+	if d.db, err = mysql.Open(ctx, c.MySQLDSN); err != nil {
+		return nil, err
+	}
+	d.rdb = goredis.NewClient(&goredis.Options{
+		Addr: c.RedisAddr,
+		// Admission is one short script per request: many connections, small timeouts.
+		PoolSize:     256,
+		MinIdleConns: 16,
+		ReadTimeout:  500 * time.Millisecond,
+		WriteTimeout: 500 * time.Millisecond,
+	})
+	d.gate = redis.New(d.rdb, c.RedisPrefix)
+	if err := d.gate.Load(ctx); err != nil {
+		d.close()
+		return nil, fmt.Errorf("redis %s: %w", c.RedisAddr, err)
+	}
+	if withTemporal {
+		if d.temporal, err = temporal.Dial(ctx, c.TemporalAddr, c.TemporalNamespace, d.log); err != nil {
+			d.close()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func (d *deps) close() {
+	if d.temporal != nil {
+		d.temporal.Close()
+	}
+	if d.rdb != nil {
+		d.rdb.Close()
+	}
+	if d.db != nil {
+		d.db.Close()
+	}
+}
+
+func (d *deps) activities() *activities.Activities {
+	return &activities.Activities{Store: d.db, Gate: d.gate}
+}
+
+func (d *deps) apiServer(c *config) (*api.Server, error) {
+	return api.New(api.Config{
+		JWTSecret:     []byte(c.JWTSecret),
+		WebhookSecret: []byte(c.WebhookSecret),
+		AdminToken:    c.AdminToken,
+		PayTimeout:    c.PayTimeout,
+		StartTimeout:  c.StartTimeout,
+		Logger:        d.log,
+	}, d.db, d.gate, temporal.NewOrders(d.temporal, c.TaskQueue))
+}

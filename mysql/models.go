@@ -1,0 +1,108 @@
+package mysql
+
+import (
+	"time"
+
+	"github.com/seckill/seckill"
+)
+
+// The row types mirror migrations/*.sql; GORM only maps them, it never
+// creates or alters tables (goose owns the schema).
+
+type sessionRow struct {
+	ID           int64 `gorm:"primaryKey"`
+	SKUID        int64 `gorm:"column:sku_id"`
+	Title        string
+	PriceCents   int64
+	TotalStock   int
+	Stock        int
+	PerUserLimit int
+	StartAt      time.Time
+	EndAt        time.Time
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+func (sessionRow) TableName() string { return "sessions" }
+
+func (r *sessionRow) domain() *seckill.Session {
+	return &seckill.Session{
+		ID: r.ID, SKUID: r.SKUID, Title: r.Title, PriceCents: r.PriceCents,
+		TotalStock: r.TotalStock, PerUserLimit: r.PerUserLimit,
+		StartAt: r.StartAt.UTC(), EndAt: r.EndAt.UTC(),
+	}
+}
+
+type orderRow struct {
+	ID          int64 `gorm:"primaryKey"`
+	OrderNo     string
+	SessionID   int64
+	SKUID       int64 `gorm:"column:sku_id"`
+	UserID      int64
+	Quantity    int
+	AmountCents int64
+	Status      string
+	Reason      string
+	TraceID     string
+	PayDeadline *time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+func (orderRow) TableName() string { return "orders" }
+
+func (r *orderRow) domain() *seckill.Order {
+	o := &seckill.Order{
+		OrderNo: r.OrderNo, SessionID: r.SessionID, SKUID: r.SKUID, UserID: r.UserID,
+		Quantity: r.Quantity, AmountCents: r.AmountCents, Status: seckill.Status(r.Status),
+		CreatedAt: r.CreatedAt.UTC(), TraceID: r.TraceID,
+	}
+	if r.PayDeadline != nil {
+		o.PayDeadline = r.PayDeadline.UTC()
+	}
+	return o
+}
+
+type slotRow struct {
+	SessionID int64 `gorm:"primaryKey"`
+	UserID    int64 `gorm:"primaryKey"`
+	Slot      int   `gorm:"primaryKey"`
+	OrderNo   string
+}
+
+func (slotRow) TableName() string { return "order_slots" }
+
+// Payment row statuses.
+const (
+	paymentCaptured      = "CAPTURED"
+	paymentRefundPending = "REFUND_PENDING"
+)
+
+type paymentRow struct {
+	ID          int64 `gorm:"primaryKey"`
+	PaymentID   string
+	EventID     string
+	OrderNo     string
+	AmountCents int64
+	Status      string
+	TraceID     string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+func (paymentRow) TableName() string { return "payments" }
+
+type ledgerRow struct {
+	ID         int64 `gorm:"primaryKey"`
+	OrderNo    string
+	SessionID  int64
+	FromStatus string
+	ToStatus   string
+	Quantity   int
+	StockDelta int
+	Reason     string
+	TraceID    string
+	CreatedAt  time.Time
+}
+
+func (ledgerRow) TableName() string { return "order_ledger" }

@@ -1,0 +1,214 @@
+package mysql
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/seckill/seckill"
+)
+
+// Reasons recorded on orders and ledger rows.
+const (
+	ReasonCreated     = "created"
+	ReasonDBSoldOut   = "db_sold_out"   // the conditional decrement refused: Redis and MySQL drifted
+	ReasonDBLimit     = "db_user_limit" // the slot primary key refused: the per-user limit held in MySQL
+	ReasonUnknownSess = "unknown_session"
+)
+
+// errRefused carries a business refusal out of a transaction so that the
+// transaction rolls back and the order is recorded as FAILED instead.
+type errRefused struct{ reason string }
+
+func (e errRefused) Error() string { return "refused: " + e.reason }
+
+// CreateOrder creates the order row in WAIT_PAY, takes its per-user slots and
+// decrements the database stock, all in one transaction. It is idempotent on
+// the order number: called again (an activity retry after a timeout), it
+// returns the order as it is, and never decrements twice.
+//
+// If the database refuses (not enough stock, or the user's slots are taken)
+// the order is stored as FAILED, with nothing decremented.
+func (db *DB) CreateOrder(ctx context.Context, req *seckill.OrderRequest, payDeadline time.Time) (*seckill.Order, error) {
+	if o, err := db.Order(ctx, req.OrderNo); err == nil {
+		return o, nil
+	} else if seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		return nil, err
+	}
+	now := db.now()
+	deadline := payDeadline.UTC()
+	row := orderRow{
+		OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
+		Quantity: req.Quantity, AmountCents: req.AmountCents(), Status: string(seckill.StatusWaitPay),
+		Reason: ReasonCreated, TraceID: req.TraceID, PayDeadline: &deadline, CreatedAt: now, UpdatedAt: now,
+	}
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		slots := make([]slotRow, len(req.Slots))
+		for i, s := range req.Slots {
+			slots[i] = slotRow{SessionID: req.SessionID, UserID: req.UserID, Slot: s, OrderNo: req.OrderNo}
+		}
+		if len(slots) > 0 {
+			if err := tx.Create(&slots).Error; err != nil {
+				if isDuplicate(err) {
+					return errRefused{ReasonDBLimit}
+				}
+				return err
+			}
+		}
+		// The hot row is touched last so its lock is held for the shortest time.
+		res := tx.Model(&sessionRow{}).
+			Where("id = ? AND stock >= ?", req.SessionID, req.Quantity).
+			Updates(map[string]any{"stock": gorm.Expr("stock - ?", req.Quantity), "updated_at": now})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return errRefused{ReasonDBSoldOut}
+		}
+		return tx.Create(ledger(&row, seckill.StatusQueued, -req.Quantity, now)).Error
+	})
+	var refused errRefused
+	switch {
+	case err == nil:
+		return row.domain(), nil
+	case errors.As(err, &refused):
+		return db.createFailed(ctx, req, refused.reason)
+	case isDuplicate(err):
+		// A concurrent attempt of the same order won the insert.
+		return db.Order(ctx, req.OrderNo)
+	default:
+		return nil, err
+	}
+}
+
+// createFailed records an order the database refused, so that its status
+// is visible, retries see it, and reconcile counts it as drift.
+func (db *DB) createFailed(ctx context.Context, req *seckill.OrderRequest, reason string) (*seckill.Order, error) {
+	now := db.now()
+	row := orderRow{
+		OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
+		Quantity: req.Quantity, AmountCents: req.AmountCents(), Status: string(seckill.StatusFailed),
+		Reason: reason, TraceID: req.TraceID, CreatedAt: now, UpdatedAt: now,
+	}
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		return tx.Create(ledger(&row, seckill.StatusQueued, 0, now)).Error
+	})
+	if isDuplicate(err) {
+		return db.Order(ctx, req.OrderNo)
+	} else if err != nil {
+		return nil, err
+	}
+	return row.domain(), nil
+}
+
+// CloseOrder is the compensation: compare-and-set WAIT_PAY → CLOSED, give
+// the units back to the database stock and free the user's slots, in one
+// transaction. It returns the order's status afterwards, and gaveBack tells
+// whether this call returned stock (false on a retry, or when the close lost
+// the race to a payment and the order is PAID).
+//
+// An order without a row (its workflow was cancelled before the row was
+// created) gets a CLOSED tombstone row, so that a late attempt to create it
+// finds the order number taken and can never decrement stock.
+func (db *DB) CloseOrder(ctx context.Context, req *seckill.OrderRequest, reason string) (status seckill.Status, gaveBack bool, err error) {
+	now := db.now()
+	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var row orderRow
+		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("order_no = ?", req.OrderNo).Take(&row).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			row = orderRow{
+				OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
+				Quantity: req.Quantity, AmountCents: req.AmountCents(), Status: string(seckill.StatusClosed),
+				Reason: reason, TraceID: req.TraceID, CreatedAt: now, UpdatedAt: now,
+			}
+			status = seckill.StatusClosed
+			if err := tx.Create(&row).Error; err != nil {
+				return err
+			}
+			return tx.Create(ledger(&row, seckill.StatusQueued, 0, now)).Error
+		} else if err != nil {
+			return err
+		}
+		status = seckill.Status(row.Status)
+		if status != seckill.StatusWaitPay {
+			return nil // already closed, paid or failed: nothing to give back
+		}
+		res := tx.Model(&orderRow{}).Where("id = ? AND status = ?", row.ID, seckill.StatusWaitPay).
+			Updates(map[string]any{"status": seckill.StatusClosed, "reason": reason, "updated_at": now})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return errors.New("close: compare-and-set lost under a row lock")
+		}
+		if err := tx.Where("order_no = ?", row.OrderNo).Delete(&slotRow{}).Error; err != nil {
+			return err
+		}
+		if err := tx.Model(&sessionRow{}).Where("id = ?", row.SessionID).
+			Updates(map[string]any{"stock": gorm.Expr("stock + ?", row.Quantity), "updated_at": now}).Error; err != nil {
+			return err
+		}
+		from := row.Status
+		row.Status, row.Reason = string(seckill.StatusClosed), reason
+		status, gaveBack = seckill.StatusClosed, true
+		return tx.Create(ledger(&row, seckill.Status(from), row.Quantity, now)).Error
+	})
+	if err != nil {
+		return "", false, err
+	}
+	return status, gaveBack, nil
+}
+
+// Order returns one order by its number.
+func (db *DB) Order(ctx context.Context, orderNo string) (*seckill.Order, error) {
+	var row orderRow
+	err := db.gorm.WithContext(ctx).Where("order_no = ?", orderNo).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, seckill.Errorf(seckill.ENOTFOUND, "order %s not found", orderNo)
+	} else if err != nil {
+		return nil, err
+	}
+	return row.domain(), nil
+}
+
+// ledger builds the ledger row for row's move from → row.Status.
+func ledger(row *orderRow, from seckill.Status, stockDelta int, now time.Time) *ledgerRow {
+	return &ledgerRow{
+		OrderNo: row.OrderNo, SessionID: row.SessionID, FromStatus: string(from), ToStatus: row.Status,
+		Quantity: row.Quantity, StockDelta: stockDelta, Reason: row.Reason, TraceID: row.TraceID, CreatedAt: now,
+	}
+}
+
+// LiveHoldings returns, as reservations, the orders of a session that hold
+// stock (WAIT_PAY, PAID) with their slots: what Redis must hold for them
+// when it is rebuilt.
+func (db *DB) LiveHoldings(ctx context.Context, sessionID int64) ([]seckill.Reservation, error) {
+	var rows []orderRow
+	if err := db.gorm.WithContext(ctx).Where("session_id = ? AND status IN ?", sessionID,
+		[]seckill.Status{seckill.StatusWaitPay, seckill.StatusPaid}).Order("id").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	var slots []slotRow
+	if err := db.gorm.WithContext(ctx).Where("session_id = ?", sessionID).Find(&slots).Error; err != nil {
+		return nil, err
+	}
+	byOrder := map[string][]int{}
+	for _, s := range slots {
+		byOrder[s.OrderNo] = append(byOrder[s.OrderNo], s.Slot)
+	}
+	out := make([]seckill.Reservation, len(rows))
+	for i, r := range rows {
+		out[i] = seckill.Reservation{OrderNo: r.OrderNo, SessionID: r.SessionID, UserID: r.UserID,
+			Quantity: r.Quantity, Slots: byOrder[r.OrderNo], ReservedAt: r.CreatedAt.UTC(), TraceID: r.TraceID}
+	}
+	return out, nil
+}

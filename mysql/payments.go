@@ -1,0 +1,113 @@
+package mysql
+
+import (
+	"context"
+	"errors"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/seckill/seckill"
+)
+
+// ApplyPayment records a captured payment against its order, in one
+// transaction, and returns what it did and the order's status afterwards:
+//
+//   - WAIT_PAY order: compare-and-set to PAID; the payment is the order's one payment.
+//   - CLOSED order (a late payment): never reopened; the order becomes
+//     REFUND_PENDING and the payment waits for its refund.
+//   - PAID (by another payment), FAILED or refunding order: the payment waits
+//     for its refund; the order is unchanged.
+//   - the same payment or event seen before: nothing changes.
+//
+// A payment whose amount differs from the order's is refused with
+// AMOUNT_MISMATCH and changes nothing.
+func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error) {
+	var outcome seckill.PaymentOutcome
+	var status seckill.Status
+	now := db.now()
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var row orderRow
+		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("order_no = ?", p.OrderNo).Take(&row).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return seckill.Errorf(seckill.ENOTFOUND, "order %s not found", p.OrderNo)
+		} else if err != nil {
+			return err
+		}
+		status = seckill.Status(row.Status)
+		var seen int64
+		if err := tx.Model(&paymentRow{}).Where("payment_id = ? OR event_id = ?", p.PaymentID, p.EventID).
+			Count(&seen).Error; err != nil {
+			return err
+		}
+		if seen > 0 {
+			outcome = seckill.PaymentDuplicate
+			return nil
+		}
+		if p.AmountCents != row.AmountCents {
+			return seckill.Errorf(seckill.EAMOUNT, "amount_cents %d does not match the order's %d", p.AmountCents, row.AmountCents)
+		}
+		pay := paymentRow{
+			PaymentID: p.PaymentID, EventID: p.EventID, OrderNo: p.OrderNo, AmountCents: p.AmountCents,
+			Status: paymentRefundPending, TraceID: p.TraceID, CreatedAt: now, UpdatedAt: now,
+		}
+		outcome = seckill.PaymentRefundPending
+		var next seckill.Status
+		switch status {
+		case seckill.StatusWaitPay:
+			pay.Status, outcome, next = paymentCaptured, seckill.PaymentCaptured, seckill.StatusPaid
+		case seckill.StatusClosed:
+			next = seckill.StatusRefundPending
+		}
+		if err := tx.Create(&pay).Error; err != nil {
+			return err
+		}
+		if next == "" {
+			return nil
+		}
+		reason := "paid"
+		if next == seckill.StatusRefundPending {
+			reason = "late_payment"
+		}
+		res := tx.Model(&orderRow{}).Where("id = ? AND status = ?", row.ID, status).
+			Updates(map[string]any{"status": next, "reason": reason, "updated_at": now})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return errors.New("payment: compare-and-set lost under a row lock")
+		}
+		from := status
+		row.Status, row.Reason, row.TraceID = string(next), reason, traceOr(p.TraceID, row.TraceID)
+		status = next
+		return tx.Create(ledger(&row, from, 0, now)).Error
+	})
+	if isDuplicate(err) {
+		// A concurrent delivery of the same payment won the insert.
+		o, oerr := db.Order(ctx, p.OrderNo)
+		if oerr != nil {
+			return "", "", oerr
+		}
+		return seckill.PaymentDuplicate, o.Status, nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return outcome, status, nil
+}
+
+func traceOr(t, fallback string) string {
+	if t != "" {
+		return t
+	}
+	return fallback
+}
+
+// PaymentSeen reports whether a payment with this payment id or event id
+// was recorded already (the webhook answers replays without a signal).
+func (db *DB) PaymentSeen(ctx context.Context, paymentID, eventID string) (bool, error) {
+	var n int64
+	err := db.gorm.WithContext(ctx).Model(&paymentRow{}).
+		Where("payment_id = ? OR event_id = ?", paymentID, eventID).Count(&n).Error
+	return n > 0, err
+}

@@ -1,0 +1,41 @@
+package mysql
+
+import (
+	"context"
+	"errors"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill"
+)
+
+// CreateSession validates s, stores it with its whole stock in the database
+// and sets s.ID.
+func (db *DB) CreateSession(ctx context.Context, s *seckill.Session) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	now := db.now()
+	row := sessionRow{
+		SKUID: s.SKUID, Title: s.Title, PriceCents: s.PriceCents,
+		TotalStock: s.TotalStock, Stock: s.TotalStock, PerUserLimit: s.PerUserLimit,
+		StartAt: s.StartAt.UTC(), EndAt: s.EndAt.UTC(), CreatedAt: now, UpdatedAt: now,
+	}
+	if err := db.gorm.WithContext(ctx).Create(&row).Error; err != nil {
+		return err
+	}
+	s.ID = row.ID
+	return nil
+}
+
+// Session returns one session and its current database stock.
+func (db *DB) Session(ctx context.Context, id int64) (*seckill.Session, int, error) {
+	var row sessionRow
+	err := db.gorm.WithContext(ctx).First(&row, id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, 0, seckill.Errorf(seckill.ENOTFOUND, "session %d not found", id)
+	} else if err != nil {
+		return nil, 0, err
+	}
+	return row.domain(), row.Stock, nil
+}

@@ -1,0 +1,25 @@
+-- Release: give one reservation back, exactly once. Deleting the
+-- reservation is the guard: a second call finds nothing and changes nothing.
+-- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending; ARGV: 1 order number
+-- Returns the units given back (0 when already released or unknown).
+local r = redis.call('HGET', KEYS[3], ARGV[1])
+if not r then return 0 end
+local user, qty, mine = string.match(r, '^([^|]*)|([^|]*)|([^|]*)|')
+qty, mine = tonumber(qty), tonumber(mine)
+redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('INCRBY', KEYS[1], qty)
+local held = tonumber(redis.call('HGET', KEYS[2], user) or '0') - qty
+if held > 0 then
+  redis.call('HSET', KEYS[2], user, held)
+else
+  redis.call('HDEL', KEYS[2], user)
+end
+local slotsField = user .. ':slots'
+local mask = bit.band(tonumber(redis.call('HGET', KEYS[2], slotsField) or '0'), bit.bnot(mine))
+if mask ~= 0 then
+  redis.call('HSET', KEYS[2], slotsField, mask)
+else
+  redis.call('HDEL', KEYS[2], slotsField)
+end
+return qty

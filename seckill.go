@@ -1,0 +1,215 @@
+// Package seckill holds the domain of the flash-sale order system: sessions,
+// orders, their statuses, payments and the one error vocabulary shared by
+// every adapter. It imports only the standard library; adapters (mysql,
+// redis, temporal), the api and the workflows depend on it, never the reverse.
+package seckill
+
+import (
+	"fmt"
+	"time"
+)
+
+// Status is the lifecycle state of an order. The values are part of the
+// public API contract and are stored verbatim in MySQL and in Temporal's
+// OrderStatus search attribute.
+type Status string
+
+const (
+	// StatusQueued: reserved in Redis, the order row is not created yet.
+	StatusQueued Status = "QUEUED"
+	// StatusWaitPay: the order row exists and holds stock until paid or timed out.
+	StatusWaitPay Status = "WAIT_PAY"
+	// StatusPaid: paid; holds its stock for good.
+	StatusPaid Status = "PAID"
+	// StatusClosed: timed out or cancelled; its stock was given back.
+	StatusClosed Status = "CLOSED"
+	// StatusFailed: could not be created (the database refused the stock or
+	// the per-user limit). Never held database stock.
+	StatusFailed Status = "FAILED"
+	// StatusRefundPending: paid after it closed; the money goes back.
+	StatusRefundPending Status = "REFUND_PENDING"
+	// StatusRefunded: the late payment was refunded.
+	StatusRefunded Status = "REFUNDED"
+)
+
+// Statuses lists every order status, in lifecycle order.
+var Statuses = []Status{StatusQueued, StatusWaitPay, StatusPaid, StatusClosed, StatusFailed, StatusRefundPending, StatusRefunded}
+
+// HoldsStock reports whether an order in this status keeps units out of the
+// database stock. A REFUND_PENDING order closed (and gave its stock back)
+// before its payment arrived, so it holds none.
+func (s Status) HoldsStock() bool { return s == StatusWaitPay || s == StatusPaid }
+
+// Valid reports whether s is one of the known statuses.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultPayTimeout is how long an order waits for its payment in production.
+const DefaultPayTimeout = 15 * time.Minute
+
+// MaxPerUserLimit caps a session's per-user limit. Each unit a user holds
+// takes one slot, and the slots of a user live in one 32-bit mask inside the
+// admission script, so a limit above this cannot be represented.
+const MaxPerUserLimit = 30
+
+// Session is one flash sale of one SKU inside a time window.
+type Session struct {
+	ID           int64     `json:"id"`
+	SKUID        int64     `json:"sku_id"`
+	Title        string    `json:"title"`
+	PriceCents   int64     `json:"price_cents"`
+	TotalStock   int       `json:"total_stock"`
+	PerUserLimit int       `json:"per_user_limit"`
+	StartAt      time.Time `json:"start_at"`
+	EndAt        time.Time `json:"end_at"`
+}
+
+// SessionState is the public state of a session at one instant.
+type SessionState string
+
+const (
+	SessionUpcoming SessionState = "UPCOMING"
+	SessionActive   SessionState = "ACTIVE"
+	SessionSoldOut  SessionState = "SOLD_OUT"
+	SessionEnded    SessionState = "ENDED"
+)
+
+// StateAt tells the state of s at now given its remaining stock.
+func (s *Session) StateAt(now time.Time, remaining int) SessionState {
+	switch {
+	case now.Before(s.StartAt):
+		return SessionUpcoming
+	case !now.Before(s.EndAt):
+		return SessionEnded
+	case remaining <= 0:
+		return SessionSoldOut
+	default:
+		return SessionActive
+	}
+}
+
+// Validate checks a session an admin wants to create.
+func (s *Session) Validate() error {
+	switch {
+	case s.SKUID <= 0:
+		return Errorf(EINVALID, "sku_id must be a positive integer")
+	case s.Title == "" || len(s.Title) > 200:
+		return Errorf(EINVALID, "title must be 1 to 200 bytes")
+	case s.PriceCents < 0:
+		return Errorf(EINVALID, "price_cents must not be negative")
+	case s.TotalStock <= 0 || s.TotalStock > 10_000_000:
+		return Errorf(EINVALID, "stock must be between 1 and 10000000")
+	case s.PerUserLimit <= 0 || s.PerUserLimit > MaxPerUserLimit:
+		return Errorf(EINVALID, "per_user_limit must be between 1 and %d", MaxPerUserLimit)
+	case s.StartAt.IsZero() || s.EndAt.IsZero():
+		return Errorf(EINVALID, "start_at and end_at are required (RFC 3339)")
+	case !s.EndAt.After(s.StartAt):
+		return Errorf(EINVALID, "end_at must be after start_at")
+	}
+	return nil
+}
+
+// Reservation is what the admission script records for one winner: the
+// units taken from Redis stock and the per-user slots they occupy. It is the
+// durable intent from which the order workflow is started.
+type Reservation struct {
+	OrderNo    string    `json:"order_no"`
+	SessionID  int64     `json:"session_id"`
+	UserID     int64     `json:"user_id"`
+	Quantity   int       `json:"quantity"`
+	Slots      []int     `json:"slots"`
+	ReservedAt time.Time `json:"reserved_at"`
+	TraceID    string    `json:"trace_id"`
+}
+
+// Order is the view of one order that shoppers, ops and tests read.
+type Order struct {
+	OrderNo     string    `json:"order_no"`
+	SessionID   int64     `json:"session_id"`
+	SKUID       int64     `json:"sku_id"`
+	UserID      int64     `json:"user_id"`
+	Quantity    int       `json:"quantity"`
+	AmountCents int64     `json:"amount_cents"`
+	Status      Status    `json:"status"`
+	CreatedAt   time.Time `json:"created_at"`
+	PayDeadline time.Time `json:"pay_deadline"`
+	TraceID     string    `json:"-"`
+}
+
+// Payment is one notification from the payment provider that money was
+// captured for an order.
+type Payment struct {
+	EventID     string `json:"event_id"`
+	PaymentID   string `json:"payment_id"`
+	OrderNo     string `json:"order_no"`
+	AmountCents int64  `json:"amount_cents"`
+	TraceID     string `json:"trace_id"`
+}
+
+// PaymentOutcome is what applying a payment to an order did.
+type PaymentOutcome string
+
+const (
+	// PaymentCaptured: the order went WAIT_PAY → PAID with this payment.
+	PaymentCaptured PaymentOutcome = "CAPTURED"
+	// PaymentDuplicate: this payment (same payment or event id) was applied
+	// before; nothing changed.
+	PaymentDuplicate PaymentOutcome = "DUPLICATE"
+	// PaymentRefundPending: the order could not take this payment (it closed,
+	// or it was already paid by another payment): the money must go back.
+	PaymentRefundPending PaymentOutcome = "REFUND_PENDING"
+)
+
+// OrderNoSession returns the session id encoded at the front of an order
+// number ("<session>-<unique>"), which lets the hot poll path find the
+// order's per-session Redis keys without a database.
+func OrderNoSession(orderNo string) (int64, bool) {
+	var id int64
+	for i := 0; i < len(orderNo); i++ {
+		c := orderNo[i]
+		switch {
+		case c >= '0' && c <= '9':
+			id = id*10 + int64(c-'0')
+			if id > 1<<53 {
+				return 0, false
+			}
+		case c == '-' && i > 0 && i < len(orderNo)-1:
+			return id, id > 0
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// WorkflowID is the Temporal workflow id of an order: one per order number,
+// so a second start of the same order is detected, never doubled.
+func WorkflowID(orderNo string) string { return fmt.Sprintf("order:%s", orderNo) }
+
+// OrderRequest is everything one order's workflow needs, fixed when the
+// shopper won the reservation: the workflow never reads the session again,
+// so a later admin change cannot alter an accepted order's price or timeout.
+type OrderRequest struct {
+	Reservation
+	SKUID      int64         `json:"sku_id"`
+	PriceCents int64         `json:"price_cents"`
+	PayTimeout time.Duration `json:"pay_timeout"`
+}
+
+// AmountCents is what the shopper must pay.
+func (r *OrderRequest) AmountCents() int64 { return r.PriceCents * int64(r.Quantity) }
+
+// Order returns the view of the order this request creates.
+func (r *OrderRequest) Order(status Status, payDeadline time.Time) *Order {
+	return &Order{
+		OrderNo: r.OrderNo, SessionID: r.SessionID, SKUID: r.SKUID, UserID: r.UserID,
+		Quantity: r.Quantity, AmountCents: r.AmountCents(), Status: status,
+		CreatedAt: r.ReservedAt, PayDeadline: payDeadline, TraceID: r.TraceID,
+	}
+}

@@ -1,0 +1,114 @@
+// Package temporal is the client-side Temporal adapter: it starts one
+// OrderWorkflow per order (workflow ID order:<order_no>, a second start is
+// detected and reported, never doubled), and delivers payments and
+// cancellations to running orders as signals.
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/workflows"
+)
+
+// Dial connects to the Temporal frontend at addr.
+func Dial(ctx context.Context, addr, namespace string, logger *slog.Logger) (client.Client, error) {
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort:  addr,
+		Namespace: namespace,
+		Logger:    log.NewStructuredLogger(logger),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("temporal %s: %w (start a dev server with `make temporal`)", addr, err)
+	}
+	return c, nil
+}
+
+// Orders starts and signals order workflows.
+type Orders struct {
+	c         client.Client
+	taskQueue string
+}
+
+// NewOrders returns an Orders that starts workflows on taskQueue.
+func NewOrders(c client.Client, taskQueue string) *Orders {
+	return &Orders{c: c, taskQueue: taskQueue}
+}
+
+// Start starts the workflow of an order. started is false when the workflow
+// already existed (a relay or retry raced the API): that is the detection of
+// a duplicate start, not an error.
+func (o *Orders) Start(ctx context.Context, req *seckill.OrderRequest) (started bool, err error) {
+	opts := client.StartWorkflowOptions{
+		ID:        seckill.WorkflowID(req.OrderNo),
+		TaskQueue: o.taskQueue,
+		// An order number is used once, ever: a finished order's workflow
+		// must not be started again, and a running one is not joined.
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		TypedSearchAttributes:                    workflows.SearchAttributes(req),
+		StaticSummary: fmt.Sprintf("order %s · user %d · session %d · qty %d",
+			req.OrderNo, req.UserID, req.SessionID, req.Quantity),
+		Memo: map[string]any{"trace_id": req.TraceID},
+	}
+	_, err = o.c.ExecuteWorkflow(ctx, opts, workflows.OrderWorkflowName, *req)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &already) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("start workflow %s: %w", opts.ID, err)
+	}
+	return true, nil
+}
+
+// Pay signals a payment to the order's running workflow. NOT_FOUND means no
+// workflow is running for it (never started, or already finished).
+func (o *Orders) Pay(ctx context.Context, p *seckill.Payment) error {
+	return o.signal(ctx, p.OrderNo, workflows.PaymentSignal, *p)
+}
+
+// Cancel asks the order's running workflow to close the order.
+func (o *Orders) Cancel(ctx context.Context, orderNo, traceID string) error {
+	return o.signal(ctx, orderNo, workflows.CancelSignal, workflows.CancelRequest{Reason: "shopper", TraceID: traceID})
+}
+
+func (o *Orders) signal(ctx context.Context, orderNo, name string, arg any) error {
+	err := o.c.SignalWorkflow(ctx, seckill.WorkflowID(orderNo), "", name, arg)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return seckill.Errorf(seckill.ENOTFOUND, "no running workflow for order %s", orderNo)
+	}
+	if err != nil {
+		return fmt.Errorf("%w (temporal: %v)", seckill.Errorf(seckill.EUNAVAILABLE, "order service unavailable, retry shortly"), err)
+	}
+	return nil
+}
+
+// State queries the state of an order's workflow.
+func (o *Orders) State(ctx context.Context, orderNo string) (*workflows.OrderState, error) {
+	v, err := o.c.QueryWorkflow(ctx, seckill.WorkflowID(orderNo), "", workflows.StateQuery)
+	if err != nil {
+		return nil, err
+	}
+	var st workflows.OrderState
+	if err := v.Get(&st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// Ping checks that the Temporal frontend answers.
+func (o *Orders) Ping(ctx context.Context) error {
+	_, err := o.c.CheckHealth(ctx, &client.CheckHealthRequest{})
+	return err
+}

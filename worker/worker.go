@@ -1,0 +1,75 @@
+// Package worker builds the Temporal worker of seckill: the registrations of
+// the order workflow and its activities under their explicit names, shared
+// by `seckill worker`, `seckill dev` and the tests.
+package worker
+
+import (
+	"context"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/workflows"
+)
+
+// Registry is what both a real worker and the test environment offer.
+type Registry interface {
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}
+
+// Register registers the order workflow and the activities of acts.
+func Register(r Registry, acts *activities.Activities) {
+	r.RegisterWorkflowWithOptions(workflows.OrderWorkflow, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
+	r.RegisterActivityWithOptions(acts.CreateOrder, activity.RegisterOptions{Name: workflows.CreateOrderActivity})
+	r.RegisterActivityWithOptions(acts.ApplyPayment, activity.RegisterOptions{Name: workflows.ApplyPaymentActivity})
+	r.RegisterActivityWithOptions(acts.CloseOrder, activity.RegisterOptions{Name: workflows.CloseOrderActivity})
+	r.RegisterActivityWithOptions(acts.ReleaseReservation, activity.RegisterOptions{Name: workflows.ReleaseReservationActivity})
+}
+
+// New returns a worker on taskQueue with the order workflow and activities
+// registered. The caller starts and stops it.
+func New(c client.Client, taskQueue string, acts *activities.Activities) sdkworker.Worker {
+	w := sdkworker.New(c, taskQueue, sdkworker.Options{
+		// Orders are short; a slow MySQL must not let a poller hoard tasks.
+		MaxConcurrentActivityExecutionSize: 64,
+	})
+	Register(w, acts)
+	return w
+}
+
+// SearchAttributes are the custom search attributes the order workflow
+// writes, with their types.
+var SearchAttributes = map[string]enumspb.IndexedValueType{
+	workflows.OrderStatusKey.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	workflows.SessionIDKey.GetName():   enumspb.INDEXED_VALUE_TYPE_INT,
+	workflows.UserIDKey.GetName():      enumspb.INDEXED_VALUE_TYPE_INT,
+	workflows.TraceIDKey.GetName():     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+}
+
+// CheckSearchAttributes fails, naming what is missing, unless the namespace
+// has every search attribute the workflow writes: a workflow upserting an
+// unknown attribute would fail its tasks at the first status change.
+func CheckSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("list search attributes of namespace %s: %w", namespace, err)
+	}
+	for name, typ := range SearchAttributes {
+		got, ok := resp.GetCustomAttributes()[name]
+		if !ok {
+			return fmt.Errorf("search attribute %s (%s) is not registered in namespace %s: start the dev server with `make temporal` or run `temporal operator search-attribute create --name %s --type %s`",
+				name, typ, namespace, name, typ)
+		}
+		if got != typ {
+			return fmt.Errorf("search attribute %s has type %s, want %s", name, got, typ)
+		}
+	}
+	return nil
+}

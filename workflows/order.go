@@ -1,0 +1,205 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/seckill/seckill"
+)
+
+// stepOptions run the steps of the happy path. Business refusals come back
+// as results or non-retryable errors; infrastructure failures (MySQL or
+// Redis down) retry with a capped backoff for up to an hour.
+var stepOptions = workflow.ActivityOptions{
+	StartToCloseTimeout:    10 * time.Second,
+	ScheduleToCloseTimeout: time.Hour,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:    200 * time.Millisecond,
+		BackoffCoefficient: 2,
+		MaximumInterval:    10 * time.Second,
+	},
+}
+
+// compensationOptions give stock back: they must outlast any outage an
+// operator can fix, so they retry for a day.
+var compensationOptions = workflow.ActivityOptions{
+	StartToCloseTimeout:    10 * time.Second,
+	ScheduleToCloseTimeout: 24 * time.Hour,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:    200 * time.Millisecond,
+		BackoffCoefficient: 2,
+		MaximumInterval:    30 * time.Second,
+	},
+}
+
+// order is the running state of one OrderWorkflow.
+type order struct {
+	req   seckill.OrderRequest
+	state OrderState
+}
+
+// OrderWorkflow is the saga of one order, started by the API (or the relay)
+// with ID order:<order_no> once the shopper won a Redis reservation:
+//
+//  1. create the order row in WAIT_PAY and decrement MySQL stock (one tx);
+//  2. wait for the payment signal, the cancel signal or the pay timer;
+//  3. paid → PAID; timeout, cancel or workflow cancellation → compensate:
+//     CLOSED with MySQL stock given back (one tx), then the Redis
+//     reservation released, each exactly once.
+//
+// Payments that arrive when the order cannot take them (closed, already
+// paid) are recorded for refund, never applied.
+func OrderWorkflow(ctx workflow.Context, req seckill.OrderRequest) (OrderState, error) {
+	if req.PayTimeout <= 0 {
+		req.PayTimeout = seckill.DefaultPayTimeout
+	}
+	o := &order{req: req, state: OrderState{OrderNo: req.OrderNo, Status: seckill.StatusQueued}}
+	if err := workflow.SetQueryHandler(ctx, StateQuery, func() (OrderState, error) { return o.state, nil }); err != nil {
+		return o.state, err
+	}
+	payments := workflow.GetSignalChannel(ctx, PaymentSignal)
+	cancels := workflow.GetSignalChannel(ctx, CancelSignal)
+	// Once the row may exist, every step runs on a disconnected context: a
+	// workflow cancellation must not interrupt a decision half-way, and
+	// compensation must run even when the workflow itself was cancelled.
+	steady, _ := workflow.NewDisconnectedContext(ctx)
+	steady = workflow.WithActivityOptions(steady, stepOptions)
+
+	o.state.PayDeadline = workflow.Now(ctx).Add(req.PayTimeout)
+	var created CreateOrderResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stepOptions), CreateOrderActivity,
+		CreateOrderInput{Request: req, PayDeadline: o.state.PayDeadline}).Get(ctx, &created)
+	if err != nil {
+		// Cancelled, or MySQL stayed down past the retry budget: close the
+		// order (a tombstone if the row never came) and give the stock back.
+		reason := ReasonCreateFailed
+		if temporal.IsCanceledError(err) {
+			reason = ReasonWorkflowStopped
+		}
+		workflow.GetLogger(ctx).Warn("create order failed; compensating", "order_no", req.OrderNo, "error", err)
+		return o.finish(ctx, steady, reason)
+	}
+	o.setStatus(ctx, created.Status)
+
+	closeReason := ""
+	if created.Status == seckill.StatusWaitPay {
+		closeReason = o.awaitPayment(ctx, steady, payments, cancels)
+	} else if !created.Status.HoldsStock() && created.Status != seckill.StatusFailed {
+		// Closed before (a workflow reset replays the creation): make sure
+		// the Redis side is given back too.
+		closeReason = ReasonWorkflowStopped
+	}
+	return o.finish(ctx, steady, closeReason)
+}
+
+// awaitPayment waits in WAIT_PAY until the order is paid (returns "") or
+// must close (returns the reason).
+func (o *order) awaitPayment(ctx, steady workflow.Context, payments, cancels workflow.ReceiveChannel) string {
+	timerCtx, stopTimer := workflow.WithCancel(ctx)
+	defer stopTimer()
+	timer := workflow.NewTimer(timerCtx, o.state.PayDeadline.Sub(workflow.Now(ctx)))
+	reason := ""
+	for o.state.Status == seckill.StatusWaitPay && reason == "" {
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(payments, func(c workflow.ReceiveChannel, _ bool) {
+			var p seckill.Payment
+			c.Receive(ctx, &p)
+			o.applyPayment(ctx, steady, p)
+		})
+		sel.AddReceive(cancels, func(c workflow.ReceiveChannel, _ bool) {
+			var r CancelRequest
+			c.Receive(ctx, &r)
+			reason = ReasonCancelled
+		})
+		sel.AddFuture(timer, func(f workflow.Future) {
+			if err := f.Get(ctx, nil); err != nil {
+				reason = ReasonWorkflowStopped // the timer was cancelled with the workflow
+			} else {
+				reason = ReasonTimeout
+			}
+		})
+		sel.Select(ctx)
+	}
+	return reason
+}
+
+// finish compensates when closeReason is set, then applies every payment
+// signal still buffered (each becomes a refund: the order can no longer take
+// it) so that no accepted webhook is dropped when the workflow completes.
+func (o *order) finish(ctx, steady workflow.Context, closeReason string) (OrderState, error) {
+	if closeReason != "" {
+		if err := o.compensate(ctx, closeReason); err != nil {
+			return o.state, err
+		}
+	}
+	payments := workflow.GetSignalChannel(ctx, PaymentSignal)
+	cancels := workflow.GetSignalChannel(ctx, CancelSignal)
+	var p seckill.Payment
+	for payments.ReceiveAsync(&p) {
+		o.applyPayment(ctx, steady, p)
+	}
+	var r CancelRequest
+	for cancels.ReceiveAsync(&r) {
+	}
+	return o.state, nil
+}
+
+// compensate closes the order with a compare-and-set and gives the stock
+// back in MySQL, then releases the Redis reservation. Both activities are
+// idempotent on the order number, so retries and replays give back once.
+func (o *order) compensate(ctx workflow.Context, reason string) error {
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	dctx = workflow.WithActivityOptions(dctx, compensationOptions)
+	var closed CloseOrderResult
+	if err := workflow.ExecuteActivity(dctx, CloseOrderActivity,
+		CloseOrderInput{Request: o.req, Reason: reason}).Get(dctx, &closed); err != nil {
+		return err
+	}
+	o.setStatus(dctx, closed.Status)
+	if closed.Status.HoldsStock() || closed.Status == seckill.StatusFailed {
+		// Lost the race to a payment (PAID), or never held stock (FAILED):
+		// nothing to give back.
+		return nil
+	}
+	o.state.CloseReason = reason
+	return workflow.ExecuteActivity(dctx, ReleaseReservationActivity,
+		ReleaseInput{SessionID: o.req.SessionID, OrderNo: o.req.OrderNo}).Get(dctx, nil)
+}
+
+// applyPayment records one payment signal. An invalid payment (amount
+// mismatch, unknown order) is logged and dropped: the webhook checked it
+// before signalling, so this only happens to forged or stale signals.
+func (o *order) applyPayment(ctx, steady workflow.Context, p seckill.Payment) {
+	var res PaymentResult
+	err := workflow.ExecuteActivity(steady, ApplyPaymentActivity, p).Get(steady, &res)
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.NonRetryable() {
+		workflow.GetLogger(ctx).Warn("payment refused", "order_no", o.req.OrderNo, "payment_id", p.PaymentID, "error", err)
+		return
+	} else if err != nil {
+		workflow.GetLogger(ctx).Error("payment not applied", "order_no", o.req.OrderNo, "payment_id", p.PaymentID, "error", err)
+		return
+	}
+	switch res.Outcome {
+	case seckill.PaymentCaptured:
+		o.state.PaymentID = p.PaymentID
+	case seckill.PaymentRefundPending:
+		o.state.LatePayments = append(o.state.LatePayments, p.PaymentID)
+	}
+	o.setStatus(steady, res.Status)
+}
+
+// setStatus records a status and mirrors it into the OrderStatus search
+// attribute, so that ops can list orders by status in the Web UI.
+func (o *order) setStatus(ctx workflow.Context, s seckill.Status) {
+	if s == "" || s == o.state.Status {
+		return
+	}
+	o.state.Status = s
+	if err := workflow.UpsertTypedSearchAttributes(ctx, OrderStatusKey.ValueSet(string(s))); err != nil {
+		workflow.GetLogger(ctx).Warn("upsert OrderStatus", "error", err)
+	}
+}
