@@ -1,0 +1,215 @@
+package mysql_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+)
+
+func request(sess *seckill.Session, no string, user int64, qty int, slots ...int) *seckill.OrderRequest {
+	return &seckill.OrderRequest{
+		Reservation: seckill.Reservation{OrderNo: no, SessionID: sess.ID, UserID: user, Quantity: qty,
+			Slots: slots, ReservedAt: time.Now().UTC(), TraceID: "trace-" + no},
+		SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: time.Minute,
+	}
+}
+
+// store gives a test a fresh database; Redis is preheated but never used
+// here, so invariant checks read Redis as "reserved = what MySQL holds".
+func store(t *testing.T, stock, limit int) (*testenv.Env, *seckill.Session) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	return e, e.Session(stock, limit, 100)
+}
+
+func dbStock(t *testing.T, e *testenv.Env, id int64) int {
+	_, n, err := e.DB.Session(context.Background(), id)
+	require.NoError(t, err)
+	return n
+}
+
+// A retried CreateOrder (the activity timed out after committing) returns
+// the same order and never decrements twice.
+func TestCreateOrderIsIdempotent(t *testing.T) {
+	e, sess := store(t, 5, 2)
+	ctx := context.Background()
+	req := request(sess, "1-a", 7, 2, 1, 2)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, err := e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
+			require.NoError(t, err)
+			require.Equal(t, seckill.StatusWaitPay, o.Status)
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, 3, dbStock(t, e, sess.ID))
+	snap, err := e.DB.SessionSnapshot(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, snap.Orders[seckill.StatusWaitPay])
+	require.Zero(t, snap.LedgerMismatch)
+}
+
+// The conditional decrement refuses what the database does not have, even
+// if Redis (wrongly) admitted it: the order is FAILED and nothing moves.
+func TestConditionalDecrementNeverOversells(t *testing.T) {
+	e, sess := store(t, 3, 3)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	statuses := make([]seckill.Status, 10)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, err := e.DB.CreateOrder(ctx, request(sess, fmt.Sprintf("1-%d", i), int64(100+i), 1, 1), time.Now())
+			require.NoError(t, err)
+			statuses[i] = o.Status
+		}()
+	}
+	wg.Wait()
+	counts := map[seckill.Status]int{}
+	for _, s := range statuses {
+		counts[s]++
+	}
+	require.Equal(t, map[seckill.Status]int{seckill.StatusWaitPay: 3, seckill.StatusFailed: 7}, counts)
+	require.Equal(t, 0, dbStock(t, e, sess.ID))
+}
+
+// The database enforces the per-user limit by itself: a slot handed out
+// twice (Redis lost its data) cannot become a second order.
+func TestSlotKeyEnforcesPerUserLimit(t *testing.T) {
+	e, sess := store(t, 10, 2)
+	ctx := context.Background()
+	o, err := e.DB.CreateOrder(ctx, request(sess, "1-a", 7, 2, 1, 2), time.Now())
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusWaitPay, o.Status)
+	o, err = e.DB.CreateOrder(ctx, request(sess, "1-b", 7, 1, 1), time.Now())
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusFailed, o.Status)
+	require.Equal(t, 8, dbStock(t, e, sess.ID))
+
+	// Closing frees the slots: the user may buy again.
+	st, gave, err := e.DB.CloseOrder(ctx, request(sess, "1-a", 7, 2, 1, 2), "test")
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusClosed, st)
+	require.True(t, gave)
+	o, err = e.DB.CreateOrder(ctx, request(sess, "1-c", 7, 1, 1), time.Now())
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusWaitPay, o.Status)
+	require.Equal(t, 9, dbStock(t, e, sess.ID))
+}
+
+// Payment and close race on one order, many times: each order ends PAID or
+// CLOSED with its stock back, never both and never neither; the loser of a
+// close race is a late payment waiting for its refund.
+func TestPaymentRacesClose(t *testing.T) {
+	const n = 40
+	e, sess := store(t, n, 1)
+	ctx := context.Background()
+	for i := 0; i < n; i++ {
+		req := request(sess, fmt.Sprintf("1-%d", i), int64(i+1), 1, 1)
+		_, err := e.DB.CreateOrder(ctx, req, time.Now())
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		var outcome seckill.PaymentOutcome
+		var closed seckill.Status
+		var gave bool
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			var err error
+			outcome, _, err = e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: fmt.Sprint("e", i),
+				PaymentID: fmt.Sprint("p", i), OrderNo: req.OrderNo, AmountCents: 100, TraceID: "t"})
+			require.NoError(t, err)
+		}()
+		go func() {
+			defer wg.Done()
+			var err error
+			closed, gave, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
+			require.NoError(t, err)
+		}()
+		wg.Wait()
+		o, err := e.DB.Order(ctx, req.OrderNo)
+		require.NoError(t, err)
+		switch outcome {
+		case seckill.PaymentCaptured:
+			require.Equal(t, seckill.StatusPaid, o.Status)
+			require.Equal(t, seckill.StatusPaid, closed)
+			require.False(t, gave)
+		case seckill.PaymentRefundPending:
+			require.Equal(t, seckill.StatusRefundPending, o.Status)
+			require.True(t, gave)
+		default:
+			t.Fatalf("unexpected outcome %s", outcome)
+		}
+	}
+	snap, err := e.DB.SessionSnapshot(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, n, snap.DBStock+snap.HeldQty)
+	require.Zero(t, snap.PaidPaymentMismatch)
+	require.Zero(t, snap.LedgerMismatch)
+}
+
+// Payments: duplicates change nothing, a wrong amount changes nothing, a
+// second payment of a paid order waits for a refund and the order stays PAID.
+func TestApplyPaymentRules(t *testing.T) {
+	e, sess := store(t, 5, 1)
+	ctx := context.Background()
+	req := request(sess, "1-a", 7, 1, 1)
+	_, err := e.DB.CreateOrder(ctx, req, time.Now())
+	require.NoError(t, err)
+	pay := func(p, ev string, amount int64) (seckill.PaymentOutcome, seckill.Status, error) {
+		return e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: ev, PaymentID: p, OrderNo: "1-a", AmountCents: amount, TraceID: "t"})
+	}
+	_, _, err = pay("p1", "e1", 99)
+	require.Equal(t, seckill.EAMOUNT, seckill.ErrorCode(err))
+	out, st, err := pay("p1", "e1", 100)
+	require.NoError(t, err)
+	require.Equal(t, seckill.PaymentCaptured, out)
+	require.Equal(t, seckill.StatusPaid, st)
+	out, _, err = pay("p1", "e2", 100)
+	require.NoError(t, err)
+	require.Equal(t, seckill.PaymentDuplicate, out)
+	out, _, err = pay("p9", "e1", 100)
+	require.NoError(t, err)
+	require.Equal(t, seckill.PaymentDuplicate, out)
+	out, st, err = pay("p2", "e3", 100)
+	require.NoError(t, err)
+	require.Equal(t, seckill.PaymentRefundPending, out)
+	require.Equal(t, seckill.StatusPaid, st)
+	_, _, err = e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: "x", PaymentID: "y", OrderNo: "1-zzz", AmountCents: 1})
+	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(err))
+	snap, err := e.DB.SessionSnapshot(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Zero(t, snap.PaidPaymentMismatch)
+	require.Equal(t, 4, snap.DBStock)
+}
+
+// Closing an order that has no row writes a CLOSED tombstone, so a late
+// CreateOrder of the same number finds it and decrements nothing.
+func TestCloseWithoutRowLeavesTombstone(t *testing.T) {
+	e, sess := store(t, 5, 1)
+	ctx := context.Background()
+	req := request(sess, "1-a", 7, 1, 1)
+	st, gave, err := e.DB.CloseOrder(ctx, req, "workflow_cancelled")
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusClosed, st)
+	require.False(t, gave)
+	o, err := e.DB.CreateOrder(ctx, req, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusClosed, o.Status)
+	require.Equal(t, 5, dbStock(t, e, sess.ID))
+	// A second close is a no-op.
+	st, gave, err = e.DB.CloseOrder(ctx, req, "again")
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusClosed, st)
+	require.False(t, gave)
+}

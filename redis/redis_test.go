@@ -1,0 +1,156 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+)
+
+func gateEnv(t *testing.T, stock, limit int) (*testenv.Env, *seckill.Session) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	return e, e.Session(stock, limit, 100)
+}
+
+// Thousands of concurrent admissions against little stock: the script
+// deducts exactly the stock, no user passes the limit, and stock plus
+// reservations always equals the total.
+func TestAdmitNeverOversells(t *testing.T) {
+	const stock, limit, users, tries = 100, 3, 400, 5
+	e, sess := gateEnv(t, stock, limit)
+	ctx := context.Background()
+	var won, soldOut, overLimit atomic.Int64
+	perUser := make([]atomic.Int64, users)
+	var wg sync.WaitGroup
+	for u := 0; u < users; u++ {
+		for i := 0; i < tries; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				no := fmt.Sprintf("%d-u%d-%d", sess.ID, u, i)
+				r, _, err := e.Gate.Admit(ctx, sess, int64(u+1), 1, no, "t", time.Now())
+				switch seckill.ErrorCode(err) {
+				case "":
+					won.Add(1)
+					perUser[u].Add(1)
+					require.Len(t, r.Slots, 1)
+				case seckill.ESOLDOUT:
+					soldOut.Add(1)
+				case seckill.ELIMIT:
+					overLimit.Add(1)
+				default:
+					t.Errorf("admit: %v", err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	require.EqualValues(t, stock, won.Load())
+	require.EqualValues(t, users*tries-stock, soldOut.Load()+overLimit.Load())
+	for u := range perUser {
+		require.LessOrEqual(t, perUser[u].Load(), int64(limit))
+	}
+	snap, err := e.Gate.SessionSnapshot(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, 0, snap.Stock)
+	sum := 0
+	for _, q := range snap.Reservations {
+		sum += q
+	}
+	require.Equal(t, stock, sum)
+}
+
+// Slots: a user's units take distinct slots in 1..limit; released slots are
+// handed out again.
+func TestAdmitHandsOutDistinctSlots(t *testing.T) {
+	e, sess := gateEnv(t, 10, 3)
+	ctx := context.Background()
+	a, _, err := e.Gate.Admit(ctx, sess, 7, 2, "1-a", "t", time.Now())
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 2}, a.Slots)
+	_, _, err = e.Gate.Admit(ctx, sess, 7, 2, "1-b", "t", time.Now())
+	require.Equal(t, seckill.ELIMIT, seckill.ErrorCode(err))
+	b, _, err := e.Gate.Admit(ctx, sess, 7, 1, "1-c", "t", time.Now())
+	require.NoError(t, err)
+	require.Equal(t, []int{3}, b.Slots)
+	n, err := e.Gate.Release(ctx, sess.ID, "1-a")
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	c, _, err := e.Gate.Admit(ctx, sess, 7, 2, "1-d", "t", time.Now())
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 2}, c.Slots)
+	// An order number is reserved once.
+	_, _, err = e.Gate.Admit(ctx, sess, 8, 1, "1-d", "t", time.Now())
+	require.Equal(t, seckill.ECONFLICT, seckill.ErrorCode(err))
+}
+
+// Release gives back exactly once, however many times and however
+// concurrently it runs (activity retries, a relay and a workflow).
+func TestReleaseIsExactlyOnce(t *testing.T) {
+	e, sess := gateEnv(t, 5, 2)
+	ctx := context.Background()
+	_, left, err := e.Gate.Admit(ctx, sess, 7, 2, "1-a", "t", time.Now())
+	require.NoError(t, err)
+	require.Equal(t, 3, left)
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := e.Gate.Release(ctx, sess.ID, "1-a")
+			require.NoError(t, err)
+			total.Add(int64(n))
+		}()
+	}
+	wg.Wait()
+	require.EqualValues(t, 2, total.Load())
+	stock, _, err := e.Gate.Stock(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, 5, stock)
+	// The user's limit came back too.
+	_, _, err = e.Gate.Admit(ctx, sess, 7, 2, "1-b", "t", time.Now())
+	require.NoError(t, err)
+}
+
+// An unpreheated session refuses with UNAVAILABLE; preheat never overwrites
+// live stock; a forced rebuild restores stock, reservations and limits.
+func TestPreheatAndRebuild(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	ctx := context.Background()
+	sess := &seckill.Session{ID: 99, PerUserLimit: 2}
+	_, _, err := e.Gate.Admit(ctx, sess, 1, 1, "99-a", "t", time.Now())
+	require.Equal(t, seckill.EUNAVAILABLE, seckill.ErrorCode(err))
+
+	n, err := e.Gate.Preheat(ctx, 99, 10)
+	require.NoError(t, err)
+	require.Equal(t, 10, n)
+	_, _, err = e.Gate.Admit(ctx, sess, 1, 2, "99-a", "t", time.Now())
+	require.NoError(t, err)
+	n, err = e.Gate.Preheat(ctx, 99, 10)
+	require.NoError(t, err)
+	require.Equal(t, 8, n, "preheat must not overwrite live stock")
+
+	require.NoError(t, e.Gate.Rebuild(ctx, 99, 8, []seckill.Reservation{
+		{OrderNo: "99-a", SessionID: 99, UserID: 1, Quantity: 2, Slots: []int{1, 2}, ReservedAt: time.Now(), TraceID: "t"},
+	}))
+	_, _, err = e.Gate.Admit(ctx, sess, 1, 1, "99-b", "t", time.Now())
+	require.Equal(t, seckill.ELIMIT, seckill.ErrorCode(err), "rebuilt reservations keep the user's limit")
+	o, err := e.Gate.Order(ctx, "99-a")
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusQueued, o.Status)
+	require.Equal(t, int64(1), o.UserID)
+	released, err := e.Gate.Release(ctx, 99, "99-a")
+	require.NoError(t, err)
+	require.Equal(t, 2, released)
+	stock, _, err := e.Gate.Stock(ctx, 99)
+	require.NoError(t, err)
+	require.Equal(t, 10, stock)
+}
