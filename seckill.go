@@ -213,3 +213,5 @@ func (r *OrderRequest) Order(status Status, payDeadline time.Time) *Order {
 		CreatedAt: r.ReservedAt, PayDeadline: payDeadline, TraceID: r.TraceID,
 	}
 }
+
+func (s Status) String() string { return string(s) }

@@ -36,6 +36,7 @@ type Gate interface {
 	Preheat(ctx context.Context, sessionID int64, stock int) (int, error)
 	Rebuild(ctx context.Context, sessionID int64, stock int, holdings []seckill.Reservation) error
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
+	PutOrder(ctx context.Context, o *seckill.Order) error
 	seckill.RedisSnapshotter
 	Ping(ctx context.Context) error
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"github.com/seckill/seckill"
 )
@@ -59,6 +60,12 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		status = http.StatusInternalServerError
 	}
 	trace := traceID(c)
+	if trace == "" {
+		// Fasthttp refused the request (e.g. body too large) before the
+		// request-id middleware ran.
+		trace = uuid.NewString()
+		c.Set(headerRequestID, trace)
+	}
 	if status >= 500 {
 		s.log.Error("request failed", "trace_id", trace, "method", c.Method(), "path", c.Path(), "code", code, "error", err)
 	}

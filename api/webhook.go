@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -145,6 +146,7 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 		if err == nil {
 			s.log.Warn("payment for a finished order", "trace_id", trace, "order_no", p.OrderNo,
 				"payment_id", p.PaymentID, "outcome", outcome)
+			err = s.refreshView(ctx, p.OrderNo)
 		}
 	}
 	if err != nil {
@@ -152,4 +154,14 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	}
 	s.log.Info("payment received", "trace_id", trace, "order_no", p.OrderNo, "payment_id", p.PaymentID)
 	return c.JSON(fiber.Map{"received": true})
+}
+
+// refreshView re-caches an order's view from its row after the API changed
+// the row itself (no workflow was there to do it).
+func (s *Server) refreshView(ctx context.Context, orderNo string) error {
+	o, err := s.store.Order(ctx, orderNo)
+	if err != nil {
+		return err
+	}
+	return s.gate.PutOrder(ctx, o)
 }

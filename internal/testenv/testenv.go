@@ -61,6 +61,8 @@ type Options struct {
 	StartTimeout time.Duration // default 300ms
 	NoWorker     bool          // start no worker (tests that start their own)
 	NoAPI        bool
+	// WrapStore lets a test observe or disturb the API's store.
+	WrapStore func(api.Store) api.Store
 }
 
 func env(name, def string) string {
@@ -164,11 +166,15 @@ func (e *Env) StartWorker() {
 
 func (e *Env) startAPI(o Options) {
 	e.T.Helper()
+	var store api.Store = e.DB
+	if o.WrapStore != nil {
+		store = o.WrapStore(store)
+	}
 	srv, err := api.New(api.Config{
 		JWTSecret: JWTSecret, WebhookSecret: WebhookSecret, AdminToken: AdminToken,
 		PayTimeout: o.PayTimeout, StartTimeout: o.StartTimeout, Logger: e.Log,
 		SessionCacheTTL: 50 * time.Millisecond,
-	}, e.DB, e.Gate, e.Orders)
+	}, store, e.Gate, e.Orders)
 	if err != nil {
 		e.T.Fatalf("api: %v", err)
 	}

@@ -1,0 +1,174 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/testenv"
+)
+
+// requireUntouched asserts that the session's Redis stock is full and no
+// reservation or order exists: a refused request changed nothing.
+func requireUntouched(t *testing.T, e *testenv.Env, sess *seckill.Session) {
+	t.Helper()
+	r := e.RequireInvariants(sess.ID)
+	require.Equal(t, sess.TotalStock, r.RedisStock)
+	require.Zero(t, r.ReservedQty)
+	require.Empty(t, r.Orders)
+}
+
+func requireError(t *testing.T, r *testenv.Response, status int, code, msgPart string) {
+	t.Helper()
+	require.Equal(t, status, r.Status, "%s", r.Raw)
+	require.Equal(t, code, r.Str("code"), "%s", r.Raw)
+	require.Contains(t, r.Str("message"), msgPart)
+	require.NotEmpty(t, r.Str("trace_id"))
+	require.Equal(t, r.Str("trace_id"), r.Header.Get("X-Request-ID"))
+}
+
+// Bad input of every kind gets a clear error in the API's shape and changes
+// nothing.
+func TestAdmissionRejectsBadInput(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true})
+	sess := e.Session(5, 2, 100)
+	tok := e.Token(1)
+	path := fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID)
+
+	expired, err := api.IssueToken(testenv.JWTSecret, 1, -time.Minute, time.Now())
+	require.NoError(t, err)
+	forged, err := api.IssueToken([]byte("another secret"), 1, time.Hour, time.Now())
+	require.NoError(t, err)
+	noExp, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "1"}).SignedString(testenv.JWTSecret)
+	require.NoError(t, err)
+	badSub, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(testenv.JWTSecret)
+	require.NoError(t, err)
+	none, err := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.MapClaims{"sub": "1", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(jwt.UnsafeAllowNoneSignatureType)
+	require.NoError(t, err)
+
+	cases := []struct {
+		name, path, token string
+		body              any
+		status            int
+		code, msg         string
+	}{
+		{"no token", path, "", nil, 401, "UNAUTHENTICATED", "missing bearer token"},
+		{"expired token", path, expired, nil, 401, "UNAUTHENTICATED", "expired"},
+		{"forged token", path, forged, nil, 401, "UNAUTHENTICATED", "invalid token"},
+		{"alg none", path, none, nil, 401, "UNAUTHENTICATED", "invalid token"},
+		{"no exp", path, noExp, nil, 401, "UNAUTHENTICATED", "exp"},
+		{"non-numeric sub", path, badSub, nil, 401, "UNAUTHENTICATED", "sub"},
+		{"malformed json", path, tok, `{"quantity":`, 400, "INVALID_ARGUMENT", "not valid JSON"},
+		{"wrong type", path, tok, `{"quantity":"2"}`, 400, "INVALID_ARGUMENT", `"quantity" must be an integer`},
+		{"fraction", path, tok, `{"quantity":1.5}`, 400, "INVALID_ARGUMENT", `"quantity"`},
+		{"unknown field", path, tok, `{"quantity":1,"price":0}`, 400, "INVALID_ARGUMENT", `unknown field "price"`},
+		{"not an object", path, tok, `[1]`, 400, "INVALID_ARGUMENT", "JSON object"},
+		{"trailing data", path, tok, `{"quantity":1}{}`, 400, "INVALID_ARGUMENT", "after the JSON object"},
+		{"zero", path, tok, `{"quantity":0}`, 400, "INVALID_ARGUMENT", "between 1 and 2"},
+		{"negative", path, tok, `{"quantity":-1}`, 400, "INVALID_ARGUMENT", "between 1 and 2"},
+		{"over limit", path, tok, `{"quantity":3}`, 400, "INVALID_ARGUMENT", "between 1 and 2"},
+		{"huge body", path, tok, `{"quantity":1,"x":"` + strings.Repeat("a", 64<<10) + `"}`, 413, "PAYLOAD_TOO_LARGE", "larger than"},
+		{"bad session id", "/api/v1/sessions/abc/orders", tok, nil, 400, "INVALID_ARGUMENT", "positive integer"},
+		{"unknown session", "/api/v1/sessions/424242/orders", tok, nil, 404, "NOT_FOUND", "not found"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			requireError(t, e.Do("POST", c.path, c.token, c.body), c.status, c.code, c.msg)
+		})
+	}
+	requireUntouched(t, e, sess)
+
+	// X-Request-ID is echoed when the client sends a sane one.
+	r := e.Do("POST", "/api/v1/sessions/424242/orders", tok, nil, "X-Request-ID", "client-trace-1")
+	require.Equal(t, "client-trace-1", r.Str("trace_id"))
+	require.Equal(t, "client-trace-1", r.Header.Get("X-Request-ID"))
+}
+
+// The sale window: 425 before, 410 after, from process memory.
+func TestSaleWindow(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true})
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	upcoming := &seckill.Session{SKUID: 1, Title: "later", PriceCents: 1, TotalStock: 3, PerUserLimit: 1,
+		StartAt: now.Add(time.Hour), EndAt: now.Add(2 * time.Hour)}
+	ended := &seckill.Session{SKUID: 1, Title: "over", PriceCents: 1, TotalStock: 3, PerUserLimit: 1,
+		StartAt: now.Add(-2 * time.Hour), EndAt: now.Add(-time.Hour)}
+	for _, s := range []*seckill.Session{upcoming, ended} {
+		require.NoError(t, e.DB.CreateSession(ctx, s))
+		_, err := e.Gate.Preheat(ctx, s.ID, s.TotalStock)
+		require.NoError(t, err)
+	}
+	tok := e.Token(1)
+	requireError(t, e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", upcoming.ID), tok, nil), 425, "NOT_STARTED", "starts at")
+	requireError(t, e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", ended.ID), tok, nil), 410, "ENDED", "ended at")
+	g := e.Do("GET", fmt.Sprintf("/api/v1/sessions/%d", upcoming.ID), "", nil)
+	require.Equal(t, 200, g.Status)
+	require.Equal(t, "UPCOMING", g.Str("state"))
+	require.Equal(t, "ENDED", e.Do("GET", fmt.Sprintf("/api/v1/sessions/%d", ended.ID), "", nil).Str("state"))
+	requireUntouched(t, e, upcoming)
+	requireUntouched(t, e, ended)
+}
+
+// Webhooks: forged, stale, malformed, unknown and wrong-amount deliveries
+// are refused and change nothing; replays answer 200 and change nothing; a
+// payment after the order closed is recorded for refund, never PAID.
+func TestWebhookRules(t *testing.T) {
+	e := testenv.New(t, testenv.Options{PayTimeout: 2 * time.Second})
+	sess := e.Session(2, 1, 990)
+	tok := e.Token(1)
+	r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)
+	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	no := r.Str("order_no")
+	waitStatus(e, tok, no, 20*time.Second, seckill.StatusWaitPay)
+
+	body := []byte(fmt.Sprintf(`{"event_id":"e1","payment_id":"p1","order_no":%q,"amount_cents":990,"status":"SUCCEEDED"}`, no))
+	send := func(b []byte, sig string) *testenv.Response {
+		return e.Do("POST", "/api/v1/payments/webhook", "", b, api.HeaderSignature, sig)
+	}
+	now := time.Now()
+	requireError(t, send(body, ""), 401, "UNAUTHENTICATED", "Seckill-Signature")
+	requireError(t, send(body, api.SignWebhook([]byte("wrong"), now, body)), 401, "UNAUTHENTICATED", "does not match")
+	requireError(t, send(body, api.SignWebhook(testenv.WebhookSecret, now.Add(-6*time.Minute), body)), 401, "UNAUTHENTICATED", "tolerance")
+	tampered := []byte(strings.Replace(string(body), "990", "1", 1))
+	requireError(t, send(tampered, api.SignWebhook(testenv.WebhookSecret, now, body)), 401, "UNAUTHENTICATED", "does not match")
+	signed := func(b string) *testenv.Response {
+		return send([]byte(b), api.SignWebhook(testenv.WebhookSecret, time.Now(), []byte(b)))
+	}
+	requireError(t, signed(`{"event_id":"e1"`), 400, "INVALID_ARGUMENT", "not valid JSON")
+	requireError(t, signed(fmt.Sprintf(`{"event_id":"e1","payment_id":"p1","order_no":%q,"amount_cents":990,"status":"FAILED"}`, no)), 400, "INVALID_ARGUMENT", "status")
+	requireError(t, signed(fmt.Sprintf(`{"event_id":"e1","payment_id":"p1","order_no":%q,"amount_cents":-5,"status":"SUCCEEDED"}`, no)), 400, "INVALID_ARGUMENT", "amount_cents")
+	requireError(t, signed(`{"event_id":"e1","payment_id":"p1","order_no":"1-nope","amount_cents":990,"status":"SUCCEEDED"}`), 404, "NOT_FOUND", "not found")
+	requireError(t, e.Pay(no, "p1", "e1", 991), 422, "AMOUNT_MISMATCH", "does not match")
+	got := e.Do("GET", "/api/v1/orders/"+no, tok, nil)
+	require.Equal(t, "WAIT_PAY", got.Str("status"), "refused webhooks changed nothing")
+
+	// Let it time out, then pay: a late payment.
+	waitStatus(e, tok, no, 20*time.Second, seckill.StatusClosed)
+	e.Eventually(10*time.Second, "workflow finished", func() error {
+		d, err := e.Temporal.DescribeWorkflowExecution(context.Background(), seckill.WorkflowID(no), "")
+		if err != nil {
+			return err
+		}
+		if d.GetWorkflowExecutionInfo().GetCloseTime() == nil {
+			return fmt.Errorf("still running")
+		}
+		return nil
+	})
+	late := e.Pay(no, "p1", "e1", 990)
+	require.Equal(t, 200, late.Status, "%s", late.Raw)
+	require.Equal(t, "REFUND_PENDING", waitStatus(e, tok, no, 5*time.Second, seckill.StatusRefundPending, seckill.StatusPaid).String())
+	again := e.Pay(no, "p1", "e1", 990)
+	require.Equal(t, 200, again.Status)
+	rep := e.RequireInvariants(sess.ID)
+	require.Equal(t, 2, rep.DBStock)
+	require.Equal(t, 2, rep.RedisStock)
+	require.Equal(t, 1, rep.Orders[seckill.StatusRefundPending])
+}

@@ -1,0 +1,65 @@
+package temporal_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/workflows"
+)
+
+// One workflow per order: a second start of the same order number (a relay
+// or retry racing the API) is detected and reported, never doubled — also
+// after the first workflow finished.
+func TestDuplicateStartIsDetected(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true})
+	sess := e.Session(3, 1, 100)
+	ctx := context.Background()
+	resv, _, err := e.Gate.Admit(ctx, sess, 1, 1, "1-dup", "trace-dup", time.Now())
+	require.NoError(t, err)
+	req := &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: 100, PayTimeout: time.Minute}
+
+	started, err := e.Orders.Start(ctx, req)
+	require.NoError(t, err)
+	require.True(t, started)
+	started, err = e.Orders.Start(ctx, req)
+	require.NoError(t, err)
+	require.False(t, started, "second start must be detected")
+
+	e.Eventually(20*time.Second, "WAIT_PAY", func() error {
+		st, err := e.Orders.State(ctx, "1-dup")
+		if err != nil {
+			return err
+		}
+		if st.Status != seckill.StatusWaitPay {
+			return errStatus(st.Status)
+		}
+		return nil
+	})
+	require.NoError(t, e.Orders.Cancel(ctx, "1-dup", "trace-cancel"))
+	run := e.Temporal.GetWorkflow(ctx, seckill.WorkflowID("1-dup"), "")
+	var final workflows.OrderState
+	require.NoError(t, run.Get(ctx, &final))
+	require.Equal(t, seckill.StatusClosed, final.Status)
+
+	started, err = e.Orders.Start(ctx, req)
+	require.NoError(t, err)
+	require.False(t, started, "a finished order's workflow is never started again")
+	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(e.Orders.Cancel(ctx, "1-dup", "t")))
+
+	// The search attributes let ops find it.
+	d, err := e.Temporal.DescribeWorkflowExecution(ctx, seckill.WorkflowID("1-dup"), "")
+	require.NoError(t, err)
+	sa := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+	require.Contains(t, string(sa["OrderStatus"].GetData()), "CLOSED")
+	require.Contains(t, string(sa["TraceID"].GetData()), "trace-dup")
+	e.RequireInvariants(sess.ID)
+}
+
+type errStatus seckill.Status
+
+func (e errStatus) Error() string { return "status " + string(e) }
