@@ -68,6 +68,8 @@ type Session struct {
 	PerUserLimit int       `json:"per_user_limit"`
 	StartAt      time.Time `json:"start_at"`
 	EndAt        time.Time `json:"end_at"`
+	// RequireTicket makes an order need a purchase ticket (X-Seckill-Ticket).
+	RequireTicket bool `json:"require_ticket"`
 }
 
 // SessionState is the public state of a session at one instant.

@@ -19,6 +19,8 @@ type createSessionBody struct {
 	PerUserLimit *int    `json:"per_user_limit"`
 	StartAt      *string `json:"start_at"`
 	EndAt        *string `json:"end_at"`
+	// RequireTicket is optional (default false).
+	RequireTicket *bool `json:"require_ticket"`
 }
 
 func (b *createSessionBody) session() (*seckill.Session, error) {
@@ -45,6 +47,9 @@ func (b *createSessionBody) session() (*seckill.Session, error) {
 	s := &seckill.Session{
 		SKUID: *b.SKUID, Title: *b.Title, PriceCents: *b.PriceCents, TotalStock: *b.Stock,
 		PerUserLimit: *b.PerUserLimit, StartAt: start.UTC().Truncate(time.Millisecond), EndAt: end.UTC().Truncate(time.Millisecond),
+	}
+	if b.RequireTicket != nil {
+		s.RequireTicket = *b.RequireTicket
 	}
 	return s, s.Validate()
 }
@@ -95,6 +100,7 @@ func (s *Server) preheat(c *fiber.Ctx) error {
 		return err
 	}
 	defer s.sessions.forget(id)
+	defer s.soldOut.clear(id)
 	if force {
 		holdings, err := s.store.LiveHoldings(ctx, id)
 		if err != nil {

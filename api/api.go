@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"golang.org/x/time/rate"
 
 	"github.com/seckill/seckill"
 )
@@ -23,6 +24,9 @@ type Store interface {
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 	ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error)
 	PaymentSeen(ctx context.Context, paymentID, eventID string) (bool, error)
+	Block(ctx context.Context, userID int64, reason string) error
+	Unblock(ctx context.Context, userID int64) error
+	BlockedUsers(ctx context.Context) ([]int64, error)
 	LiveHoldings(ctx context.Context, sessionID int64) ([]seckill.Reservation, error)
 	seckill.DBSnapshotter
 	Ping(ctx context.Context) error
@@ -37,6 +41,7 @@ type Gate interface {
 	Rebuild(ctx context.Context, sessionID int64, stock int, holdings []seckill.Reservation) error
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 	PutOrder(ctx context.Context, o *seckill.Order) error
+	ConsumeTicket(ctx context.Context, sessionID int64, nonce string, ttl time.Duration) (bool, error)
 	seckill.RedisSnapshotter
 	Ping(ctx context.Context) error
 }
@@ -61,7 +66,17 @@ type Config struct {
 	StartTimeout time.Duration
 	// SessionCacheTTL bounds how stale the in-process session metadata may be.
 	SessionCacheTTL time.Duration
-	Logger          *slog.Logger
+	// SoldOutRecheck is how often a process re-reads the stock of sessions
+	// it has flagged sold out (default 200ms).
+	SoldOutRecheck time.Duration
+	// Limits are the admission rate limits; Limiter enforces the User and
+	// IP ones (required when either is on).
+	Limits  Limits
+	Limiter Limiter
+	// ProxyHeader names the header carrying the client IP when the API runs
+	// behind a proxy (e.g. X-Forwarded-For); empty uses the peer address.
+	ProxyHeader string
+	Logger      *slog.Logger
 	// Now is the clock (tests pin it); time.Now when nil.
 	Now func() time.Time
 }
@@ -74,6 +89,11 @@ type Server struct {
 	flow     Flow
 	log      *slog.Logger
 	sessions *sessionCache
+	global   *rate.Limiter
+	blocked  blocklist
+	soldOut  soldOut
+	// ticketKey signs purchase tickets.
+	ticketKey []byte
 	// starts tracks background workflow starts so Shutdown can wait for them.
 	starts chan struct{}
 }
@@ -94,6 +114,8 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		return nil, errors.New("SECKILL_WEBHOOK_SECRET is required")
 	case cfg.AdminToken == "":
 		return nil, errors.New("SECKILL_ADMIN_TOKEN is required")
+	case (cfg.Limits.User > 0 || cfg.Limits.IP > 0) && cfg.Limiter == nil:
+		return nil, errors.New("per-user and per-IP limits need a Limiter")
 	}
 	if cfg.PayTimeout <= 0 {
 		cfg.PayTimeout = seckill.DefaultPayTimeout
@@ -104,6 +126,9 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	if cfg.SessionCacheTTL <= 0 {
 		cfg.SessionCacheTTL = time.Second
 	}
+	if cfg.SoldOutRecheck <= 0 {
+		cfg.SoldOutRecheck = 200 * time.Millisecond
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -111,7 +136,8 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger,
-		starts: make(chan struct{}, maxPendingStarts)}
+		starts: make(chan struct{}, maxPendingStarts), global: newGlobalLimiter(cfg.Limits.Global),
+		ticketKey: ticketKey(cfg.JWTSecret)}
 	s.sessions = newSessionCache(cfg.SessionCacheTTL, func(ctx context.Context, id int64) (*seckill.Session, error) {
 		sess, _, err := store.Session(ctx, id)
 		return sess, err
@@ -128,6 +154,7 @@ func (s *Server) App() *fiber.App {
 		ErrorHandler:          s.errorHandler,
 		ReadTimeout:           10 * time.Second,
 		WriteTimeout:          10 * time.Second,
+		ProxyHeader:           s.cfg.ProxyHeader,
 	})
 	app.Use(requestID)
 
@@ -136,7 +163,8 @@ func (s *Server) App() *fiber.App {
 
 	v1 := app.Group("/api/v1")
 	v1.Get("/sessions/:id", s.getSession)
-	v1.Post("/sessions/:id/orders", s.shopper, s.createOrder)
+	v1.Post("/sessions/:id/orders", s.globalLimit, s.shopper, s.createOrder)
+	v1.Post("/sessions/:id/ticket", s.globalLimit, s.shopper, s.issueTicket)
 	v1.Get("/orders/:order_no", s.shopper, s.getOrder)
 	v1.Post("/orders/:order_no/cancel", s.shopper, s.cancelOrder)
 	v1.Post("/payments/webhook", s.webhook)
@@ -145,6 +173,8 @@ func (s *Server) App() *fiber.App {
 	admin.Post("/sessions", s.createSession)
 	admin.Post("/sessions/:id/preheat", s.preheat)
 	admin.Get("/sessions/:id/reconcile", s.reconcile)
+	admin.Put("/blocklist/:user_id", s.block)
+	admin.Delete("/blocklist/:user_id", s.unblock)
 
 	app.Use(func(c *fiber.Ctx) error {
 		return seckill.Errorf(seckill.ENOTFOUND, "no route %s %s", c.Method(), c.Path())

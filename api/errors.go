@@ -69,7 +69,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	if status >= 500 {
 		s.log.Error("request failed", "trace_id", trace, "method", c.Method(), "path", c.Path(), "code", code, "error", err)
 	}
-	if code == seckill.ERATELIMITED {
+	if code == seckill.ERATELIMITED && len(c.Response().Header.Peek(fiber.HeaderRetryAfter)) == 0 {
 		c.Set(fiber.HeaderRetryAfter, "1")
 	}
 	return c.Status(status).JSON(ErrorBody{Code: code, Message: seckill.ErrorMessage(err), TraceID: trace})

@@ -28,12 +28,33 @@ func newOrderNo(sessionID int64) string {
 	return strconv.FormatInt(sessionID, 10) + "-" + hex.EncodeToString(u[:])
 }
 
-// createOrder: POST /api/v1/sessions/{id}/orders. Everything before the
-// Lua script is process memory; losers never reach MySQL or Temporal.
+var errBlocked = seckill.Errorf(seckill.EFORBIDDEN, "this account may not buy")
+
+// inWindow refuses orders outside the session's sale window.
+func (s *Server) inWindow(sess *seckill.Session) error {
+	switch sess.StateAt(s.cfg.Now(), 1) {
+	case seckill.SessionUpcoming:
+		return seckill.Errorf(seckill.ENOTSTARTED, "session %d starts at %s", sess.ID, sess.StartAt.Format(time.RFC3339))
+	case seckill.SessionEnded:
+		return seckill.Errorf(seckill.EENDED, "session %d ended at %s", sess.ID, sess.EndAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// createOrder: POST /api/v1/sessions/{id}/orders. The checks run cheapest
+// first: the global bucket and the JWT (middleware), then the blocklist,
+// the body, the sale window and the sold-out flag from process memory;
+// only then the Redis rate limits, the ticket and the admission script.
+// A refused request never touches stock; losers never reach MySQL or
+// Temporal.
 func (s *Server) createOrder(c *fiber.Ctx) error {
 	id, err := pathID(c, "id")
 	if err != nil {
 		return err
+	}
+	user := userID(c)
+	if s.blocked.has(user) {
+		return errBlocked
 	}
 	var body orderBody
 	if err := decodeStrict(c.Body(), &body, true); err != nil {
@@ -44,12 +65,8 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	now := s.cfg.Now()
-	switch sess.StateAt(now, 1) {
-	case seckill.SessionUpcoming:
-		return seckill.Errorf(seckill.ENOTSTARTED, "session %d starts at %s", id, sess.StartAt.Format(time.RFC3339))
-	case seckill.SessionEnded:
-		return seckill.Errorf(seckill.EENDED, "session %d ended at %s", id, sess.EndAt.Format(time.RFC3339))
+	if err := s.inWindow(sess); err != nil {
+		return err
 	}
 	qty := 1
 	if body.Quantity != nil {
@@ -58,15 +75,34 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	if qty < 1 || qty > sess.PerUserLimit {
 		return seckill.Errorf(seckill.EINVALID, "quantity must be between 1 and %d", sess.PerUserLimit)
 	}
-	trace := traceID(c)
-	resv, _, err := s.gate.Admit(ctx, sess, userID(c), qty, newOrderNo(id), trace, now)
-	if err != nil {
+	if s.soldOut.has(id) {
+		return errSoldOut
+	}
+	if err := s.distributedLimits(c, user); err != nil {
 		return err
+	}
+	if sess.RequireTicket {
+		if err := s.useTicket(c, id, user); err != nil {
+			return err
+		}
+	}
+	trace := traceID(c)
+	resv, left, err := s.gate.Admit(ctx, sess, user, qty, newOrderNo(id), trace, s.cfg.Now())
+	if err != nil {
+		if seckill.ErrorCode(err) == seckill.ESOLDOUT && left <= 0 {
+			s.soldOut.mark(id)
+		}
+		return err
+	}
+	if left <= 0 {
+		s.soldOut.mark(id)
 	}
 	req := &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: s.cfg.PayTimeout}
 	s.startWorkflow(req)
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_no": resv.OrderNo, "status": seckill.StatusQueued})
 }
+
+var errSoldOut = seckill.Errorf(seckill.ESOLDOUT, "sold out")
 
 // startWorkflow starts the order's workflow, waiting at most StartTimeout.
 // The reservation and its pending-start entry are already durable in Redis,

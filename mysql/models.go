@@ -10,17 +10,18 @@ import (
 // creates or alters tables (goose owns the schema).
 
 type sessionRow struct {
-	ID           int64 `gorm:"primaryKey"`
-	SKUID        int64 `gorm:"column:sku_id"`
-	Title        string
-	PriceCents   int64
-	TotalStock   int
-	Stock        int
-	PerUserLimit int
-	StartAt      time.Time
-	EndAt        time.Time
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	ID            int64 `gorm:"primaryKey"`
+	SKUID         int64 `gorm:"column:sku_id"`
+	Title         string
+	PriceCents    int64
+	TotalStock    int
+	Stock         int
+	PerUserLimit  int
+	StartAt       time.Time
+	EndAt         time.Time
+	RequireTicket bool
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 func (sessionRow) TableName() string { return "sessions" }
@@ -29,7 +30,7 @@ func (r *sessionRow) domain() *seckill.Session {
 	return &seckill.Session{
 		ID: r.ID, SKUID: r.SKUID, Title: r.Title, PriceCents: r.PriceCents,
 		TotalStock: r.TotalStock, PerUserLimit: r.PerUserLimit,
-		StartAt: r.StartAt.UTC(), EndAt: r.EndAt.UTC(),
+		StartAt: r.StartAt.UTC(), EndAt: r.EndAt.UTC(), RequireTicket: r.RequireTicket,
 	}
 }
 
@@ -106,3 +107,11 @@ type ledgerRow struct {
 }
 
 func (ledgerRow) TableName() string { return "order_ledger" }
+
+type blockedRow struct {
+	UserID    int64 `gorm:"primaryKey;autoIncrement:false"`
+	Reason    string
+	CreatedAt time.Time
+}
+
+func (blockedRow) TableName() string { return "blocked_users" }

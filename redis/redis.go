@@ -57,12 +57,12 @@ func (g *Gate) Load(ctx context.Context) error {
 func (g *Gate) Ping(ctx context.Context) error { return g.rdb.Ping(ctx).Err() }
 
 // sessionKeys are the keys of one session, in the order the scripts take them.
-type sessionKeys struct{ stock, buyers, resv, pending, orders string }
+type sessionKeys struct{ base, stock, buyers, resv, pending, orders string }
 
 func (g *Gate) keys(sessionID int64) sessionKeys {
 	// {s<id>} is the hash tag: every key of a session lands in one slot.
 	base := fmt.Sprintf("%s:{s%d}:", g.prefix, sessionID)
-	return sessionKeys{base + "stock", base + "buyers", base + "resv", base + "pending", base + "orders"}
+	return sessionKeys{base, base + "stock", base + "buyers", base + "resv", base + "pending", base + "orders"}
 }
 
 func (k sessionKeys) script() []string { return []string{k.stock, k.buyers, k.resv, k.pending} }

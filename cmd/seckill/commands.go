@@ -72,6 +72,7 @@ func apiCmd() *cobra.Command {
 // serveAPI listens until ctx ends, then drains requests and background starts.
 func serveAPI(ctx context.Context, c *config, d *deps, srv *api.Server) error {
 	app := srv.App()
+	srv.Start(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- app.Listen(c.HTTPAddr) }()
 	d.log.Info("api listening", "addr", c.HTTPAddr)

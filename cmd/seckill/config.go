@@ -30,6 +30,10 @@ type config struct {
 	HTTPAddr          string        `env:"SECKILL_HTTP_ADDR" envDefault:":8080"`
 	PayTimeout        time.Duration `env:"SECKILL_PAY_TIMEOUT" envDefault:"15m"`
 	StartTimeout      time.Duration `env:"SECKILL_START_TIMEOUT" envDefault:"300ms"`
+	LimitGlobalRPS    int           `env:"SECKILL_LIMIT_GLOBAL_RPS" envDefault:"20000"`
+	LimitUserRPS      int           `env:"SECKILL_LIMIT_USER_RPS" envDefault:"5"`
+	LimitIPRPS        int           `env:"SECKILL_LIMIT_IP_RPS" envDefault:"200"`
+	ProxyHeader       string        `env:"SECKILL_PROXY_HEADER"`
 	JWTSecret         string        `env:"SECKILL_JWT_SECRET"`
 	WebhookSecret     string        `env:"SECKILL_WEBHOOK_SECRET"`
 	AdminToken        string        `env:"SECKILL_ADMIN_TOKEN"`
@@ -43,6 +47,9 @@ func loadConfig() (*config, error) {
 	}
 	if c.PayTimeout <= 0 || c.StartTimeout <= 0 {
 		return nil, errors.New("SECKILL_PAY_TIMEOUT and SECKILL_START_TIMEOUT must be positive durations")
+	}
+	if c.LimitGlobalRPS < 0 || c.LimitUserRPS < 0 || c.LimitIPRPS < 0 {
+		return nil, errors.New("SECKILL_LIMIT_*_RPS must be 0 (off) or a positive number of requests per second")
 	}
 	return &c, nil
 }
@@ -128,6 +135,9 @@ func (d *deps) apiServer(c *config) (*api.Server, error) {
 		AdminToken:    c.AdminToken,
 		PayTimeout:    c.PayTimeout,
 		StartTimeout:  c.StartTimeout,
+		Limits:        api.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS},
+		Limiter:       redis.NewLimiter(d.rdb, c.RedisPrefix),
+		ProxyHeader:   c.ProxyHeader,
 		Logger:        d.log,
 	}, d.db, d.gate, temporal.NewOrders(d.temporal, c.TaskQueue))
 }

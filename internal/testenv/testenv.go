@@ -61,8 +61,12 @@ type Options struct {
 	StartTimeout time.Duration // default 300ms
 	NoWorker     bool          // start no worker (tests that start their own)
 	NoAPI        bool
-	// WrapStore lets a test observe or disturb the API's store.
+	// Limits are off unless a test sets them.
+	Limits api.Limits
+	// WrapStore and WrapGate let a test observe or disturb the API's
+	// MySQL store and Redis gate.
 	WrapStore func(api.Store) api.Store
+	WrapGate  func(api.Gate) api.Gate
 }
 
 func env(name, def string) string {
@@ -170,11 +174,16 @@ func (e *Env) startAPI(o Options) {
 	if o.WrapStore != nil {
 		store = o.WrapStore(store)
 	}
+	var gate api.Gate = e.Gate
+	if o.WrapGate != nil {
+		gate = o.WrapGate(gate)
+	}
 	srv, err := api.New(api.Config{
 		JWTSecret: JWTSecret, WebhookSecret: WebhookSecret, AdminToken: AdminToken,
 		PayTimeout: o.PayTimeout, StartTimeout: o.StartTimeout, Logger: e.Log,
 		SessionCacheTTL: 50 * time.Millisecond,
-	}, store, e.Gate, e.Orders)
+		Limits:          o.Limits, Limiter: redis.NewLimiter(e.Redis, e.Prefix),
+	}, store, gate, e.Orders)
 	if err != nil {
 		e.T.Fatalf("api: %v", err)
 	}
@@ -184,6 +193,9 @@ func (e *Env) startAPI(o Options) {
 		e.T.Fatalf("listen: %v", err)
 	}
 	app := srv.App()
+	bg, stop := context.WithCancel(context.Background())
+	e.T.Cleanup(stop)
+	srv.Start(bg)
 	go func() { _ = app.Listener(ln) }()
 	e.BaseURL = "http://" + ln.Addr().String()
 	e.T.Cleanup(func() {

@@ -1,0 +1,226 @@
+package api
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"golang.org/x/time/rate"
+
+	"github.com/seckill/seckill"
+)
+
+// Limiter is a rate limiter shared by every API process (Redis).
+type Limiter interface {
+	Allow(ctx context.Context, key string, perSecond int) (allowed bool, retryAfter time.Duration, err error)
+}
+
+// Limits are requests per second; 0 turns a limit off.
+type Limits struct {
+	// Global is this process's token bucket in front of everything: it
+	// holds even when Redis is gone.
+	Global int
+	// User and IP are fleet-wide, in Redis.
+	User int
+	IP   int
+}
+
+// globalLimit is the per-process token bucket, the first thing an
+// admission meets.
+func (s *Server) globalLimit(c *fiber.Ctx) error {
+	if s.global != nil && !s.global.Allow() {
+		return rateLimited(c, time.Second)
+	}
+	return c.Next()
+}
+
+func rateLimited(c *fiber.Ctx, retryAfter time.Duration) error {
+	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Max(1, math.Ceil(retryAfter.Seconds())))))
+	return seckill.Errorf(seckill.ERATELIMITED, "too many requests; retry after the Retry-After delay")
+}
+
+// distributedLimits applies the per-user and per-IP limits. If Redis cannot
+// answer, the request is refused with UNAVAILABLE: a limit is never skipped.
+func (s *Server) distributedLimits(c *fiber.Ctx, user int64) error {
+	ctx := c.UserContext()
+	for _, l := range []struct {
+		key string
+		rps int
+	}{
+		{"user:" + strconv.FormatInt(user, 10), s.cfg.Limits.User},
+		{"ip:" + c.IP(), s.cfg.Limits.IP},
+	} {
+		if l.rps <= 0 {
+			continue
+		}
+		ok, retry, err := s.cfg.Limiter.Allow(ctx, l.key, l.rps)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return rateLimited(c, retry)
+		}
+	}
+	return nil
+}
+
+func newGlobalLimiter(rps int) *rate.Limiter {
+	if rps <= 0 {
+		return nil
+	}
+	return rate.NewLimiter(rate.Limit(rps), rps)
+}
+
+// blocklist is the set of blocked users, held in memory and refreshed from
+// MySQL every second, so the 403 costs no round trip.
+type blocklist struct {
+	set atomic.Pointer[map[int64]struct{}]
+}
+
+func (b *blocklist) has(user int64) bool {
+	m := b.set.Load()
+	if m == nil {
+		return false
+	}
+	_, ok := (*m)[user]
+	return ok
+}
+
+func (b *blocklist) replace(ids []int64) {
+	m := make(map[int64]struct{}, len(ids))
+	for _, id := range ids {
+		m[id] = struct{}{}
+	}
+	b.set.Store(&m)
+}
+
+func (s *Server) refreshBlocklist(ctx context.Context) error {
+	ids, err := s.store.BlockedUsers(ctx)
+	if err != nil {
+		return err
+	}
+	s.blocked.replace(ids)
+	return nil
+}
+
+// soldOut remembers, per process, the sessions whose Redis stock reached
+// zero, so the flood of losers after a sell-out is refused from memory. A
+// watcher re-reads their stock a few times a second and lifts the flag as
+// soon as stock comes back (timeouts, cancels, an admin rebuild).
+type soldOut struct {
+	mu  sync.RWMutex
+	ids map[int64]struct{}
+	n   atomic.Int32 // len(ids): the common case (nothing sold out) takes no lock
+}
+
+func (s *soldOut) has(id int64) bool {
+	if s.n.Load() == 0 {
+		return false
+	}
+	s.mu.RLock()
+	_, ok := s.ids[id]
+	s.mu.RUnlock()
+	return ok
+}
+
+func (s *soldOut) mark(id int64) {
+	s.mu.Lock()
+	if s.ids == nil {
+		s.ids = map[int64]struct{}{}
+	}
+	s.ids[id] = struct{}{}
+	s.n.Store(int32(len(s.ids)))
+	s.mu.Unlock()
+}
+
+func (s *soldOut) clear(id int64) {
+	s.mu.Lock()
+	delete(s.ids, id)
+	s.n.Store(int32(len(s.ids)))
+	s.mu.Unlock()
+}
+
+func (s *soldOut) list() []int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]int64, 0, len(s.ids))
+	for id := range s.ids {
+		out = append(out, id)
+	}
+	return out
+}
+
+// watchSoldOut lifts sold-out flags whose session has stock again.
+func (s *Server) watchSoldOut(ctx context.Context) {
+	for _, id := range s.soldOut.list() {
+		if stock, _, err := s.gate.Stock(ctx, id); err == nil && stock > 0 {
+			s.soldOut.clear(id)
+		}
+	}
+}
+
+// Start runs the API's background loops until ctx ends: the blocklist
+// refresh (every second) and the sold-out watcher (every 200 ms, so stock
+// that comes back sells again well within a second on every process).
+func (s *Server) Start(ctx context.Context) {
+	if err := s.refreshBlocklist(ctx); err != nil {
+		s.log.Warn("blocklist load failed; retrying", "error", err)
+	}
+	every := func(d time.Duration, f func(context.Context)) {
+		go func() {
+			t := time.NewTicker(d)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					f(ctx)
+				}
+			}
+		}()
+	}
+	every(time.Second, func(ctx context.Context) {
+		if err := s.refreshBlocklist(ctx); err != nil {
+			s.log.Warn("blocklist refresh failed; keeping the last one", "error", err)
+		}
+	})
+	every(s.cfg.SoldOutRecheck, s.watchSoldOut)
+}
+
+// block: PUT /admin/v1/blocklist/{user_id}.
+func (s *Server) block(c *fiber.Ctx) error {
+	id, err := pathID(c, "user_id")
+	if err != nil {
+		return err
+	}
+	if err := s.store.Block(c.UserContext(), id, "admin"); err != nil {
+		return err
+	}
+	s.log.Info("user blocked", "trace_id", traceID(c), "user_id", id)
+	return s.blocklistChanged(c, id, true)
+}
+
+// unblock: DELETE /admin/v1/blocklist/{user_id}.
+func (s *Server) unblock(c *fiber.Ctx) error {
+	id, err := pathID(c, "user_id")
+	if err != nil {
+		return err
+	}
+	if err := s.store.Unblock(c.UserContext(), id); err != nil {
+		return err
+	}
+	s.log.Info("user unblocked", "trace_id", traceID(c), "user_id", id)
+	return s.blocklistChanged(c, id, false)
+}
+
+func (s *Server) blocklistChanged(c *fiber.Ctx, id int64, blocked bool) error {
+	if err := s.refreshBlocklist(c.UserContext()); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"user_id": id, "blocked": blocked})
+}

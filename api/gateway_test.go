@@ -1,0 +1,194 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/redis"
+)
+
+func ordersPath(id int64) string { return fmt.Sprintf("/api/v1/sessions/%d/orders", id) }
+
+// requireStock asserts the session's Redis stock and that the invariants hold.
+func requireStock(t *testing.T, e *testenv.Env, id int64, want int) {
+	t.Helper()
+	r := e.Reconcile(id)
+	require.True(t, r.OK, "%v", r.Problems)
+	require.Equal(t, want, r.RedisStock)
+}
+
+// Blocked users get 403 before any stock logic; unblocking lets them buy.
+func TestBlocklist(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	sess := e.Session(5, 1, 100)
+	tok := e.Token(66)
+	requireError(t, e.Do("PUT", "/admin/v1/blocklist/66", "", nil), 401, "UNAUTHENTICATED", "admin")
+	requireError(t, e.Do("PUT", "/admin/v1/blocklist/x", testenv.AdminToken, nil), 400, "INVALID_ARGUMENT", "user_id")
+	b := e.Do("PUT", "/admin/v1/blocklist/66", testenv.AdminToken, nil)
+	require.Equal(t, 200, b.Status, "%s", b.Raw)
+	require.Equal(t, true, b.Body["blocked"])
+	require.Equal(t, 200, e.Do("PUT", "/admin/v1/blocklist/66", testenv.AdminToken, nil).Status, "idempotent")
+
+	requireError(t, e.Do("POST", ordersPath(sess.ID), tok, nil), 403, "FORBIDDEN", "may not buy")
+	requireError(t, e.Do("POST", ordersPath(sess.ID), tok, `{"quantity":1}`), 403, "FORBIDDEN", "may not buy")
+	requireStock(t, e, sess.ID, 5)
+
+	require.Equal(t, 200, e.Do("DELETE", "/admin/v1/blocklist/66", testenv.AdminToken, nil).Status)
+	r := e.Do("POST", ordersPath(sess.ID), tok, nil)
+	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	waitStatus(e, tok, r.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
+	e.RequireInvariants(sess.ID)
+}
+
+// Rate limits: the per-user and per-IP limits (Redis) answer 429 with
+// Retry-After, and a limited request never touches stock.
+func TestRateLimits(t *testing.T) {
+	t.Run("user", func(t *testing.T) {
+		e := testenv.New(t, testenv.Options{NoWorker: true, Limits: api.Limits{User: 2}})
+		sess := e.Session(10, 5, 100)
+		tok := e.Token(1)
+		require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(sess.ID), tok, nil).Status)
+		require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(sess.ID), tok, nil).Status)
+		r := e.Do("POST", ordersPath(sess.ID), tok, nil)
+		requireError(t, r, 429, "RATE_LIMITED", "too many requests")
+		secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, secs, 1)
+		// Another user is not affected.
+		require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(sess.ID), e.Token(2), nil).Status)
+		require.Equal(t, 7, e.Reconcile(sess.ID).RedisStock, "the limited request took no stock")
+	})
+	t.Run("ip", func(t *testing.T) {
+		e := testenv.New(t, testenv.Options{NoWorker: true, Limits: api.Limits{IP: 3}})
+		sess := e.Session(10, 1, 100)
+		for u := int64(1); u <= 3; u++ {
+			require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(sess.ID), e.Token(u), nil).Status)
+		}
+		requireError(t, e.Do("POST", ordersPath(sess.ID), e.Token(4), nil), 429, "RATE_LIMITED", "too many")
+		require.Equal(t, 7, e.Reconcile(sess.ID).RedisStock)
+	})
+	t.Run("global, before auth", func(t *testing.T) {
+		e := testenv.New(t, testenv.Options{NoWorker: true, Limits: api.Limits{Global: 2}})
+		sess := e.Session(10, 5, 100)
+		tok := e.Token(1)
+		require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(sess.ID), tok, nil).Status)
+		require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(sess.ID), tok, nil).Status)
+		requireError(t, e.Do("POST", ordersPath(sess.ID), "", nil), 429, "RATE_LIMITED", "too many")
+		requireError(t, e.Do("POST", ordersPath(sess.ID), tok, nil), 429, "RATE_LIMITED", "too many")
+		require.Equal(t, 8, e.Reconcile(sess.ID).RedisStock)
+	})
+}
+
+// With Redis unreachable, admission answers 503 UNAVAILABLE: neither the
+// rate limits nor the stock gate are ever skipped; the local limit holds.
+func TestRedisDownNeverLetsThrough(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	sess := e.Session(5, 1, 100)
+	dead := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { dead.Close() })
+	for _, c := range []struct {
+		name   string
+		limits api.Limits
+	}{{"limits on", api.Limits{Global: 1000, User: 5, IP: 50}}, {"limits off", api.Limits{}}} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, err := api.New(api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
+				AdminToken: testenv.AdminToken, Limits: c.limits, Limiter: redis.NewLimiter(dead, "x"), Logger: e.Log},
+				e.DB, redis.New(dead, e.Prefix), e.Orders)
+			require.NoError(t, err)
+			req := httptest.NewRequest("POST", ordersPath(sess.ID), nil)
+			req.Header.Set("Authorization", "Bearer "+e.Token(1))
+			resp, err := srv.App().Test(req, 5000)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		})
+	}
+	requireStock(t, e, sess.ID, 5)
+}
+
+// admitCounter counts the admission scripts the API runs.
+type admitCounter struct {
+	api.Gate
+	n atomic.Int64
+}
+
+func (g *admitCounter) Admit(ctx context.Context, s *seckill.Session, user int64, qty int, no, trace string, now time.Time) (*seckill.Reservation, int, error) {
+	g.n.Add(1)
+	return g.Gate.Admit(ctx, s, user, qty, no, trace, now)
+}
+
+// Sold-out fast path: once sold out, further orders are refused from
+// process memory without Redis; when stock comes back (a cancel), the
+// process notices within a second and sells it again.
+func TestSoldOutFastPath(t *testing.T) {
+	var admits *admitCounter
+	e := testenv.New(t, testenv.Options{WrapGate: func(g api.Gate) api.Gate {
+		admits = &admitCounter{Gate: g}
+		return admits
+	}})
+	sess := e.Session(2, 1, 100)
+	first, second := e.Token(1), e.Token(2)
+	a := e.Do("POST", ordersPath(sess.ID), first, nil)
+	require.Equal(t, http.StatusAccepted, a.Status, "%s", a.Raw)
+	require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(sess.ID), second, nil).Status)
+	before := admits.n.Load()
+	for u := int64(10); u < 60; u++ {
+		requireError(t, e.Do("POST", ordersPath(sess.ID), e.Token(u), nil), 409, "SOLD_OUT", "sold out")
+	}
+	require.Equal(t, before, admits.n.Load(), "sold-out requests must not reach Redis")
+
+	no := a.Str("order_no")
+	waitStatus(e, first, no, 20*time.Second, seckill.StatusWaitPay)
+	require.Equal(t, http.StatusAccepted, e.Do("POST", "/api/v1/orders/"+no+"/cancel", first, nil).Status)
+	waitStatus(e, first, no, 20*time.Second, seckill.StatusClosed)
+	var resold *testenv.Response
+	e.Eventually(5*time.Second, "given-back stock sells again", func() error {
+		resold = e.Do("POST", ordersPath(sess.ID), e.Token(99), nil)
+		if resold.Status != http.StatusAccepted {
+			return fmt.Errorf("%d %s", resold.Status, resold.Raw)
+		}
+		return nil
+	})
+	waitStatus(e, e.Token(99), resold.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
+	r := e.RequireInvariants(sess.ID)
+	require.Equal(t, 0, r.RedisStock)
+}
+
+// Purchase tickets: a session with require_ticket needs a fresh,
+// single-use ticket bound to the user and the session.
+func TestPurchaseTicket(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true})
+	start := time.Now().UTC().Add(-time.Second).Format(time.RFC3339)
+	end := time.Now().UTC().Add(time.Hour).Format(time.RFC3339)
+	c := e.Do("POST", "/admin/v1/sessions", testenv.AdminToken, map[string]any{"sku_id": 1, "title": "t",
+		"price_cents": 10, "stock": 5, "per_user_limit": 2, "start_at": start, "end_at": end, "require_ticket": true})
+	require.Equal(t, http.StatusCreated, c.Status, "%s", c.Raw)
+	require.Equal(t, true, c.Body["require_ticket"])
+	id := int64(c.Body["id"].(float64))
+	require.Equal(t, 200, e.Do("POST", fmt.Sprintf("/admin/v1/sessions/%d/preheat", id), testenv.AdminToken, nil).Status)
+	tok, other := e.Token(1), e.Token(2)
+
+	requireError(t, e.Do("POST", ordersPath(id), tok, nil), 403, "FORBIDDEN", "ticket")
+	requireError(t, e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/ticket", id), "", nil), 401, "UNAUTHENTICATED", "missing")
+	tk := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/ticket", id), tok, nil)
+	require.Equal(t, 200, tk.Status, "%s", tk.Raw)
+	ticket := tk.Str("ticket")
+	require.NotEmpty(t, ticket)
+
+	requireError(t, e.Do("POST", ordersPath(id), other, nil, api.HeaderTicket, ticket), 403, "FORBIDDEN", "ticket")
+	requireError(t, e.Do("POST", ordersPath(id), tok, nil, api.HeaderTicket, ticket+"x"), 403, "FORBIDDEN", "ticket")
+	require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(id), tok, nil, api.HeaderTicket, ticket).Status)
+	requireError(t, e.Do("POST", ordersPath(id), tok, nil, api.HeaderTicket, ticket), 403, "FORBIDDEN", "already used")
+	require.Equal(t, 4, e.Reconcile(id).RedisStock)
+}

@@ -1,0 +1,115 @@
+package api
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+)
+
+// HeaderTicket carries a purchase ticket on an order request.
+const HeaderTicket = "X-Seckill-Ticket"
+
+// ticketTTL is how long a purchase ticket is valid: long enough to click,
+// too short to stockpile.
+const ticketTTL = 60 * time.Second
+
+// ticketKey derives the ticket MAC key from the JWT secret, so tickets need
+// no extra configuration and cannot be confused with tokens.
+func ticketKey(jwtSecret []byte) []byte {
+	m := hmac.New(sha256.New, jwtSecret)
+	m.Write([]byte("seckill purchase ticket v1"))
+	return m.Sum(nil)
+}
+
+// makeTicket returns "<session>.<user>.<exp unix>.<nonce>.<mac>" in base64url.
+func makeTicket(key []byte, sessionID, userID int64, exp time.Time) string {
+	n := make([]byte, 12)
+	_, _ = rand.Read(n)
+	payload := fmt.Sprintf("%d.%d.%d.%s", sessionID, userID, exp.Unix(), hex.EncodeToString(n))
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(payload))
+	return base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// verifyTicket checks a ticket's MAC, binding and expiry and returns its
+// nonce and remaining lifetime. It does not consume it.
+func verifyTicket(key []byte, raw string, sessionID, userID int64, now time.Time) (string, time.Duration, error) {
+	bad := seckill.Errorf(seckill.EFORBIDDEN, "a valid purchase ticket (%s) is required for this session", HeaderTicket)
+	p64, m64, ok := strings.Cut(raw, ".")
+	if !ok || len(raw) > 256 {
+		return "", 0, bad
+	}
+	payload, err1 := base64.RawURLEncoding.DecodeString(p64)
+	sig, err2 := base64.RawURLEncoding.DecodeString(m64)
+	if err1 != nil || err2 != nil {
+		return "", 0, bad
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write(payload)
+	if !hmac.Equal(sig, m.Sum(nil)) {
+		return "", 0, bad
+	}
+	f := strings.Split(string(payload), ".")
+	if len(f) != 4 || f[0] != strconv.FormatInt(sessionID, 10) || f[1] != strconv.FormatInt(userID, 10) {
+		return "", 0, bad
+	}
+	exp, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil {
+		return "", 0, bad
+	}
+	left := time.Unix(exp, 0).Sub(now)
+	if left <= 0 {
+		return "", 0, seckill.Errorf(seckill.EFORBIDDEN, "purchase ticket expired; fetch a new one")
+	}
+	return f[3], left, nil
+}
+
+// issueTicket: POST /api/v1/sessions/{id}/ticket (shopper, inside the sale window).
+func (s *Server) issueTicket(c *fiber.Ctx) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	user := userID(c)
+	if s.blocked.has(user) {
+		return errBlocked
+	}
+	sess, err := s.sessions.get(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	if err := s.inWindow(sess); err != nil {
+		return err
+	}
+	if err := s.distributedLimits(c, user); err != nil {
+		return err
+	}
+	exp := s.cfg.Now().Add(ticketTTL)
+	return c.JSON(fiber.Map{"ticket": makeTicket(s.ticketKey, id, user, exp), "expires_at": exp.UTC().Truncate(time.Second)})
+}
+
+// useTicket verifies and consumes the ticket of an order request.
+func (s *Server) useTicket(c *fiber.Ctx, sessionID, user int64) error {
+	nonce, left, err := verifyTicket(s.ticketKey, c.Get(HeaderTicket), sessionID, user, s.cfg.Now())
+	if err != nil {
+		return err
+	}
+	fresh, err := s.gate.ConsumeTicket(c.UserContext(), sessionID, nonce, left+time.Second)
+	if err != nil {
+		return err
+	}
+	if !fresh {
+		return seckill.Errorf(seckill.EFORBIDDEN, "purchase ticket already used; fetch a new one")
+	}
+	return nil
+}
