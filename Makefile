@@ -22,8 +22,15 @@ temporal-stop:
 dev: build temporal ## migrations, API on :8080, worker and a demo session in one process
 	bin/seckill dev
 
-test: temporal ## every test, on the real MariaDB, Redis and Temporal dev server
+FUZZ_TARGETS := FuzzDecodeOrderBody FuzzDecodeSessionBody FuzzParseToken FuzzVerifyWebhook FuzzVerifyTicket
+FUZZ_TIME    ?= 4s
+
+test: temporal ## every test, on the real MariaDB, Redis and Temporal dev server, then the fuzzers briefly
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+	@for f in $(FUZZ_TARGETS); do \
+	  echo "fuzz $$f ($(FUZZ_TIME))"; \
+	  $(GO) test ./api/ -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZ_TIME) >/tmp/seckill-fuzz.log 2>&1 || { cat /tmp/seckill-fuzz.log; exit 1; }; \
+	done
 
 test-short: ## the tests that need no service
 	$(GO) test -count=1 -short $(PKGS)

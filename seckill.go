@@ -142,6 +142,9 @@ type Order struct {
 	CreatedAt   time.Time `json:"created_at"`
 	PayDeadline time.Time `json:"pay_deadline"`
 	TraceID     string    `json:"-"`
+	// UpdatedAt is when the row last changed: cached views never go back
+	// to an older one.
+	UpdatedAt time.Time `json:"-"`
 }
 
 // Payment is one notification from the payment provider that money was

@@ -56,7 +56,7 @@ func (r *orderRow) domain() *seckill.Order {
 	o := &seckill.Order{
 		OrderNo: r.OrderNo, SessionID: r.SessionID, SKUID: r.SKUID, UserID: r.UserID,
 		Quantity: r.Quantity, AmountCents: r.AmountCents, Status: seckill.Status(r.Status),
-		CreatedAt: r.CreatedAt.UTC(), TraceID: r.TraceID,
+		CreatedAt: r.CreatedAt.UTC(), TraceID: r.TraceID, UpdatedAt: r.UpdatedAt.UTC(),
 	}
 	if r.PayDeadline != nil {
 		o.PayDeadline = r.PayDeadline.UTC()

@@ -25,9 +25,12 @@ var (
 	admitSrc string
 	//go:embed release.lua
 	releaseSrc string
+	//go:embed putorder.lua
+	putOrderSrc string
 
-	admitScript   = goredis.NewScript(admitSrc)
-	releaseScript = goredis.NewScript(releaseSrc)
+	admitScript    = goredis.NewScript(admitSrc)
+	releaseScript  = goredis.NewScript(releaseSrc)
+	putOrderScript = goredis.NewScript(putOrderSrc)
 )
 
 // Gate is the Redis side of admission.
@@ -45,7 +48,7 @@ func New(rdb goredis.UniversalClient, prefix string) *Gate {
 // request (go-redis falls back to EVAL on NOSCRIPT anyway, e.g. after a
 // Redis restart).
 func (g *Gate) Load(ctx context.Context) error {
-	for _, s := range []*goredis.Script{admitScript, releaseScript} {
+	for _, s := range []*goredis.Script{admitScript, releaseScript, putOrderScript} {
 		if err := s.Load(ctx, g.rdb).Err(); err != nil {
 			return unavailable(err)
 		}
@@ -203,13 +206,16 @@ type orderView struct {
 }
 
 // PutOrder caches the view of an order after its row changed, so that polls
-// need no database.
+// need no database. A view older than the cached one (two writers racing,
+// e.g. an abandoned activity attempt) is ignored.
 func (g *Gate) PutOrder(ctx context.Context, o *seckill.Order) error {
 	b, err := json.Marshal(orderView{Order: *o, TraceID: o.TraceID})
 	if err != nil {
 		return err
 	}
-	if err := g.rdb.HSet(ctx, g.keys(o.SessionID).orders, o.OrderNo, b).Err(); err != nil {
+	err = putOrderScript.Run(ctx, g.rdb, []string{g.keys(o.SessionID).orders},
+		o.OrderNo, o.UpdatedAt.UnixMicro(), b).Err()
+	if err != nil {
 		return unavailable(err)
 	}
 	return nil

@@ -154,3 +154,24 @@ func TestPreheatAndRebuild(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 10, stock)
 }
+
+// Cached order views never go back in time: a stale writer loses.
+func TestPutOrderKeepsTheNewestView(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	ctx := context.Background()
+	t0 := time.Now().UTC()
+	o := &seckill.Order{OrderNo: "5-a", SessionID: 5, UserID: 1, Quantity: 1, Status: seckill.StatusClosed, UpdatedAt: t0}
+	require.NoError(t, e.Gate.PutOrder(ctx, o))
+	stale := *o
+	stale.Status, stale.UpdatedAt = seckill.StatusWaitPay, t0.Add(-time.Millisecond)
+	require.NoError(t, e.Gate.PutOrder(ctx, &stale))
+	got, err := e.Gate.Order(ctx, "5-a")
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusClosed, got.Status)
+	newer := *o
+	newer.Status, newer.UpdatedAt = seckill.StatusRefundPending, t0.Add(time.Millisecond)
+	require.NoError(t, e.Gate.PutOrder(ctx, &newer))
+	got, err = e.Gate.Order(ctx, "5-a")
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusRefundPending, got.Status)
+}

@@ -2,6 +2,7 @@ package temporal_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -19,7 +20,10 @@ func TestDuplicateStartIsDetected(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoAPI: true})
 	sess := e.Session(3, 1, 100)
 	ctx := context.Background()
-	resv, _, err := e.Gate.Admit(ctx, sess, 1, 1, "1-dup", "trace-dup", time.Now())
+	// Workflow IDs outlive the test database: the order number must be new
+	// on this Temporal server.
+	no := fmt.Sprintf("%d-dup%d", sess.ID, time.Now().UnixNano())
+	resv, _, err := e.Gate.Admit(ctx, sess, 1, 1, no, "trace-dup", time.Now())
 	require.NoError(t, err)
 	req := &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: 100, PayTimeout: time.Minute}
 
@@ -31,7 +35,7 @@ func TestDuplicateStartIsDetected(t *testing.T) {
 	require.False(t, started, "second start must be detected")
 
 	e.Eventually(20*time.Second, "WAIT_PAY", func() error {
-		st, err := e.Orders.State(ctx, "1-dup")
+		st, err := e.Orders.State(ctx, no)
 		if err != nil {
 			return err
 		}
@@ -40,8 +44,8 @@ func TestDuplicateStartIsDetected(t *testing.T) {
 		}
 		return nil
 	})
-	require.NoError(t, e.Orders.Cancel(ctx, "1-dup", "trace-cancel"))
-	run := e.Temporal.GetWorkflow(ctx, seckill.WorkflowID("1-dup"), "")
+	require.NoError(t, e.Orders.Cancel(ctx, no, "trace-cancel"))
+	run := e.Temporal.GetWorkflow(ctx, seckill.WorkflowID(no), "")
 	var final workflows.OrderState
 	require.NoError(t, run.Get(ctx, &final))
 	require.Equal(t, seckill.StatusClosed, final.Status)
@@ -49,10 +53,10 @@ func TestDuplicateStartIsDetected(t *testing.T) {
 	started, err = e.Orders.Start(ctx, req)
 	require.NoError(t, err)
 	require.False(t, started, "a finished order's workflow is never started again")
-	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(e.Orders.Cancel(ctx, "1-dup", "t")))
+	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(e.Orders.Cancel(ctx, no, "t")))
 
 	// The search attributes let ops find it.
-	d, err := e.Temporal.DescribeWorkflowExecution(ctx, seckill.WorkflowID("1-dup"), "")
+	d, err := e.Temporal.DescribeWorkflowExecution(ctx, seckill.WorkflowID(no), "")
 	require.NoError(t, err)
 	sa := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
 	require.Contains(t, string(sa["OrderStatus"].GetData()), "CLOSED")

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -35,10 +36,19 @@ var compensationOptions = workflow.ActivityOptions{
 	},
 }
 
+// paymentOptions record payments. The webhook already answered 200 for a
+// signalled payment, so it must never be dropped: it retries as long as
+// compensation, and if it still cannot be recorded the workflow fails
+// loudly (Failed in the Web UI, the payment in its history) rather than
+// closing the order over it.
+var paymentOptions = compensationOptions
+
 // order is the running state of one OrderWorkflow.
 type order struct {
 	req   seckill.OrderRequest
 	state OrderState
+	// err is a payment that could not be recorded: the workflow fails with it.
+	err error
 }
 
 // OrderWorkflow is the saga of one order, started by the API (or the relay)
@@ -66,7 +76,7 @@ func OrderWorkflow(ctx workflow.Context, req seckill.OrderRequest) (OrderState, 
 	// workflow cancellation must not interrupt a decision half-way, and
 	// compensation must run even when the workflow itself was cancelled.
 	steady, _ := workflow.NewDisconnectedContext(ctx)
-	steady = workflow.WithActivityOptions(steady, stepOptions)
+	steady = workflow.WithActivityOptions(steady, paymentOptions)
 
 	o.state.PayDeadline = workflow.Now(ctx).Add(req.PayTimeout)
 	var created CreateOrderResult
@@ -102,7 +112,7 @@ func (o *order) awaitPayment(ctx, steady workflow.Context, payments, cancels wor
 	defer stopTimer()
 	timer := workflow.NewTimer(timerCtx, o.state.PayDeadline.Sub(workflow.Now(ctx)))
 	reason := ""
-	for o.state.Status == seckill.StatusWaitPay && reason == "" {
+	for o.state.Status == seckill.StatusWaitPay && reason == "" && o.err == nil {
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(payments, func(c workflow.ReceiveChannel, _ bool) {
 			var p seckill.Payment
@@ -130,6 +140,9 @@ func (o *order) awaitPayment(ctx, steady workflow.Context, payments, cancels wor
 // signal still buffered (each becomes a refund: the order can no longer take
 // it) so that no accepted webhook is dropped when the workflow completes.
 func (o *order) finish(ctx, steady workflow.Context, closeReason string) (OrderState, error) {
+	if o.err != nil {
+		return o.state, o.err
+	}
 	if closeReason != "" {
 		if err := o.compensate(ctx, closeReason); err != nil {
 			return o.state, err
@@ -144,7 +157,7 @@ func (o *order) finish(ctx, steady workflow.Context, closeReason string) (OrderS
 	var r CancelRequest
 	for cancels.ReceiveAsync(&r) {
 	}
-	return o.state, nil
+	return o.state, o.err
 }
 
 // compensate closes the order with a compare-and-set and gives the stock
@@ -169,9 +182,10 @@ func (o *order) compensate(ctx workflow.Context, reason string) error {
 		ReleaseInput{SessionID: o.req.SessionID, OrderNo: o.req.OrderNo}).Get(dctx, nil)
 }
 
-// applyPayment records one payment signal. An invalid payment (amount
+// applyPayment records one payment signal. A refused payment (amount
 // mismatch, unknown order) is logged and dropped: the webhook checked it
-// before signalling, so this only happens to forged or stale signals.
+// before signalling, so only a forged or stale signal is refused here. A
+// payment that cannot be recorded at all sets o.err.
 func (o *order) applyPayment(ctx, steady workflow.Context, p seckill.Payment) {
 	var res PaymentResult
 	err := workflow.ExecuteActivity(steady, ApplyPaymentActivity, p).Get(steady, &res)
@@ -180,14 +194,24 @@ func (o *order) applyPayment(ctx, steady workflow.Context, p seckill.Payment) {
 		workflow.GetLogger(ctx).Warn("payment refused", "order_no", o.req.OrderNo, "payment_id", p.PaymentID, "error", err)
 		return
 	} else if err != nil {
-		workflow.GetLogger(ctx).Error("payment not applied", "order_no", o.req.OrderNo, "payment_id", p.PaymentID, "error", err)
+		workflow.GetLogger(ctx).Error("payment could not be recorded", "order_no", o.req.OrderNo, "payment_id", p.PaymentID, "error", err)
+		if o.err == nil {
+			o.err = err
+		}
 		return
 	}
-	switch res.Outcome {
-	case seckill.PaymentCaptured:
+	switch {
+	case res.Outcome == seckill.PaymentCaptured,
+		// A retried capture whose first attempt committed: this payment is
+		// the one that paid the order.
+		res.Outcome == seckill.PaymentDuplicate && res.Status == seckill.StatusPaid && o.state.PaymentID == "":
 		o.state.PaymentID = p.PaymentID
-	case seckill.PaymentRefundPending:
-		o.state.LatePayments = append(o.state.LatePayments, p.PaymentID)
+	case res.Outcome == seckill.PaymentRefundPending,
+		// A retried late payment whose first attempt committed.
+		res.Outcome == seckill.PaymentDuplicate && res.Status != seckill.StatusPaid:
+		if !slices.Contains(o.state.LatePayments, p.PaymentID) {
+			o.state.LatePayments = append(o.state.LatePayments, p.PaymentID)
+		}
 	}
 	o.setStatus(steady, res.Status)
 }

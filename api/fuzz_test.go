@@ -1,0 +1,106 @@
+package api
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill"
+)
+
+// Bad input must come back as an INVALID_ARGUMENT error, never a panic or
+// an internal error. `make test` runs each target briefly with -fuzz.
+
+func FuzzDecodeOrderBody(f *testing.F) {
+	for _, s := range []string{``, `{}`, `{"quantity":1}`, `{"quantity":"1"}`, `{"quantity":1e99}`,
+		`{"quantity":null}`, `[]`, `{"quantity":1}{}`, `{"q":1}`, "\x00", `{"quantity":-9223372036854775809}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var b orderBody
+		err := decodeStrict(body, &b, true)
+		requireCode(t, err, seckill.EINVALID)
+	})
+}
+
+func FuzzDecodeSessionBody(f *testing.F) {
+	f.Add([]byte(`{"sku_id":1,"title":"t","price_cents":1,"stock":1,"per_user_limit":1,"start_at":"2026-01-01T00:00:00Z","end_at":"2026-01-02T00:00:00Z"}`))
+	f.Add([]byte(`{"start_at":"yesterday"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var b createSessionBody
+		err := decodeStrict(body, &b, false)
+		if err == nil {
+			_, err = b.session()
+		}
+		requireCode(t, err, seckill.EINVALID)
+	})
+}
+
+func FuzzParseToken(f *testing.F) {
+	secret := []byte("fuzz-secret")
+	now := time.Unix(1_800_000_000, 0)
+	good, _ := IssueToken(secret, 7, time.Hour, now)
+	for _, s := range []string{good, good + "x", "", "a.b.c", "eyJhbGciOiJub25lIn0.e30.", good[:len(good)/2]} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, tok string) {
+		id, err := ParseToken(secret, tok, now)
+		if err == nil {
+			if id <= 0 {
+				t.Fatalf("accepted token with user id %d", id)
+			}
+			return
+		}
+		requireCode(t, err, seckill.EUNAUTHORIZED)
+	})
+}
+
+func FuzzVerifyWebhook(f *testing.F) {
+	secret := []byte("fuzz-secret")
+	now := time.Unix(1_800_000_000, 0)
+	body := []byte(`{"event_id":"e","payment_id":"p","order_no":"1-a","amount_cents":1,"status":"SUCCEEDED"}`)
+	f.Add(SignWebhook(secret, now, body), body)
+	f.Add("t=,v1=", []byte{})
+	f.Add("v1=00,t=99999999999999999999", body)
+	f.Fuzz(func(t *testing.T, header string, body []byte) {
+		err := VerifyWebhook(secret, header, body, now)
+		if err != nil {
+			requireCode(t, err, seckill.EUNAUTHORIZED)
+			return
+		}
+		var wb webhookBody
+		if err := decodeStrict(body, &wb, false); err == nil {
+			_, err = wb.payment("trace")
+			if err != nil {
+				requireCode(t, err, seckill.EINVALID)
+			}
+		} else {
+			requireCode(t, err, seckill.EINVALID)
+		}
+	})
+}
+
+func FuzzVerifyTicket(f *testing.F) {
+	key := ticketKey([]byte("fuzz-secret"))
+	now := time.Unix(1_800_000_000, 0)
+	f.Add(makeTicket(key, 1, 2, now.Add(time.Minute)))
+	f.Add("")
+	f.Add("..")
+	f.Fuzz(func(t *testing.T, raw string) {
+		_, _, err := verifyTicket(key, raw, 1, 2, now)
+		if err != nil {
+			requireCode(t, err, seckill.EFORBIDDEN)
+		}
+	})
+}
+
+func requireCode(t *testing.T, err error, code string) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	var e *seckill.Error
+	if !errors.As(err, &e) || e.Code != code {
+		t.Fatalf("want a %s error, got %v", code, err)
+	}
+}
