@@ -163,7 +163,7 @@ func (s *Server) App() *fiber.App {
 
 	v1 := app.Group("/api/v1")
 	v1.Get("/sessions/:id", s.getSession)
-	v1.Post("/sessions/:id/orders", s.globalLimit, s.shopper, s.createOrder)
+	v1.Post("/sessions/:id/orders", s.globalLimit, s.soldOutFast, s.shopper, s.createOrder)
 	v1.Post("/sessions/:id/ticket", s.globalLimit, s.shopper, s.issueTicket)
 	v1.Get("/orders/:order_no", s.shopper, s.getOrder)
 	v1.Post("/orders/:order_no/cancel", s.shopper, s.cancelOrder)

@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/google/uuid"
 
 	"github.com/seckill/seckill"
 )
@@ -63,7 +62,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	if trace == "" {
 		// Fasthttp refused the request (e.g. body too large) before the
 		// request-id middleware ran.
-		trace = uuid.NewString()
+		trace = newTraceID()
 		c.Set(headerRequestID, trace)
 	}
 	if status >= 500 {

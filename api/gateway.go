@@ -154,6 +154,19 @@ func (s *soldOut) list() []int64 {
 	return out
 }
 
+// soldOutFast answers SOLD_OUT from memory for a session this process saw
+// sell out, before any other work: after a sell-out nearly every request
+// is a loser, and the answer does not depend on who asks (the state is
+// public on GET /api/v1/sessions/{id}). Nothing here touches stock.
+func (s *Server) soldOutFast(c *fiber.Ctx) error {
+	if s.soldOut.n.Load() > 0 {
+		if id, err := strconv.ParseInt(c.Params("id"), 10, 64); err == nil && s.soldOut.has(id) {
+			return errSoldOut
+		}
+	}
+	return c.Next()
+}
+
 // watchSoldOut lifts sold-out flags whose session has stock again.
 func (s *Server) watchSoldOut(ctx context.Context) {
 	for _, id := range s.soldOut.list() {

@@ -42,8 +42,8 @@ func (s *Server) inWindow(sess *seckill.Session) error {
 }
 
 // createOrder: POST /api/v1/sessions/{id}/orders. The checks run cheapest
-// first: the global bucket and the JWT (middleware), then the blocklist,
-// the body, the sale window and the sold-out flag from process memory;
+// first: the global bucket, the sold-out flag and the JWT (middleware),
+// then the blocklist, the body and the sale window from process memory;
 // only then the Redis rate limits, the ticket and the admission script.
 // A refused request never touches stock; losers never reach MySQL or
 // Temporal.
@@ -74,9 +74,6 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	}
 	if qty < 1 || qty > sess.PerUserLimit {
 		return seckill.Errorf(seckill.EINVALID, "quantity must be between 1 and %d", sess.PerUserLimit)
-	}
-	if s.soldOut.has(id) {
-		return errSoldOut
 	}
 	if err := s.distributedLimits(c, user); err != nil {
 		return err

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// api and worker refuse to start without their secrets, naming each one.
+func TestRequireSecretsNamesWhatIsMissing(t *testing.T) {
+	t.Setenv("SECKILL_JWT_SECRET", "j")
+	t.Setenv("SECKILL_WEBHOOK_SECRET", "")
+	t.Setenv("SECKILL_ADMIN_TOKEN", "")
+	c, err := loadConfig()
+	require.NoError(t, err)
+	err = c.requireSecrets("SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET", "SECKILL_ADMIN_TOKEN")
+	require.ErrorContains(t, err, "SECKILL_WEBHOOK_SECRET")
+	require.ErrorContains(t, err, "SECKILL_ADMIN_TOKEN")
+	require.NotContains(t, err.Error(), "SECKILL_JWT_SECRET ")
+	require.NoError(t, c.requireSecrets("SECKILL_JWT_SECRET"))
+}
+
+// Configuration defaults follow the design's table; bad values are refused.
+func TestConfigDefaultsAndValidation(t *testing.T) {
+	for _, v := range []string{"SECKILL_MYSQL_DSN", "SECKILL_REDIS_PREFIX", "SECKILL_TASK_QUEUE",
+		"SECKILL_HTTP_ADDR", "SECKILL_PAY_TIMEOUT", "SECKILL_START_TIMEOUT", "SECKILL_LIMIT_USER_RPS"} {
+		t.Setenv(v, "") // restored after the test
+		os.Unsetenv(v)
+	}
+	c, err := loadConfig()
+	require.NoError(t, err)
+	require.Equal(t, "root:@tcp(127.0.0.1:3306)/seckill?parseTime=true", c.MySQLDSN)
+	require.Equal(t, "seckill", c.RedisPrefix)
+	require.Equal(t, "seckill-orders", c.TaskQueue)
+	require.Equal(t, ":8080", c.HTTPAddr)
+	require.Equal(t, "15m0s", c.PayTimeout.String())
+	require.Equal(t, "300ms", c.StartTimeout.String())
+	t.Setenv("SECKILL_LIMIT_USER_RPS", "-1")
+	_, err = loadConfig()
+	require.Error(t, err)
+	t.Setenv("SECKILL_LIMIT_USER_RPS", "lots")
+	_, err = loadConfig()
+	require.Error(t, err)
+}
