@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // DBSnapshot is what MySQL knows about one session.
@@ -25,6 +26,10 @@ type RedisSnapshot struct {
 	Preheated    bool
 	Stock        int
 	Reservations map[string]int // live reservation: order number → units
+	// Pending counts reservations whose workflow start is not confirmed;
+	// OldestPending is when the oldest of them was reserved.
+	Pending       int
+	OldestPending time.Time
 }
 
 // Snapshotters read the two sides of a session for Reconcile.
@@ -52,13 +57,16 @@ type Report struct {
 	InFlight int `json:"in_flight"`
 	// Drift counts units on which Redis and MySQL disagree for good: orders
 	// the database refused (FAILED) keep their Redis reservation.
-	Drift        int      `json:"drift"`
-	Preheated    bool     `json:"preheated"`
-	ReservedQty  int      `json:"reserved_qty"`
-	HeldQty      int      `json:"held_qty"`
-	MaxUserUnits int      `json:"max_user_units"`
-	PerUserLimit int      `json:"per_user_limit"`
-	Problems     []string `json:"problems"`
+	Drift int `json:"drift"`
+	// PendingStarts is the relay's backlog; OldestPendingSeconds its age.
+	PendingStarts        int      `json:"pending_starts"`
+	OldestPendingSeconds float64  `json:"oldest_pending_seconds"`
+	Preheated            bool     `json:"preheated"`
+	ReservedQty          int      `json:"reserved_qty"`
+	HeldQty              int      `json:"held_qty"`
+	MaxUserUnits         int      `json:"max_user_units"`
+	PerUserLimit         int      `json:"per_user_limit"`
+	Problems             []string `json:"problems"`
 }
 
 // Reconcile compares one session's MySQL and Redis state against the
@@ -80,6 +88,10 @@ func Reconcile(ctx context.Context, db DBSnapshotter, rd RedisSnapshotter, sessi
 		SessionID: sessionID, TotalStock: ds.Session.TotalStock, DBStock: ds.DBStock,
 		RedisStock: rs.Stock, Orders: ds.Orders, Preheated: rs.Preheated, HeldQty: ds.HeldQty,
 		MaxUserUnits: ds.MaxUserUnits, PerUserLimit: ds.Session.PerUserLimit, Problems: []string{},
+		PendingStarts: rs.Pending,
+	}
+	if !rs.OldestPending.IsZero() {
+		r.OldestPendingSeconds = time.Since(rs.OldestPending).Seconds()
 	}
 	nos := make([]string, 0, len(rs.Reservations))
 	for no, q := range rs.Reservations {

@@ -137,6 +137,61 @@ func (g *Gate) Started(ctx context.Context, sessionID int64, orderNo string) err
 	return nil
 }
 
+// Pending returns up to limit reservations of a session whose
+// pending-start entry is older than before, oldest first: reservations whose
+// workflow start may have been lost. An entry whose reservation is gone
+// (already released) is dropped.
+func (g *Gate) Pending(ctx context.Context, sessionID int64, before time.Time, limit int) ([]seckill.Reservation, error) {
+	k := g.keys(sessionID)
+	nos, err := g.rdb.ZRangeByScore(ctx, k.pending, &goredis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(before.UnixMilli(), 10), Count: int64(limit),
+	}).Result()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	if len(nos) == 0 {
+		return nil, nil
+	}
+	raws, err := g.rdb.HMGet(ctx, k.resv, nos...).Result()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out := make([]seckill.Reservation, 0, len(nos))
+	for i, no := range nos {
+		raw, ok := raws[i].(string)
+		if !ok {
+			if err := g.rdb.ZRem(ctx, k.pending, no).Err(); err != nil {
+				return nil, unavailable(err)
+			}
+			continue
+		}
+		r, err := parseReservation(sessionID, no, raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
+// PendingStats returns how many pending-start entries a session has and
+// when the oldest was written (zero time when none).
+func (g *Gate) PendingStats(ctx context.Context, sessionID int64) (int, time.Time, error) {
+	k := g.keys(sessionID)
+	n, err := g.rdb.ZCard(ctx, k.pending).Result()
+	if err != nil {
+		return 0, time.Time{}, unavailable(err)
+	}
+	if n == 0 {
+		return 0, time.Time{}, nil
+	}
+	first, err := g.rdb.ZRangeWithScores(ctx, k.pending, 0, 0).Result()
+	if err != nil || len(first) == 0 {
+		return int(n), time.Time{}, unavailable(err)
+	}
+	return int(n), time.UnixMilli(int64(first[0].Score)).UTC(), nil
+}
+
 // Release gives a reservation's units and the user's slots back, exactly
 // once; it returns the units given back (0 when there was nothing to give).
 func (g *Gate) Release(ctx context.Context, sessionID int64, orderNo string) (int, error) {
@@ -158,11 +213,33 @@ func (g *Gate) Stock(ctx context.Context, sessionID int64) (int, bool, error) {
 	return n, true, nil
 }
 
+// sessionsKey is the set of preheated sessions: where the relay looks for
+// pending starts.
+func (g *Gate) sessionsKey() string { return g.prefix + ":sessions" }
+
+// Sessions lists the sessions that were preheated.
+func (g *Gate) Sessions(ctx context.Context) ([]int64, error) {
+	vals, err := g.rdb.SMembers(ctx, g.sessionsKey()).Result()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	ids := make([]int64, 0, len(vals))
+	for _, v := range vals {
+		if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
 // Preheat loads stock into Redis if the session has none there yet, and
 // returns the live stock. It never overwrites live stock: a second call
 // changes nothing and returns what is there.
 func (g *Gate) Preheat(ctx context.Context, sessionID int64, stock int) (int, error) {
 	k := g.keys(sessionID)
+	if err := g.rdb.SAdd(ctx, g.sessionsKey(), sessionID).Err(); err != nil {
+		return 0, unavailable(err)
+	}
 	if _, err := g.rdb.SetNX(ctx, k.stock, stock, 0).Result(); err != nil {
 		return 0, unavailable(err)
 	}
@@ -176,6 +253,9 @@ func (g *Gate) Preheat(ctx context.Context, sessionID int64, stock int) (int, er
 // turned into orders are dropped with it.
 func (g *Gate) Rebuild(ctx context.Context, sessionID int64, stock int, holdings []seckill.Reservation) error {
 	k := g.keys(sessionID)
+	if err := g.rdb.SAdd(ctx, g.sessionsKey(), sessionID).Err(); err != nil {
+		return unavailable(err)
+	}
 	_, err := g.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		p.Del(ctx, k.stock, k.buyers, k.resv, k.pending)
 		p.Set(ctx, k.stock, stock, 0)
@@ -300,6 +380,9 @@ func (g *Gate) SessionSnapshot(ctx context.Context, sessionID int64) (*seckill.R
 	}
 	if err := iter.Err(); err != nil {
 		return nil, unavailable(err)
+	}
+	if snap.Pending, snap.OldestPending, err = g.PendingStats(ctx, sessionID); err != nil {
+		return nil, err
 	}
 	return snap, nil
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/mysql"
+	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/temporal"
 	"github.com/seckill/seckill/worker"
 )
 
@@ -91,7 +93,7 @@ func serveAPI(ctx context.Context, c *config, d *deps, srv *api.Server) error {
 func workerCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "worker",
-		Short: "Run the Temporal worker of the order workflow",
+		Short: "Run the Temporal worker of the order workflow and the reservation relay",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := loadConfig()
 			if err != nil {
@@ -112,6 +114,12 @@ func workerCmd() *cobra.Command {
 	}
 }
 
+// relayMinAge leaves a reservation to the API's own start for this long:
+// well past SECKILL_START_TIMEOUT, so the relay only picks up starts that
+// were lost or are stuck.
+const relayMinAge = 5 * time.Second
+
+// runWorker runs the Temporal worker and the reservation relay until ctx ends.
 func runWorker(ctx context.Context, c *config, d *deps) error {
 	if err := worker.CheckSearchAttributes(ctx, d.temporal, c.TemporalNamespace); err != nil {
 		return err
@@ -121,7 +129,9 @@ func runWorker(ctx context.Context, c *config, d *deps) error {
 		return err
 	}
 	d.log.Info("worker polling", "task_queue", c.TaskQueue)
-	<-ctx.Done()
+	r := &relay.Relay{Gate: d.gate, Store: d.db, Starter: temporal.NewOrders(d.temporal, c.TaskQueue),
+		PayTimeout: c.PayTimeout, MinAge: relayMinAge, Log: d.log}
+	r.Run(ctx, time.Second)
 	w.Stop()
 	return nil
 }

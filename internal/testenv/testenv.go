@@ -67,6 +67,7 @@ type Options struct {
 	// MySQL store and Redis gate.
 	WrapStore func(api.Store) api.Store
 	WrapGate  func(api.Gate) api.Gate
+	WrapFlow  func(api.Flow) api.Flow
 }
 
 func env(name, def string) string {
@@ -178,12 +179,16 @@ func (e *Env) startAPI(o Options) {
 	if o.WrapGate != nil {
 		gate = o.WrapGate(gate)
 	}
+	var flow api.Flow = e.Orders
+	if o.WrapFlow != nil {
+		flow = o.WrapFlow(flow)
+	}
 	srv, err := api.New(api.Config{
 		JWTSecret: JWTSecret, WebhookSecret: WebhookSecret, AdminToken: AdminToken,
 		PayTimeout: o.PayTimeout, StartTimeout: o.StartTimeout, Logger: e.Log,
 		SessionCacheTTL: 50 * time.Millisecond,
 		Limits:          o.Limits, Limiter: redis.NewLimiter(e.Redis, e.Prefix),
-	}, store, gate, e.Orders)
+	}, store, gate, flow)
 	if err != nil {
 		e.T.Fatalf("api: %v", err)
 	}
