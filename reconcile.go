@@ -16,6 +16,9 @@ type DBSnapshot struct {
 	MaxUserUnits int            // the most units one user holds in live orders
 	// PaidPaymentMismatch counts PAID orders without exactly one captured payment.
 	PaidPaymentMismatch int
+	// RefundsPending counts payments (late or duplicate) whose refund has
+	// not completed yet.
+	RefundsPending int
 	// LedgerMismatch counts orders whose last ledger row does not end in the
 	// order's status or carries no trace id.
 	LedgerMismatch int
@@ -58,6 +61,8 @@ type Report struct {
 	// Drift counts units on which Redis and MySQL disagree for good: orders
 	// the database refused (FAILED) keep their Redis reservation.
 	Drift int `json:"drift"`
+	// RefundsPending counts late or duplicate payments not refunded yet.
+	RefundsPending int `json:"refunds_pending"`
 	// PendingStarts is the relay's backlog; OldestPendingSeconds its age.
 	PendingStarts        int      `json:"pending_starts"`
 	OldestPendingSeconds float64  `json:"oldest_pending_seconds"`
@@ -88,7 +93,7 @@ func Reconcile(ctx context.Context, db DBSnapshotter, rd RedisSnapshotter, sessi
 		SessionID: sessionID, TotalStock: ds.Session.TotalStock, DBStock: ds.DBStock,
 		RedisStock: rs.Stock, Orders: ds.Orders, Preheated: rs.Preheated, HeldQty: ds.HeldQty,
 		MaxUserUnits: ds.MaxUserUnits, PerUserLimit: ds.Session.PerUserLimit, Problems: []string{},
-		PendingStarts: rs.Pending,
+		PendingStarts: rs.Pending, RefundsPending: ds.RefundsPending,
 	}
 	if !rs.OldestPending.IsZero() {
 		r.OldestPendingSeconds = time.Since(rs.OldestPending).Seconds()

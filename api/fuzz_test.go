@@ -63,7 +63,7 @@ func FuzzVerifyWebhook(f *testing.F) {
 	f.Add("t=,v1=", []byte{})
 	f.Add("v1=00,t=99999999999999999999", body)
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
-		err := VerifyWebhook(secret, header, body, now)
+		err := seckill.VerifyWebhook(secret, header, body, now)
 		if err != nil {
 			requireCode(t, err, seckill.EUNAUTHORIZED)
 			return

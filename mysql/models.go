@@ -77,6 +77,7 @@ func (slotRow) TableName() string { return "order_slots" }
 const (
 	paymentCaptured      = "CAPTURED"
 	paymentRefundPending = "REFUND_PENDING"
+	paymentRefunded      = "REFUNDED"
 )
 
 type paymentRow struct {
@@ -87,6 +88,7 @@ type paymentRow struct {
 	AmountCents int64
 	Status      string
 	TraceID     string
+	RefundID    *string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 }

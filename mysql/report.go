@@ -53,6 +53,12 @@ func (db *DB) SessionSnapshot(ctx context.Context, sessionID int64) (*seckill.DB
 		return nil, err
 	}
 	snap.LedgerMismatch = ledgerMismatch
+	var refunds int64
+	if err := g.Raw(`SELECT COUNT(*) FROM payments p JOIN orders o ON o.order_no = p.order_no
+		WHERE o.session_id = ? AND p.status = ?`, sessionID, paymentRefundPending).Scan(&refunds).Error; err != nil {
+		return nil, err
+	}
+	snap.RefundsPending = int(refunds)
 	return snap, nil
 }
 

@@ -71,6 +71,29 @@ func (o *Orders) Start(ctx context.Context, req *seckill.OrderRequest) (started 
 	return true, nil
 }
 
+// StartRefund starts the refund workflow of a payment; started is false
+// when it already exists (a refund is never started twice).
+func (o *Orders) StartRefund(ctx context.Context, r *seckill.Refund) (bool, error) {
+	opts := client.StartWorkflowOptions{
+		ID:                                       seckill.RefundWorkflowID(r.PaymentID),
+		TaskQueue:                                o.taskQueue,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		StaticSummary:                            fmt.Sprintf("refund %s · order %s", r.PaymentID, r.OrderNo),
+		Memo:                                     map[string]any{"trace_id": r.TraceID},
+	}
+	_, err := o.c.ExecuteWorkflow(ctx, opts, workflows.RefundWorkflowName, *r)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &already) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("start workflow %s: %w", opts.ID, err)
+	}
+	return true, nil
+}
+
 // Pay signals a payment to the order's running workflow. NOT_FOUND means no
 // workflow is running for it (never started, or already finished).
 func (o *Orders) Pay(ctx context.Context, p *seckill.Payment) error {

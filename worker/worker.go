@@ -33,14 +33,22 @@ func Register(r Registry, acts *activities.Activities) {
 	r.RegisterActivityWithOptions(acts.ReleaseReservation, activity.RegisterOptions{Name: workflows.ReleaseReservationActivity})
 }
 
-// New returns a worker on taskQueue with the order workflow and activities
-// registered. The caller starts and stops it.
-func New(c client.Client, taskQueue string, acts *activities.Activities) sdkworker.Worker {
+// RegisterRefunds registers the refund workflow and its activities.
+func RegisterRefunds(r Registry, refunds *activities.Refunds) {
+	r.RegisterWorkflowWithOptions(workflows.RefundWorkflow, workflow.RegisterOptions{Name: workflows.RefundWorkflowName})
+	r.RegisterActivityWithOptions(refunds.RefundPayment, activity.RegisterOptions{Name: workflows.RefundPaymentActivity})
+	r.RegisterActivityWithOptions(refunds.MarkRefunded, activity.RegisterOptions{Name: workflows.MarkRefundedActivity})
+}
+
+// New returns a worker on taskQueue with the order and refund workflows and
+// their activities registered. The caller starts and stops it.
+func New(c client.Client, taskQueue string, acts *activities.Activities, refunds *activities.Refunds) sdkworker.Worker {
 	w := sdkworker.New(c, taskQueue, sdkworker.Options{
 		// Orders are short; a slow MySQL must not let a poller hoard tasks.
 		MaxConcurrentActivityExecutionSize: 64,
 	})
 	Register(w, acts)
+	RegisterRefunds(w, refunds)
 	return w
 }
 

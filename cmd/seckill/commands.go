@@ -124,13 +124,15 @@ func runWorker(ctx context.Context, c *config, d *deps) error {
 	if err := worker.CheckSearchAttributes(ctx, d.temporal, c.TemporalNamespace); err != nil {
 		return err
 	}
-	w := worker.New(d.temporal, c.TaskQueue, d.activities())
+	w := worker.New(d.temporal, c.TaskQueue, d.activities(), d.refunds(c))
 	if err := w.Start(); err != nil {
 		return err
 	}
 	d.log.Info("worker polling", "task_queue", c.TaskQueue)
-	r := &relay.Relay{Gate: d.gate, Store: d.db, Starter: temporal.NewOrders(d.temporal, c.TaskQueue),
-		PayTimeout: c.PayTimeout, MinAge: relayMinAge, Log: d.log}
+	orders := temporal.NewOrders(d.temporal, c.TaskQueue)
+	r := &relay.Relay{Gate: d.gate, Store: d.db, Starter: orders, PayTimeout: c.PayTimeout, MinAge: relayMinAge, Log: d.log}
+	refunds := &relay.Refunds{Store: d.db, Starter: orders, Log: d.log}
+	go refunds.Run(ctx, 2*time.Second)
 	r.Run(ctx, time.Second)
 	w.Stop()
 	return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/redis"
+	"github.com/seckill/seckill/sandbox"
 	"github.com/seckill/seckill/temporal"
 )
 
@@ -34,6 +35,7 @@ type config struct {
 	LimitUserRPS      int           `env:"SECKILL_LIMIT_USER_RPS" envDefault:"5"`
 	LimitIPRPS        int           `env:"SECKILL_LIMIT_IP_RPS" envDefault:"200"`
 	ProxyHeader       string        `env:"SECKILL_PROXY_HEADER"`
+	PaymentProvider   string        `env:"SECKILL_PAYMENT_PROVIDER" envDefault:"sandbox"`
 	JWTSecret         string        `env:"SECKILL_JWT_SECRET"`
 	WebhookSecret     string        `env:"SECKILL_WEBHOOK_SECRET"`
 	AdminToken        string        `env:"SECKILL_ADMIN_TOKEN"`
@@ -47,6 +49,9 @@ func loadConfig() (*config, error) {
 	}
 	if c.PayTimeout <= 0 || c.StartTimeout <= 0 {
 		return nil, errors.New("SECKILL_PAY_TIMEOUT and SECKILL_START_TIMEOUT must be positive durations")
+	}
+	if c.PaymentProvider != "sandbox" {
+		return nil, fmt.Errorf("SECKILL_PAYMENT_PROVIDER=%q: only \"sandbox\" is built in (see the seckill.PaymentProvider interface)", c.PaymentProvider)
 	}
 	if c.LimitGlobalRPS < 0 || c.LimitUserRPS < 0 || c.LimitIPRPS < 0 {
 		return nil, errors.New("SECKILL_LIMIT_*_RPS must be 0 (off) or a positive number of requests per second")
@@ -82,6 +87,7 @@ type deps struct {
 	gate     *redis.Gate
 	temporal client.Client
 	log      *slog.Logger
+	sandbox  *sandbox.Provider
 }
 
 func (c *config) connect(ctx context.Context, withTemporal bool) (*deps, error) {
@@ -126,6 +132,23 @@ func (d *deps) close() {
 
 func (d *deps) activities() *activities.Activities {
 	return &activities.Activities{Store: d.db, Gate: d.gate}
+}
+
+// refunds returns the refund activities with the configured provider.
+func (d *deps) refunds(c *config) *activities.Refunds {
+	return &activities.Refunds{Store: d.db, Gate: d.gate, Provider: d.provider(c)}
+}
+
+// provider is the payment provider; the sandbox is the one built in.
+func (d *deps) provider(c *config) *sandbox.Provider {
+	if d.sandbox == nil {
+		base := "http://127.0.0.1" + c.HTTPAddr
+		if c.HTTPAddr != "" && c.HTTPAddr[0] != ':' {
+			base = "http://" + c.HTTPAddr
+		}
+		d.sandbox = &sandbox.Provider{APIBase: base, Secret: []byte(c.WebhookSecret)}
+	}
+	return d.sandbox
 }
 
 func (d *deps) apiServer(c *config) (*api.Server, error) {

@@ -26,6 +26,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/redis"
+	"github.com/seckill/seckill/sandbox"
 	"github.com/seckill/seckill/temporal"
 	"github.com/seckill/seckill/worker"
 )
@@ -50,9 +51,12 @@ type Env struct {
 	TaskQueue string
 	Orders    *temporal.Orders
 	Worker    sdkworker.Worker
-	API       *api.Server
-	BaseURL   string
-	Log       *slog.Logger
+	// Provider is the sandbox payment provider: refunds land here, and it
+	// pays orders through the API's webhook.
+	Provider *sandbox.Provider
+	API      *api.Server
+	BaseURL  string
+	Log      *slog.Logger
 }
 
 // Options tune an Env.
@@ -89,7 +93,7 @@ func New(t testing.TB, o Options) *Env {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := randomName()
-	e := &Env{T: t, Prefix: "test-" + name, TaskQueue: "test-" + name}
+	e := &Env{T: t, Prefix: "test-" + name, TaskQueue: "test-" + name, Provider: &sandbox.Provider{Secret: WebhookSecret}}
 	if testing.Verbose() {
 		e.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	} else {
@@ -158,10 +162,16 @@ func (e *Env) Activities() *activities.Activities {
 	return &activities.Activities{Store: e.DB, Gate: e.Gate}
 }
 
+// Refunds returns the real refund activities over this Env's stores and
+// its sandbox provider.
+func (e *Env) Refunds() *activities.Refunds {
+	return &activities.Refunds{Store: e.DB, Provider: e.Provider, Gate: e.Gate}
+}
+
 // StartWorker starts a worker on the Env's task queue; StopWorker stops it.
 func (e *Env) StartWorker() {
 	e.T.Helper()
-	e.Worker = worker.New(e.Temporal, e.TaskQueue, e.Activities())
+	e.Worker = worker.New(e.Temporal, e.TaskQueue, e.Activities(), e.Refunds())
 	if err := e.Worker.Start(); err != nil {
 		e.T.Fatalf("start worker: %v", err)
 	}
@@ -203,6 +213,7 @@ func (e *Env) startAPI(o Options) {
 	srv.Start(bg)
 	go func() { _ = app.Listener(ln) }()
 	e.BaseURL = "http://" + ln.Addr().String()
+	e.Provider.APIBase = e.BaseURL
 	e.T.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -1,0 +1,71 @@
+package seckill
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// HeaderSignature carries the provider's signature of a webhook.
+const HeaderSignature = "Seckill-Signature"
+
+// webhookTolerance is how old a signed timestamp may be before the
+// delivery counts as a replay.
+const webhookTolerance = 300 * time.Second
+
+// SignWebhook returns the Seckill-Signature header value for body sent at t:
+// "t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>". The sandbox
+// provider, the bench and the tests sign with it.
+func SignWebhook(secret []byte, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(mac(secret, ts, body))
+}
+
+func mac(secret []byte, ts string, body []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(ts))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// VerifyWebhook checks a Seckill-Signature header against body at now. Any
+// v1 entry may match (providers send several while rotating secrets).
+func VerifyWebhook(secret []byte, header string, body []byte, now time.Time) error {
+	var ts string
+	var sigs [][]byte
+	for _, part := range strings.Split(header, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			if b, err := hex.DecodeString(v); err == nil {
+				sigs = append(sigs, b)
+			}
+		}
+	}
+	if ts == "" || len(sigs) == 0 {
+		return Errorf(EUNAUTHORIZED, "missing or malformed %s header", HeaderSignature)
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return Errorf(EUNAUTHORIZED, "signature timestamp is not a unix time")
+	}
+	if age := now.Sub(time.Unix(sec, 0)); age > webhookTolerance || age < -webhookTolerance {
+		return Errorf(EUNAUTHORIZED, "signature timestamp is outside the %s tolerance", webhookTolerance)
+	}
+	want := mac(secret, ts, body)
+	for _, s := range sigs {
+		if hmac.Equal(s, want) {
+			return nil
+		}
+	}
+	return Errorf(EUNAUTHORIZED, "signature does not match")
+}
