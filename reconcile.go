@@ -141,3 +141,66 @@ func Reconcile(ctx context.Context, db DBSnapshotter, rd RedisSnapshotter, sessi
 	r.OK = len(r.Problems) == 0
 	return r, nil
 }
+
+// Repairers rebuild a session's Redis state from MySQL.
+type (
+	HoldingsLister interface {
+		LiveHoldings(ctx context.Context, sessionID int64) ([]Reservation, error)
+	}
+	Rebuilder interface {
+		Rebuild(ctx context.Context, sessionID int64, stock int, holdings []Reservation) error
+	}
+)
+
+// Repair is what a repair did, or why it did nothing.
+type Repair struct {
+	Repaired bool     `json:"repaired"`
+	Changes  []string `json:"changes"`
+	// Skipped says why nothing was changed.
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// RepairRedis corrects a session's Redis state from MySQL when that is
+// safe: only when no reservation is in flight (no order still being created
+// or released, no start pending), since those exist in Redis alone. Redis
+// then holds stock = database stock and one reservation per order that
+// holds stock. It returns the report after the repair and what changed.
+func RepairRedis(ctx context.Context, db interface {
+	DBSnapshotter
+	HoldingsLister
+}, rd interface {
+	RedisSnapshotter
+	Rebuilder
+}, sessionID int64) (*Report, *Repair, error) {
+	before, err := Reconcile(ctx, db, rd, sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep := &Repair{Changes: []string{}}
+	holdings, err := db.LiveHoldings(ctx, sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if before.InFlight > 0 || before.PendingStarts > 0 {
+		rep.Skipped = fmt.Sprintf("%d reservations in flight and %d starts pending exist only in Redis; repair when the sale is quiet",
+			before.InFlight, before.PendingStarts)
+		return before, rep, nil
+	}
+	if !before.Preheated || before.RedisStock != before.DBStock {
+		rep.Changes = append(rep.Changes, fmt.Sprintf("redis_stock %d → %d (preheated: %v)", before.RedisStock, before.DBStock, before.Preheated))
+	}
+	if before.ReservedQty-before.Drift != before.HeldQty || before.Drift > 0 {
+		rep.Changes = append(rep.Changes, fmt.Sprintf("reservations: %d units → %d units for %d live orders (drift %d dropped)",
+			before.ReservedQty, before.HeldQty, len(holdings), before.Drift))
+	}
+	if len(rep.Changes) == 0 {
+		rep.Skipped = "Redis already agrees with MySQL"
+		return before, rep, nil
+	}
+	if err := rd.Rebuild(ctx, sessionID, before.DBStock, holdings); err != nil {
+		return nil, nil, err
+	}
+	rep.Repaired = true
+	after, err := Reconcile(ctx, db, rd, sessionID)
+	return after, rep, err
+}

@@ -130,15 +130,33 @@ func (s *Server) preheat(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"stock": live})
 }
 
-// reconcile: GET /admin/v1/sessions/{id}/reconcile.
+// reconcile: GET /admin/v1/sessions/{id}/reconcile[?repair=true].
 func (s *Server) reconcile(c *fiber.Ctx) error {
 	id, err := pathID(c, "id")
 	if err != nil {
 		return err
 	}
-	r, err := seckill.Reconcile(c.UserContext(), s.store, s.gate, id)
+	repair := false
+	if raw := c.Query("repair"); raw != "" {
+		if repair, err = strconv.ParseBool(raw); err != nil {
+			return seckill.Errorf(seckill.EINVALID, "repair must be true or false")
+		}
+	}
+	if !repair {
+		r, err := seckill.Reconcile(c.UserContext(), s.store, s.gate, id)
+		if err != nil {
+			return err
+		}
+		return c.JSON(r)
+	}
+	r, rep, err := seckill.RepairRedis(c.UserContext(), s.store, s.gate, id)
 	if err != nil {
 		return err
 	}
-	return c.JSON(r)
+	s.soldOut.clear(id)
+	s.log.Warn("reconcile repair", "trace_id", traceID(c), "session_id", id, "repaired", rep.Repaired, "changes", rep.Changes, "skipped", rep.Skipped)
+	return c.JSON(struct {
+		*seckill.Report
+		Repair *seckill.Repair `json:"repair"`
+	}{r, rep})
 }

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -54,4 +55,73 @@ func TestDrillLostStartsAreRelayed(t *testing.T) {
 	require.Equal(t, 10, rep.Orders[seckill.StatusWaitPay])
 	require.Equal(t, http.StatusOK, e.Pay(wins[0].orderNo, "p", "e", 100).Status)
 	waitStatus(e, wins[0].token, wins[0].orderNo, 20*time.Second, seckill.StatusPaid)
+}
+
+// wipeRedis drops every key of the Env, as a Redis restart without
+// persistence would.
+func wipeRedis(t *testing.T, e *testenv.Env) {
+	t.Helper()
+	ctx := context.Background()
+	iter := e.Redis.Scan(ctx, 0, e.Prefix+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		require.NoError(t, e.Redis.Del(ctx, iter.Val()).Err())
+	}
+	require.NoError(t, iter.Err())
+}
+
+// Drill: Redis restarts empty in the middle of a sale. Reconcile detects
+// it, a repair (the forced preheat) rebuilds Redis from MySQL, selling goes
+// on without oversell, and the live orders still close and give back
+// exactly once.
+func TestDrillRedisLosesEverything(t *testing.T) {
+	e := testenv.New(t, testenv.Options{PayTimeout: 4 * time.Second})
+	sess := e.Session(6, 1, 100)
+	wins, _ := burst(t, e, sess.ID, 200, 4, 1)
+	require.Len(t, wins, 4)
+	for _, w := range wins {
+		waitStatus(e, w.token, w.orderNo, 20*time.Second, seckill.StatusWaitPay)
+	}
+	require.Equal(t, http.StatusOK, e.Pay(wins[0].orderNo, "p-wipe", "e-wipe", 100).Status)
+	waitStatus(e, wins[0].token, wins[0].orderNo, 20*time.Second, seckill.StatusPaid)
+
+	wipeRedis(t, e)
+	rep := e.Reconcile(sess.ID)
+	require.False(t, rep.Preheated, "reconcile sees Redis lost the session")
+	requireError(t, e.Do("POST", ordersPath(sess.ID), e.Token(900), nil), 503, "UNAVAILABLE", "not preheated")
+
+	fix := e.Do("GET", fmt.Sprintf("/admin/v1/sessions/%d/reconcile?repair=true", sess.ID), testenv.AdminToken, nil)
+	require.Equal(t, 200, fix.Status, "%s", fix.Raw)
+	require.Equal(t, true, fix.Body["ok"], "%s", fix.Raw)
+	require.Equal(t, true, fix.Body["repair"].(map[string]any)["repaired"], "%s", fix.Raw)
+	again := e.Do("GET", fmt.Sprintf("/admin/v1/sessions/%d/reconcile?repair=true", sess.ID), testenv.AdminToken, nil)
+	require.Equal(t, false, again.Body["repair"].(map[string]any)["repaired"], "nothing left to repair: %s", again.Raw)
+
+	// The three unpaid orders time out and give back; the rebuilt
+	// reservations make the Redis release count exactly once.
+	for _, w := range wins[1:] {
+		waitStatus(e, w.token, w.orderNo, 30*time.Second, seckill.StatusClosed)
+	}
+	waitReleased(e, sess.ID)
+	// Selling continues: exactly the 5 units left, never more.
+	more, codes := burst(t, e, sess.ID, 300, 20, 2)
+	require.Len(t, more, 5, "%v", codes)
+	for _, w := range more {
+		waitStatus(e, w.token, w.orderNo, 20*time.Second, seckill.StatusWaitPay)
+	}
+	final := e.RequireInvariants(sess.ID)
+	require.Zero(t, final.DBStock)
+	require.Zero(t, final.RedisStock)
+	require.Equal(t, 5, final.Orders[seckill.StatusWaitPay])
+}
+
+// waitReleased waits until no reservation is in flight: every closed
+// order's Redis release (which follows the CLOSED row) has run.
+func waitReleased(e *testenv.Env, sessionID int64) {
+	e.T.Helper()
+	e.Eventually(10*time.Second, "reservations released", func() error {
+		if r := e.Reconcile(sessionID); r.InFlight != 0 {
+			return fmt.Errorf("in flight %d", r.InFlight)
+		}
+		return nil
+	})
 }

@@ -115,12 +115,7 @@ func TestBurstPayTimeoutAndResell(t *testing.T) {
 	for _, w := range wins[stock/2:] {
 		waitStatus(e, w.token, w.orderNo, 30*time.Second, seckill.StatusClosed)
 	}
-	e.Eventually(10*time.Second, "released stock back in Redis", func() error {
-		if r := e.Reconcile(sess.ID); r.InFlight != 0 {
-			return fmt.Errorf("in flight %d", r.InFlight)
-		}
-		return nil
-	})
+	waitReleased(e, sess.ID)
 	r = e.RequireInvariants(sess.ID)
 	require.Equal(t, stock/2, r.DBStock)
 	require.Equal(t, stock/2, r.RedisStock)

@@ -260,8 +260,9 @@ func tokenCmd() *cobra.Command {
 
 func reconcileCmd() *cobra.Command {
 	var session int64
+	var repair bool
 	cmd := &cobra.Command{
-		Use:   "reconcile --session N",
+		Use:   "reconcile --session N [--repair]",
 		Short: "Print the reconcile report of a session; exit 2 when an invariant is broken",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := loadConfig()
@@ -273,13 +274,26 @@ func reconcileCmd() *cobra.Command {
 				return err
 			}
 			defer d.close()
-			r, err := seckill.Reconcile(cmd.Context(), d.db, d.gate, session)
-			if err != nil {
-				return err
+			var r *seckill.Report
+			var out any
+			if repair {
+				var rep *seckill.Repair
+				if r, rep, err = seckill.RepairRedis(cmd.Context(), d.db, d.gate, session); err != nil {
+					return err
+				}
+				out = struct {
+					*seckill.Report
+					Repair *seckill.Repair `json:"repair"`
+				}{r, rep}
+			} else {
+				if r, err = seckill.Reconcile(cmd.Context(), d.db, d.gate, session); err != nil {
+					return err
+				}
+				out = r
 			}
 			enc := json.NewEncoder(os.Stdout)
 			enc.SetIndent("", "  ")
-			if err := enc.Encode(r); err != nil {
+			if err := enc.Encode(out); err != nil {
 				return err
 			}
 			if !r.OK {
@@ -289,6 +303,7 @@ func reconcileCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().Int64Var(&session, "session", 0, "session id")
+	cmd.Flags().BoolVar(&repair, "repair", false, "correct Redis from MySQL when no reservation is in flight, and say what changed")
 	_ = cmd.MarkFlagRequired("session")
 	return cmd
 }
