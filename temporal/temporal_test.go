@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/worker"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -67,3 +69,34 @@ func TestDuplicateStartIsDetected(t *testing.T) {
 type errStatus seckill.Status
 
 func (e errStatus) Error() string { return "status " + string(e) }
+
+// The periodic reconcile is a Temporal Schedule: triggered, it runs
+// ReconcileWorkflow over every preheated session and reports them.
+func TestReconcileSchedule(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true})
+	sess := e.Session(3, 1, 100)
+	ctx := context.Background()
+	id := "test-reconcile-" + e.TaskQueue
+	require.NoError(t, worker.EnsureReconcileSchedule(ctx, e.Temporal, id, e.TaskQueue, time.Hour))
+	require.NoError(t, worker.EnsureReconcileSchedule(ctx, e.Temporal, id, e.TaskQueue, time.Hour), "idempotent")
+	h := e.Temporal.ScheduleClient().GetHandle(ctx, id)
+	t.Cleanup(func() { _ = h.Delete(context.Background()) })
+	require.NoError(t, h.Trigger(ctx, client.ScheduleTriggerOptions{}))
+	var runID string
+	e.Eventually(20*time.Second, "scheduled run", func() error {
+		d, err := h.Describe(ctx)
+		if err != nil {
+			return err
+		}
+		if len(d.Info.RecentActions) == 0 {
+			return fmt.Errorf("no run yet")
+		}
+		runID = d.Info.RecentActions[0].StartWorkflowResult.WorkflowID
+		return nil
+	})
+	var reports []seckill.Report
+	require.NoError(t, e.Temporal.GetWorkflow(ctx, runID, "").Get(ctx, &reports))
+	require.Len(t, reports, 1)
+	require.Equal(t, sess.ID, reports[0].SessionID)
+	require.True(t, reports[0].OK, "%v", reports[0].Problems)
+}

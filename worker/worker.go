@@ -5,12 +5,15 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -40,15 +43,22 @@ func RegisterRefunds(r Registry, refunds *activities.Refunds) {
 	r.RegisterActivityWithOptions(refunds.MarkRefunded, activity.RegisterOptions{Name: workflows.MarkRefundedActivity})
 }
 
-// New returns a worker on taskQueue with the order and refund workflows and
-// their activities registered. The caller starts and stops it.
-func New(c client.Client, taskQueue string, acts *activities.Activities, refunds *activities.Refunds) sdkworker.Worker {
+// RegisterReconcile registers the scheduled reconcile workflow and its activity.
+func RegisterReconcile(r Registry, rec *activities.Reconciler) {
+	r.RegisterWorkflowWithOptions(workflows.ReconcileWorkflow, workflow.RegisterOptions{Name: workflows.ReconcileWorkflowName})
+	r.RegisterActivityWithOptions(rec.ReconcileAll, activity.RegisterOptions{Name: workflows.ReconcileAllActivity})
+}
+
+// New returns a worker on taskQueue with the order, refund and reconcile
+// workflows and their activities registered. The caller starts and stops it.
+func New(c client.Client, taskQueue string, acts *activities.Activities, refunds *activities.Refunds, rec *activities.Reconciler) sdkworker.Worker {
 	w := sdkworker.New(c, taskQueue, sdkworker.Options{
 		// Orders are short; a slow MySQL must not let a poller hoard tasks.
 		MaxConcurrentActivityExecutionSize: 64,
 	})
 	Register(w, acts)
 	RegisterRefunds(w, refunds)
+	RegisterReconcile(w, rec)
 	return w
 }
 
@@ -78,6 +88,29 @@ func CheckSearchAttributes(ctx context.Context, c client.Client, namespace strin
 		if got != typ {
 			return fmt.Errorf("search attribute %s has type %s, want %s", name, got, typ)
 		}
+	}
+	return nil
+}
+
+// EnsureReconcileSchedule creates the Temporal Schedule that runs
+// ReconcileWorkflow every interval on taskQueue, unless it exists. Runs
+// never overlap: a slow reconcile skips the next tick.
+func EnsureReconcileSchedule(ctx context.Context, c client.Client, scheduleID, taskQueue string, every time.Duration) error {
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:      scheduleID,
+		Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		Action: &client.ScheduleWorkflowAction{
+			ID:        scheduleID + "-run",
+			Workflow:  workflows.ReconcileWorkflowName,
+			TaskQueue: taskQueue,
+		},
+	})
+	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create schedule %s: %w", scheduleID, err)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/relay"
@@ -119,16 +120,24 @@ func workerCmd() *cobra.Command {
 // were lost or are stuck.
 const relayMinAge = 5 * time.Second
 
+// reconcileScheduleID + the task queue names the Temporal Schedule of the
+// periodic reconcile (one per deployment sharing a namespace).
+const reconcileScheduleID = "seckill-reconcile:"
+
 // runWorker runs the Temporal worker and the reservation relay until ctx ends.
 func runWorker(ctx context.Context, c *config, d *deps) error {
 	if err := worker.CheckSearchAttributes(ctx, d.temporal, c.TemporalNamespace); err != nil {
 		return err
 	}
-	w := worker.New(d.temporal, c.TaskQueue, d.activities(), d.refunds(c))
+	w := worker.New(d.temporal, c.TaskQueue, d.activities(), d.refunds(c), &activities.Reconciler{Store: d.db, Gate: d.gate})
 	if err := w.Start(); err != nil {
 		return err
 	}
 	d.log.Info("worker polling", "task_queue", c.TaskQueue)
+	if err := worker.EnsureReconcileSchedule(ctx, d.temporal, reconcileScheduleID+c.TaskQueue, c.TaskQueue, time.Minute); err != nil {
+		// Reconcile is for ops; the sale must not wait for it.
+		d.log.Warn("reconcile schedule not created", "error", err)
+	}
 	orders := temporal.NewOrders(d.temporal, c.TaskQueue)
 	r := &relay.Relay{Gate: d.gate, Store: d.db, Starter: orders, PayTimeout: c.PayTimeout, MinAge: relayMinAge, Log: d.log}
 	refunds := &relay.Refunds{Store: d.db, Starter: orders, Log: d.log}

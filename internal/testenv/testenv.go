@@ -171,7 +171,8 @@ func (e *Env) Refunds() *activities.Refunds {
 // StartWorker starts a worker on the Env's task queue; StopWorker stops it.
 func (e *Env) StartWorker() {
 	e.T.Helper()
-	e.Worker = worker.New(e.Temporal, e.TaskQueue, e.Activities(), e.Refunds())
+	e.Worker = worker.New(e.Temporal, e.TaskQueue, e.Activities(), e.Refunds(),
+		&activities.Reconciler{Store: e.DB, Gate: e.Gate})
 	if err := e.Worker.Start(); err != nil {
 		e.T.Fatalf("start worker: %v", err)
 	}
