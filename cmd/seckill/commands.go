@@ -134,9 +134,11 @@ func runWorker(ctx context.Context, c *config, d *deps) error {
 		return err
 	}
 	d.log.Info("worker polling", "task_queue", c.TaskQueue)
-	if err := worker.EnsureReconcileSchedule(ctx, d.temporal, reconcileScheduleID+c.TaskQueue, c.TaskQueue, time.Minute); err != nil {
-		// Reconcile is for ops; the sale must not wait for it.
-		d.log.Warn("reconcile schedule not created", "error", err)
+	if c.ReconcileEvery > 0 {
+		if err := worker.EnsureReconcileSchedule(ctx, d.temporal, reconcileScheduleID+c.TaskQueue, c.TaskQueue, c.ReconcileEvery); err != nil {
+			// Reconcile is for ops; the sale must not wait for it.
+			d.log.Warn("reconcile schedule not created", "error", err)
+		}
 	}
 	orders := temporal.NewOrders(d.temporal, c.TaskQueue)
 	r := &relay.Relay{Gate: d.gate, Store: d.db, Starter: orders, PayTimeout: c.PayTimeout, MinAge: relayMinAge, Log: d.log}

@@ -36,6 +36,7 @@ type config struct {
 	LimitIPRPS        int           `env:"SECKILL_LIMIT_IP_RPS" envDefault:"200"`
 	ProxyHeader       string        `env:"SECKILL_PROXY_HEADER"`
 	PaymentProvider   string        `env:"SECKILL_PAYMENT_PROVIDER" envDefault:"sandbox"`
+	ReconcileEvery    time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
 	JWTSecret         string        `env:"SECKILL_JWT_SECRET"`
 	WebhookSecret     string        `env:"SECKILL_WEBHOOK_SECRET"`
 	AdminToken        string        `env:"SECKILL_ADMIN_TOKEN"`

@@ -9,11 +9,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -281,4 +283,55 @@ func (e *Env) Eventually(timeout time.Duration, what string, cond func() error) 
 		time.Sleep(50 * time.Millisecond)
 	}
 	e.T.Fatalf("%s: still not true after %s: %v", what, timeout, err)
+}
+
+// StartFlakyWorker starts a worker whose MySQL store fails every call while
+// the returned flag is set: a database outage as the activities see it.
+func (e *Env) StartFlakyWorker() *atomic.Bool {
+	e.T.Helper()
+	var down atomic.Bool
+	store := &flakyStore{DB: e.DB, down: &down}
+	acts := &activities.Activities{Store: store, Gate: e.Gate}
+	e.Worker = worker.New(e.Temporal, e.TaskQueue, acts, e.Refunds(), &activities.Reconciler{Store: e.DB, Gate: e.Gate})
+	if err := e.Worker.Start(); err != nil {
+		e.T.Fatalf("start worker: %v", err)
+	}
+	e.T.Cleanup(e.Worker.Stop)
+	return &down
+}
+
+// flakyStore is the MySQL store behind a switch that cuts it off.
+type flakyStore struct {
+	*mysql.DB
+	down *atomic.Bool
+}
+
+var errMySQLDown = errors.New("drill: dial tcp 127.0.0.1:3306: connect: connection refused")
+
+func (s *flakyStore) CreateOrder(ctx context.Context, req *seckill.OrderRequest, d time.Time) (*seckill.Order, error) {
+	if s.down.Load() {
+		return nil, errMySQLDown
+	}
+	return s.DB.CreateOrder(ctx, req, d)
+}
+
+func (s *flakyStore) CloseOrder(ctx context.Context, req *seckill.OrderRequest, reason string) (seckill.Status, bool, error) {
+	if s.down.Load() {
+		return "", false, errMySQLDown
+	}
+	return s.DB.CloseOrder(ctx, req, reason)
+}
+
+func (s *flakyStore) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error) {
+	if s.down.Load() {
+		return "", "", errMySQLDown
+	}
+	return s.DB.ApplyPayment(ctx, p)
+}
+
+func (s *flakyStore) Order(ctx context.Context, orderNo string) (*seckill.Order, error) {
+	if s.down.Load() {
+		return nil, errMySQLDown
+	}
+	return s.DB.Order(ctx, orderNo)
 }

@@ -1,0 +1,106 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds the seckill binary once per test process and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		_, here, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(here), "..", "..")
+		dir, err := os.MkdirTemp("", "seckill-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "seckill")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/seckill")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build seckill: %v", buildErr)
+	}
+	return binPath
+}
+
+// Process is a seckill subcommand running as its own OS process, so a drill
+// can kill it the hard way.
+type Process struct {
+	cmd *exec.Cmd
+	log string
+}
+
+// Env returns the environment a seckill process needs to join this Env.
+func (e *Env) ProcessEnv(extra ...string) []string {
+	return append(os.Environ(), append([]string{
+		"SECKILL_MYSQL_DSN=" + e.DSN,
+		"SECKILL_REDIS_PREFIX=" + e.Prefix,
+		"SECKILL_TASK_QUEUE=" + e.TaskQueue,
+		"SECKILL_JWT_SECRET=" + string(JWTSecret),
+		"SECKILL_WEBHOOK_SECRET=" + string(WebhookSecret),
+		"SECKILL_ADMIN_TOKEN=" + AdminToken,
+		"SECKILL_RECONCILE_EVERY=0",
+		"SECKILL_LOG_LEVEL=WARN",
+	}, extra...)...)
+}
+
+// Spawn starts `seckill <args>` with the Env's configuration; it is killed
+// when the test ends.
+func (e *Env) Spawn(env []string, args ...string) *Process {
+	e.T.Helper()
+	f, err := os.CreateTemp("", "seckill-proc-*.log")
+	if err != nil {
+		e.T.Fatalf("log file: %v", err)
+	}
+	cmd := exec.Command(Binary(e.T), args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		e.T.Fatalf("start seckill %v: %v", args, err)
+	}
+	p := &Process{cmd: cmd, log: f.Name()}
+	e.T.Cleanup(func() {
+		p.Kill()
+		f.Close()
+		if e.T.Failed() {
+			if b, err := os.ReadFile(f.Name()); err == nil {
+				e.T.Logf("seckill %v output:\n%s", args, b)
+			}
+		}
+		os.Remove(f.Name())
+	})
+	return p
+}
+
+// Kill ends the process with SIGKILL (no graceful shutdown) and waits for it.
+func (p *Process) Kill() {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+}
