@@ -2,10 +2,15 @@ package drill_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/api"
@@ -60,4 +65,79 @@ func TestDrillMySQLOutage(t *testing.T) {
 	}
 	res, err := drill.Run(context.Background(), c)
 	requireOK(t, e, res, err)
+}
+
+// Payment and the pay timeout race on many orders at once: each payment
+// lands within ±150 ms of its order's deadline. Every order ends PAID, or
+// CLOSED with its stock back (a payment that lost becomes REFUND_PENDING),
+// never both and never neither; the invariants hold across all of them.
+func TestDrillPaymentRacesTimeout(t *testing.T) {
+	e := testenv.New(t, testenv.Options{PayTimeout: 2 * time.Second})
+	const n = 30
+	sess := e.Session(n, 1, 100)
+	type placed struct {
+		no, token string
+		deadline  time.Time
+	}
+	var orders []placed
+	for u := int64(1); u <= n; u++ {
+		tok := e.Token(u)
+		r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)
+		require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+		orders = append(orders, placed{no: r.Str("order_no"), token: tok})
+	}
+	for i := range orders {
+		e.Eventually(20*time.Second, "WAIT_PAY", func() error {
+			r := e.Do("GET", "/api/v1/orders/"+orders[i].no, orders[i].token, nil)
+			d, err := time.Parse(time.RFC3339Nano, r.Str("pay_deadline"))
+			if r.Str("status") != "WAIT_PAY" || err != nil {
+				return fmt.Errorf("%s", r.Raw)
+			}
+			orders[i].deadline = d
+			return nil
+		})
+	}
+	var wg sync.WaitGroup
+	stamp := time.Now().UnixNano()
+	for i, o := range orders {
+		jitter := time.Duration(rand.Int64N(int64(300*time.Millisecond))) - 150*time.Millisecond
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Until(o.deadline.Add(jitter)))
+			r := e.Pay(o.no, fmt.Sprintf("race-%d-%d", stamp, i), fmt.Sprintf("race-evt-%d-%d", stamp, i), 100)
+			// 200, or 503 when the order's workflow had just ended and the
+			// provider must retry: a provider retries until 200.
+			for r.Status == http.StatusServiceUnavailable {
+				time.Sleep(100 * time.Millisecond)
+				r = e.Pay(o.no, fmt.Sprintf("race-%d-%d", stamp, i), fmt.Sprintf("race-evt-%d-%d", stamp, i), 100)
+			}
+			assert.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+		}()
+	}
+	wg.Wait()
+	outcomes := map[string]int{}
+	for _, o := range orders {
+		var st string
+		e.Eventually(20*time.Second, "settled", func() error {
+			st = e.Do("GET", "/api/v1/orders/"+o.no, o.token, nil).Str("status")
+			if st == "PAID" || st == "REFUND_PENDING" {
+				return nil
+			}
+			return fmt.Errorf("status %s", st)
+		})
+		outcomes[st]++
+	}
+	t.Logf("outcomes: %v", outcomes)
+	e.Eventually(10*time.Second, "releases done", func() error {
+		if r := e.Reconcile(sess.ID); r.InFlight != 0 {
+			return fmt.Errorf("in flight %d", r.InFlight)
+		}
+		return nil
+	})
+	rep := e.RequireInvariants(sess.ID)
+	require.Equal(t, outcomes["PAID"], rep.Orders["PAID"])
+	require.Equal(t, n-outcomes["PAID"], rep.DBStock, "every order that did not end PAID gave its unit back")
+	require.Equal(t, n-outcomes["PAID"], rep.RedisStock)
+	require.Equal(t, outcomes["REFUND_PENDING"], rep.RefundsPending, "every payment that lost waits for its refund")
 }
