@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/drill"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/relay"
 )
 
 func config(e *testenv.Env) drill.Config {
@@ -140,4 +141,21 @@ func TestDrillPaymentRacesTimeout(t *testing.T) {
 	require.Equal(t, n-outcomes["PAID"], rep.DBStock, "every order that did not end PAID gave its unit back")
 	require.Equal(t, n-outcomes["PAID"], rep.RedisStock)
 	require.Equal(t, outcomes["REFUND_PENDING"], rep.RefundsPending, "every payment that lost waits for its refund")
+}
+
+// The Temporal server (file-backed) is killed mid-burst and restarted:
+// starts that failed meanwhile are picked up by the relay from the
+// pending-start outbox, and nothing accepted is lost.
+func TestDrillTemporalRestart(t *testing.T) {
+	srv := testenv.StartTemporalServer(t)
+	e := testenv.New(t, testenv.Options{TemporalAddr: srv.Addr})
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	r := &relay.Relay{Gate: e.Gate, Store: e.DB, Starter: e.Orders, PayTimeout: 15 * time.Minute, MinAge: time.Second, Log: e.Log}
+	go r.Run(ctx, 500*time.Millisecond)
+	c := config(e)
+	c.DuringBurst = srv.Kill
+	c.AfterBurst = srv.Start
+	res, err := drill.Run(context.Background(), c)
+	requireOK(t, e, res, err)
 }

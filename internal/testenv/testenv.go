@@ -67,6 +67,8 @@ type Options struct {
 	StartTimeout time.Duration // default 300ms
 	NoWorker     bool          // start no worker (tests that start their own)
 	NoAPI        bool
+	// TemporalAddr overrides the Temporal server (a drill's own server).
+	TemporalAddr string
 	// Limits are off unless a test sets them.
 	Limits api.Limits
 	// WrapStore and WrapGate let a test observe or disturb the API's
@@ -138,6 +140,9 @@ func New(t testing.TB, o Options) *Env {
 
 	// Temporal: the dev server, a task queue per test.
 	addr := env("SECKILL_TEST_TEMPORAL_ADDR", "127.0.0.1:7233")
+	if o.TemporalAddr != "" {
+		addr = o.TemporalAddr
+	}
 	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer dcancel()
 	tc, err := temporal.Dial(dctx, addr, "default", e.Log)

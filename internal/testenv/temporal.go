@@ -1,0 +1,84 @@
+package testenv
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+)
+
+// TemporalServer is a file-backed Temporal dev server of a test's own, so a
+// drill can kill and restart it without disturbing other tests.
+type TemporalServer struct {
+	Addr string
+	t    testing.TB
+	bin  string
+	db   string
+	cmd  *exec.Cmd
+}
+
+// StartTemporalServer starts a file-backed dev server on a free port, from
+// the binary `make temporal` builds (bin/temporal).
+func StartTemporalServer(t testing.TB) *TemporalServer {
+	t.Helper()
+	_, here, _, _ := runtime.Caller(0)
+	bin := filepath.Join(filepath.Dir(here), "..", "..", "bin", "temporal")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s is missing: build it with `make temporal`", bin)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	s := &TemporalServer{Addr: "127.0.0.1:" + strconv.Itoa(port), t: t, bin: bin, db: filepath.Join(t.TempDir(), "temporal.db")}
+	s.Start()
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// Start (re)starts the server on its database file and waits until it answers.
+func (s *TemporalServer) Start() {
+	s.t.Helper()
+	port := s.Addr[len("127.0.0.1:"):]
+	s.cmd = exec.Command(s.bin, "server", "start-dev", "--ip", "127.0.0.1", "--port", port, "--headless",
+		"--db-filename", s.db, "--log-level", "error",
+		"--search-attribute", "OrderStatus=Keyword", "--search-attribute", "SessionID=Int",
+		"--search-attribute", "UserID=Int", "--search-attribute", "TraceID=Keyword")
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatalf("start temporal: %v", err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := client.DialContext(ctx, client.Options{HostPort: s.Addr})
+		if err == nil {
+			_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
+			c.Close()
+		}
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.t.Fatalf("temporal dev server on %s did not come up", s.Addr)
+}
+
+// Kill stops the server with SIGKILL.
+func (s *TemporalServer) Kill() {
+	if s.cmd == nil || s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	_ = s.cmd.Wait()
+}
