@@ -6,7 +6,7 @@ GO       ?= go
 PKGS     := ./...
 TEMPORAL := scripts/temporal-dev.sh
 
-.PHONY: all build dev temporal temporal-stop test test-short lint fmt clean
+.PHONY: all build dev drill temporal temporal-stop test test-short lint fmt clean
 
 all: lint test
 
@@ -31,6 +31,9 @@ test: temporal ## every test, on the real MariaDB, Redis and Temporal dev server
 	  echo "fuzz $$f ($(FUZZ_TIME))"; \
 	  $(GO) test ./api/ -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZ_TIME) >/tmp/seckill-fuzz.log 2>&1 || { cat /tmp/seckill-fuzz.log; exit 1; }; \
 	done
+
+drill: ## rehearse a sale locally: burst, SIGKILL the worker mid-burst, restart it, pay, cancel, pay late, check invariants
+	scripts/drill.sh
 
 test-short: ## the tests that need no service
 	$(GO) test -count=1 -short $(PKGS)

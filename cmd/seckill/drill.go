@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/drill"
+)
+
+func drillCmd() *cobra.Command {
+	var (
+		base       string
+		stock      int
+		users      int
+		tries      int
+		limit      int
+		payRatio   float64
+		settle     time.Duration
+		killPID    int
+		restartCmd string
+	)
+	cmd := &cobra.Command{
+		Use:   "drill",
+		Short: "Rehearse a sale against a running stack: burst, break something, pay, cancel, pay late, check the invariants",
+		Long: `drill creates a session on the running API, bursts far more shoppers than
+stock at it, optionally kills a process in the middle (--kill-pid, e.g. the
+worker) and runs a command to bring it back (--restart-cmd), pays part of the
+accepted orders through signed webhooks, cancels the rest, pays one cancelled
+order late, and prints the result with the reconcile report. Exit status 2
+when an invariant is broken. It needs the stack's SECKILL_JWT_SECRET,
+SECKILL_WEBHOOK_SECRET and SECKILL_ADMIN_TOKEN, and the per-IP limit off
+(SECKILL_LIMIT_IP_RPS=0) on the API, since every shopper comes from here.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			if err := c.requireSecrets("SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET", "SECKILL_ADMIN_TOKEN"); err != nil {
+				return err
+			}
+			if stock <= 0 || users <= 0 || tries <= 0 || limit <= 0 || payRatio < 0 || payRatio > 1 {
+				return errors.New("--stock, --users, --tries and --limit must be positive, --pay-ratio in [0,1]")
+			}
+			cfg := drill.Config{
+				BaseURL: base, AdminToken: c.AdminToken, JWTSecret: []byte(c.JWTSecret),
+				WebhookSecret: []byte(c.WebhookSecret), Stock: stock, PerUserLimit: limit, Users: users,
+				Tries: tries, PayRatio: payRatio, Settle: settle, IssueToken: api.IssueToken, Progress: os.Stderr,
+			}
+			if killPID > 0 {
+				cfg.DuringBurst = func() {
+					fmt.Fprintf(os.Stderr, "killing pid %d (SIGKILL)\n", killPID)
+					if err := syscall.Kill(killPID, syscall.SIGKILL); err != nil {
+						fmt.Fprintf(os.Stderr, "kill %d: %v\n", killPID, err)
+					}
+				}
+			}
+			if restartCmd != "" {
+				cfg.AfterBurst = func() {
+					fmt.Fprintf(os.Stderr, "restarting: %s\n", restartCmd)
+					sh := exec.Command("sh", "-c", restartCmd)
+					sh.Stdout, sh.Stderr = os.Stderr, os.Stderr
+					if err := sh.Run(); err != nil {
+						fmt.Fprintf(os.Stderr, "restart command: %v\n", err)
+					}
+				}
+			}
+			res, err := drill.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(res); err != nil {
+				return err
+			}
+			if !res.OK {
+				return &exitError{code: 2, err: fmt.Errorf("drill found %d problems", len(res.Problems))}
+			}
+			fmt.Fprintln(os.Stderr, "drill passed: every invariant holds")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&base, "api", "http://127.0.0.1:8080", "base URL of the running API")
+	f.IntVar(&stock, "stock", 50, "units in the drill's session")
+	f.IntVar(&users, "users", 200, "shoppers in the burst")
+	f.IntVar(&tries, "tries", 2, "concurrent requests per shopper")
+	f.IntVar(&limit, "limit", 1, "per-user limit of the session")
+	f.Float64Var(&payRatio, "pay-ratio", 0.5, "share of accepted orders paid (the rest are cancelled)")
+	f.DurationVar(&settle, "settle", 2*time.Minute, "how long to wait for each order to settle")
+	f.IntVar(&killPID, "kill-pid", 0, "process to SIGKILL in the middle of the burst (e.g. the worker)")
+	f.StringVar(&restartCmd, "restart-cmd", "", "shell command run after the burst (e.g. to start a new worker)")
+	return cmd
+}
