@@ -33,6 +33,9 @@ type RedisSnapshot struct {
 	// OldestPending is when the oldest of them was reserved.
 	Pending       int
 	OldestPending time.Time
+	// MarkMismatches counts users whose per-user marks (units, slots) differ
+	// from what their live reservations hold.
+	MarkMismatches int
 }
 
 // Snapshotters read the two sides of a session for Reconcile.
@@ -131,6 +134,9 @@ func Reconcile(ctx context.Context, db DBSnapshotter, rd RedisSnapshotter, sessi
 	}
 	if r.MaxUserUnits > r.PerUserLimit {
 		problem("a user holds %d units, over the per-user limit %d", r.MaxUserUnits, r.PerUserLimit)
+	}
+	if rs.MarkMismatches > 0 {
+		problem("%d per-user marks in Redis differ from the users' live reservations", rs.MarkMismatches)
 	}
 	if ds.PaidPaymentMismatch > 0 {
 		problem("%d PAID orders without exactly one captured payment", ds.PaidPaymentMismatch)

@@ -366,6 +366,7 @@ func (g *Gate) SessionSnapshot(ctx context.Context, sessionID int64) (*seckill.R
 		return nil, err
 	}
 	snap := &seckill.RedisSnapshot{Preheated: preheated, Stock: stock, Reservations: map[string]int{}}
+	reserved, reservedSlots := map[int64]int{}, map[int64]int64{}
 	iter := g.rdb.HScan(ctx, k.resv, 0, "", 1000).Iterator()
 	for iter.Next(ctx) {
 		no := iter.Val()
@@ -377,12 +378,40 @@ func (g *Gate) SessionSnapshot(ctx context.Context, sessionID int64) (*seckill.R
 			return nil, err
 		}
 		snap.Reservations[no] = r.Quantity
+		reserved[r.UserID] += r.Quantity
+		reservedSlots[r.UserID] |= slotsMask(r.Slots)
 	}
 	if err := iter.Err(); err != nil {
 		return nil, unavailable(err)
 	}
 	if snap.Pending, snap.OldestPending, err = g.PendingStats(ctx, sessionID); err != nil {
 		return nil, err
+	}
+	// The per-user marks (units and slots) must be exactly what the user's
+	// live reservations hold: the admission and release scripts keep them
+	// together, so any difference is corruption.
+	marks, err := g.rdb.HGetAll(ctx, k.buyers).Result()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	seen := map[int64]bool{}
+	for field, v := range marks {
+		user, isSlots := strings.CutSuffix(field, ":slots")
+		id, err1 := strconv.ParseInt(user, 10, 64)
+		n, err2 := strconv.ParseInt(v, 10, 64)
+		if err1 != nil || err2 != nil {
+			snap.MarkMismatches++
+			continue
+		}
+		seen[id] = true
+		if (isSlots && n != reservedSlots[id]) || (!isSlots && int(n) != reserved[id]) {
+			snap.MarkMismatches++
+		}
+	}
+	for id := range reserved {
+		if !seen[id] {
+			snap.MarkMismatches++
+		}
 	}
 	return snap, nil
 }

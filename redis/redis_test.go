@@ -175,3 +175,20 @@ func TestPutOrderKeepsTheNewestView(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seckill.StatusRefundPending, got.Status)
 }
+
+// Reconcile's Redis side checks the per-user marks against the live
+// reservations: a corrupted mark is reported.
+func TestSnapshotChecksPerUserMarks(t *testing.T) {
+	e, sess := gateEnv(t, 5, 2)
+	ctx := context.Background()
+	_, _, err := e.Gate.Admit(ctx, sess, 7, 2, "1-m", "t", time.Now())
+	require.NoError(t, err)
+	snap, err := e.Gate.SessionSnapshot(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Zero(t, snap.MarkMismatches)
+	// Someone resets the user's count by hand.
+	require.NoError(t, e.Redis.HSet(ctx, fmt.Sprintf("%s:{s%d}:buyers", e.Prefix, sess.ID), "7", 0).Err())
+	snap, err = e.Gate.SessionSnapshot(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, snap.MarkMismatches)
+}
