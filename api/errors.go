@@ -27,6 +27,23 @@ var statusOf = map[string]int{
 	seckill.EINTERNAL:     http.StatusInternalServerError,
 }
 
+// HeaderLayer names, on every admission answer, the layer that decided it,
+// so a load test can draw the funnel: which defence turned how many away.
+const HeaderLayer = "X-Seckill-Layer"
+
+// Admission layers, cheapest first.
+const (
+	LayerGlobalLimit   = "global_limit"
+	LayerSoldOutMemory = "soldout_memory"
+	LayerAuth          = "auth"
+	LayerBlocklist     = "blocklist"
+	LayerInput         = "input"
+	LayerWindow        = "window"
+	LayerRateLimit     = "rate_limit"
+	LayerTicket        = "ticket"
+	LayerRedis         = "redis" // the admission script: accepted, SOLD_OUT or LIMIT_EXCEEDED
+)
+
 // ErrorBody is the shape of every error response.
 type ErrorBody struct {
 	Code    string `json:"code"`
@@ -67,6 +84,16 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	}
 	if status >= 500 {
 		s.log.Error("request failed", "trace_id", trace, "method", c.Method(), "path", c.Path(), "code", code, "error", err)
+	}
+	if len(c.Response().Header.Peek(HeaderLayer)) == 0 {
+		switch code {
+		case seckill.EUNAUTHORIZED:
+			c.Set(HeaderLayer, LayerAuth)
+		case seckill.EINVALID, seckill.ETOOLARGE:
+			c.Set(HeaderLayer, LayerInput)
+		case seckill.EFORBIDDEN:
+			c.Set(HeaderLayer, LayerTicket)
+		}
 	}
 	if code == seckill.ERATELIMITED && len(c.Response().Header.Peek(fiber.HeaderRetryAfter)) == 0 {
 		c.Set(fiber.HeaderRetryAfter, "1")

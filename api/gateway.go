@@ -33,6 +33,7 @@ type Limits struct {
 // admission meets.
 func (s *Server) globalLimit(c *fiber.Ctx) error {
 	if s.global != nil && !s.global.Allow() {
+		c.Set(HeaderLayer, LayerGlobalLimit)
 		return rateLimited(c, time.Second)
 	}
 	return c.Next()
@@ -62,6 +63,7 @@ func (s *Server) distributedLimits(c *fiber.Ctx, user int64) error {
 			return err
 		}
 		if !ok {
+			c.Set(HeaderLayer, LayerRateLimit)
 			return rateLimited(c, retry)
 		}
 	}
@@ -161,6 +163,7 @@ func (s *soldOut) list() []int64 {
 func (s *Server) soldOutFast(c *fiber.Ctx) error {
 	if s.soldOut.n.Load() > 0 {
 		if id, err := strconv.ParseInt(c.Params("id"), 10, 64); err == nil && s.soldOut.has(id) {
+			c.Set(HeaderLayer, LayerSoldOutMemory)
 			return errSoldOut
 		}
 	}

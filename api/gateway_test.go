@@ -63,6 +63,7 @@ func TestRateLimits(t *testing.T) {
 		require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(sess.ID), tok, nil).Status)
 		r := e.Do("POST", ordersPath(sess.ID), tok, nil)
 		requireError(t, r, 429, "RATE_LIMITED", "too many requests")
+		require.Equal(t, api.LayerRateLimit, r.Header.Get(api.HeaderLayer))
 		secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, secs, 1)
@@ -144,7 +145,9 @@ func TestSoldOutFastPath(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(sess.ID), second, nil).Status)
 	before := admits.n.Load()
 	for u := int64(10); u < 60; u++ {
-		requireError(t, e.Do("POST", ordersPath(sess.ID), e.Token(u), nil), 409, "SOLD_OUT", "sold out")
+		r := e.Do("POST", ordersPath(sess.ID), e.Token(u), nil)
+		requireError(t, r, 409, "SOLD_OUT", "sold out")
+		require.Equal(t, api.LayerSoldOutMemory, r.Header.Get(api.HeaderLayer))
 	}
 	require.Equal(t, before, admits.n.Load(), "sold-out requests must not reach Redis")
 

@@ -54,6 +54,7 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	}
 	user := userID(c)
 	if s.blocked.has(user) {
+		c.Set(HeaderLayer, LayerBlocklist)
 		return errBlocked
 	}
 	var body orderBody
@@ -66,6 +67,7 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 		return err
 	}
 	if err := s.inWindow(sess); err != nil {
+		c.Set(HeaderLayer, LayerWindow)
 		return err
 	}
 	qty := 1
@@ -85,6 +87,7 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	}
 	trace := traceID(c)
 	resv, left, err := s.gate.Admit(ctx, sess, user, qty, newOrderNo(id), trace, s.cfg.Now())
+	c.Set(HeaderLayer, LayerRedis)
 	if err != nil {
 		if seckill.ErrorCode(err) == seckill.ESOLDOUT && left <= 0 {
 			s.soldOut.mark(id)

@@ -1,0 +1,177 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/valyala/fasthttp"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/redis"
+)
+
+// BaselineConfig says where the baselines find Redis and Temporal: the same
+// servers the stack uses.
+type BaselineConfig struct {
+	RedisAddr         string
+	TemporalAddr      string
+	TemporalNamespace string
+	// NoopWorkflows is how many no-op workflows the Temporal baseline runs.
+	NoopWorkflows int
+}
+
+func measureBaselines(ctx context.Context, cfg BaselineConfig, conc, n int, progress io.Writer) (*Baselines, error) {
+	b := &Baselines{}
+	var err error
+	fmt.Fprintf(progress, "baseline: bare Fiber, %d requests at c=%d\n", n, conc)
+	if b.FiberRPS, err = fiberBaseline(conc, n); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "baseline: admission script alone, %d calls at c=%d\n", n, conc)
+	if b.LuaPerSecond, err = luaBaseline(ctx, cfg.RedisAddr, conc, n); err != nil {
+		return nil, err
+	}
+	k := cfg.NoopWorkflows
+	if k <= 0 {
+		k = 500
+	}
+	fmt.Fprintf(progress, "baseline: %d no-op workflows with one local activity\n", k)
+	if b.TemporalNoopPerSecond, err = temporalBaseline(ctx, cfg, min(conc, 64), k); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "baselines: Fiber %.0f req/s, Lua %.0f/s, Temporal no-op %.0f workflows/s\n",
+		b.FiberRPS, b.LuaPerSecond, b.TemporalNoopPerSecond)
+	return b, nil
+}
+
+// closedLoop runs f n times from conc goroutines and returns calls/s.
+func closedLoop(conc, n int, f func(i int) error) (float64, error) {
+	var next atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return 0, err
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// fiberBaseline: a bare Fiber handler answering the same JSON as a refused
+// admission, loaded by the same client at the same concurrency.
+func fiberBaseline(conc, n int) (float64, error) {
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	var ids atomic.Uint64
+	app.Post("/api/v1/sessions/:id/orders", func(c *fiber.Ctx) error {
+		return c.Status(fiber.StatusConflict).JSON(api.ErrorBody{Code: seckill.ESOLDOUT, Message: "sold out",
+			TraceID: strconv.FormatUint(ids.Add(1), 36)})
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	go func() { _ = app.Listener(ln) }()
+	defer app.Shutdown()
+	c := &httpClient{base: "http://" + ln.Addr().String(), hc: &fasthttp.Client{MaxConnsPerHost: 4096}}
+	body := []byte(`{"quantity":1}`)
+	return closedLoop(conc, n, func(int) error {
+		code, _, _, err := c.do("POST", "/api/v1/sessions/1/orders", "Bearer x", body, nil)
+		if err == nil && code != fiber.StatusConflict {
+			err = fmt.Errorf("bare fiber answered %d", code)
+		}
+		return err
+	})
+}
+
+// luaBaseline: the admission script called directly through go-redis, one
+// call per shopper, half of them winning, on a scratch key prefix.
+func luaBaseline(ctx context.Context, addr string, conc, n int) (float64, error) {
+	rdb := goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: conc})
+	defer rdb.Close()
+	prefix := "bench-baseline-" + strconv.Itoa(rand.IntN(1<<30))
+	defer func() {
+		iter := rdb.Scan(context.Background(), 0, prefix+":*", 1000).Iterator()
+		for iter.Next(context.Background()) {
+			rdb.Del(context.Background(), iter.Val())
+		}
+	}()
+	g := redis.New(rdb, prefix)
+	if err := g.Load(ctx); err != nil {
+		return 0, err
+	}
+	sess := &seckill.Session{ID: 1, PerUserLimit: 1}
+	if _, err := g.Preheat(ctx, sess.ID, n/2); err != nil {
+		return 0, err
+	}
+	now := time.Now()
+	return closedLoop(conc, n, func(i int) error {
+		_, _, err := g.Admit(ctx, sess, int64(i+1), 1, "1-b"+strconv.Itoa(i), "bench", now)
+		if c := seckill.ErrorCode(err); c != "" && c != seckill.ESOLDOUT {
+			return err
+		}
+		return nil
+	})
+}
+
+// noopWorkflow is the Temporal baseline: one local activity, nothing else.
+func noopWorkflow(ctx workflow.Context) error {
+	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 10 * time.Second})
+	return workflow.ExecuteLocalActivity(ctx, noopActivity).Get(ctx, nil)
+}
+
+func noopActivity(context.Context) error { return nil }
+
+// temporalBaseline starts k no-op workflows (eager start, a worker in this
+// process) and returns how many completed per second.
+func temporalBaseline(ctx context.Context, cfg BaselineConfig, conc, k int) (float64, error) {
+	c, err := client.DialContext(ctx, client.Options{HostPort: cfg.TemporalAddr, Namespace: cfg.TemporalNamespace})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	queue := "bench-noop-" + strconv.Itoa(rand.IntN(1<<30))
+	w := sdkworker.New(c, queue, sdkworker.Options{})
+	w.RegisterWorkflowWithOptions(noopWorkflow, workflow.RegisterOptions{Name: "BenchNoopWorkflow"})
+	if err := w.Start(); err != nil {
+		return 0, err
+	}
+	defer w.Stop()
+	return closedLoop(conc, k, func(i int) error {
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: fmt.Sprintf("%s-%d", queue, i), TaskQueue: queue, EnableEagerStart: true,
+		}, "BenchNoopWorkflow")
+		if err != nil {
+			return err
+		}
+		return run.Get(ctx, nil)
+	})
+}

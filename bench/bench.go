@@ -1,0 +1,489 @@
+// Package bench is `seckill bench`: a black-box load generator for a
+// running stack, and the report of what it measured. It sells a fresh
+// session at each load step (many shoppers with their own JWTs, closed or
+// open loop), draws the funnel from the layer that answered each request
+// (X-Seckill-Layer), follows every winner to WAIT_PAY, pays part of them
+// through signed webhooks, lets the rest time out, checks the invariants,
+// and measures the physical limits beside it in the same run (a bare Fiber
+// handler, the admission script alone, a no-op Temporal workflow) so that
+// the figures are ratios, which survive a noisy shared machine.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
+)
+
+// Config describes a bench run.
+type Config struct {
+	BaseURL       string
+	AdminToken    string
+	JWTSecret     []byte
+	WebhookSecret []byte
+	Users         int
+	PerUser       int   // requests per shopper
+	Concurrency   int   // closed loop: requests in flight
+	Rate          int   // open loop: requests per second (0 = closed loop)
+	Steps         []int // load steps (concurrency, or rate in open loop); empty = one run
+	Stock         int
+	Quantity      int
+	Limit         int // per-user limit of the bench sessions
+	PayRatio      float64
+	// PayTimeout is the stack's SECKILL_PAY_TIMEOUT: the bench waits that
+	// long (plus Settle) for unpaid orders to close; 0 skips the wait.
+	PayTimeout time.Duration
+	Settle     time.Duration
+	Baselines  *BaselineConfig
+	Progress   io.Writer
+}
+
+// outcome names, the keys of Step.Latency.
+const (
+	outAccepted      = "accepted"
+	outSoldOutMemory = "soldout_memory"
+	outSoldOutRedis  = "soldout_redis"
+	outLimit         = "limit"
+	outRateLimited   = "rate_limited"
+	outWindow        = "window"
+	outError         = "error"
+)
+
+// result is one request's fate.
+type result struct {
+	at      time.Duration // since the burst began
+	latency time.Duration
+	outcome string
+	orderNo string
+	shopper int
+}
+
+type shopper struct {
+	user  int64
+	auth  string
+	index int
+}
+
+// Run runs the bench and returns its report.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Settle <= 0 {
+		cfg.Settle = time.Minute
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	if cfg.Quantity <= 0 {
+		cfg.Quantity = 1
+	}
+	if cfg.Limit < cfg.Quantity {
+		cfg.Limit = cfg.Quantity
+	}
+	rep := &Report{
+		StartedAt: time.Now().UTC(),
+		Machine:   fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
+		Config: Settings{BaseURL: cfg.BaseURL, Users: cfg.Users, PerUser: cfg.PerUser, Concurrency: cfg.Concurrency,
+			Rate: cfg.Rate, Stock: cfg.Stock, Quantity: cfg.Quantity, Limit: cfg.Limit, PayRatio: cfg.PayRatio,
+			PayTimeout: cfg.PayTimeout.String()},
+		Ratios: map[string]float64{}, Problems: []string{}, InvariantsOK: true,
+	}
+	steps := cfg.Steps
+	if len(steps) == 0 {
+		steps = []int{cfg.Concurrency}
+		if cfg.Rate > 0 {
+			steps = []int{cfg.Rate}
+		}
+	}
+	shoppers, err := makeShoppers(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &httpClient{base: cfg.BaseURL, hc: &fasthttp.Client{MaxConnsPerHost: 4096, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}}
+	for _, level := range steps {
+		r := &stepRunner{cfg: cfg, c: c, shoppers: shoppers, rep: rep}
+		st, err := r.run(ctx, level)
+		if err != nil {
+			return nil, err
+		}
+		rep.Steps = append(rep.Steps, *st)
+		if !st.InvariantsOK {
+			rep.InvariantsOK = false
+		}
+	}
+	if cfg.Baselines != nil {
+		last := rep.Steps[len(rep.Steps)-1]
+		conc := last.Concurrency
+		if conc <= 0 {
+			conc = 256
+		}
+		b, err := measureBaselines(ctx, *cfg.Baselines, conc, last.Funnel.Requests, cfg.Progress)
+		if err != nil {
+			return nil, fmt.Errorf("baselines: %w", err)
+		}
+		rep.Baselines = b
+		if b.FiberRPS > 0 {
+			rep.Ratios["admission_vs_fiber"] = last.Throughput / b.FiberRPS
+			rep.Ratios["soldout_vs_fiber"] = last.SoldOutThroughput / b.FiberRPS
+		}
+		if b.TemporalNoopPerSecond > 0 {
+			rep.Ratios["orders_vs_temporal_noop"] = last.OrdersPerSecond / b.TemporalNoopPerSecond
+		}
+	}
+	return rep, nil
+}
+
+func makeShoppers(cfg Config) ([]shopper, error) {
+	out := make([]shopper, cfg.Users)
+	base := int64(rand.IntN(1_000_000_000)) * 1000
+	for i := range out {
+		user := base + int64(i) + 1
+		tok, err := api.IssueToken(cfg.JWTSecret, user, 2*time.Hour, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		out[i] = shopper{user: user, auth: "Bearer " + tok, index: i}
+	}
+	return out, nil
+}
+
+// httpClient is a thin JSON client on fasthttp: the load generator must cost
+// far less than the server it measures.
+type httpClient struct {
+	base string
+	hc   *fasthttp.Client
+}
+
+func (c *httpClient) do(method, path, auth string, body []byte, hdr map[string]string) (int, []byte, string, error) {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(c.base + path)
+	req.Header.SetMethod(method)
+	req.Header.SetContentType("application/json")
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	req.SetBody(body)
+	if err := c.hc.Do(req, resp); err != nil {
+		return 0, nil, "", err
+	}
+	return resp.StatusCode(), append([]byte(nil), resp.Body()...), string(resp.Header.Peek(api.HeaderLayer)), nil
+}
+
+func (c *httpClient) json(method, path, auth string, body []byte, out any) (int, error) {
+	code, raw, _, err := c.do(method, path, auth, body, nil)
+	if err != nil {
+		return 0, err
+	}
+	if out != nil && len(raw) > 0 {
+		_ = json.Unmarshal(raw, out)
+	}
+	return code, nil
+}
+
+type stepRunner struct {
+	cfg      Config
+	c        *httpClient
+	shoppers []shopper
+	rep      *Report
+	step     *Step
+	// start is when the first burst began: the origin of the step's times.
+	start time.Time
+}
+
+func (r *stepRunner) problem(format string, args ...any) {
+	r.rep.Problems = append(r.rep.Problems, fmt.Sprintf("step %d: ", r.step.Concurrency+r.step.Rate)+fmt.Sprintf(format, args...))
+	r.step.InvariantsOK = false
+}
+
+func (r *stepRunner) run(ctx context.Context, level int) (*Step, error) {
+	r.step = &Step{Latency: map[string]Percentiles{}, InvariantsOK: true}
+	if r.cfg.Rate > 0 {
+		r.step.Rate = level
+	} else {
+		r.step.Concurrency = level
+	}
+	if err := r.createSession(); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(r.cfg.Progress, "step %s: session %d, %d units, %d shoppers × %d requests\n",
+		r.levelName(), r.step.SessionID, r.cfg.Stock, r.cfg.Users, r.cfg.PerUser)
+
+	results, dur := r.burst(ctx, level, "burst")
+	r.step.DurationSeconds = dur.Seconds()
+	r.step.Throughput = float64(len(results)) / dur.Seconds()
+	r.tally(results)
+
+	// The same burst again, now that the session is sold out: the fast path.
+	again, dur2 := r.burst(ctx, level, "sold-out burst")
+	r.step.SoldOutThroughput = float64(len(again)) / dur2.Seconds()
+	r.step.Latency["soldout_burst"] = percentiles(again, "")
+
+	won := accepted(results)
+	r.follow(ctx, won)
+	r.reconcile(ctx)
+	fmt.Fprintf(r.cfg.Progress, "step %s: %.0f req/s, sold-out %.0f req/s, %d accepted, all WAIT_PAY after %.2fs (%.0f orders/s), invariants ok: %v\n",
+		r.levelName(), r.step.Throughput, r.step.SoldOutThroughput, len(won), r.step.TimeToAllWaitPaySeconds,
+		r.step.OrdersPerSecond, r.step.InvariantsOK)
+	return r.step, nil
+}
+
+func (r *stepRunner) levelName() string {
+	if r.step.Rate > 0 {
+		return fmt.Sprintf("rate=%d/s", r.step.Rate)
+	}
+	return fmt.Sprintf("c=%d", r.step.Concurrency)
+}
+
+func (r *stepRunner) createSession() error {
+	now := time.Now().UTC()
+	body, _ := json.Marshal(map[string]any{
+		"sku_id": 7000, "title": "bench", "price_cents": 100, "stock": r.cfg.Stock, "per_user_limit": r.cfg.Limit,
+		"start_at": now.Add(-time.Second).Format(time.RFC3339), "end_at": now.Add(2 * time.Hour).Format(time.RFC3339),
+	})
+	var out struct {
+		ID int64 `json:"id"`
+	}
+	code, err := r.c.json("POST", "/admin/v1/sessions", "Bearer "+r.cfg.AdminToken, body, &out)
+	if err != nil || code != 201 {
+		return fmt.Errorf("create session: status %d: %v (is the API at %s, with this admin token?)", code, err, r.cfg.BaseURL)
+	}
+	r.step.SessionID = out.ID
+	code, err = r.c.json("POST", fmt.Sprintf("/admin/v1/sessions/%d/preheat", out.ID), "Bearer "+r.cfg.AdminToken, nil, nil)
+	if err != nil || code != 200 {
+		return fmt.Errorf("preheat: status %d: %v", code, err)
+	}
+	return nil
+}
+
+// burst sends Users×PerUser orders, shuffled, at the given load, and
+// returns every request's result and the wall time.
+func (r *stepRunner) burst(ctx context.Context, level int, name string) ([]result, time.Duration) {
+	n := r.cfg.Users * r.cfg.PerUser
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i % r.cfg.Users
+	}
+	rand.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
+	path := fmt.Sprintf("/api/v1/sessions/%d/orders", r.step.SessionID)
+	body := []byte(fmt.Sprintf(`{"quantity":%d}`, r.cfg.Quantity))
+	results := make([]result, n)
+	var sent, done atomic.Int64
+	start := time.Now()
+	one := func(i int) {
+		s := r.shoppers[order[i]]
+		t0 := time.Now()
+		code, raw, layer, err := r.c.do("POST", path, s.auth, body, nil)
+		res := result{at: t0.Sub(start), latency: time.Since(t0), shopper: s.index, outcome: classify(code, raw, layer, err)}
+		if res.outcome == outAccepted {
+			var v struct {
+				OrderNo string `json:"order_no"`
+			}
+			_ = json.Unmarshal(raw, &v)
+			res.orderNo = v.OrderNo
+		}
+		results[i] = res
+		done.Add(1)
+	}
+	if r.start.IsZero() {
+		r.start = start
+	}
+	stop := r.progress(name, &done, n)
+	var wg sync.WaitGroup
+	if r.cfg.Rate > 0 {
+		// Open loop: arrivals on a clock, whatever the answers do.
+		interval := time.Second / time.Duration(level)
+		sem := make(chan struct{}, 20000)
+		for i := 0; i < n && ctx.Err() == nil; i++ {
+			if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+				time.Sleep(d)
+			}
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() { defer wg.Done(); defer func() { <-sem }(); one(i) }()
+		}
+	} else {
+		for w := 0; w < level; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					i := int(sent.Add(1)) - 1
+					if i >= n {
+						return
+					}
+					one(i)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	dur := time.Since(start)
+	stop()
+	return results[:int(done.Load())], dur
+}
+
+// progress prints a progress line every half second until stopped.
+func (r *stepRunner) progress(name string, done *atomic.Int64, n int) func() {
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				fmt.Fprintf(r.cfg.Progress, "\r  %s %s: %d/%d answered\n", r.levelName(), name, done.Load(), n)
+				return
+			case <-t.C:
+				fmt.Fprintf(r.cfg.Progress, "\r  %s %s: %d/%d answered", r.levelName(), name, done.Load(), n)
+			}
+		}
+	}()
+	return func() { close(quit); wg.Wait() }
+}
+
+// classify names the outcome of one admission from its status, error code
+// and the layer the API says decided it.
+func classify(code int, body []byte, layer string, err error) string {
+	if err != nil {
+		return outError
+	}
+	if code == 202 {
+		return outAccepted
+	}
+	var e api.ErrorBody
+	_ = json.Unmarshal(body, &e)
+	switch {
+	case layer == api.LayerSoldOutMemory:
+		return outSoldOutMemory
+	case e.Code == seckill.ESOLDOUT:
+		return outSoldOutRedis
+	case e.Code == seckill.ELIMIT:
+		return outLimit
+	case e.Code == seckill.ERATELIMITED:
+		return outRateLimited
+	case e.Code == seckill.ENOTSTARTED || e.Code == seckill.EENDED:
+		return outWindow
+	default:
+		return outError
+	}
+}
+
+func accepted(rs []result) []result {
+	var out []result
+	for _, r := range rs {
+		if r.outcome == outAccepted {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// tally fills the funnel, latencies, timeline and time to sell out, and
+// checks the admission invariants (never more than the stock, never over
+// the per-user limit, no order number twice).
+func (r *stepRunner) tally(rs []result) {
+	f := &r.step.Funnel
+	f.Requests = len(rs)
+	perShopper := map[int]int{}
+	seen := map[string]bool{}
+	var lastWin time.Duration
+	for _, x := range rs {
+		switch x.outcome {
+		case outAccepted:
+			f.Accepted++
+			perShopper[x.shopper] += r.cfg.Quantity
+			if seen[x.orderNo] {
+				r.problem("order number %s accepted twice", x.orderNo)
+			}
+			seen[x.orderNo] = true
+			if end := x.at + x.latency; end > lastWin {
+				lastWin = end
+			}
+		case outSoldOutMemory:
+			f.SoldOutMemory++
+		case outSoldOutRedis:
+			f.SoldOutRedis++
+		case outLimit:
+			f.LimitExceeded++
+		case outRateLimited:
+			f.RateLimited++
+		case outWindow:
+			f.Window++
+		default:
+			f.OtherErrors++
+		}
+	}
+	units := f.Accepted * r.cfg.Quantity
+	if units > r.cfg.Stock {
+		r.problem("oversold: %d units accepted for %d", units, r.cfg.Stock)
+	}
+	maxUnits := r.cfg.Users * r.cfg.Limit
+	if f.RateLimited == 0 && f.OtherErrors == 0 && maxUnits >= r.cfg.Stock && r.cfg.Stock-units >= r.cfg.Quantity {
+		r.problem("%d units left unsold although demand exceeded stock", r.cfg.Stock-units)
+	}
+	for s, u := range perShopper {
+		if u > r.cfg.Limit {
+			r.problem("shopper %d holds %d units, limit %d", s, u, r.cfg.Limit)
+		}
+	}
+	r.step.TimeToSellOutSeconds = lastWin.Seconds()
+	for _, o := range []string{outAccepted, outSoldOutMemory, outSoldOutRedis, outLimit, outRateLimited, outWindow, outError} {
+		if p := percentiles(rs, o); p.Count > 0 {
+			r.step.Latency[o] = p
+		}
+	}
+	r.step.Timeline = timeline(rs)
+}
+
+// percentiles of the results with outcome o ("" = all).
+func percentiles(rs []result, o string) Percentiles {
+	var ls []float64
+	for _, x := range rs {
+		if o == "" || x.outcome == o {
+			ls = append(ls, float64(x.latency.Microseconds())/1000)
+		}
+	}
+	if len(ls) == 0 {
+		return Percentiles{}
+	}
+	sort.Float64s(ls)
+	at := func(q float64) float64 { return ls[min(len(ls)-1, int(q*float64(len(ls))))] }
+	return Percentiles{Count: len(ls), P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: ls[len(ls)-1]}
+}
+
+func timeline(rs []result) []Bucket {
+	const width = 100 * time.Millisecond
+	byBucket := map[int][]result{}
+	last := 0
+	for _, x := range rs {
+		b := int(x.at / width)
+		byBucket[b] = append(byBucket[b], x)
+		last = max(last, b)
+	}
+	out := make([]Bucket, 0, last+1)
+	for b := 0; b <= last; b++ {
+		xs := byBucket[b]
+		p := percentiles(xs, "")
+		out = append(out, Bucket{AtSeconds: float64(b) * width.Seconds(), Requests: len(xs),
+			Accepted: len(accepted(xs)), P50: p.P50, P99: p.P99})
+	}
+	return out
+}

@@ -1,0 +1,57 @@
+package bench_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/bench"
+	"github.com/seckill/seckill/internal/testenv"
+)
+
+// A small bench against the real stack: two load steps sell out exactly,
+// every funnel adds up, the unpaid orders time out, the invariants hold,
+// and the baselines give the three ratios.
+func TestBenchSmallRun(t *testing.T) {
+	e := testenv.New(t, testenv.Options{PayTimeout: 8 * time.Second})
+	cfg := bench.Config{
+		BaseURL: e.BaseURL, AdminToken: testenv.AdminToken, JWTSecret: testenv.JWTSecret,
+		WebhookSecret: testenv.WebhookSecret, Users: 80, PerUser: 2, Concurrency: 16, Steps: []int{8, 32},
+		Stock: 20, Quantity: 1, Limit: 1, PayRatio: 0.5, PayTimeout: 8 * time.Second, Settle: 30 * time.Second,
+		Baselines: &bench.BaselineConfig{RedisAddr: "127.0.0.1:6379", TemporalAddr: "127.0.0.1:7233",
+			TemporalNamespace: "default", NoopWorkflows: 20},
+	}
+	if testing.Verbose() {
+		cfg.Progress = os.Stderr
+	}
+	rep, err := bench.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	require.True(t, rep.InvariantsOK, "%v", rep.Problems)
+	require.Len(t, rep.Steps, 2)
+	for _, s := range rep.Steps {
+		f := s.Funnel
+		require.Equal(t, 160, f.Requests)
+		require.Equal(t, 20, f.Accepted)
+		require.Equal(t, f.Requests, f.Accepted+f.SoldOutMemory+f.SoldOutRedis+f.LimitExceeded+f.RateLimited+f.Window+f.OtherErrors)
+		require.Zero(t, f.OtherErrors)
+		require.Equal(t, 20, f.OrdersCreated)
+		require.Equal(t, 10, f.Paid)
+		require.Equal(t, 10, f.Closed)
+		require.Positive(t, s.Throughput)
+		require.Positive(t, s.SoldOutThroughput)
+		require.Positive(t, s.OrdersPerSecond)
+		require.NotEmpty(t, s.Timeline)
+		require.Equal(t, 20, s.Latency["accepted"].Count)
+	}
+	for _, k := range []string{"admission_vs_fiber", "soldout_vs_fiber", "orders_vs_temporal_noop"} {
+		require.Positive(t, rep.Ratios[k], k)
+	}
+	var out strings.Builder
+	require.NoError(t, bench.WriteTable(&out, rep))
+	require.Contains(t, out.String(), "admission_vs_fiber")
+	require.Contains(t, out.String(), "invariants: ok")
+}

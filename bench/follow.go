@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/seckill/seckill"
+)
+
+// pollEvery is how often the bench polls an order's status.
+const pollEvery = 50 * time.Millisecond
+
+// follow tracks every accepted order to WAIT_PAY, pays PayRatio of them
+// through signed webhooks and waits for the rest to time out.
+func (r *stepRunner) follow(ctx context.Context, won []result) {
+	if len(won) == 0 {
+		return
+	}
+	f := &r.step.Funnel
+	reached := r.waitAll(ctx, won, r.cfg.Settle, seckill.StatusWaitPay, seckill.StatusPaid, seckill.StatusClosed)
+	var last time.Time
+	for _, t := range reached {
+		if t.After(last) {
+			last = t
+		}
+	}
+	f.OrdersCreated = len(reached)
+	if f.OrdersCreated < len(won) {
+		r.problem("%d accepted orders never reached WAIT_PAY within %s", len(won)-f.OrdersCreated, r.cfg.Settle)
+	} else {
+		r.step.TimeToAllWaitPaySeconds = last.Sub(r.start).Seconds()
+		r.step.OrdersPerSecond = float64(len(won)) / r.step.TimeToAllWaitPaySeconds
+	}
+
+	nPay := int(float64(len(won)) * r.cfg.PayRatio)
+	pay, rest := won[:nPay], won[nPay:]
+	r.parallel(pay, func(x result) {
+		body, _ := json.Marshal(map[string]any{"event_id": "evt_" + x.orderNo, "payment_id": "pay_" + x.orderNo,
+			"order_no": x.orderNo, "amount_cents": 100 * r.cfg.Quantity, "status": "SUCCEEDED"})
+		for attempt := 0; attempt < 50; attempt++ {
+			code, _, _, err := r.c.do("POST", "/api/v1/payments/webhook", "", body,
+				map[string]string{seckill.HeaderSignature: seckill.SignWebhook(r.cfg.WebhookSecret, time.Now(), body)})
+			if err == nil && code == 200 {
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // 503 while the order is still being created: retry as a provider does
+		}
+		r.problem("payment of %s was never accepted", x.orderNo)
+	})
+	f.Paid = len(r.waitAll(ctx, pay, r.cfg.Settle, seckill.StatusPaid))
+	if f.Paid < len(pay) {
+		r.problem("%d paid orders never reached PAID", len(pay)-f.Paid)
+	}
+	if r.cfg.PayTimeout > 0 && len(rest) > 0 {
+		fmt.Fprintf(r.cfg.Progress, "  %s: waiting up to %s for %d unpaid orders to time out\n", r.levelName(), r.cfg.PayTimeout+r.cfg.Settle, len(rest))
+		f.Closed = len(r.waitAll(ctx, rest, r.cfg.PayTimeout+r.cfg.Settle, seckill.StatusClosed))
+		if f.Closed < len(rest) {
+			r.problem("%d unpaid orders did not close after the pay timeout", len(rest)-f.Closed)
+		}
+	}
+}
+
+// waitAll polls the orders until each has one of want (or the timeout) and
+// returns when each was first seen so.
+func (r *stepRunner) waitAll(ctx context.Context, orders []result, timeout time.Duration, want ...seckill.Status) map[string]time.Time {
+	var mu sync.Mutex
+	seen := map[string]time.Time{}
+	deadline := time.Now().Add(timeout)
+	r.parallel(orders, func(x result) {
+		auth := r.shoppers[x.shopper].auth
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			var v struct {
+				Status seckill.Status `json:"status"`
+			}
+			if code, err := r.c.json("GET", "/api/v1/orders/"+x.orderNo, auth, nil, &v); err == nil && code == 200 {
+				for _, w := range want {
+					if v.Status == w {
+						mu.Lock()
+						seen[x.orderNo] = time.Now()
+						mu.Unlock()
+						return
+					}
+				}
+			}
+			time.Sleep(pollEvery)
+		}
+	})
+	return seen
+}
+
+// parallel runs f over xs with a bounded number of goroutines.
+func (r *stepRunner) parallel(xs []result, f func(result)) {
+	ch := make(chan result)
+	var wg sync.WaitGroup
+	for w := 0; w < min(64, len(xs)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for x := range ch {
+				f(x)
+			}
+		}()
+	}
+	for _, x := range xs {
+		ch <- x
+	}
+	close(ch)
+	wg.Wait()
+}
+
+// reconcile reads the session's reconcile report once nothing is in flight.
+func (r *stepRunner) reconcile(ctx context.Context) {
+	path := fmt.Sprintf("/admin/v1/sessions/%d/reconcile", r.step.SessionID)
+	deadline := time.Now().Add(r.cfg.Settle)
+	var rep map[string]any
+	for ctx.Err() == nil {
+		code, err := r.c.json("GET", path, "Bearer "+r.cfg.AdminToken, nil, &rep)
+		if err != nil || code != 200 {
+			r.problem("reconcile: status %d: %v", code, err)
+			return
+		}
+		if inFlight, _ := rep["in_flight"].(float64); inFlight == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	r.step.Reconcile = rep
+	if ok, _ := rep["ok"].(bool); !ok {
+		r.problem("reconcile: %v", rep["problems"])
+	}
+	if orders, _ := rep["orders"].(map[string]any); orders != nil {
+		if paid, _ := orders["PAID"].(float64); int(paid) != r.step.Funnel.Paid {
+			r.problem("reconcile counts %v PAID orders, the bench paid %d", paid, r.step.Funnel.Paid)
+		}
+	}
+}

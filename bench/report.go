@@ -1,0 +1,106 @@
+package bench
+
+import "time"
+
+// Report is everything one `seckill bench` run measured. It is written as
+// JSON (--json), rendered as HTML (--html) and printed as a table.
+type Report struct {
+	StartedAt time.Time `json:"started_at"`
+	Machine   string    `json:"machine"` // e.g. "linux/amd64, 2 CPUs"
+	Config    Settings  `json:"config"`
+	// Steps holds one run per load step (--steps), or a single run.
+	Steps []Step `json:"steps"`
+	// Baselines measured in the same run on the same machine (--baselines).
+	Baselines *Baselines `json:"baselines,omitempty"`
+	// Ratios against the baselines: admission_vs_fiber, soldout_vs_fiber,
+	// orders_vs_temporal_noop (absent without baselines).
+	Ratios       map[string]float64 `json:"ratios"`
+	InvariantsOK bool               `json:"invariants_ok"`
+	Problems     []string           `json:"problems"`
+}
+
+// Settings echoes the configuration of the run.
+type Settings struct {
+	BaseURL     string  `json:"base_url"`
+	Users       int     `json:"users"`
+	PerUser     int     `json:"requests_per_user"`
+	Concurrency int     `json:"concurrency"`
+	Rate        int     `json:"rate"` // open loop, requests/s; 0 = closed loop
+	Stock       int     `json:"stock"`
+	Quantity    int     `json:"quantity"`
+	Limit       int     `json:"per_user_limit"`
+	PayRatio    float64 `json:"pay_ratio"`
+	PayTimeout  string  `json:"pay_timeout"`
+}
+
+// Step is one load level: a fresh session sold out under that load.
+type Step struct {
+	Concurrency int    `json:"concurrency"`
+	Rate        int    `json:"rate,omitempty"`
+	SessionID   int64  `json:"session_id"`
+	Funnel      Funnel `json:"funnel"`
+	// DurationSeconds is the burst's wall time; Throughput its requests/s.
+	DurationSeconds float64 `json:"duration_seconds"`
+	Throughput      float64 `json:"throughput"`
+	// SoldOutThroughput is requests/s of a second burst of the same size
+	// against the sold-out session (the fast path).
+	SoldOutThroughput float64 `json:"soldout_throughput"`
+	// Latency per outcome (accepted, soldout_memory, soldout_redis, limit,
+	// rate_limited, error), milliseconds.
+	Latency map[string]Percentiles `json:"latency_ms"`
+	// TimeToSellOutSeconds: from the first request to the last unit won.
+	TimeToSellOutSeconds float64 `json:"time_to_sell_out_seconds"`
+	// TimeToAllWaitPaySeconds: from the first request until every accepted
+	// order was WAIT_PAY; OrdersPerSecond = accepted / that.
+	TimeToAllWaitPaySeconds float64 `json:"time_to_all_wait_pay_seconds"`
+	OrdersPerSecond         float64 `json:"orders_per_second"`
+	// Timeline is the burst in 100 ms buckets, for the latency-over-time chart.
+	Timeline     []Bucket       `json:"timeline"`
+	Reconcile    map[string]any `json:"reconcile,omitempty"`
+	InvariantsOK bool           `json:"invariants_ok"`
+}
+
+// Funnel counts where each request ended.
+type Funnel struct {
+	Requests      int `json:"requests"`
+	RateLimited   int `json:"rate_limited"`
+	Window        int `json:"window"`
+	SoldOutMemory int `json:"soldout_fast_path"`
+	SoldOutRedis  int `json:"soldout_redis"`
+	LimitExceeded int `json:"limit_exceeded"`
+	OtherErrors   int `json:"other_errors"`
+	Accepted      int `json:"accepted"`
+	OrdersCreated int `json:"orders_created"` // reached WAIT_PAY
+	Paid          int `json:"paid"`
+	Closed        int `json:"closed"`
+}
+
+// Percentiles of a latency distribution, milliseconds.
+type Percentiles struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+	Max   float64 `json:"max"`
+}
+
+// Bucket is 100 ms of the burst.
+type Bucket struct {
+	AtSeconds float64 `json:"at_s"`
+	Requests  int     `json:"requests"`
+	Accepted  int     `json:"accepted"`
+	P50       float64 `json:"p50_ms"`
+	P99       float64 `json:"p99_ms"`
+}
+
+// Baselines are the physical limits measured beside the system.
+type Baselines struct {
+	// FiberRPS: a bare Fiber handler answering the same JSON, same load.
+	FiberRPS float64 `json:"fiber_rps"`
+	// LuaPerSecond: the admission script called directly through go-redis
+	// at the same concurrency.
+	LuaPerSecond float64 `json:"lua_per_second"`
+	// TemporalNoopPerSecond: no-op workflows with one local activity,
+	// started and completed per second on the same Temporal server.
+	TemporalNoopPerSecond float64 `json:"temporal_noop_per_second"`
+}
