@@ -6,7 +6,7 @@ GO       ?= go
 PKGS     := ./...
 TEMPORAL := scripts/temporal-dev.sh
 
-.PHONY: all build dev drill temporal temporal-stop test test-short lint fmt clean
+.PHONY: all build bench dev drill temporal temporal-stop test test-short lint fmt clean
 
 all: lint test
 
@@ -31,6 +31,9 @@ test: temporal ## every test, on the real MariaDB, Redis and Temporal dev server
 	  echo "fuzz $$f ($(FUZZ_TIME))"; \
 	  $(GO) test ./api/ -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZ_TIME) >/tmp/seckill-fuzz.log 2>&1 || { cat /tmp/seckill-fuzz.log; exit 1; }; \
 	done
+
+bench: ## a small reproducible load test with same-run baselines; writes bench-report.{json,html}
+	scripts/bench.sh
 
 drill: ## rehearse a sale locally: burst, SIGKILL the worker mid-burst, restart it, pay, cancel, pay late, check invariants
 	scripts/drill.sh

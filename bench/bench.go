@@ -203,6 +203,7 @@ type stepRunner struct {
 	step     *Step
 	// start is when the first burst began: the origin of the step's times.
 	start time.Time
+	mu    sync.Mutex // guards problems found by concurrent followers
 }
 
 func (r *stepRunner) problem(format string, args ...any) {

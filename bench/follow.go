@@ -20,7 +20,20 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 		return
 	}
 	f := &r.step.Funnel
-	reached := r.waitAll(ctx, won, r.cfg.Settle, seckill.StatusWaitPay, seckill.StatusPaid, seckill.StatusClosed)
+	nPay := int(float64(len(won)) * r.cfg.PayRatio)
+	pay, rest := won[:nPay], won[nPay:]
+	toPay := map[string]bool{}
+	for _, x := range pay {
+		toPay[x.orderNo] = true
+	}
+	// A shopper pays as soon as the order shows WAIT_PAY, as on a real
+	// sale: paying only once every order is created would race the pay
+	// timeout of the first ones.
+	reached := r.waitAll(ctx, won, r.cfg.Settle, func(x result) {
+		if toPay[x.orderNo] {
+			r.pay(x)
+		}
+	}, seckill.StatusWaitPay, seckill.StatusPaid, seckill.StatusClosed)
 	var last time.Time
 	for _, t := range reached {
 		if t.After(last) {
@@ -35,37 +48,41 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 		r.step.OrdersPerSecond = float64(len(won)) / r.step.TimeToAllWaitPaySeconds
 	}
 
-	nPay := int(float64(len(won)) * r.cfg.PayRatio)
-	pay, rest := won[:nPay], won[nPay:]
-	r.parallel(pay, func(x result) {
-		body, _ := json.Marshal(map[string]any{"event_id": "evt_" + x.orderNo, "payment_id": "pay_" + x.orderNo,
-			"order_no": x.orderNo, "amount_cents": 100 * r.cfg.Quantity, "status": "SUCCEEDED"})
-		for attempt := 0; attempt < 50; attempt++ {
-			code, _, _, err := r.c.do("POST", "/api/v1/payments/webhook", "", body,
-				map[string]string{seckill.HeaderSignature: seckill.SignWebhook(r.cfg.WebhookSecret, time.Now(), body)})
-			if err == nil && code == 200 {
-				return
-			}
-			time.Sleep(100 * time.Millisecond) // 503 while the order is still being created: retry as a provider does
-		}
-		r.problem("payment of %s was never accepted", x.orderNo)
-	})
-	f.Paid = len(r.waitAll(ctx, pay, r.cfg.Settle, seckill.StatusPaid))
+	f.Paid = len(r.waitAll(ctx, pay, r.cfg.Settle, nil, seckill.StatusPaid))
 	if f.Paid < len(pay) {
 		r.problem("%d paid orders never reached PAID", len(pay)-f.Paid)
 	}
 	if r.cfg.PayTimeout > 0 && len(rest) > 0 {
 		fmt.Fprintf(r.cfg.Progress, "  %s: waiting up to %s for %d unpaid orders to time out\n", r.levelName(), r.cfg.PayTimeout+r.cfg.Settle, len(rest))
-		f.Closed = len(r.waitAll(ctx, rest, r.cfg.PayTimeout+r.cfg.Settle, seckill.StatusClosed))
+		f.Closed = len(r.waitAll(ctx, rest, r.cfg.PayTimeout+r.cfg.Settle, nil, seckill.StatusClosed))
 		if f.Closed < len(rest) {
 			r.problem("%d unpaid orders did not close after the pay timeout", len(rest)-f.Closed)
 		}
 	}
 }
 
-// waitAll polls the orders until each has one of want (or the timeout) and
-// returns when each was first seen so.
-func (r *stepRunner) waitAll(ctx context.Context, orders []result, timeout time.Duration, want ...seckill.Status) map[string]time.Time {
+// pay sends an order's signed SUCCEEDED webhook, retrying as a provider
+// does while the API answers 503 (the order is still being created).
+func (r *stepRunner) pay(x result) {
+	body, _ := json.Marshal(map[string]any{"event_id": "evt_" + x.orderNo, "payment_id": "pay_" + x.orderNo,
+		"order_no": x.orderNo, "amount_cents": 100 * r.cfg.Quantity, "status": "SUCCEEDED"})
+	for attempt := 0; attempt < 50; attempt++ {
+		code, _, _, err := r.c.do("POST", "/api/v1/payments/webhook", "", body,
+			map[string]string{seckill.HeaderSignature: seckill.SignWebhook(r.cfg.WebhookSecret, time.Now(), body)})
+		if err == nil && code == 200 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.problem("payment of %s was never accepted", x.orderNo)
+}
+
+// waitAll polls the orders until each has one of want (or the timeout),
+// calls reached (if any) for each as it gets there, and returns when each
+// was first seen so.
+func (r *stepRunner) waitAll(ctx context.Context, orders []result, timeout time.Duration, reached func(result), want ...seckill.Status) map[string]time.Time {
 	var mu sync.Mutex
 	seen := map[string]time.Time{}
 	deadline := time.Now().Add(timeout)
@@ -81,6 +98,9 @@ func (r *stepRunner) waitAll(ctx context.Context, orders []result, timeout time.
 						mu.Lock()
 						seen[x.orderNo] = time.Now()
 						mu.Unlock()
+						if reached != nil {
+							reached(x)
+						}
 						return
 					}
 				}

@@ -55,6 +55,11 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, refunds
 	w := sdkworker.New(c, taskQueue, sdkworker.Options{
 		// Orders are short; a slow MySQL must not let a poller hoard tasks.
 		MaxConcurrentActivityExecutionSize: 64,
+		// A sale is a burst of many short workflow tasks: two pollers (the
+		// default) leave the task queue backed up for seconds (measured
+		// with seckill bench), more keep it drained.
+		MaxConcurrentWorkflowTaskPollers: 8,
+		MaxConcurrentActivityTaskPollers: 8,
 	})
 	Register(w, acts)
 	RegisterRefunds(w, refunds)
