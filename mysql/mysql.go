@@ -26,6 +26,8 @@ type DB struct {
 	sql  *sql.DB
 	// now is the clock for created_at/updated_at columns; tests may pin it.
 	now func() time.Time
+	// batch groups concurrent CreateOrder calls of a session.
+	batch *batcher
 }
 
 // Open connects to the database named in dsn, creating it first if it is
@@ -61,7 +63,9 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("mysql %s: %w", cfg.Addr, err)
 	}
-	return &DB{gorm: g, sql: sqlDB, now: func() time.Time { return time.Now().UTC() }}, nil
+	db := &DB{gorm: g, sql: sqlDB, now: func() time.Time { return time.Now().UTC() }}
+	db.batch = newBatcher(db)
+	return db, nil
 }
 
 // createDatabase runs CREATE DATABASE IF NOT EXISTS for cfg.DBName over a

@@ -213,3 +213,38 @@ func TestCloseWithoutRowLeavesTombstone(t *testing.T) {
 	require.Equal(t, seckill.StatusClosed, st)
 	require.False(t, gave)
 }
+
+// Concurrent creates of one session share a transaction (group commit):
+// the outcome per order is what it would be alone, including a slot
+// refused inside the batch, and the stock moves by exactly the sum.
+func TestBatchedCreatesKeepEveryRule(t *testing.T) {
+	e, sess := store(t, 100, 1)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	statuses := make([]seckill.Status, 30)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			user := int64(500 + i)
+			if i == 29 {
+				user = 500 // user 500's slot 1 twice: one of the two must fail
+			}
+			o, err := e.DB.CreateOrder(ctx, request(sess, fmt.Sprintf("1-b%d", i), user, 1, 1), time.Now().Add(time.Minute))
+			require.NoError(t, err)
+			statuses[i] = o.Status
+		}()
+	}
+	wg.Wait()
+	counts := map[seckill.Status]int{}
+	for _, s := range statuses {
+		counts[s]++
+	}
+	require.Equal(t, map[seckill.Status]int{seckill.StatusWaitPay: 29, seckill.StatusFailed: 1}, counts)
+	require.Equal(t, 71, dbStock(t, e, sess.ID))
+	snap, err := e.DB.SessionSnapshot(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Zero(t, snap.LedgerMismatch)
+	require.Equal(t, 100, snap.DBStock+snap.HeldQty)
+	require.Equal(t, 1, snap.MaxUserUnits)
+}

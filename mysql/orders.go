@@ -32,7 +32,15 @@ func (e errRefused) Error() string { return "refused: " + e.reason }
 //
 // If the database refuses (not enough stock, or the user's slots are taken)
 // the order is stored as FAILED, with nothing decremented.
+//
+// Concurrent calls for one session are batched into one transaction (see
+// batch.go): same outcome per order, one fsync for all.
 func (db *DB) CreateOrder(ctx context.Context, req *seckill.OrderRequest, payDeadline time.Time) (*seckill.Order, error) {
+	return db.batch.create(ctx, req, payDeadline)
+}
+
+// createOne is CreateOrder for one order in its own transaction.
+func (db *DB) createOne(ctx context.Context, req *seckill.OrderRequest, payDeadline time.Time) (*seckill.Order, error) {
 	if o, err := db.Order(ctx, req.OrderNo); err == nil {
 		return o, nil
 	} else if seckill.ErrorCode(err) != seckill.ENOTFOUND {
