@@ -109,6 +109,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Baselines != nil {
+		// Baselines first, on a quiet machine: after a step the stack is
+		// still closing orders and would slow them down.
+		conc := steps[len(steps)-1]
+		if cfg.Rate > 0 {
+			conc = 256
+		}
+		b, err := measureBaselines(ctx, *cfg.Baselines, conc, cfg.Users*cfg.PerUser, cfg.Progress)
+		if err != nil {
+			return nil, fmt.Errorf("baselines: %w", err)
+		}
+		rep.Baselines = b
+	}
 	c := &httpClient{base: cfg.BaseURL, hc: &fasthttp.Client{MaxConnsPerHost: 4096, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}}
 	for _, level := range steps {
 		r := &stepRunner{cfg: cfg, c: c, shoppers: shoppers, rep: rep}
@@ -121,17 +134,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.InvariantsOK = false
 		}
 	}
-	if cfg.Baselines != nil {
+	if rep.Baselines != nil {
 		last := rep.Steps[len(rep.Steps)-1]
-		conc := last.Concurrency
-		if conc <= 0 {
-			conc = 256
-		}
-		b, err := measureBaselines(ctx, *cfg.Baselines, conc, last.Funnel.Requests, cfg.Progress)
-		if err != nil {
-			return nil, fmt.Errorf("baselines: %w", err)
-		}
-		rep.Baselines = b
+		b := rep.Baselines
 		if b.FiberRPS > 0 {
 			rep.Ratios["admission_vs_fiber"] = last.Throughput / b.FiberRPS
 			rep.Ratios["soldout_vs_fiber"] = last.SoldOutThroughput / b.FiberRPS

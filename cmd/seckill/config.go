@@ -37,6 +37,7 @@ type config struct {
 	ProxyHeader       string        `env:"SECKILL_PROXY_HEADER"`
 	PaymentProvider   string        `env:"SECKILL_PAYMENT_PROVIDER" envDefault:"sandbox"`
 	ReconcileEvery    time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
+	EagerStart        bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
 	JWTSecret         string        `env:"SECKILL_JWT_SECRET"`
 	WebhookSecret     string        `env:"SECKILL_WEBHOOK_SECRET"`
 	AdminToken        string        `env:"SECKILL_ADMIN_TOKEN"`
@@ -163,5 +164,14 @@ func (d *deps) apiServer(c *config) (*api.Server, error) {
 		Limiter:       redis.NewLimiter(d.rdb, c.RedisPrefix),
 		ProxyHeader:   c.ProxyHeader,
 		Logger:        d.log,
-	}, d.db, d.gate, temporal.NewOrders(d.temporal, c.TaskQueue))
+	}, d.db, d.gate, d.orders(c))
+}
+
+// orders is the workflow starter of the API. With eager start the API
+// process hosts a worker too (see apiWorker), and each order's first
+// workflow task comes straight back to it.
+func (d *deps) orders(c *config) *temporal.Orders {
+	o := temporal.NewOrders(d.temporal, c.TaskQueue)
+	o.EagerStart = c.EagerStart
+	return o
 }
