@@ -8,14 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/relay"
@@ -46,40 +44,56 @@ func migrateCmd() *cobra.Command {
 	}
 }
 
+// allSecrets are the secrets the long-running commands refuse to start without.
+var allSecrets = []string{"SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET", "SECKILL_ADMIN_TOKEN"}
+
+// withDeps loads the configuration, checks the secrets, connects the
+// adapters (Temporal too when withTemporal) and runs fn with them.
+func withDeps(ctx context.Context, secrets []string, withTemporal bool, fn func(c *config, d *deps) error) error {
+	c, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	if err := c.requireSecrets(secrets...); err != nil {
+		return err
+	}
+	d, err := c.connect(ctx, withTemporal)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	return fn(c, d)
+}
+
 func apiCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "api",
 		Short: "Serve the HTTP API on SECKILL_HTTP_ADDR",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := loadConfig()
-			if err != nil {
-				return err
-			}
-			if err := c.requireSecrets("SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET", "SECKILL_ADMIN_TOKEN"); err != nil {
-				return err
-			}
-			d, err := c.connect(cmd.Context(), true)
-			if err != nil {
-				return err
-			}
-			defer d.close()
-			srv, err := d.apiServer(c)
-			if err != nil {
-				return err
-			}
-			if c.EagerStart {
-				// Eager start needs a worker on the same client: it takes the
-				// first workflow task of each order this API starts (the
-				// CreateOrder step); everything later goes to any worker.
-				w := worker.New(d.temporal, c.TaskQueue, d.activities(), d.refunds(c), &activities.Reconciler{Store: d.db, Gate: d.gate})
-				if err := w.Start(); err != nil {
-					return err
-				}
-				defer w.Stop()
-			}
-			return serveAPI(cmd.Context(), c, d, srv)
+			return withDeps(cmd.Context(), allSecrets, true, func(c *config, d *deps) error {
+				return runAPI(cmd.Context(), c, d)
+			})
 		},
 	}
+}
+
+// runAPI serves the API (with an embedded worker for eager starts).
+func runAPI(ctx context.Context, c *config, d *deps) error {
+	srv, err := d.apiServer(c)
+	if err != nil {
+		return err
+	}
+	if c.EagerStart {
+		// Eager start needs a worker on the same client: it takes the
+		// first workflow task of each order this API starts (the
+		// CreateOrder step); everything later goes to any worker.
+		w := d.worker(c)
+		if err := w.Start(); err != nil {
+			return err
+		}
+		defer w.Stop()
+	}
+	return serveAPI(ctx, c, d, srv)
 }
 
 // serveAPI listens until ctx ends, then drains requests and background starts.
@@ -106,21 +120,11 @@ func workerCmd() *cobra.Command {
 		Use:   "worker",
 		Short: "Run the Temporal worker of the order workflow and the reservation relay",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := loadConfig()
-			if err != nil {
-				return err
-			}
 			// The worker verifies no tokens, but refuses the same way as the API
 			// so that a half-configured deployment fails at once, not at the first sale.
-			if err := c.requireSecrets("SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET", "SECKILL_ADMIN_TOKEN"); err != nil {
-				return err
-			}
-			d, err := c.connect(cmd.Context(), true)
-			if err != nil {
-				return err
-			}
-			defer d.close()
-			return runWorker(cmd.Context(), c, d)
+			return withDeps(cmd.Context(), allSecrets, true, func(c *config, d *deps) error {
+				return runWorker(cmd.Context(), c, d)
+			})
 		},
 	}
 }
@@ -139,7 +143,7 @@ func runWorker(ctx context.Context, c *config, d *deps) error {
 	if err := worker.CheckSearchAttributes(ctx, d.temporal, c.TemporalNamespace); err != nil {
 		return err
 	}
-	w := worker.New(d.temporal, c.TaskQueue, d.activities(), d.refunds(c), &activities.Reconciler{Store: d.db, Gate: d.gate})
+	w := d.worker(c)
 	if err := w.Start(); err != nil {
 		return err
 	}
@@ -286,45 +290,45 @@ func reconcileCmd() *cobra.Command {
 		Use:   "reconcile --session N [--repair]",
 		Short: "Print the reconcile report of a session; exit 2 when an invariant is broken",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := loadConfig()
-			if err != nil {
-				return err
-			}
-			d, err := c.connect(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			defer d.close()
-			var r *seckill.Report
-			var out any
-			if repair {
-				var rep *seckill.Repair
-				if r, rep, err = seckill.RepairRedis(cmd.Context(), d.db, d.gate, session); err != nil {
-					return err
-				}
-				out = struct {
-					*seckill.Report
-					Repair *seckill.Repair `json:"repair"`
-				}{r, rep}
-			} else {
-				if r, err = seckill.Reconcile(cmd.Context(), d.db, d.gate, session); err != nil {
-					return err
-				}
-				out = r
-			}
-			enc := json.NewEncoder(os.Stdout)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(out); err != nil {
-				return err
-			}
-			if !r.OK {
-				return &exitError{code: 2, err: fmt.Errorf("session %s: %d problems", strconv.FormatInt(session, 10), len(r.Problems))}
-			}
-			return nil
+			return withDeps(cmd.Context(), nil, false, func(c *config, d *deps) error {
+				return printReconcile(cmd.Context(), d, session, repair)
+			})
 		},
 	}
 	cmd.Flags().Int64Var(&session, "session", 0, "session id")
 	cmd.Flags().BoolVar(&repair, "repair", false, "correct Redis from MySQL when no reservation is in flight, and say what changed")
 	_ = cmd.MarkFlagRequired("session")
 	return cmd
+}
+
+// printReconcile prints a session's reconcile report (after a repair when
+// asked) and turns a broken invariant into exit status 2.
+func printReconcile(ctx context.Context, d *deps, session int64, repair bool) error {
+	var r *seckill.Report
+	var out any
+	var err error
+	if repair {
+		var rep *seckill.Repair
+		if r, rep, err = seckill.RepairRedis(ctx, d.db, d.gate, session); err != nil {
+			return err
+		}
+		out = struct {
+			*seckill.Report
+			Repair *seckill.Repair `json:"repair"`
+		}{r, rep}
+	} else {
+		if r, err = seckill.Reconcile(ctx, d.db, d.gate, session); err != nil {
+			return err
+		}
+		out = r
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	if !r.OK {
+		return &exitError{code: 2, err: fmt.Errorf("session %d: %d problems", session, len(r.Problems))}
+	}
+	return nil
 }

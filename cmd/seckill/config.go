@@ -11,6 +11,7 @@ import (
 	"github.com/caarlos0/env/v11"
 	goredis "github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/api"
@@ -18,6 +19,7 @@ import (
 	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/sandbox"
 	"github.com/seckill/seckill/temporal"
+	"github.com/seckill/seckill/worker"
 )
 
 // config is read from the environment; the defaults serve a local machine.
@@ -134,6 +136,11 @@ func (d *deps) close() {
 
 func (d *deps) activities() *activities.Activities {
 	return &activities.Activities{Store: d.db, Gate: d.gate}
+}
+
+// worker builds the Temporal worker with every workflow and activity.
+func (d *deps) worker(c *config) sdkworker.Worker {
+	return worker.New(d.temporal, c.TaskQueue, d.activities(), d.refunds(c), &activities.Reconciler{Store: d.db, Gate: d.gate})
 }
 
 // refunds returns the refund activities with the configured provider.
