@@ -22,7 +22,7 @@ mkdir -p .temporal
 log=".temporal/$run.log"
 
 bin/seckill migrate >/dev/null
-bin/seckill api >>"$log" 2>&1 & api=$!
+SECKILL_PPROF_ADDR="${BENCH_PPROF_ADDR:-}" bin/seckill api >>"$log" 2>&1 & api=$!
 bin/seckill worker >>"$log" 2>&1 & worker=$!
 trap 'kill $api $worker 2>/dev/null || true' EXIT
 for _ in $(seq 1 50); do curl -fsS "http://$SECKILL_HTTP_ADDR/readyz" >/dev/null 2>&1 && break; sleep 0.2; done

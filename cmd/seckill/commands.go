@@ -79,6 +79,7 @@ func apiCmd() *cobra.Command {
 
 // runAPI serves the API (with an embedded worker for eager starts).
 func runAPI(ctx context.Context, c *config, d *deps) error {
+	servePprof(c.PprofAddr, d.log)
 	srv, err := d.apiServer(c)
 	if err != nil {
 		return err
@@ -140,6 +141,7 @@ const reconcileScheduleID = "seckill-reconcile:"
 
 // runWorker runs the Temporal worker and the reservation relay until ctx ends.
 func runWorker(ctx context.Context, c *config, d *deps) error {
+	servePprof(c.PprofAddr, d.log)
 	if err := worker.CheckSearchAttributes(ctx, d.temporal, c.TemporalNamespace); err != nil {
 		return err
 	}

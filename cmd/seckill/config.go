@@ -40,6 +40,7 @@ type config struct {
 	PaymentProvider   string        `env:"SECKILL_PAYMENT_PROVIDER" envDefault:"sandbox"`
 	ReconcileEvery    time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
 	EagerStart        bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
+	PprofAddr         string        `env:"SECKILL_PPROF_ADDR"`
 	JWTSecret         string        `env:"SECKILL_JWT_SECRET"`
 	WebhookSecret     string        `env:"SECKILL_WEBHOOK_SECRET"`
 	AdminToken        string        `env:"SECKILL_ADMIN_TOKEN"`
