@@ -12,16 +12,22 @@ import (
 )
 
 // The admission script through go-redis (EVALSHA, preloaded), 64
-// concurrent callers: winners (every call deducts) and losers (sold out).
+// concurrent callers: winners (every call deducts) and losers (sold out),
+// one script call per attempt against attempts coalesced into batches.
 //
 //	go test ./redis/ -run '^$' -bench Admit
 func BenchmarkAdmit(b *testing.B) {
 	for _, c := range []struct {
-		name  string
-		stock int
-	}{{"winners", 100_000_000}, {"sold-out", 0}} {
+		name     string
+		stock    int
+		coalesce bool
+	}{
+		{"winners/one-call-each", 100_000_000, false}, {"winners/coalesced", 100_000_000, true},
+		{"sold-out/one-call-each", 0, false}, {"sold-out/coalesced", 0, true},
+	} {
 		b.Run(c.name, func(b *testing.B) {
 			e := testenv.New(b, testenv.Options{NoWorker: true, NoAPI: true})
+			e.Gate.Coalesce = c.coalesce
 			ctx := context.Background()
 			if err := e.Gate.Load(ctx); err != nil {
 				b.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -37,11 +38,15 @@ var (
 type Gate struct {
 	rdb    goredis.UniversalClient
 	prefix string
+	// Coalesce batches concurrent admissions of a session into one script
+	// call (see coalesce.go); on by default.
+	Coalesce   bool
+	coalescers sync.Map // session id → *coalescer
 }
 
 // New returns a gate whose keys all start with prefix.
 func New(rdb goredis.UniversalClient, prefix string) *Gate {
-	return &Gate{rdb: rdb, prefix: prefix}
+	return &Gate{rdb: rdb, prefix: prefix, Coalesce: true}
 }
 
 // Load preloads the scripts so that admission runs EVALSHA from the first
@@ -80,17 +85,27 @@ func unavailable(err error) error {
 // recorded, atomically; the returned reservation carries the slots handed out.
 // Losers get SOLD_OUT or LIMIT_EXCEEDED; an unpreheated session UNAVAILABLE.
 func (g *Gate) Admit(ctx context.Context, s *seckill.Session, userID int64, qty int, orderNo, traceID string, now time.Time) (*seckill.Reservation, int, error) {
-	k := g.keys(s.ID)
-	res, err := admitScript.Run(ctx, g.rdb, k.script(),
-		userID, qty, s.PerUserLimit, orderNo, now.UnixMilli(), traceID).Int64Slice()
-	if err != nil {
-		return nil, 0, unavailable(err)
+	call := &admitCall{s: s, userID: userID, qty: qty, orderNo: orderNo, traceID: traceID, now: now, done: make(chan admitResult, 1)}
+	var r admitResult
+	if g.Coalesce {
+		r = g.coalescerFor(s.ID).submit(ctx, call)
+	} else {
+		res, err := admitScript.Run(ctx, g.rdb, g.keys(s.ID).script(),
+			1, userID, qty, s.PerUserLimit, orderNo, now.UnixMilli(), traceID).Int64Slice()
+		switch {
+		case err != nil:
+			r.err = unavailable(err)
+		case len(res) != 3:
+			r.err = fmt.Errorf("admit script returned %v", res)
+		default:
+			r.code, r.left, r.mask = res[0], res[1], res[2]
+		}
 	}
-	if len(res) != 3 {
-		return nil, 0, fmt.Errorf("admit script returned %v", res)
+	if r.err != nil {
+		return nil, 0, r.err
 	}
-	left := int(res[1])
-	switch res[0] {
+	left := int(r.left)
+	switch r.code {
 	case 0:
 	case -1:
 		return nil, left, seckill.Errorf(seckill.ESOLDOUT, "sold out")
@@ -101,11 +116,11 @@ func (g *Gate) Admit(ctx context.Context, s *seckill.Session, userID int64, qty 
 	case -4:
 		return nil, left, seckill.Errorf(seckill.ECONFLICT, "order number %s already reserved", orderNo)
 	default:
-		return nil, 0, fmt.Errorf("admit script returned code %d", res[0])
+		return nil, 0, fmt.Errorf("admit script returned code %d", r.code)
 	}
 	return &seckill.Reservation{
 		OrderNo: orderNo, SessionID: s.ID, UserID: userID, Quantity: qty,
-		Slots: maskSlots(res[2]), ReservedAt: time.UnixMilli(now.UnixMilli()).UTC(), TraceID: traceID,
+		Slots: maskSlots(r.mask), ReservedAt: time.UnixMilli(now.UnixMilli()).UTC(), TraceID: traceID,
 	}, left, nil
 }
 

@@ -19,12 +19,19 @@ func gateEnv(t *testing.T, stock, limit int) (*testenv.Env, *seckill.Session) {
 	return e, e.Session(stock, limit, 100)
 }
 
-// Thousands of concurrent admissions against little stock: the script
-// deducts exactly the stock, no user passes the limit, and stock plus
-// reservations always equals the total.
+// Thousands of concurrent admissions against little stock, coalesced into
+// batches and one call each: the script deducts exactly the stock, no user
+// passes the limit, and stock plus reservations always equals the total.
 func TestAdmitNeverOversells(t *testing.T) {
+	for _, coalesce := range []bool{true, false} {
+		t.Run(fmt.Sprintf("coalesce=%v", coalesce), func(t *testing.T) { admitNeverOversells(t, coalesce) })
+	}
+}
+
+func admitNeverOversells(t *testing.T, coalesce bool) {
 	const stock, limit, users, tries = 100, 3, 400, 5
 	e, sess := gateEnv(t, stock, limit)
+	e.Gate.Coalesce = coalesce
 	ctx := context.Background()
 	var won, soldOut, overLimit atomic.Int64
 	perUser := make([]atomic.Int64, users)
