@@ -55,3 +55,23 @@ func TestBenchSmallRun(t *testing.T) {
 	require.Contains(t, out.String(), "admission_vs_fiber")
 	require.Contains(t, out.String(), "invariants: ok")
 }
+
+// Open loop: arrivals on a clock (--rate), every winner paid.
+func TestBenchOpenLoop(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	cfg := bench.Config{
+		BaseURL: e.BaseURL, AdminToken: testenv.AdminToken, JWTSecret: testenv.JWTSecret,
+		WebhookSecret: testenv.WebhookSecret, Users: 60, PerUser: 2, Rate: 300,
+		Stock: 10, Quantity: 1, Limit: 1, PayRatio: 1, Settle: 30 * time.Second,
+	}
+	rep, err := bench.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	require.True(t, rep.InvariantsOK, "%v", rep.Problems)
+	s := rep.Steps[0]
+	require.Equal(t, 300, s.Rate)
+	require.Equal(t, 120, s.Funnel.Requests)
+	require.Equal(t, 10, s.Funnel.Accepted)
+	require.Equal(t, 10, s.Funnel.Paid)
+	// 120 arrivals at 300/s take at least 0.4 s whatever the answers do.
+	require.GreaterOrEqual(t, s.DurationSeconds, 0.39)
+}

@@ -52,20 +52,22 @@ func TestDrillWorkerKilledMidBurst(t *testing.T) {
 	requireOK(t, e, res, err)
 }
 
-// MySQL is unreachable for a while during the burst: admission goes on in
-// Redis, the order activities fail and retry, and once MySQL is back every
-// accepted order completes.
+// MySQL is unreachable for a while during the burst (the worker's
+// connections go through a proxy that refuses and severs them): admission
+// goes on in Redis, the order activities fail and retry, and once MySQL is
+// back every accepted order completes.
 func TestDrillMySQLOutage(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoWorker: true})
-	outage := e.StartFlakyWorker()
+	mysqlLink := e.StartWorkerBehindProxy()
 	c := config(e)
-	c.DuringBurst = func() { outage.Store(true) }
+	c.DuringBurst = func() { mysqlLink.SetDown(true) }
 	c.AfterBurst = func() {
-		time.Sleep(2 * time.Second)
-		outage.Store(false)
+		time.Sleep(3 * time.Second)
+		mysqlLink.SetDown(false)
 	}
 	res, err := drill.Run(context.Background(), c)
 	requireOK(t, e, res, err)
+	require.Positive(t, mysqlLink.Refused(), "the worker never felt the outage")
 }
 
 // Payment and the pay timeout race on many orders at once: each payment

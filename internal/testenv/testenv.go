@@ -9,16 +9,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
 	goredis "github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -290,53 +289,31 @@ func (e *Env) Eventually(timeout time.Duration, what string, cond func() error) 
 	e.T.Fatalf("%s: still not true after %s: %v", what, timeout, err)
 }
 
-// StartFlakyWorker starts a worker whose MySQL store fails every call while
-// the returned flag is set: a database outage as the activities see it.
-func (e *Env) StartFlakyWorker() *atomic.Bool {
+// StartWorkerBehindProxy starts a worker whose MySQL connections go
+// through a TCP proxy the test can cut: a real database outage as the
+// activities see it (refused connections, severed sessions), without
+// disturbing the other tests that share the MariaDB server.
+func (e *Env) StartWorkerBehindProxy() *Proxy {
 	e.T.Helper()
-	var down atomic.Bool
-	store := &flakyStore{DB: e.DB, down: &down}
-	acts := &activities.Activities{Store: store, Gate: e.Gate}
+	cfg, err := mysqldriver.ParseDSN(e.DSN)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	proxy := StartProxy(e.T, cfg.Addr)
+	cfg.Addr = proxy.Addr
+	cfg.Timeout = time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	db, err := mysql.Open(ctx, cfg.FormatDSN())
+	if err != nil {
+		e.T.Fatalf("mysql through the proxy: %v", err)
+	}
+	e.T.Cleanup(func() { db.Close() })
+	acts := &activities.Activities{Store: db, Gate: e.Gate}
 	e.Worker = worker.New(e.Temporal, e.TaskQueue, acts, e.Refunds(), &activities.Reconciler{Store: e.DB, Gate: e.Gate})
 	if err := e.Worker.Start(); err != nil {
 		e.T.Fatalf("start worker: %v", err)
 	}
 	e.T.Cleanup(e.Worker.Stop)
-	return &down
-}
-
-// flakyStore is the MySQL store behind a switch that cuts it off.
-type flakyStore struct {
-	*mysql.DB
-	down *atomic.Bool
-}
-
-var errMySQLDown = errors.New("drill: dial tcp 127.0.0.1:3306: connect: connection refused")
-
-func (s *flakyStore) CreateOrder(ctx context.Context, req *seckill.OrderRequest, d time.Time) (*seckill.Order, error) {
-	if s.down.Load() {
-		return nil, errMySQLDown
-	}
-	return s.DB.CreateOrder(ctx, req, d)
-}
-
-func (s *flakyStore) CloseOrder(ctx context.Context, req *seckill.OrderRequest, reason string) (seckill.Status, bool, error) {
-	if s.down.Load() {
-		return "", false, errMySQLDown
-	}
-	return s.DB.CloseOrder(ctx, req, reason)
-}
-
-func (s *flakyStore) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error) {
-	if s.down.Load() {
-		return "", "", errMySQLDown
-	}
-	return s.DB.ApplyPayment(ctx, p)
-}
-
-func (s *flakyStore) Order(ctx context.Context, orderNo string) (*seckill.Order, error) {
-	if s.down.Load() {
-		return nil, errMySQLDown
-	}
-	return s.DB.Order(ctx, orderNo)
+	return proxy
 }
