@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"golang.org/x/time/rate"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/metrics"
 )
 
 // Store is the MySQL side the API needs.
@@ -73,6 +75,8 @@ type Config struct {
 	// IP ones (required when either is on).
 	Limits  Limits
 	Limiter Limiter
+	// Metrics collects the API's Prometheus metrics (a fresh set when nil).
+	Metrics *metrics.Metrics
 	// ProxyHeader names the header carrying the client IP when the API runs
 	// behind a proxy (e.g. X-Forwarded-For); empty uses the peer address.
 	ProxyHeader string
@@ -132,6 +136,9 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -156,10 +163,11 @@ func (s *Server) App() *fiber.App {
 		WriteTimeout:          10 * time.Second,
 		ProxyHeader:           s.cfg.ProxyHeader,
 	})
-	app.Use(requestID)
+	app.Use(requestID, s.observe)
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.ready)
+	app.Get("/metrics", adaptor.HTTPHandler(s.cfg.Metrics.Handler()))
 
 	v1 := app.Group("/api/v1")
 	v1.Get("/sessions/:id", s.getSession)

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/metrics"
 )
 
 // startDeadline bounds a workflow start that went on in the background
@@ -86,7 +87,9 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 		}
 	}
 	trace := traceID(c)
+	t0 := time.Now()
 	resv, left, err := s.gate.Admit(ctx, sess, user, qty, newOrderNo(id), trace, s.cfg.Now())
+	s.cfg.Metrics.RedisAdmit.Observe(metrics.Since(t0))
 	c.Set(HeaderLayer, LayerRedis)
 	if err != nil {
 		if seckill.ErrorCode(err) == seckill.ESOLDOUT && left <= 0 {
@@ -122,8 +125,11 @@ func (s *Server) startWorkflow(req *seckill.OrderRequest) {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), startDeadline)
 		defer cancel()
+		t0 := time.Now()
 		started, err := s.flow.Start(ctx, req)
+		s.cfg.Metrics.WorkflowStart.Observe(metrics.Since(t0))
 		if err != nil {
+			s.cfg.Metrics.WorkflowStartFailures.Inc()
 			s.log.Warn("workflow start failed; the relay will retry", "order_no", req.OrderNo, "trace_id", req.TraceID, "error", err)
 			return
 		}

@@ -1,0 +1,58 @@
+package api_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+)
+
+// /metrics serves the seckill_* collectors in the Prometheus text format:
+// HTTP answers by route pattern, the admission funnel by layer and outcome,
+// the Redis and workflow-start latencies.
+func TestMetrics(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	sess := e.Session(1, 1, 100)
+	r := e.Do("POST", ordersPath(sess.ID), e.Token(1), nil)
+	require.Equal(t, http.StatusAccepted, r.Status)
+	waitStatus(e, e.Token(1), r.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
+	// The win took the last unit: the process flags the session sold out.
+	require.Equal(t, 409, e.Do("POST", ordersPath(sess.ID), e.Token(2), nil).Status)
+	require.Equal(t, 409, e.Do("POST", ordersPath(sess.ID), e.Token(3), nil).Status)
+	open := e.Session(5, 1, 100)
+	require.Equal(t, 401, e.Do("POST", ordersPath(open.ID), "", nil).Status) // auth, before any stock logic
+
+	m := e.Do("GET", "/metrics", "", nil)
+	require.Equal(t, 200, m.Status)
+	text := string(m.Raw)
+	for _, want := range []string{
+		`seckill_admission_total{layer="redis",outcome="accepted"} 1`,
+		`seckill_admission_total{layer="soldout_memory",outcome="SOLD_OUT"} 2`,
+		`seckill_admission_total{layer="auth",outcome="UNAUTHENTICATED"} 1`,
+		`seckill_http_requests_total{method="POST",route="/api/v1/sessions/:id/orders",status="202"} 1`,
+		`seckill_http_requests_total{method="POST",route="/api/v1/sessions/:id/orders",status="409"} 2`,
+		`seckill_redis_admit_duration_seconds_count 1`,
+		`seckill_workflow_start_duration_seconds_count 1`,
+		`seckill_workflow_start_failures_total 0`,
+		`go_goroutines`,
+	} {
+		require.True(t, strings.Contains(text, want), "missing %q in:\n%s", want, grepSeckill(text))
+	}
+	require.NotContains(t, text, fmt.Sprintf("/api/v1/sessions/%d", sess.ID), "raw paths must not become labels")
+}
+
+func grepSeckill(text string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "seckill_") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
