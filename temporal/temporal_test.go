@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill"
@@ -99,4 +100,59 @@ func TestReconcileSchedule(t *testing.T) {
 	require.Len(t, reports, 1)
 	require.Equal(t, sess.ID, reports[0].SessionID)
 	require.True(t, reports[0].OK, "%v", reports[0].Problems)
+}
+
+// The Web UI recipes of the README work: the list filters on the search
+// attributes find exactly the right orders (unpaid orders of one session,
+// one shopper's orders, one purchase by its trace id).
+func TestOpsQueriesFindTheRightOrders(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true})
+	a, b := e.Session(5, 2, 100), e.Session(5, 2, 100)
+	ctx := context.Background()
+	stamp := time.Now().UnixNano()
+	user := stamp % 1_000_000_000 // unique on this shared Temporal server
+	start := func(s *seckill.Session, u int64, n int) string {
+		no := fmt.Sprintf("%d-ops%d-%d", s.ID, stamp, n)
+		resv, _, err := e.Gate.Admit(ctx, s, u, 1, no, fmt.Sprintf("trace-ops-%d-%d", stamp, n), time.Now())
+		require.NoError(t, err)
+		_, err = e.Orders.Start(ctx, &seckill.OrderRequest{Reservation: *resv, SKUID: 1, PriceCents: 100, PayTimeout: time.Hour})
+		require.NoError(t, err)
+		return no
+	}
+	a1, a2, b1 := start(a, user, 1), start(a, user+1, 2), start(b, user, 3)
+	// One of session a's orders gets paid: it must drop out of "unpaid".
+	e.Eventually(20*time.Second, "WAIT_PAY", func() error {
+		st, err := e.Orders.State(ctx, a2)
+		if err != nil || st.Status != seckill.StatusWaitPay {
+			return fmt.Errorf("%v %v", st, err)
+		}
+		return nil
+	})
+	require.NoError(t, e.Orders.Pay(ctx, &seckill.Payment{EventID: "ev-" + a2, PaymentID: "pay-" + a2, OrderNo: a2, AmountCents: 100, TraceID: "t"}))
+
+	list := func(query string) []string {
+		var ids []string
+		e.Eventually(20*time.Second, query, func() error {
+			ids = ids[:0]
+			resp, err := e.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: "default", Query: query})
+			if err != nil {
+				return err
+			}
+			for _, x := range resp.GetExecutions() {
+				ids = append(ids, x.GetExecution().GetWorkflowId())
+			}
+			return nil
+		})
+		return ids
+	}
+	q := fmt.Sprintf("WorkflowType = 'OrderWorkflow' AND TaskQueue = '%s'", e.TaskQueue)
+	e.Eventually(20*time.Second, "visibility catches up", func() error {
+		got := list(q + fmt.Sprintf(" AND SessionID = %d AND OrderStatus = 'WAIT_PAY'", a.ID))
+		if len(got) != 1 || got[0] != seckill.WorkflowID(a1) {
+			return fmt.Errorf("unpaid orders of session %d: %v", a.ID, got)
+		}
+		return nil
+	})
+	require.ElementsMatch(t, []string{seckill.WorkflowID(a1), seckill.WorkflowID(b1)}, list(q+fmt.Sprintf(" AND UserID = %d", user)))
+	require.Equal(t, []string{seckill.WorkflowID(b1)}, list(q+fmt.Sprintf(" AND TraceID = 'trace-ops-%d-3'", stamp)))
 }
