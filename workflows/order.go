@@ -122,7 +122,9 @@ func createOrder(ctx workflow.Context, in CreateOrderInput) workflow.Future {
 func (o *order) awaitPayment(ctx, steady workflow.Context, payments, cancels workflow.ReceiveChannel) string {
 	timerCtx, stopTimer := workflow.WithCancel(ctx)
 	defer stopTimer()
-	timer := workflow.NewTimer(timerCtx, o.state.PayDeadline.Sub(workflow.Now(ctx)))
+	// The deadline was fixed before the row was created (and stored with
+	// it); if creating took long, what is left may be nothing at all.
+	timer := workflow.NewTimer(timerCtx, max(0, o.state.PayDeadline.Sub(workflow.Now(ctx))))
 	reason := ""
 	for o.state.Status == seckill.StatusWaitPay && reason == "" && o.err == nil {
 		sel := workflow.NewSelector(ctx)
