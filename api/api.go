@@ -98,6 +98,8 @@ type Server struct {
 	soldOut  soldOut
 	// ticketKey signs purchase tickets.
 	ticketKey []byte
+	// series caches the metric children of the hot path.
+	series *series
 	// starts tracks background workflow starts so Shutdown can wait for them.
 	starts chan struct{}
 }
@@ -144,7 +146,7 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger,
 		starts: make(chan struct{}, maxPendingStarts), global: newGlobalLimiter(cfg.Limits.Global),
-		ticketKey: ticketKey(cfg.JWTSecret)}
+		ticketKey: ticketKey(cfg.JWTSecret), series: newSeries(cfg.Metrics)}
 	s.sessions = newSessionCache(cfg.SessionCacheTTL, func(ctx context.Context, id int64) (*seckill.Session, error) {
 		sess, _, err := store.Session(ctx, id)
 		return sess, err

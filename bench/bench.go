@@ -94,7 +94,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		StartedAt: time.Now().UTC(),
 		Machine:   fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
 		Config: Settings{BaseURL: cfg.BaseURL, Users: cfg.Users, PerUser: cfg.PerUser, Concurrency: cfg.Concurrency,
-			Rate: cfg.Rate, Stock: cfg.Stock, Quantity: cfg.Quantity, Limit: cfg.Limit, PayRatio: cfg.PayRatio,
+			Rate: cfg.Rate, Steps: cfg.Steps, Stock: cfg.Stock, Quantity: cfg.Quantity, Limit: cfg.Limit, PayRatio: cfg.PayRatio,
 			PayTimeout: cfg.PayTimeout.String()},
 		Ratios: map[string]float64{}, Problems: []string{}, InvariantsOK: true,
 	}

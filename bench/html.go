@@ -104,6 +104,10 @@ func htmlConfigRows(c Settings) []htmlKV {
 	if c.Rate > 0 {
 		load = "open loop, " + htmlInt(c.Rate) + " requests/s"
 	}
+	if len(c.Steps) > 0 {
+		// With --steps the load is the step's, not the single-run setting.
+		load = strings.SplitN(load, ",", 2)[0] + ", stepped (see Steps)"
+	}
 	return []htmlKV{
 		{"API", htmlOrDash(c.BaseURL), "the running stack that was loaded"},
 		{"Shoppers", htmlInt(c.Users), "simulated users, each with its own JWT"},

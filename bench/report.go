@@ -26,6 +26,7 @@ type Settings struct {
 	PerUser     int     `json:"requests_per_user"`
 	Concurrency int     `json:"concurrency"`
 	Rate        int     `json:"rate"` // open loop, requests/s; 0 = closed loop
+	Steps       []int   `json:"steps,omitempty"`
 	Stock       int     `json:"stock"`
 	Quantity    int     `json:"quantity"`
 	Limit       int     `json:"per_user_limit"`
