@@ -53,16 +53,9 @@ func (r *Refunds) Pass(ctx context.Context) (int, error) {
 
 // Run makes a pass every interval until ctx ends.
 func (r *Refunds) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := r.Pass(ctx); err != nil {
-				r.Log.Warn("refund relay pass failed", "error", err)
-			}
+	every(ctx, interval, func() {
+		if _, err := r.Pass(ctx); err != nil {
+			r.Log.Warn("refund relay pass failed", "error", err)
 		}
-	}
+	})
 }

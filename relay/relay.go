@@ -60,6 +60,18 @@ type Stats struct {
 
 // Run makes a pass every interval until ctx ends.
 func (r *Relay) Run(ctx context.Context, interval time.Duration) {
+	every(ctx, interval, func() {
+		st, err := r.Pass(ctx)
+		if err != nil {
+			r.Log.Warn("relay pass failed", "error", err)
+		} else if st != (Stats{}) {
+			r.Log.Info("relay pass", "started", st.Started, "existed", st.Existed, "released", st.Released, "failed", st.Failed)
+		}
+	})
+}
+
+// every calls f each interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, f func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -67,12 +79,7 @@ func (r *Relay) Run(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			st, err := r.Pass(ctx)
-			if err != nil {
-				r.Log.Warn("relay pass failed", "error", err)
-			} else if st != (Stats{}) {
-				r.Log.Info("relay pass", "started", st.Started, "existed", st.Existed, "released", st.Released, "failed", st.Failed)
-			}
+			f()
 		}
 	}
 }

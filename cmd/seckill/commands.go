@@ -224,10 +224,7 @@ func demoSession(ctx context.Context, d *deps) (*seckill.Session, error) {
 }
 
 func printDevBanner(c *config, s *seckill.Session, token string) {
-	base := "http://127.0.0.1" + c.HTTPAddr
-	if c.HTTPAddr != "" && c.HTTPAddr[0] != ':' {
-		base = "http://" + c.HTTPAddr
-	}
+	base := c.apiBase()
 	fmt.Printf(`
 seckill dev is up
   API          %[1]s   (session: %[1]s/api/v1/sessions/%[2]d)

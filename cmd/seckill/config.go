@@ -81,6 +81,14 @@ func (c *config) requireSecrets(names ...string) error {
 	return nil
 }
 
+// apiBase is the URL this machine reaches the API at.
+func (c *config) apiBase() string {
+	if c.HTTPAddr != "" && c.HTTPAddr[0] != ':' {
+		return "http://" + c.HTTPAddr
+	}
+	return "http://127.0.0.1" + c.HTTPAddr
+}
+
 func (c *config) logger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: c.LogLevel}))
 }
@@ -152,11 +160,7 @@ func (d *deps) refunds(c *config) *activities.Refunds {
 // provider is the payment provider; the sandbox is the one built in.
 func (d *deps) provider(c *config) *sandbox.Provider {
 	if d.sandbox == nil {
-		base := "http://127.0.0.1" + c.HTTPAddr
-		if c.HTTPAddr != "" && c.HTTPAddr[0] != ':' {
-			base = "http://" + c.HTTPAddr
-		}
-		d.sandbox = &sandbox.Provider{APIBase: base, Secret: []byte(c.WebhookSecret)}
+		d.sandbox = &sandbox.Provider{APIBase: c.apiBase(), Secret: []byte(c.WebhookSecret)}
 	}
 	return d.sandbox
 }
