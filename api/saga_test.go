@@ -122,9 +122,23 @@ func TestBurstPayTimeoutAndResell(t *testing.T) {
 	require.Equal(t, stock/2, r.Orders[seckill.StatusPaid])
 	require.Equal(t, stock/2, r.Orders[seckill.StatusClosed])
 
-	// Given-back stock sells again, to new shoppers, exactly.
-	again, codes := burst(t, e, sess.ID, 5000, 40, 2)
-	require.Len(t, again, stock/2, "resold exactly the given-back stock; refusals: %v", codes)
+	// Given-back stock sells again, to new shoppers, exactly. The API may
+	// still hold its sold-out flag for up to a recheck period after the
+	// release (the contract is "within a second"), so shoppers keep coming
+	// in waves until it lifts; however many waves it takes, exactly the
+	// given-back stock is sold.
+	var again []accepted
+	waves := int64(0)
+	e.Eventually(5*time.Second, "given-back stock sells again", func() error {
+		waves++
+		wave, codes := burst(t, e, sess.ID, 5000+waves*100, 40, 2)
+		again = append(again, wave...)
+		if len(again) < stock/2 {
+			return fmt.Errorf("resold %d of %d; refusals: %v", len(again), stock/2, codes)
+		}
+		return nil
+	})
+	require.Len(t, again, stock/2, "resold exactly the given-back stock")
 	for _, w := range again {
 		waitStatus(e, w.token, w.orderNo, 20*time.Second, seckill.StatusWaitPay)
 	}
