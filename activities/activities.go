@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/seckill/seckill"
@@ -41,51 +42,82 @@ type Activities struct {
 // CreateOrder creates the order row (WAIT_PAY, or FAILED when MySQL refuses
 // the stock or the user's slots) and caches its view for polls.
 func (a *Activities) CreateOrder(ctx context.Context, in workflows.CreateOrderInput) (workflows.CreateOrderResult, error) {
+	l := logger(ctx, in.Request.OrderNo, in.Request.TraceID)
 	o, err := a.Store.CreateOrder(ctx, &in.Request, in.PayDeadline)
 	if err != nil {
-		return workflows.CreateOrderResult{}, classify(err)
+		return workflows.CreateOrderResult{}, failed(l, "create order", err)
 	}
 	if o.Status == seckill.StatusFailed {
-		activity.GetLogger(ctx).Warn("database refused an order Redis admitted (drift)",
-			"order_no", o.OrderNo, "trace_id", in.Request.TraceID)
+		l.Warn("database refused an order Redis admitted (drift)")
 	}
-	return workflows.CreateOrderResult{Status: o.Status}, a.publish(ctx, o.OrderNo)
+	l.Debug("order row", "status", o.Status)
+	return workflows.CreateOrderResult{Status: o.Status}, a.publish(ctx, l, o.OrderNo)
 }
 
 // ApplyPayment records a payment: PAID, or a refund to come.
 func (a *Activities) ApplyPayment(ctx context.Context, p seckill.Payment) (workflows.PaymentResult, error) {
+	l := log.With(logger(ctx, p.OrderNo, p.TraceID), "payment_id", p.PaymentID)
 	outcome, status, err := a.Store.ApplyPayment(ctx, &p)
 	if err != nil {
-		return workflows.PaymentResult{}, classify(err)
+		return workflows.PaymentResult{}, failed(l, "apply payment", err)
 	}
-	return workflows.PaymentResult{Outcome: outcome, Status: status}, a.publish(ctx, p.OrderNo)
+	l.Info("payment applied", "outcome", outcome, "status", status)
+	return workflows.PaymentResult{Outcome: outcome, Status: status}, a.publish(ctx, l, p.OrderNo)
 }
 
 // CloseOrder closes an unpaid order and gives its MySQL stock back.
 func (a *Activities) CloseOrder(ctx context.Context, in workflows.CloseOrderInput) (workflows.CloseOrderResult, error) {
+	l := logger(ctx, in.Request.OrderNo, in.Request.TraceID)
 	status, gaveBack, err := a.Store.CloseOrder(ctx, &in.Request, in.Reason)
 	if err != nil {
-		return workflows.CloseOrderResult{}, classify(err)
+		return workflows.CloseOrderResult{}, failed(l, "close order", err)
 	}
-	return workflows.CloseOrderResult{Status: status, GaveBack: gaveBack}, a.publish(ctx, in.Request.OrderNo)
+	l.Debug("close", "reason", in.Reason, "status", status, "gave_back", gaveBack)
+	return workflows.CloseOrderResult{Status: status, GaveBack: gaveBack}, a.publish(ctx, l, in.Request.OrderNo)
 }
 
 // ReleaseReservation gives the Redis reservation back (stock and the
 // user's limit), exactly once however often it runs.
 func (a *Activities) ReleaseReservation(ctx context.Context, in workflows.ReleaseInput) (int, error) {
 	n, err := a.Gate.Release(ctx, in.SessionID, in.OrderNo)
-	return n, classify(err)
+	if err != nil {
+		return 0, failed(logger(ctx, in.OrderNo, in.TraceID), "release reservation", err)
+	}
+	return n, nil
 }
 
 // publish refreshes the cached view of an order from its row. It reads the
 // row rather than trusting the caller, so a retried step never caches a
 // stale status over a newer one.
-func (a *Activities) publish(ctx context.Context, orderNo string) error {
+func (a *Activities) publish(ctx context.Context, l log.Logger, orderNo string) error {
 	o, err := a.Store.Order(ctx, orderNo)
 	if err != nil {
-		return classify(err)
+		return failed(l, "read order for its cached view", err)
 	}
-	return classify(a.Gate.PutOrder(ctx, o))
+	if err := a.Gate.PutOrder(ctx, o); err != nil {
+		return failed(l, "cache order view", err)
+	}
+	return nil
+}
+
+// logger is the activity's logger (workflow and activity ids, attempt)
+// with the order number and the purchase's trace id on every line.
+func logger(ctx context.Context, orderNo, traceID string) log.Logger {
+	return log.With(activity.GetLogger(ctx), "order_no", orderNo, "trace_id", traceID)
+}
+
+// failed logs a failed step with its trace id and classifies the error:
+// a business refusal ends the step, anything else is retried by Temporal
+// (the attempt number is on the line).
+func failed(l log.Logger, step string, err error) error {
+	err = classify(err)
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.NonRetryable() {
+		l.Warn(step+" refused", "error", err)
+	} else {
+		l.Warn(step+" failed; Temporal retries it", "error", err)
+	}
+	return err
 }
 
 // classify turns a domain error into a non-retryable application error

@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"testing"
@@ -11,18 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/relay"
 )
-
-// deadStarts is the test seam for "the API dies after the Lua script and
-// before StartWorkflow": every start is lost.
-type deadStarts struct{ api.Flow }
-
-func (deadStarts) Start(context.Context, *seckill.OrderRequest) (bool, error) {
-	return false, errors.New("drill: the API process died before StartWorkflow")
-}
 
 // Drill: a burst whose every workflow start is lost. Each winner still gets
 // 202 (the reservation and its pending-start entry are durable), the
@@ -30,7 +20,7 @@ func (deadStarts) Start(context.Context, *seckill.OrderRequest) (bool, error) {
 // workflow exactly once: all accepted orders reach WAIT_PAY.
 func TestDrillLostStartsAreRelayed(t *testing.T) {
 	e := testenv.New(t, testenv.Options{StartTimeout: 50 * time.Millisecond,
-		WrapFlow: func(f api.Flow) api.Flow { return deadStarts{f} }})
+		WrapFlow: testenv.LoseStarts})
 	sess := e.Session(10, 1, 100)
 	wins, codes := burst(t, e, sess.ID, 100, 30, 2)
 	require.Len(t, wins, 10, "%v", codes)
@@ -150,7 +140,7 @@ func TestDrillPaymentBeforeTheOrderRow(t *testing.T) {
 	})
 	t.Run("no workflow yet", func(t *testing.T) {
 		e := testenv.New(t, testenv.Options{StartTimeout: 50 * time.Millisecond,
-			WrapFlow: func(f api.Flow) api.Flow { return deadStarts{f} }})
+			WrapFlow: testenv.LoseStarts})
 		sess := e.Session(2, 1, 100)
 		tok := e.Token(1)
 		r := e.Do("POST", ordersPath(sess.ID), tok, nil)

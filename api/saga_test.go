@@ -17,18 +17,7 @@ import (
 // waitStatus polls an order through the API until it has one of want.
 func waitStatus(e *testenv.Env, token, orderNo string, timeout time.Duration, want ...seckill.Status) seckill.Status {
 	e.T.Helper()
-	var last string
-	e.Eventually(timeout, "order "+orderNo+" reaches "+fmt.Sprint(want), func() error {
-		r := e.Do("GET", "/api/v1/orders/"+orderNo, token, nil)
-		last = r.Str("status")
-		for _, w := range want {
-			if last == string(w) {
-				return nil
-			}
-		}
-		return fmt.Errorf("status %d %s", r.Status, r.Raw)
-	})
-	return seckill.Status(last)
+	return e.WaitStatus(token, orderNo, timeout, want...)
 }
 
 type accepted struct {

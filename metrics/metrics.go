@@ -1,15 +1,21 @@
 // Package metrics holds seckill's Prometheus collectors (all named
 // seckill_*), registered on one registry with the Go and process
-// collectors, and the handler that serves them on /metrics.
+// collectors, and the handler that serves them on /metrics. The API fills
+// the request and admission series; the worker fills the sale series (stock,
+// orders by status, relay backlog, reconcile drift) from its observer.
 package metrics
 
 import (
+	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/seckill/seckill"
 )
 
 // Metrics are the collectors of one process.
@@ -29,6 +35,25 @@ type Metrics struct {
 	// WorkflowStartFailures counts starts left to the relay.
 	WorkflowStart         prometheus.Histogram
 	WorkflowStartFailures prometheus.Counter
+
+	// RelayBacklog is the number of entries waiting for a relay (queue
+	// "starts": reservations whose workflow start is not confirmed;
+	// "refunds": payments waiting for their refund); RelayOldest the age of
+	// the oldest start. RelayActions counts what the relays did.
+	RelayBacklog *prometheus.GaugeVec
+	RelayOldest  *prometheus.GaugeVec
+	RelayActions *prometheus.CounterVec
+	// Orders, Stock, Drift, Problems and InFlight are the last reconcile of
+	// each preheated session, refreshed by the worker's observer.
+	Orders   *prometheus.GaugeVec
+	Stock    *prometheus.GaugeVec
+	Drift    *prometheus.GaugeVec
+	Problems *prometheus.GaugeVec
+	InFlight *prometheus.GaugeVec
+	// ReconcileRuns counts observer passes by result (ok, drift, error).
+	ReconcileRuns *prometheus.CounterVec
+
+	observed map[string]bool // session ids with sale series
 }
 
 // New registers every collector on a fresh registry.
@@ -56,10 +81,81 @@ func New() *Metrics {
 		WorkflowStartFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_workflow_start_failures_total", Help: "Workflow starts that failed in the API and are left to the relay.",
 		}),
+		RelayBacklog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_relay_backlog", Help: "Entries waiting for a relay: queue=starts (reservations without a confirmed workflow start), queue=refunds (payments waiting for their refund).",
+		}, []string{"queue"}),
+		RelayOldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_relay_oldest_seconds", Help: "Age of the oldest entry waiting for a relay.",
+		}, []string{"queue"}),
+		RelayActions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_relay_actions_total", Help: "What the relays did: started, existed (the API's start had worked), released, failed.",
+		}, []string{"queue", "action"}),
+		Orders: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_orders", Help: "Orders by status per session (last reconcile).",
+		}, []string{"session_id", "status"}),
+		Stock: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_stock", Help: "Remaining stock per session in MySQL (store=db) and in Redis (store=redis), last reconcile.",
+		}, []string{"session_id", "store"}),
+		Drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_reconcile_drift", Help: "Units on which Redis and MySQL disagree for good (orders MySQL refused after Redis admitted them); should stay 0.",
+		}, []string{"session_id"}),
+		Problems: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_reconcile_problems", Help: "Broken invariants found by the last reconcile of the session; anything above 0 needs a look.",
+		}, []string{"session_id"}),
+		InFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_reconcile_in_flight", Help: "Reservations not yet an order row, or closed but not yet released in Redis.",
+		}, []string{"session_id"}),
+		ReconcileRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_reconcile_runs_total", Help: "Observer reconcile passes by result: ok, drift (some session broke an invariant), error.",
+		}, []string{"result"}),
 	}
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Admissions, m.RedisAdmit, m.WorkflowStart,
-		m.WorkflowStartFailures, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.WorkflowStartFailures, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.Orders, m.Stock, m.Drift,
+		m.Problems, m.InFlight, m.ReconcileRuns,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// ObserveReports sets the sale series from the given reconcile reports
+// (one per preheated session); the series of sessions no longer reported
+// are removed. Not safe for concurrent use: one observer calls it.
+func (m *Metrics) ObserveReports(reports []seckill.Report) {
+	seen := make(map[string]bool, len(reports))
+	var pending, refunds int
+	var oldest float64
+	result := "ok"
+	for _, r := range reports {
+		id := strconv.FormatInt(r.SessionID, 10)
+		seen[id] = true
+		for _, st := range seckill.Statuses {
+			m.Orders.WithLabelValues(id, string(st)).Set(float64(r.Orders[st]))
+		}
+		m.Stock.WithLabelValues(id, "db").Set(float64(r.DBStock))
+		m.Stock.WithLabelValues(id, "redis").Set(float64(r.RedisStock))
+		m.Drift.WithLabelValues(id).Set(float64(r.Drift))
+		m.Problems.WithLabelValues(id).Set(float64(len(r.Problems)))
+		m.InFlight.WithLabelValues(id).Set(float64(r.InFlight))
+		pending += r.PendingStarts
+		refunds += r.RefundsPending
+		oldest = max(oldest, r.OldestPendingSeconds)
+		if !r.OK {
+			result = "drift"
+		}
+	}
+	// Series are overwritten in place, never reset first, so a scrape
+	// between two passes cannot see a session vanish and come back.
+	for id := range m.observed {
+		if !seen[id] {
+			for _, v := range []*prometheus.GaugeVec{m.Orders, m.Stock, m.Drift, m.Problems, m.InFlight} {
+				v.DeletePartialMatch(prometheus.Labels{"session_id": id})
+			}
+		}
+	}
+	m.observed = seen
+	m.RelayBacklog.WithLabelValues("starts").Set(float64(pending))
+	m.RelayBacklog.WithLabelValues("refunds").Set(float64(refunds))
+	m.RelayOldest.WithLabelValues("starts").Set(oldest)
+	m.ReconcileRuns.WithLabelValues(result).Inc()
 }
 
 // Handler serves the registry in the Prometheus text format.
@@ -69,3 +165,28 @@ func (m *Metrics) Handler() http.Handler {
 
 // Since returns the seconds elapsed since t, for Observe.
 func Since(t time.Time) float64 { return time.Since(t).Seconds() }
+
+// Observe refreshes the sale series every interval until ctx ends, from
+// reconcile, which reports on every preheated session. Ops read stock,
+// orders by status, backlog and drift from here during a sale instead of
+// running reconcile by hand; the Temporal Schedule's reconcile stays the
+// record in the Web UI.
+func (m *Metrics) Observe(ctx context.Context, interval time.Duration, reconcile func(context.Context) ([]seckill.Report, error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if reports, err := reconcile(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			m.ReconcileRuns.WithLabelValues("error").Inc()
+		} else {
+			m.ObserveReports(reports)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/metrics"
 )
 
 // RefundStore lists the payments waiting for their refund (MySQL is the
@@ -28,6 +29,8 @@ type Refunds struct {
 	Store   RefundStore
 	Starter RefundStarter
 	Log     *slog.Logger
+	// Metrics counts the refunds started and failed; optional.
+	Metrics *metrics.Metrics
 }
 
 // Pass starts the refunds not started yet and returns how many it started.
@@ -40,15 +43,23 @@ func (r *Refunds) Pass(ctx context.Context) (int, error) {
 	for i := range pending {
 		started, err := r.Starter.StartRefund(ctx, &pending[i])
 		if err != nil {
-			r.Log.Warn("refund relay: start failed", "payment_id", pending[i].PaymentID, "error", err)
+			r.count("failed")
+			r.Log.Warn("refund relay: start failed", "payment_id", pending[i].PaymentID, "trace_id", pending[i].TraceID, "error", err)
 			continue
 		}
 		if started {
 			n++
+			r.count("started")
 			r.Log.Info("refund started", "payment_id", pending[i].PaymentID, "order_no", pending[i].OrderNo, "trace_id", pending[i].TraceID)
 		}
 	}
 	return n, nil
+}
+
+func (r *Refunds) count(action string) {
+	if r.Metrics != nil {
+		r.Metrics.RelayActions.WithLabelValues("refunds", action).Inc()
+	}
 }
 
 // Run makes a pass every interval until ctx ends.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/metrics"
 )
 
 // Gate is the Redis side of the relay.
@@ -46,6 +47,8 @@ type Relay struct {
 	// Batch bounds the entries handled per session and tick.
 	Batch int
 	Log   *slog.Logger
+	// Metrics counts what each pass did (seckill_relay_actions_total); optional.
+	Metrics *metrics.Metrics
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -62,6 +65,11 @@ type Stats struct {
 func (r *Relay) Run(ctx context.Context, interval time.Duration) {
 	every(ctx, interval, func() {
 		st, err := r.Pass(ctx)
+		if r.Metrics != nil {
+			for action, n := range map[string]int{"started": st.Started, "existed": st.Existed, "released": st.Released, "failed": st.Failed} {
+				r.Metrics.RelayActions.WithLabelValues("starts", action).Add(float64(n))
+			}
+		}
 		if err != nil {
 			r.Log.Warn("relay pass failed", "error", err)
 		} else if st != (Stats{}) {

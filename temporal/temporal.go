@@ -19,12 +19,14 @@ import (
 	"github.com/seckill/seckill/workflows"
 )
 
-// Dial connects to the Temporal frontend at addr.
-func Dial(ctx context.Context, addr, namespace string, logger *slog.Logger) (client.Client, error) {
+// Dial connects to the Temporal frontend at addr. metrics receives the
+// SDK's own metrics (see MetricsHandler); nil drops them.
+func Dial(ctx context.Context, addr, namespace string, logger *slog.Logger, metrics client.MetricsHandler) (client.Client, error) {
 	c, err := client.DialContext(ctx, client.Options{
-		HostPort:  addr,
-		Namespace: namespace,
-		Logger:    log.NewStructuredLogger(logger),
+		HostPort:       addr,
+		Namespace:      namespace,
+		Logger:         log.NewStructuredLogger(logger),
+		MetricsHandler: metrics,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("temporal %s: %w (start a dev server with `make temporal`)", addr, err)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -47,6 +48,11 @@ var paymentOptions = compensationOptions
 type order struct {
 	req   seckill.OrderRequest
 	state OrderState
+	// log carries the order number and the purchase's trace id on every
+	// line, so one grep of the trace id follows a purchase from the API's
+	// request log through the workflow to PAID or CLOSED. It is replay-aware:
+	// a replayed history logs nothing twice.
+	log log.Logger
 	// err is a payment that could not be recorded: the workflow fails with it.
 	err error
 }
@@ -66,7 +72,9 @@ func OrderWorkflow(ctx workflow.Context, req seckill.OrderRequest) (OrderState, 
 	if req.PayTimeout <= 0 {
 		req.PayTimeout = seckill.DefaultPayTimeout
 	}
-	o := &order{req: req, state: OrderState{OrderNo: req.OrderNo, Status: seckill.StatusQueued}}
+	o := &order{req: req, state: OrderState{OrderNo: req.OrderNo, Status: seckill.StatusQueued},
+		log: log.With(workflow.GetLogger(ctx), "order_no", req.OrderNo, "trace_id", req.TraceID,
+			"session_id", req.SessionID, "user_id", req.UserID)}
 	if err := workflow.SetQueryHandler(ctx, StateQuery, func() (OrderState, error) { return o.state, nil }); err != nil {
 		return o.state, err
 	}
@@ -88,7 +96,7 @@ func OrderWorkflow(ctx workflow.Context, req seckill.OrderRequest) (OrderState, 
 		if temporal.IsCanceledError(err) {
 			reason = ReasonWorkflowStopped
 		}
-		workflow.GetLogger(ctx).Warn("create order failed; compensating", "order_no", req.OrderNo, "error", err)
+		o.log.Warn("create order failed; compensating", "error", err)
 		return o.finish(ctx, steady, reason)
 	}
 	o.setStatus(ctx, created.Status)
@@ -189,11 +197,17 @@ func (o *order) compensate(ctx workflow.Context, reason string) error {
 	if closed.Status.HoldsStock() || closed.Status == seckill.StatusFailed {
 		// Lost the race to a payment (PAID), or never held stock (FAILED):
 		// nothing to give back.
+		o.log.Info("close skipped: nothing to give back", "reason", reason, "status", closed.Status)
 		return nil
 	}
 	o.state.CloseReason = reason
-	return workflow.ExecuteActivity(dctx, ReleaseReservationActivity,
-		ReleaseInput{SessionID: o.req.SessionID, OrderNo: o.req.OrderNo}).Get(dctx, nil)
+	var released int
+	if err := workflow.ExecuteActivity(dctx, ReleaseReservationActivity,
+		ReleaseInput{SessionID: o.req.SessionID, OrderNo: o.req.OrderNo, TraceID: o.req.TraceID}).Get(dctx, &released); err != nil {
+		return err
+	}
+	o.log.Info("stock given back", "reason", reason, "mysql", closed.GaveBack, "redis_units", released)
+	return nil
 }
 
 // applyPayment records one payment signal. A refused payment (amount
@@ -201,14 +215,17 @@ func (o *order) compensate(ctx workflow.Context, reason string) error {
 // before signalling, so only a forged or stale signal is refused here. A
 // payment that cannot be recorded at all sets o.err.
 func (o *order) applyPayment(ctx, steady workflow.Context, p seckill.Payment) {
+	// The webhook is a request of its own with its own trace id: log both,
+	// so either id finds the other.
+	o.log.Info("payment received", "payment_id", p.PaymentID, "payment_trace_id", p.TraceID)
 	var res PaymentResult
 	err := workflow.ExecuteActivity(steady, ApplyPaymentActivity, p).Get(steady, &res)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.NonRetryable() {
-		workflow.GetLogger(ctx).Warn("payment refused", "order_no", o.req.OrderNo, "payment_id", p.PaymentID, "error", err)
+		o.log.Warn("payment refused", "payment_id", p.PaymentID, "error", err)
 		return
 	} else if err != nil {
-		workflow.GetLogger(ctx).Error("payment could not be recorded", "order_no", o.req.OrderNo, "payment_id", p.PaymentID, "error", err)
+		o.log.Error("payment could not be recorded", "payment_id", p.PaymentID, "error", err)
 		if o.err == nil {
 			o.err = err
 		}
@@ -225,6 +242,7 @@ func (o *order) applyPayment(ctx, steady workflow.Context, p seckill.Payment) {
 		res.Outcome == seckill.PaymentDuplicate && res.Status != seckill.StatusPaid:
 		if !slices.Contains(o.state.LatePayments, p.PaymentID) {
 			o.state.LatePayments = append(o.state.LatePayments, p.PaymentID)
+			o.log.Warn("payment the order cannot take: refund pending", "payment_id", p.PaymentID, "status", res.Status)
 		}
 	}
 	o.setStatus(steady, res.Status)
@@ -236,8 +254,9 @@ func (o *order) setStatus(ctx workflow.Context, s seckill.Status) {
 	if s == "" || s == o.state.Status {
 		return
 	}
+	o.log.Info("order status", "from", o.state.Status, "to", s)
 	o.state.Status = s
 	if err := workflow.UpsertTypedSearchAttributes(ctx, OrderStatusKey.ValueSet(string(s))); err != nil {
-		workflow.GetLogger(ctx).Warn("upsert OrderStatus", "error", err)
+		o.log.Warn("upsert OrderStatus", "error", err)
 	}
 }

@@ -104,6 +104,8 @@ type CloseOrderResult struct {
 type ReleaseInput struct {
 	SessionID int64  `json:"session_id"`
 	OrderNo   string `json:"order_no"`
+	// TraceID is for the activity's logs only (absent in older histories).
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // Close reasons.

@@ -124,6 +124,9 @@ func workerCmd() *cobra.Command {
 			// The worker verifies no tokens, but refuses the same way as the API
 			// so that a half-configured deployment fails at once, not at the first sale.
 			return withDeps(cmd.Context(), allSecrets, true, func(c *config, d *deps) error {
+				if err := serveWorkerHTTP(cmd.Context(), c.WorkerHTTPAddr, d); err != nil {
+					return err
+				}
 				return runWorker(cmd.Context(), c, d)
 			})
 		},
@@ -139,7 +142,8 @@ const relayMinAge = 5 * time.Second
 // periodic reconcile (one per deployment sharing a namespace).
 const reconcileScheduleID = "seckill-reconcile:"
 
-// runWorker runs the Temporal worker and the reservation relay until ctx ends.
+// runWorker runs the Temporal worker, the relays and the sale observer
+// (metrics) until ctx ends.
 func runWorker(ctx context.Context, c *config, d *deps) error {
 	servePprof(c.PprofAddr, d.log)
 	if err := worker.CheckSearchAttributes(ctx, d.temporal, c.TemporalNamespace); err != nil {
@@ -157,9 +161,10 @@ func runWorker(ctx context.Context, c *config, d *deps) error {
 		}
 	}
 	orders := temporal.NewOrders(d.temporal, c.TaskQueue)
-	r := &relay.Relay{Gate: d.gate, Store: d.db, Starter: orders, PayTimeout: c.PayTimeout, MinAge: relayMinAge, Log: d.log}
-	refunds := &relay.Refunds{Store: d.db, Starter: orders, Log: d.log}
+	r := &relay.Relay{Gate: d.gate, Store: d.db, Starter: orders, PayTimeout: c.PayTimeout, MinAge: relayMinAge, Log: d.log, Metrics: d.metrics}
+	refunds := &relay.Refunds{Store: d.db, Starter: orders, Log: d.log, Metrics: d.metrics}
 	go refunds.Run(ctx, 2*time.Second)
+	go d.metrics.Observe(ctx, c.ObserveEvery, d.observeSale)
 	r.Run(ctx, time.Second)
 	w.Stop()
 	return nil
@@ -230,6 +235,7 @@ seckill dev is up
   API          %[1]s   (session: %[1]s/api/v1/sessions/%[2]d)
   Temporal UI  http://127.0.0.1:8233/namespaces/%[3]s/workflows
   readiness    %[1]s/readyz
+  metrics      %[1]s/metrics   (API, worker and Temporal SDK series: one process in dev)
   secrets      SECKILL_JWT_SECRET=%[4]s SECKILL_WEBHOOK_SECRET=%[5]s SECKILL_ADMIN_TOKEN=%[6]s
   shopper 1    TOKEN=%[7]s
 

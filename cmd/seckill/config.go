@@ -13,8 +13,10 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/sandbox"
@@ -41,6 +43,8 @@ type config struct {
 	ReconcileEvery    time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
 	EagerStart        bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
 	PprofAddr         string        `env:"SECKILL_PPROF_ADDR"`
+	WorkerHTTPAddr    string        `env:"SECKILL_WORKER_HTTP_ADDR" envDefault:":8081"`
+	ObserveEvery      time.Duration `env:"SECKILL_OBSERVE_EVERY" envDefault:"5s"`
 	JWTSecret         string        `env:"SECKILL_JWT_SECRET"`
 	WebhookSecret     string        `env:"SECKILL_WEBHOOK_SECRET"`
 	AdminToken        string        `env:"SECKILL_ADMIN_TOKEN"`
@@ -57,6 +61,9 @@ func loadConfig() (*config, error) {
 	}
 	if c.PaymentProvider != "sandbox" {
 		return nil, fmt.Errorf("SECKILL_PAYMENT_PROVIDER=%q: only \"sandbox\" is built in (see the seckill.PaymentProvider interface)", c.PaymentProvider)
+	}
+	if c.ObserveEvery <= 0 {
+		return nil, errors.New("SECKILL_OBSERVE_EVERY must be a positive duration")
 	}
 	if c.LimitGlobalRPS < 0 || c.LimitUserRPS < 0 || c.LimitIPRPS < 0 {
 		return nil, errors.New("SECKILL_LIMIT_*_RPS must be 0 (off) or a positive number of requests per second")
@@ -101,10 +108,13 @@ type deps struct {
 	temporal client.Client
 	log      *slog.Logger
 	sandbox  *sandbox.Provider
+	// metrics is the process's one registry: the API's series, the
+	// worker's, and the Temporal SDK's own.
+	metrics *metrics.Metrics
 }
 
 func (c *config) connect(ctx context.Context, withTemporal bool) (*deps, error) {
-	d := &deps{log: c.logger()}
+	d := &deps{log: c.logger(), metrics: metrics.New()}
 	var err error
 	if d.db, err = mysql.Open(ctx, c.MySQLDSN); err != nil {
 		return nil, err
@@ -123,7 +133,12 @@ func (c *config) connect(ctx context.Context, withTemporal bool) (*deps, error) 
 		return nil, fmt.Errorf("redis %s: %w", c.RedisAddr, err)
 	}
 	if withTemporal {
-		if d.temporal, err = temporal.Dial(ctx, c.TemporalAddr, c.TemporalNamespace, d.log); err != nil {
+		sdkMetrics, err := temporal.MetricsHandler(d.metrics.Registry)
+		if err != nil {
+			d.close()
+			return nil, err
+		}
+		if d.temporal, err = temporal.Dial(ctx, c.TemporalAddr, c.TemporalNamespace, d.log, sdkMetrics); err != nil {
 			d.close()
 			return nil, err
 		}
@@ -149,7 +164,20 @@ func (d *deps) activities() *activities.Activities {
 
 // worker builds the Temporal worker with every workflow and activity.
 func (d *deps) worker(c *config) sdkworker.Worker {
-	return worker.New(d.temporal, c.TaskQueue, d.activities(), d.refunds(c), &activities.Reconciler{Store: d.db, Gate: d.gate})
+	return worker.New(d.temporal, c.TaskQueue, d.activities(), d.refunds(c), d.reconciler())
+}
+
+// observeSale reconciles every preheated session for the sale metrics.
+func (d *deps) observeSale(ctx context.Context) ([]seckill.Report, error) {
+	reports, err := d.reconciler().ReconcileAll(ctx)
+	if err != nil && ctx.Err() == nil {
+		d.log.Warn("sale metrics: reconcile failed", "error", err)
+	}
+	return reports, err
+}
+
+func (d *deps) reconciler() *activities.Reconciler {
+	return &activities.Reconciler{Store: d.db, Gate: d.gate}
 }
 
 // refunds returns the refund activities with the configured provider.
@@ -176,6 +204,7 @@ func (d *deps) apiServer(c *config) (*api.Server, error) {
 		Limiter:       redis.NewLimiter(d.rdb, c.RedisPrefix),
 		ProxyHeader:   c.ProxyHeader,
 		Logger:        d.log,
+		Metrics:       d.metrics,
 	}, d.db, d.gate, d.orders(c))
 }
 

@@ -3,10 +3,12 @@ package testenv
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 )
 
@@ -82,4 +84,22 @@ func (e *Env) Pay(orderNo, paymentID, eventID string, amountCents int64) *Respon
 	})
 	return e.Do("POST", "/api/v1/payments/webhook", "", body,
 		api.HeaderSignature, api.SignWebhook(WebhookSecret, time.Now(), body))
+}
+
+// WaitStatus polls an order through the API until it has one of want, and
+// returns the status it reached.
+func (e *Env) WaitStatus(token, orderNo string, timeout time.Duration, want ...seckill.Status) seckill.Status {
+	e.T.Helper()
+	var last string
+	e.Eventually(timeout, "order "+orderNo+" reaches "+fmt.Sprint(want), func() error {
+		r := e.Do("GET", "/api/v1/orders/"+orderNo, token, nil)
+		last = r.Str("status")
+		for _, w := range want {
+			if last == string(w) {
+				return nil
+			}
+		}
+		return fmt.Errorf("status %d %s", r.Status, r.Raw)
+	})
+	return seckill.Status(last)
 }

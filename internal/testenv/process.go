@@ -59,6 +59,8 @@ func (e *Env) ProcessEnv(extra ...string) []string {
 		"SECKILL_WEBHOOK_SECRET=" + string(WebhookSecret),
 		"SECKILL_ADMIN_TOKEN=" + AdminToken,
 		"SECKILL_RECONCILE_EVERY=0",
+		// A port of its own for each worker's ops HTTP: tests run side by side.
+		"SECKILL_WORKER_HTTP_ADDR=127.0.0.1:0",
 		"SECKILL_LOG_LEVEL=WARN",
 	}, extra...)...)
 }
@@ -103,4 +105,11 @@ func (p *Process) Kill() {
 	case <-done:
 	case <-time.After(5 * time.Second):
 	}
+}
+
+// Output is what the process has written so far (stdout and stderr: the
+// JSON log lines).
+func (p *Process) Output() string {
+	b, _ := os.ReadFile(p.log)
+	return string(b)
 }

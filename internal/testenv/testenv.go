@@ -144,7 +144,7 @@ func New(t testing.TB, o Options) *Env {
 	}
 	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer dcancel()
-	tc, err := temporal.Dial(dctx, addr, "default", e.Log)
+	tc, err := temporal.Dial(dctx, addr, "default", e.Log, nil)
 	if err != nil {
 		t.Fatalf("Temporal is not reachable at %s (%v).\nStart the dev server with: make temporal", addr, err)
 	}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/seckill/seckill/temporal"
+)
+
+// serveWorkerHTTP serves the worker's ops endpoints on addr until ctx ends:
+// /metrics (seckill_* sale series, relay actions, the Temporal SDK's
+// temporal_* metrics), /healthz (the process runs) and /readyz (MySQL,
+// Redis and Temporal answer). The worker has no public API; keep addr off
+// the public network.
+func serveWorkerHTTP(ctx context.Context, addr string, d *deps) error {
+	if addr == "" {
+		return nil
+	}
+	// Listen before returning: a worker whose port is taken must say so at
+	// start, not run on unwatched.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("worker ops HTTP (SECKILL_WORKER_HTTP_ADDR): %w", err)
+	}
+	ping := temporal.NewOrders(d.temporal, "").Ping
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", d.metrics.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		for name, ping := range map[string]func(context.Context) error{
+			"mysql": d.db.Ping, "redis": d.gate.Ping, "temporal": ping,
+		} {
+			if err := ping(ctx); err != nil {
+				d.log.Warn("readyz: dependency down", "dependency", name, "error", err)
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"code": "UNAVAILABLE", "message": name + " is not reachable"})
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		d.log.Info("worker ops HTTP listening", "addr", addr)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("worker ops HTTP stopped", "addr", addr, "error", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
