@@ -100,6 +100,9 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	if left <= 0 {
 		s.soldOut.mark(id)
 	}
+	// One line per winner (bounded by the stock, unlike the losers): where
+	// following a purchase by its trace id starts.
+	s.log.Info("order accepted", "trace_id", trace, "order_no", resv.OrderNo, "session_id", id, "user_id", user, "quantity", qty)
 	req := &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: s.cfg.PayTimeout}
 	s.startWorkflow(req)
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_no": resv.OrderNo, "status": seckill.StatusQueued})
