@@ -24,12 +24,14 @@ RUN --mount=type=cache,target=/root/.cache/go-build \
 
 # ---- run --------------------------------------------------------------------
 # Alpine rather than distroless: it is still small, and its busybox wget lets
-# docker-compose.yml health-check the API on /healthz. The binary itself
+# docker-compose.yml health-check the API and the worker on /healthz. The binary itself
 # needs nothing from the base image.
 FROM alpine:3.24
 RUN adduser -D -H -u 10001 seckill
 COPY --from=build /out/seckill /seckill
 # Numeric user, so orchestrators that insist on non-root can verify it.
 USER 10001:10001
-EXPOSE 8080
+# 8080: `seckill api` (SECKILL_HTTP_ADDR); 8081: `seckill worker`'s metrics
+# and health (SECKILL_WORKER_HTTP_ADDR).
+EXPOSE 8080 8081
 ENTRYPOINT ["/seckill"]
