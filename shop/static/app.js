@@ -249,7 +249,9 @@
       li.querySelector('[data-role="price"]').textContent = "price " + money(s.price_cents);
       li.querySelector('[data-role="limit"]').textContent = String(s.per_user_limit);
       var rem = li.querySelector('[data-role="remaining"]');
-      rem.textContent = s.remaining_stock + " of " + s.total_stock + " left";
+      // Before the sale its stock may not be loaded yet: say what is on offer.
+      rem.textContent = s.state === "UPCOMING" ? s.total_stock + " units on offer" :
+        s.remaining_stock + " of " + s.total_stock + " left";
       rem.dataset.remaining = String(s.remaining_stock);
       var qty = li.querySelector('[data-role="qty"]');
       if (qty.options.length !== s.per_user_limit) {
@@ -363,6 +365,8 @@
       }
       var was = order.status;
       order = r.data;
+      // A note such as "payment sent" has done its job once the status moved.
+      if (order.status !== was && $("message").dataset.code === "OK") clearMessage();
       renderOrder();
       if (FINAL[order.status]) {
         if (order.status !== was) refreshSoon(); // a close gave stock back
