@@ -53,6 +53,7 @@
   var sessions = [];
   var sessionTimer = null;
   var refreshQueued = false;
+  var lastBoundary = 0; // reloads for a start or an end: at most one every 3 s, even when the API is down
   var order = null;
   var pollTimer = null;
   var fastUntil = 0;
@@ -280,7 +281,10 @@
       if (!s) return;
       var start = Date.parse(s.start_at), end = Date.parse(s.end_at);
       var state = s.state;
-      if ((state === "UPCOMING" && t >= start) || (state !== "ENDED" && t >= end)) refreshSoon();
+      if (((state === "UPCOMING" && t >= start) || (state !== "ENDED" && t >= end)) && Date.now() - lastBoundary > 3000) {
+        lastBoundary = Date.now();
+        refreshSoon();
+      }
       var cd = li.querySelector('[data-role="countdown"]');
       if (state === "UPCOMING") cd.textContent = "starts in " + duration(start - t);
       else if (state === "ENDED" || t >= end) cd.textContent = "ended";
