@@ -17,12 +17,14 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/metrics"
+	"github.com/seckill/seckill/shop"
 )
 
 // Store is the MySQL side the API needs.
 type Store interface {
 	CreateSession(ctx context.Context, s *seckill.Session) error
 	Session(ctx context.Context, id int64) (*seckill.Session, int, error)
+	OpenSessions(ctx context.Context, now time.Time, limit int) ([]*seckill.Session, error)
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 	ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error)
 	PaymentSeen(ctx context.Context, paymentID, eventID string) (bool, error)
@@ -81,6 +83,14 @@ type Config struct {
 	// behind a proxy (e.g. X-Forwarded-For); empty uses the peer address.
 	ProxyHeader string
 	Logger      *slog.Logger
+	// Dev mounts the dev-only endpoints under /dev/v1 (a token for any
+	// user, payment through Payer) and shows their buttons on the shop
+	// page. Only `seckill dev` sets it: anyone could buy as anyone.
+	Dev bool
+	// Payer pays an order through the payment provider the way a shopper
+	// at its checkout would (dev only: the sandbox, which sends the real
+	// signed webhook back to this API).
+	Payer Payer
 	// Now is the clock (tests pin it); time.Now when nil.
 	Now func() time.Time
 }
@@ -93,6 +103,8 @@ type Server struct {
 	flow     Flow
 	log      *slog.Logger
 	sessions *sessionCache
+	list     *sessionList
+	shop     *shop.Shop
 	global   *rate.Limiter
 	blocked  blocklist
 	soldOut  soldOut
@@ -147,6 +159,15 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger,
 		starts: make(chan struct{}, maxPendingStarts), global: newGlobalLimiter(cfg.Limits.Global),
 		ticketKey: ticketKey(cfg.JWTSecret), series: newSeries(cfg.Metrics)}
+	page, err := shop.New(shop.Options{Dev: cfg.Dev})
+	if err != nil {
+		return nil, err
+	}
+	s.shop = page
+	s.list = &sessionList{ttl: cfg.SessionCacheTTL, load: s.loadSessionList}
+	if cfg.Dev {
+		s.log.Warn("dev endpoints are mounted under /dev/v1: anyone can sign in as anyone; never in production")
+	}
 	s.sessions = newSessionCache(cfg.SessionCacheTTL, func(ctx context.Context, id int64) (*seckill.Session, error) {
 		sess, _, err := store.Session(ctx, id)
 		return sess, err
@@ -171,7 +192,10 @@ func (s *Server) App() *fiber.App {
 	app.Get("/readyz", s.ready)
 	app.Get("/metrics", adaptor.HTTPHandler(s.cfg.Metrics.Handler()))
 
+	s.shop.Mount(app)
+
 	v1 := app.Group("/api/v1")
+	v1.Get("/sessions", s.listSessions)
 	v1.Get("/sessions/:id", s.getSession)
 	v1.Post("/sessions/:id/orders", s.globalLimit, s.soldOutFast, s.shopper, s.createOrder)
 	v1.Post("/sessions/:id/ticket", s.globalLimit, s.shopper, s.issueTicket)
@@ -185,6 +209,12 @@ func (s *Server) App() *fiber.App {
 	admin.Get("/sessions/:id/reconcile", s.reconcile)
 	admin.Put("/blocklist/:user_id", s.block)
 	admin.Delete("/blocklist/:user_id", s.unblock)
+
+	if s.cfg.Dev {
+		dev := app.Group("/dev/v1")
+		dev.Post("/token", s.devToken)
+		dev.Post("/orders/:order_no/pay", s.shopper, s.devPay)
+	}
 
 	app.Use(func(c *fiber.Ctx) error {
 		return seckill.Errorf(seckill.ENOTFOUND, "no route %s %s", c.Method(), c.Path())

@@ -248,3 +248,36 @@ func TestBatchedCreatesKeepEveryRule(t *testing.T) {
 	require.Equal(t, 100, snap.DBStock+snap.HeldQty)
 	require.Equal(t, 1, snap.MaxUserUnits)
 }
+
+// OpenSessions lists what has not ended, soonest start first, bounded.
+func TestOpenSessions(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	mk := func(title string, start, end time.Duration) *seckill.Session {
+		s := &seckill.Session{SKUID: 1, Title: title, PriceCents: 100, TotalStock: 1, PerUserLimit: 1,
+			StartAt: now.Add(start), EndAt: now.Add(end)}
+		require.NoError(t, e.DB.CreateSession(ctx, s))
+		return s
+	}
+	later := mk("later", 2*time.Hour, 3*time.Hour)
+	mk("ended", -2*time.Hour, -time.Hour)
+	active := mk("active", -time.Minute, time.Hour)
+	soon := mk("soon", time.Minute, time.Hour)
+	mk("just ended", -time.Hour, 0)
+
+	got, err := e.DB.OpenSessions(ctx, now, 10)
+	require.NoError(t, err)
+	var titles []string
+	for _, s := range got {
+		titles = append(titles, s.Title)
+	}
+	require.Equal(t, []string{"active", "soon", "later"}, titles)
+	require.Equal(t, active.ID, got[0].ID)
+	require.Equal(t, soon.StartAt, got[1].StartAt)
+	require.Equal(t, later.EndAt, got[2].EndAt)
+
+	got, err = e.DB.OpenSessions(ctx, now, 2)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+}

@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"errors"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -39,4 +40,25 @@ func (db *DB) Session(ctx context.Context, id int64) (*seckill.Session, int, err
 		return nil, 0, err
 	}
 	return row.domain(), row.Stock, nil
+}
+
+// OpenSessions returns up to limit sessions that have not ended at now
+// (on sale or upcoming), the soonest to start first. The shop lists them;
+// the API caches the answer, so this runs about once a second per process
+// whatever the traffic.
+func (db *DB) OpenSessions(ctx context.Context, now time.Time, limit int) ([]*seckill.Session, error) {
+	var rows []sessionRow
+	err := db.gorm.WithContext(ctx).
+		Where("end_at > ?", now.UTC()).
+		Order("start_at, id").
+		Limit(limit).
+		Find(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*seckill.Session, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, nil
 }

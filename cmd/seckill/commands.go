@@ -80,7 +80,7 @@ func apiCmd() *cobra.Command {
 // runAPI serves the API (with an embedded worker for eager starts).
 func runAPI(ctx context.Context, c *config, d *deps) error {
 	servePprof(c.PprofAddr, d.log)
-	srv, err := d.apiServer(c)
+	srv, err := d.apiServer(c, false)
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func devCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			srv, err := d.apiServer(c)
+			srv, err := d.apiServer(c, true)
 			if err != nil {
 				return err
 			}
@@ -232,6 +232,7 @@ func printDevBanner(c *config, s *seckill.Session, token string) {
 	base := c.apiBase()
 	fmt.Printf(`
 seckill dev is up
+  shop         %[1]s/   (this sale: %[1]s/?session=%[2]d; dev sign-in and sandbox payment are on)
   API          %[1]s   (session: %[1]s/api/v1/sessions/%[2]d)
   Temporal UI  http://127.0.0.1:8233/namespaces/%[3]s/workflows
   readiness    %[1]s/readyz

@@ -193,8 +193,10 @@ func (d *deps) provider(c *config) *sandbox.Provider {
 	return d.sandbox
 }
 
-func (d *deps) apiServer(c *config) (*api.Server, error) {
-	return api.New(api.Config{
+// apiServer builds the API; dev adds the dev-only endpoints with the
+// sandbox provider as their payer (never set by `seckill api`).
+func (d *deps) apiServer(c *config, dev bool) (*api.Server, error) {
+	cfg := api.Config{
 		JWTSecret:     []byte(c.JWTSecret),
 		WebhookSecret: []byte(c.WebhookSecret),
 		AdminToken:    c.AdminToken,
@@ -205,7 +207,11 @@ func (d *deps) apiServer(c *config) (*api.Server, error) {
 		ProxyHeader:   c.ProxyHeader,
 		Logger:        d.log,
 		Metrics:       d.metrics,
-	}, d.db, d.gate, d.orders(c))
+	}
+	if dev {
+		cfg.Dev, cfg.Payer = true, d.provider(c)
+	}
+	return api.New(cfg, d.db, d.gate, d.orders(c))
 }
 
 // orders is the workflow starter of the API. With eager start the API

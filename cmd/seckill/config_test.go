@@ -1,9 +1,15 @@
 package main
 
 import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -42,4 +48,26 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 	t.Setenv("SECKILL_LIMIT_USER_RPS", "lots")
 	_, err = loadConfig()
 	require.Error(t, err)
+}
+
+// `seckill api` never mounts the dev-only endpoints (a token for anyone,
+// sandbox payment); `seckill dev` does. Nothing here connects: the routes
+// are decided when the server is built.
+func TestDevEndpointsOnlyInDev(t *testing.T) {
+	c := &config{JWTSecret: "j", WebhookSecret: "w", AdminToken: "a", RedisPrefix: "x", TaskQueue: "q"}
+	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	d := &deps{rdb: rdb, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, dev := range []bool{false, true} {
+		srv, err := d.apiServer(c, dev)
+		require.NoError(t, err)
+		req := httptest.NewRequest("POST", "/dev/v1/token", strings.NewReader(`{"user_id":1}`))
+		resp, err := srv.App().Test(req)
+		require.NoError(t, err)
+		want := http.StatusNotFound
+		if dev {
+			want = http.StatusOK
+		}
+		require.Equal(t, want, resp.StatusCode, "dev=%v", dev)
+	}
 }

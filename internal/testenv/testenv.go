@@ -70,6 +70,9 @@ type Options struct {
 	TemporalAddr string
 	// Limits are off unless a test sets them.
 	Limits api.Limits
+	// Dev mounts the API's dev-only endpoints, with the Env's sandbox
+	// provider as the payer (what `seckill dev` does).
+	Dev bool
 	// WrapStore and WrapGate let a test observe or disturb the API's
 	// MySQL store and Redis gate.
 	WrapStore func(api.Store) api.Store
@@ -200,12 +203,16 @@ func (e *Env) startAPI(o Options) {
 	if o.WrapFlow != nil {
 		flow = o.WrapFlow(flow)
 	}
-	srv, err := api.New(api.Config{
+	cfg := api.Config{
 		JWTSecret: JWTSecret, WebhookSecret: WebhookSecret, AdminToken: AdminToken,
 		PayTimeout: o.PayTimeout, StartTimeout: o.StartTimeout, Logger: e.Log,
 		SessionCacheTTL: 50 * time.Millisecond,
 		Limits:          o.Limits, Limiter: redis.NewLimiter(e.Redis, e.Prefix),
-	}, store, gate, flow)
+	}
+	if o.Dev {
+		cfg.Dev, cfg.Payer = true, e.Provider
+	}
+	srv, err := api.New(cfg, store, gate, flow)
 	if err != nil {
 		e.T.Fatalf("api: %v", err)
 	}

@@ -1,0 +1,294 @@
+package shop_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+)
+
+// The shop page in headless Chromium against a real API (MariaDB, Redis,
+// Temporal): what a shopper sees and clicks. The waits are generous and no
+// step asserts a duration; a missing Chromium fails the test.
+
+const chromiumPath = "/usr/bin/chromium"
+
+// stepTimeout bounds one wait of the page; a slow CI machine still passes.
+const stepTimeout = 60 * time.Second
+
+type page struct {
+	t    *testing.T
+	e    *testenv.Env
+	ctx  context.Context
+	mu   sync.Mutex
+	errs []string // uncaught exceptions of the page
+}
+
+// openShop starts a fresh headless Chromium (its own profile, so its own
+// localStorage) and opens path on the Env's API.
+func openShop(t *testing.T, e *testenv.Env, path string) *page {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("Chromium is not installed at %s (%v): the shop's browser tests need it.\n"+
+			"Install it with: apt-get install -y --no-install-recommends chromium   (.ci/run does this)", chromiumPath, err)
+	}
+	// The flags keep Chromium off the network (it is closed here, and it
+	// would otherwise retry its own services at every start) and let it
+	// run as root without a GPU.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.WindowSize(1200, 900),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	p := &page{t: t, e: e, ctx: ctx}
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start Chromium (%s): %v", chromiumPath, err)
+	}
+	go func() {
+		for m, err := range chromedp.Console(ctx) {
+			if err != nil {
+				return
+			}
+			if m.IsException() {
+				p.mu.Lock()
+				p.errs = append(p.errs, m.String())
+				p.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, e := range p.errs {
+			t.Errorf("uncaught exception in the page: %s", e)
+		}
+	})
+	p.do(chromedp.Navigate(e.BaseURL + path))
+	return p
+}
+
+// do runs steps, each wait bounded by stepTimeout; on failure it shows
+// what the page said.
+func (p *page) do(steps ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	for i, s := range steps {
+		ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
+		err := chromedp.Do(ctx, s)
+		cancel()
+		if err != nil {
+			p.t.Fatalf("step %d: %v\npage text:\n%s", i+1, err, p.text("body"))
+		}
+	}
+}
+
+// text returns an element's visible text ("" when it cannot).
+func (p *page) text(sel string) string {
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	s, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	return s
+}
+
+func (p *page) attr(sel, name string) string {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
+	defer cancel()
+	r, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(sel), name))
+	require.NoError(p.t, err)
+	return r.Value
+}
+
+// wait waits for a CSS selector to match a visible element.
+func wait(sel string) chromedp.Action[chromedp.Void] { return chromedp.WaitVisible(chromedp.CSS(sel)) }
+
+func click(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible)
+}
+
+func card(id int64) string { return fmt.Sprintf(`li.session[data-session-id="%d"]`, id) }
+
+// pasteToken signs in the way a shopper does outside dev.
+func (p *page) pasteToken(user int64) {
+	p.t.Helper()
+	p.do(
+		chromedp.SetValue(chromedp.CSS("#token-input"), p.e.Token(user)),
+		click("#token-save"),
+		wait(fmt.Sprintf(`#whoami[data-user="%d"]`, user)),
+	)
+}
+
+// waitOrder waits until the API reports the order in one of want.
+func waitOrder(e *testenv.Env, user int64, orderNo string, want ...seckill.Status) {
+	e.T.Helper()
+	e.Eventually(60*time.Second, "order "+orderNo+" reaches "+fmt.Sprint(want), func() error {
+		r := e.Do("GET", "/api/v1/orders/"+orderNo, e.Token(user), nil)
+		for _, w := range want {
+			if r.Str("status") == string(w) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%d %s", r.Status, r.Raw)
+	})
+}
+
+// (a) buy → WAIT_PAY shown → pay (dev: the sandbox sends the real signed
+// webhook) → PAID shown.
+func TestBrowserBuyAndPay(t *testing.T) {
+	e := testenv.New(t, testenv.Options{Dev: true})
+	sess := e.Session(3, 1, 1999)
+	p := openShop(t, e, "/")
+	c := card(sess.ID)
+	p.do(
+		wait(c+`[data-state="ACTIVE"]`),
+		wait(c+` [data-role="remaining"][data-remaining="3"]`),
+		// Dev sign-in as user 5.
+		chromedp.SetValue(chromedp.CSS("#dev-user"), "5"),
+		click("#dev-signin-btn"),
+		wait(`#whoami[data-user="5"]`),
+		click(c+` button[data-role="buy"]`),
+		wait(`#order[data-status="WAIT_PAY"]`),
+		wait(`#pay-btn`),
+		wait(`#cancel-btn`),
+	)
+	no := p.attr("#order", "data-order-no")
+	require.True(t, strings.HasPrefix(no, fmt.Sprint(sess.ID)+"-"), no)
+	require.Contains(t, p.text("#order-detail"), "pay within")
+	require.Contains(t, p.text("#order-detail"), "19.99")
+
+	p.do(
+		click("#pay-btn"),
+		wait(`#order[data-status="PAID"]`),
+		chromedp.WaitNotVisible(chromedp.CSS("#pay-btn")),
+		wait(`#order-dismiss`),
+		// The list shows the unit gone.
+		wait(c+` [data-role="remaining"][data-remaining="2"]`),
+	)
+	require.Contains(t, p.text("#order-hint"), "Paid")
+	waitOrder(e, 5, no, seckill.StatusPaid)
+	rep := e.RequireInvariants(sess.ID)
+	require.Equal(t, 1, rep.Orders[seckill.StatusPaid])
+}
+
+// (b) outside dev the page pays through the provider only (no pay
+// button); cancel → CLOSED shown and the stock is back.
+func TestBrowserCancelGivesStockBack(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	sess := e.Session(1, 1, 500)
+	p := openShop(t, e, "/")
+	c := card(sess.ID)
+	p.do(wait(c + `[data-state="ACTIVE"]`))
+	require.Equal(t, "false", p.attr("body", "data-dev"))
+	p.pasteToken(6)
+	p.do(
+		click(c+` button[data-role="buy"]`),
+		wait(`#order[data-status="WAIT_PAY"]`),
+		wait(`#cancel-btn`),
+		// The last unit is taken: the list says so.
+		wait(c+`[data-state="SOLD_OUT"]`),
+		wait(c+` button[data-role="buy"]:disabled`),
+	)
+	require.Contains(t, p.text("#order-hint"), "payment provider")
+	require.False(t, p.visible("#pay-btn"), "no pay button outside dev")
+
+	p.do(
+		click("#cancel-btn"),
+		wait(`#order[data-status="CLOSED"]`),
+		wait(c+`[data-state="ACTIVE"]`),
+		wait(c+` [data-role="remaining"][data-remaining="1"]`),
+	)
+	no := p.attr("#order", "data-order-no")
+	waitOrder(e, 6, no, seckill.StatusClosed)
+	r := e.Do("GET", fmt.Sprintf("/api/v1/sessions/%d", sess.ID), "", nil)
+	require.Equal(t, float64(1), r.Body["remaining_stock"], "%s", r.Raw)
+	e.RequireInvariants(sess.ID)
+}
+
+// (c) a buy larger than what is left is refused with the SOLD_OUT message
+// and its trace id; once the last unit is gone the session shows SOLD_OUT
+// and cannot be bought.
+func TestBrowserSoldOut(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	sess := e.Session(1, 2, 100)
+	p := openShop(t, e, "/")
+	c := card(sess.ID)
+	p.do(wait(c + `[data-state="ACTIVE"]`))
+	p.pasteToken(7)
+	p.do(
+		chromedp.SetValue(chromedp.CSS(c+` select[data-role="qty"]`), "2"),
+		click(c+` button[data-role="buy"]`),
+		wait(`#message[data-code="SOLD_OUT"]`),
+	)
+	require.Contains(t, p.text("#message-text"), "Sold out")
+	require.NotEmpty(t, p.text("#message-trace-id"), "the trace id is shown for support")
+
+	// Another shopper takes the last unit.
+	r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), e.Token(8), nil)
+	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	p.do(
+		wait(c+`[data-state="SOLD_OUT"]`),
+		wait(c+` [data-role="state"][data-state="SOLD_OUT"]`),
+		wait(c+` button[data-role="buy"]:disabled`),
+	)
+	require.Equal(t, "Sold out", p.text(c+` button[data-role="buy"]`))
+	waitOrder(e, 8, r.Str("order_no"), seckill.StatusWaitPay)
+	e.RequireInvariants(sess.ID)
+}
+
+// (d) an upcoming session, opened directly with /?session=N, counts down
+// to its start and cannot be bought yet; an unknown session says so.
+func TestBrowserUpcoming(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true})
+	now := time.Now().UTC().Truncate(time.Second)
+	sess := &seckill.Session{SKUID: 9, Title: "Tomorrow's sale", PriceCents: 100, TotalStock: 5, PerUserLimit: 1,
+		StartAt: now.Add(2 * time.Hour), EndAt: now.Add(3 * time.Hour)}
+	require.NoError(t, e.DB.CreateSession(context.Background(), sess))
+	_, err := e.Gate.Preheat(context.Background(), sess.ID, sess.TotalStock)
+	require.NoError(t, err)
+
+	p := openShop(t, e, fmt.Sprintf("/?session=%d", sess.ID))
+	c := card(sess.ID)
+	p.do(
+		wait(c+`[data-state="UPCOMING"]`),
+		wait(c+` button[data-role="buy"]:disabled`),
+		wait(`#all-sessions`),
+	)
+	require.Equal(t, "Not started", p.text(c+` button[data-role="buy"]`))
+	require.Regexp(t, `^starts in (1:59:\d\d|2:00:00)$`, p.text(c+` [data-role="countdown"]`), "about two hours to go")
+	require.Contains(t, p.text(c+` [data-role="state"]`), "UPCOMING")
+
+	p.do(
+		chromedp.Navigate(e.BaseURL+"/?session=999999"),
+		wait(`#message[data-code="NOT_FOUND"]`),
+	)
+	require.Contains(t, p.text("#message-text"), "does not exist")
+	e.RequireInvariants(sess.ID)
+}
+
+// visible reports whether sel matches a rendered element right now.
+func (p *page) visible(sel string) bool {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(
+		`(function(){var n=document.querySelector(%q);return !!n && !n.hidden && n.offsetParent!==null})()`, sel)))
+	require.NoError(p.t, err)
+	return v
+}

@@ -1,0 +1,469 @@
+// seckill shop: plain JavaScript, no dependencies, no build step.
+//
+// Under a sale's load this page must cost the API little: the session list
+// (cached by the API for a second) every few seconds, the order status
+// every second only while it is about to change, and the buy itself.
+// Everything else (countdowns, the state of buttons) is computed here.
+(function () {
+  "use strict";
+
+  var DEV = document.body.dataset.dev === "true";
+  var TOKEN_KEY = "seckill.token";
+  var ORDER_KEY = "seckill.order";
+  var LIST_EVERY = 5000; // remaining stock refresh
+  var POLL_FAST = 1000; // order status while it is about to change
+  var POLL_SLOW = 5000; // order status while it waits for the shopper
+  var FAST_FOR = 30000; // how long after a pay or cancel polling stays fast
+  var FINAL = { PAID: true, CLOSED: true, FAILED: true, REFUNDED: true };
+
+  // Human messages for every error code of the API. The server's own
+  // message is added where it says what exactly was wrong.
+  var MESSAGES = {
+    SOLD_OUT: "Sold out: no units are left. Unpaid orders give their units back when they expire, so another try later may succeed.",
+    LIMIT_EXCEEDED: "You already hold as many units of this sale as one shopper may buy.",
+    NOT_STARTED: "This sale has not started yet. Buying opens when the countdown ends.",
+    ENDED: "This sale has ended.",
+    RATE_LIMITED: "Too many attempts right now. Please wait {retry} and try again.",
+    UNAVAILABLE: "The shop is very busy or a service is briefly down. Please try again in a moment.",
+    UNAUTHENTICATED: "You are not signed in, or your token has expired. Paste a fresh shopper token above.",
+    FORBIDDEN: "This account is not allowed to buy.",
+    NOT_FOUND: "Not found: this sale or order does not exist, or it is not yours.",
+    INVALID_ARGUMENT: "That request was not valid: {message}",
+    CONFLICT: "That cannot be done right now: {message}",
+    PAYLOAD_TOO_LARGE: "That request was too large.",
+    AMOUNT_MISMATCH: "The payment amount did not match the order; it was not applied.",
+    INTERNAL: "Something went wrong on our side. Please try again.",
+    NETWORK: "Cannot reach the shop. Check your connection; the page keeps trying."
+  };
+
+  var STATUS_HINTS = {
+    QUEUED: "Your units are reserved. Creating your order…",
+    WAIT_PAY: "Reserved for you until the deadline. Unpaid orders close and the units go back on sale.",
+    PAID: "Paid. Thank you for your order!",
+    CLOSED: "Closed: cancelled or not paid in time. The units went back on sale.",
+    FAILED: "This order could not be created. Nothing was charged.",
+    REFUND_PENDING: "Your payment arrived after the order had closed. It is being refunded.",
+    REFUNDED: "Your late payment was refunded."
+  };
+
+  var $ = function (id) { return document.getElementById(id); };
+  var focusID = new URLSearchParams(location.search).get("session"); // "/?session=N"
+
+  var clockOffset = 0; // server time minus local time, in ms (from Date headers)
+  var sessions = [];
+  var sessionTimer = null;
+  var refreshQueued = false;
+  var lastBoundary = 0; // reloads for a start or an end: at most one every 3 s, even when the API is down
+  var order = null;
+  var pollTimer = null;
+  var fastUntil = 0;
+  var busy = false; // a buy, pay or cancel is in flight
+
+  function now() { return Date.now() + clockOffset; }
+
+  // ---- API ----------------------------------------------------------------
+
+  // call returns {ok, status, data} or {ok: false, error: {code, message,
+  // trace_id, retry}}; it never throws.
+  function call(method, path, body, auth) {
+    var headers = { "Accept": "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    if (auth) {
+      var tok = token();
+      if (tok) headers["Authorization"] = "Bearer " + tok;
+    }
+    var sent = Date.now();
+    return fetch(path, {
+      method: method, headers: headers, cache: "no-store",
+      body: body === undefined ? undefined : JSON.stringify(body)
+    }).then(function (res) {
+      var date = Date.parse(res.headers.get("Date") || "");
+      if (!isNaN(date)) {
+        // Date has whole seconds: take the middle of the second.
+        clockOffset = date + 500 - (sent + Date.now()) / 2;
+      }
+      return res.json().catch(function () { return {}; }).then(function (data) {
+        if (res.ok) return { ok: true, status: res.status, data: data };
+        var err = {
+          code: data.code || (res.status >= 500 ? "UNAVAILABLE" : "INTERNAL"),
+          message: data.message || ("HTTP " + res.status),
+          trace_id: data.trace_id || res.headers.get("X-Request-ID") || "",
+          retry: parseInt(res.headers.get("Retry-After") || "", 10)
+        };
+        return { ok: false, status: res.status, error: err };
+      });
+    }, function () {
+      return { ok: false, status: 0, error: { code: "NETWORK", message: "network error", trace_id: "" } };
+    });
+  }
+
+  // ---- messages -----------------------------------------------------------
+
+  function showError(err) {
+    var text = MESSAGES[err.code] || ("Unexpected error " + err.code + ": {message}");
+    var retry = err.retry > 0 ? err.retry : 1;
+    text = text.replace("{message}", err.message).replace("{retry}", retry + (retry === 1 ? " second" : " seconds"));
+    showMessage(text, err.code, err.trace_id);
+  }
+
+  function showMessage(text, code, trace) {
+    var box = $("message");
+    box.dataset.code = code || "";
+    box.className = code === "OK" ? "ok" : "error";
+    $("message-text").textContent = text;
+    $("message-trace-id").textContent = trace || "";
+    $("message-trace").hidden = !trace;
+    box.hidden = false;
+  }
+
+  function clearMessage() {
+    $("message").hidden = true;
+    $("message").dataset.code = "";
+  }
+
+  // ---- identity -----------------------------------------------------------
+
+  function token() { return localStorage.getItem(TOKEN_KEY) || ""; }
+
+  // claims reads the token's payload for display only: the API verifies it.
+  function claims(tok) {
+    try {
+      var p = tok.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+      return JSON.parse(atob(p + "===".slice((p.length + 3) % 4)));
+    } catch (e) {
+      return null;
+    }
+  }
+
+  function renderIdentity() {
+    var tok = token();
+    var c = tok ? claims(tok) : null;
+    var who = $("whoami");
+    if (!tok) {
+      who.textContent = "Not signed in. Paste a shopper token to buy.";
+      who.dataset.user = "";
+    } else if (!c || !c.sub) {
+      who.textContent = "The stored token is not a JWT. Paste a shopper token.";
+      who.dataset.user = "";
+    } else {
+      var exp = c.exp ? new Date(c.exp * 1000) : null;
+      var expired = exp && exp.getTime() <= Date.now();
+      who.textContent = "Signed in as user " + c.sub +
+        (exp ? (expired ? " (token expired: paste a fresh one)" : " (until " + exp.toLocaleString() + ")") : "");
+      who.dataset.user = String(c.sub);
+    }
+    $("token-clear").hidden = !tok;
+  }
+
+  function setToken(tok) {
+    if (tok) localStorage.setItem(TOKEN_KEY, tok); else localStorage.removeItem(TOKEN_KEY);
+    renderIdentity();
+  }
+
+  $("token-form").addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    var tok = $("token-input").value.trim().replace(/^Bearer\s+/i, "");
+    $("token-input").value = "";
+    if (!claims(tok)) {
+      showMessage("That does not look like a shopper token (a JWT has three parts separated by dots).", "INVALID_TOKEN");
+      return;
+    }
+    setToken(tok);
+    clearMessage();
+    resumeOrder();
+  });
+
+  $("token-clear").addEventListener("click", function () {
+    setToken("");
+    forgetOrder();
+  });
+
+  if (DEV) {
+    $("dev-signin").addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      var user = parseInt($("dev-user").value, 10);
+      call("POST", "/dev/v1/token", { user_id: user }).then(function (r) {
+        if (!r.ok) return showError(r.error);
+        setToken(r.data.token);
+        clearMessage();
+        resumeOrder();
+      });
+    });
+  }
+
+  // ---- sessions -----------------------------------------------------------
+
+  function money(cents) { return (cents / 100).toFixed(2); }
+
+  function duration(ms) {
+    var s = Math.max(0, Math.ceil(ms / 1000));
+    var d = Math.floor(s / 86400), h = Math.floor(s / 3600) % 24, m = Math.floor(s / 60) % 60;
+    s = s % 60;
+    var hms = (h > 0 || d > 0 ? h + ":" + pad(m) : String(m)) + ":" + pad(s);
+    return d > 0 ? d + "d " + hms : hms;
+  }
+
+  function pad(n) { return n < 10 ? "0" + n : String(n); }
+
+  function loadSessions() {
+    clearTimeout(sessionTimer);
+    var path = focusID ? "/api/v1/sessions/" + encodeURIComponent(focusID) : "/api/v1/sessions";
+    return call("GET", path).then(function (r) {
+      if (r.ok) {
+        sessions = focusID ? [r.data] : (r.data.sessions || []);
+        renderSessions();
+      } else {
+        showError(r.error);
+      }
+      var wait = LIST_EVERY;
+      if (!r.ok && r.error.retry > 0) wait = Math.max(wait, r.error.retry * 1000);
+      // A page in a background tab stops asking; it catches up when shown.
+      sessionTimer = setTimeout(function () { if (!document.hidden) loadSessions(); }, wait);
+    });
+  }
+
+  // refreshSoon reloads the sessions shortly, once, with a little jitter so
+  // that every open page does not ask at the same instant when a sale starts.
+  function refreshSoon() {
+    if (refreshQueued) return;
+    refreshQueued = true;
+    setTimeout(function () {
+      refreshQueued = false;
+      loadSessions();
+    }, 200 + Math.random() * 800);
+  }
+
+  function renderSessions() {
+    var list = $("session-list");
+    var seen = {};
+    sessions.forEach(function (s, i) {
+      var id = String(s.id);
+      seen[id] = true;
+      var li = list.querySelector('li[data-session-id="' + id + '"]');
+      if (!li) {
+        li = $("session-template").content.firstElementChild.cloneNode(true);
+        li.dataset.sessionId = id;
+        li.querySelector('[data-role="buy"]').addEventListener("click", function () { buy(s.id, li); });
+      }
+      if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null);
+      li.querySelector('[data-role="title"]').textContent = s.title;
+      li.querySelector('[data-role="price"]').textContent = "price " + money(s.price_cents);
+      li.querySelector('[data-role="limit"]').textContent = String(s.per_user_limit);
+      var rem = li.querySelector('[data-role="remaining"]');
+      // Before the sale its stock may not be loaded yet: say what is on offer.
+      rem.textContent = s.state === "UPCOMING" ? s.total_stock + " units on offer" :
+        s.remaining_stock + " of " + s.total_stock + " left";
+      rem.dataset.remaining = String(s.remaining_stock);
+      var qty = li.querySelector('[data-role="qty"]');
+      if (qty.options.length !== s.per_user_limit) {
+        var keep = qty.value;
+        qty.textContent = "";
+        for (var q = 1; q <= s.per_user_limit; q++) qty.add(new Option(String(q), String(q)));
+        if (keep && +keep <= s.per_user_limit) qty.value = keep;
+      }
+      li._session = s;
+    });
+    Array.prototype.slice.call(list.children).forEach(function (li) {
+      if (!seen[li.dataset.sessionId]) li.remove();
+    });
+    $("sessions-empty").hidden = sessions.length > 0;
+    $("sessions-title").textContent = focusID ? "Sale " + focusID : "Sales";
+    $("all-sessions").hidden = !focusID;
+    tick();
+  }
+
+  // tick updates countdowns and buttons every second from the server's
+  // clock, and reloads when a sale starts or ends.
+  function tick() {
+    var t = now();
+    Array.prototype.forEach.call($("session-list").children, function (li) {
+      var s = li._session;
+      if (!s) return;
+      var start = Date.parse(s.start_at), end = Date.parse(s.end_at);
+      var state = s.state;
+      if (((state === "UPCOMING" && t >= start) || (state !== "ENDED" && t >= end)) && Date.now() - lastBoundary > 3000) {
+        lastBoundary = Date.now();
+        refreshSoon();
+      }
+      var cd = li.querySelector('[data-role="countdown"]');
+      if (state === "UPCOMING") cd.textContent = "starts in " + duration(start - t);
+      else if (state === "ENDED" || t >= end) cd.textContent = "ended";
+      else cd.textContent = "ends in " + duration(end - t);
+      li.dataset.state = state;
+      var badge = li.querySelector('[data-role="state"]');
+      badge.textContent = state.replace("_", " ");
+      badge.dataset.state = state;
+      var btn = li.querySelector('[data-role="buy"]');
+      var open = state === "ACTIVE" && t < end;
+      btn.disabled = !open || busy;
+      btn.textContent = open ? "Buy" : { UPCOMING: "Not started", SOLD_OUT: "Sold out", ENDED: "Ended" }[state] || "Closed";
+      li.querySelector('[data-role="qty"]').disabled = !open;
+    });
+    renderDeadline();
+  }
+
+  function buy(sessionID, li) {
+    if (busy) return;
+    if (!token()) {
+      showError({ code: "UNAUTHENTICATED", message: "missing bearer token", trace_id: "" });
+      return;
+    }
+    busy = true;
+    tick();
+    var qty = parseInt(li.querySelector('[data-role="qty"]').value, 10) || 1;
+    call("POST", "/api/v1/sessions/" + sessionID + "/orders", { quantity: qty }, true).then(function (r) {
+      busy = false;
+      if (r.ok) {
+        clearMessage();
+        setOrder({ order_no: r.data.order_no, status: r.data.status, session_id: sessionID, quantity: qty });
+        schedulePoll(500);
+      } else {
+        showError(r.error);
+      }
+      // The stock (or the state) changed either way.
+      refreshSoon();
+      tick();
+    });
+  }
+
+  // ---- the order ----------------------------------------------------------
+
+  function setOrder(o) {
+    order = o;
+    localStorage.setItem(ORDER_KEY, o.order_no);
+    renderOrder();
+  }
+
+  function forgetOrder() {
+    clearTimeout(pollTimer);
+    order = null;
+    localStorage.removeItem(ORDER_KEY);
+    renderOrder();
+  }
+
+  // resumeOrder picks up the order of an earlier visit (or of before a
+  // sign-in) and polls it.
+  function resumeOrder() {
+    var no = localStorage.getItem(ORDER_KEY);
+    if (!no || !token()) return;
+    if (!order || order.order_no !== no) order = { order_no: no, status: "" };
+    renderOrder();
+    schedulePoll(0);
+  }
+
+  function schedulePoll(ms) {
+    clearTimeout(pollTimer);
+    pollTimer = setTimeout(poll, ms);
+  }
+
+  function poll() {
+    if (!order || document.hidden) return; // resumed when the page is shown
+    var no = order.order_no;
+    call("GET", "/api/v1/orders/" + encodeURIComponent(no), undefined, true).then(function (r) {
+      if (!order || order.order_no !== no) return;
+      if (!r.ok) {
+        showError(r.error);
+        if (r.error.code === "UNAUTHENTICATED" || r.error.code === "NOT_FOUND") return; // until the shopper acts
+        schedulePoll(Math.max(POLL_SLOW, (r.error.retry || 0) * 1000));
+        return;
+      }
+      var was = order.status;
+      order = r.data;
+      // A note such as "payment sent" has done its job once the status moved.
+      if (order.status !== was && $("message").dataset.code === "OK") clearMessage();
+      renderOrder();
+      if (FINAL[order.status]) {
+        if (order.status !== was) refreshSoon(); // a close gave stock back
+        return;
+      }
+      var wait = order.status === "QUEUED" || Date.now() < fastUntil ? POLL_FAST : POLL_SLOW;
+      if (order.status === "WAIT_PAY" && order.pay_deadline) {
+        // Look again right after the deadline, when the order closes.
+        var left = Date.parse(order.pay_deadline) - now();
+        if (left >= 0 && left + 1000 < wait) wait = left + 1000;
+      }
+      schedulePoll(wait);
+    });
+  }
+
+  function renderOrder() {
+    var box = $("order");
+    if (!order) {
+      box.hidden = true;
+      box.dataset.orderNo = "";
+      box.dataset.status = "";
+      return;
+    }
+    var st = order.status || "";
+    box.hidden = false;
+    box.dataset.orderNo = order.order_no;
+    box.dataset.status = st;
+    $("order-no").textContent = order.order_no;
+    var badge = $("order-status");
+    badge.textContent = st ? st.replace("_", " ") : "loading…";
+    badge.dataset.status = st;
+    var hint = STATUS_HINTS[st] || "";
+    if (st === "WAIT_PAY" && !DEV) hint += " Payment happens with the payment provider; this page updates when it arrives.";
+    $("order-hint").textContent = hint;
+    $("pay-btn").hidden = !(DEV && st === "WAIT_PAY");
+    $("cancel-btn").hidden = st !== "WAIT_PAY";
+    $("pay-btn").disabled = $("cancel-btn").disabled = busy;
+    $("order-dismiss").hidden = !FINAL[st];
+    renderDeadline();
+  }
+
+  function renderDeadline() {
+    if (!order) return;
+    var detail = "";
+    if (order.quantity) detail = order.quantity + (order.quantity === 1 ? " unit" : " units");
+    if (order.amount_cents) detail += ", total " + money(order.amount_cents);
+    if (order.status === "WAIT_PAY" && order.pay_deadline) {
+      var left = Date.parse(order.pay_deadline) - now();
+      detail += left > 0 ? " · pay within " + duration(left) : " · pay deadline passed";
+    }
+    $("order-detail").textContent = detail;
+  }
+
+  function orderAction(path, done) {
+    if (!order || busy) return;
+    busy = true;
+    renderOrder();
+    call("POST", path, {}, true).then(function (r) {
+      busy = false;
+      if (r.ok) {
+        clearMessage();
+        if (done) showMessage(done, "OK");
+        fastUntil = Date.now() + FAST_FOR;
+        schedulePoll(300);
+      } else {
+        showError(r.error);
+      }
+      renderOrder();
+    });
+  }
+
+  $("pay-btn").addEventListener("click", function () {
+    orderAction("/dev/v1/orders/" + encodeURIComponent(order.order_no) + "/pay", "Payment sent through the sandbox provider.");
+  });
+  $("cancel-btn").addEventListener("click", function () {
+    orderAction("/api/v1/orders/" + encodeURIComponent(order.order_no) + "/cancel", "Cancelling your order…");
+  });
+  $("order-dismiss").addEventListener("click", function () {
+    clearMessage();
+    forgetOrder();
+  });
+
+  // ---- start --------------------------------------------------------------
+
+  document.addEventListener("visibilitychange", function () {
+    if (!document.hidden) {
+      loadSessions();
+      if (order && !FINAL[order.status]) schedulePoll(0);
+    }
+  });
+
+  renderIdentity();
+  loadSessions();
+  resumeOrder();
+  setInterval(tick, 1000);
+})();
