@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -103,4 +104,24 @@ func requireCode(t *testing.T, err error, code string) {
 	if !errors.As(err, &e) || e.Code != code {
 		t.Fatalf("want a %s error, got %v", code, err)
 	}
+}
+
+// The hand-written error body encoder writes exactly what encoding/json
+// writes, for any strings: escapes, HTML-safe characters, line separators
+// and invalid UTF-8 included.
+func FuzzErrorBodyJSON(f *testing.F) {
+	for _, s := range []string{"", "sold out", `field "user_id" must be a positive integer`, "a\\b", "<script>&</script>",
+		"\x00\x01\b\f\n\r\t\x1f\x7f", "\u2028\u2029", "héllo 秒杀 😀", "\xff\xfe", "a\xc3", "\xed\xa0\x80"} {
+		f.Add(s, s+"!", "trace-"+s)
+	}
+	f.Fuzz(func(t *testing.T, code, message, trace string) {
+		body := ErrorBody{Code: code, Message: message, TraceID: trace}
+		want, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := body.AppendJSON(nil); string(got) != string(want) {
+			t.Fatalf("AppendJSON(%q, %q, %q)\n got %s\nwant %s", code, message, trace, got, want)
+		}
+	})
 }
