@@ -114,6 +114,8 @@ type Server struct {
 	series *series
 	// starts tracks background workflow starts so Shutdown can wait for them.
 	starts chan struct{}
+	// pace decides whether a winner waits for its workflow start.
+	pace startPace
 }
 
 // bodyLimit caps request bodies: every request of this API is a few hundred bytes.

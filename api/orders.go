@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -130,7 +131,9 @@ func (s *Server) startWorkflow(req *seckill.OrderRequest) {
 		defer cancel()
 		t0 := time.Now()
 		started, err := s.flow.Start(ctx, req)
-		s.cfg.Metrics.WorkflowStart.Observe(metrics.Since(t0))
+		took := time.Since(t0)
+		s.pace.observe(took)
+		s.cfg.Metrics.WorkflowStart.Observe(took.Seconds())
 		if err != nil {
 			s.cfg.Metrics.WorkflowStartFailures.Inc()
 			s.log.Warn("workflow start failed; the relay will retry", "order_no", req.OrderNo, "trace_id", req.TraceID, "error", err)
@@ -143,11 +146,39 @@ func (s *Server) startWorkflow(req *seckill.OrderRequest) {
 			s.log.Warn("could not clear the pending-start entry", "order_no", req.OrderNo, "error", err)
 		}
 	}()
+	if s.pace.slowerThan(s.cfg.StartTimeout) {
+		s.cfg.Metrics.WorkflowStartNoWait.Inc()
+		return
+	}
 	select {
 	case <-done:
 	case <-time.After(s.cfg.StartTimeout):
 	}
 }
+
+// startPace follows how long workflow starts take: an exponentially
+// weighted average over roughly the last eight. When starts take longer
+// than StartTimeout, a winner gains nothing by waiting (the start will not
+// finish in time) and the wait only holds the shopper's connection while
+// Temporal is busy; the answer then goes out at once and the start goes on
+// in the background, the relay behind it. So the API never queues behind a
+// slow Temporal, and waits again as soon as starts are quick again.
+type startPace struct{ avg atomic.Int64 } // nanoseconds
+
+func (p *startPace) observe(d time.Duration) {
+	for {
+		old := p.avg.Load()
+		next := int64(d)
+		if old != 0 {
+			next = old + (int64(d)-old)/8
+		}
+		if p.avg.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+func (p *startPace) slowerThan(d time.Duration) bool { return time.Duration(p.avg.Load()) > d }
 
 // orderJSON is the public shape of an order.
 type orderJSON struct {

@@ -35,6 +35,9 @@ type Metrics struct {
 	// WorkflowStartFailures counts starts left to the relay.
 	WorkflowStart         prometheus.Histogram
 	WorkflowStartFailures prometheus.Counter
+	// WorkflowStartNoWait counts winners answered without waiting for
+	// their start, because starts were slower than SECKILL_START_TIMEOUT.
+	WorkflowStartNoWait prometheus.Counter
 
 	// RelayBacklog is the number of entries waiting for a relay (queue
 	// "starts": reservations whose workflow start is not confirmed;
@@ -81,6 +84,9 @@ func New() *Metrics {
 		WorkflowStartFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_workflow_start_failures_total", Help: "Workflow starts that failed in the API and are left to the relay.",
 		}),
+		WorkflowStartNoWait: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_workflow_start_nowait_total", Help: "Winners answered without waiting for their workflow start: starts were slower than SECKILL_START_TIMEOUT (Temporal busy).",
+		}),
 		RelayBacklog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_relay_backlog", Help: "Entries waiting for a relay: queue=starts (reservations without a confirmed workflow start), queue=refunds (payments waiting for their refund).",
 		}, []string{"queue"}),
@@ -110,7 +116,7 @@ func New() *Metrics {
 		}, []string{"result"}),
 	}
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Admissions, m.RedisAdmit, m.WorkflowStart,
-		m.WorkflowStartFailures, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.Orders, m.Stock, m.Drift,
+		m.WorkflowStartFailures, m.WorkflowStartNoWait, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.Orders, m.Stock, m.Drift,
 		m.Problems, m.InFlight, m.ReconcileRuns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
