@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/shop"
 )
 
@@ -87,4 +89,21 @@ func TestDevPage(t *testing.T) {
 	require.Contains(t, page, `id="dev-signin"`)
 	require.NotEqual(t, respProd.Header.Get("ETag"), resp.Header.Get("ETag"))
 	require.False(t, strings.Contains(page, "http://") || strings.Contains(page, "https://"), "no third-party URL")
+}
+
+// Every code of the error vocabulary (error.go) has a shopper-facing
+// message on the page, and every status a status hint.
+func TestEveryErrorCodeHasAMessage(t *testing.T) {
+	js, err := os.ReadFile("static/app.js")
+	require.NoError(t, err)
+	vocabulary, err := os.ReadFile("../error.go")
+	require.NoError(t, err)
+	codes := regexp.MustCompile(`(?m)^\s+E[A-Z]+\s+= "([A-Z_]+)"`).FindAllStringSubmatch(string(vocabulary), -1)
+	require.NotEmpty(t, codes)
+	for _, c := range codes {
+		require.Regexp(t, `(?m)^\s+`+c[1]+`: "`, string(js), "no message for error code %s in app.js", c[1])
+	}
+	for _, st := range seckill.Statuses {
+		require.Regexp(t, `(?m)^\s+`+string(st)+`: "`, string(js), "no hint for status %s in app.js", st)
+	}
 }
