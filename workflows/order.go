@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -201,6 +202,7 @@ func (o *order) compensate(ctx workflow.Context, reason string) error {
 		return nil
 	}
 	o.state.CloseReason = reason
+	o.describe(dctx)
 	var released int
 	if err := workflow.ExecuteActivity(dctx, ReleaseReservationActivity,
 		ReleaseInput{SessionID: o.req.SessionID, OrderNo: o.req.OrderNo, TraceID: o.req.TraceID}).Get(dctx, &released); err != nil {
@@ -242,6 +244,7 @@ func (o *order) applyPayment(ctx, steady workflow.Context, p seckill.Payment) {
 		res.Outcome == seckill.PaymentDuplicate && res.Status != seckill.StatusPaid:
 		if !slices.Contains(o.state.LatePayments, p.PaymentID) {
 			o.state.LatePayments = append(o.state.LatePayments, p.PaymentID)
+			o.describe(ctx)
 			o.log.Warn("payment the order cannot take: refund pending", "payment_id", p.PaymentID, "status", res.Status)
 		}
 	}
@@ -259,4 +262,29 @@ func (o *order) setStatus(ctx workflow.Context, s seckill.Status) {
 	if err := workflow.UpsertTypedSearchAttributes(ctx, OrderStatusKey.ValueSet(string(s))); err != nil {
 		o.log.Warn("upsert OrderStatus", "error", err)
 	}
+	o.describe(ctx)
+}
+
+// describe sets the workflow's current details, which the Web UI shows at
+// the top of the order's page (Temporal markdown): where the order stands
+// and what it waits for, so ops read it without opening the history. It is
+// query-side state, not history: changing the text needs no versioning.
+func (o *order) describe(ctx workflow.Context) {
+	st := o.state
+	d := fmt.Sprintf("**%s** · order `%s` · user %d · session %d · %d unit(s) · trace `%s`",
+		st.Status, st.OrderNo, o.req.UserID, o.req.SessionID, o.req.Quantity, o.req.TraceID)
+	switch st.Status {
+	case seckill.StatusWaitPay:
+		d += " · waiting for payment until " + st.PayDeadline.UTC().Format(time.RFC3339)
+	case seckill.StatusPaid:
+		d += " · paid with `" + st.PaymentID + "`"
+	case seckill.StatusClosed:
+		if st.CloseReason != "" {
+			d += " · closed: " + st.CloseReason + ", stock given back"
+		}
+	}
+	if n := len(st.LatePayments); n > 0 {
+		d += fmt.Sprintf(" · %d late payment(s) sent to refund", n)
+	}
+	workflow.SetCurrentDetails(ctx, d)
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -569,6 +570,17 @@ func (h *harness) queryAt(d time.Duration) *workflows.OrderState {
 	return st
 }
 
+// details is the workflow's current details, as the Web UI reads them
+// (the SDK's built-in metadata query).
+func (h *harness) details() string {
+	h.t.Helper()
+	v, err := h.env.QueryWorkflow("__temporal_workflow_metadata")
+	require.NoError(h.t, err)
+	var md sdkpb.WorkflowMetadata
+	require.NoError(h.t, v.Get(&md))
+	return md.GetCurrentDetails()
+}
+
 func (h *harness) query() workflows.OrderState {
 	h.t.Helper()
 	v, err := h.env.QueryWorkflow(workflows.StateQuery)
@@ -703,13 +715,19 @@ func TestOrderPaidBeforeTimeout(t *testing.T) {
 			p := payment(req, "pay-1")
 			tc.pay(h, p)
 			waiting := h.queryAt(time.Second)
+			var waitingDetails string
+			h.env.RegisterDelayedCallback(func() { waitingDetails = h.details() }, time.Second)
 
 			st := h.run(req)
 
 			if tc.waits {
 				assert.Equal(t, seckill.StatusWaitPay, waiting.Status, "query while waiting")
 				assert.True(t, waiting.PayDeadline.Equal(startTime.Add(payTimeout)), "deadline %v", waiting.PayDeadline)
+				assert.Contains(t, waitingDetails, "**WAIT_PAY** · order `7-paid` · user 1001")
+				assert.Contains(t, waitingDetails, "waiting for payment until "+startTime.Add(payTimeout).UTC().Format(time.RFC3339))
 			}
+			assert.Contains(t, h.details(), "**PAID** · order `7-paid`")
+			assert.Contains(t, h.details(), "paid with `pay-1`")
 			assert.Equal(t, seckill.StatusPaid, st.Status)
 			assert.Equal(t, "pay-1", st.PaymentID)
 			assert.Empty(t, st.CloseReason)
@@ -760,6 +778,8 @@ func TestOrderTimeoutClosesAndGivesBackOnce(t *testing.T) {
 			assert.True(t, st.PayDeadline.Equal(startTime.Add(tc.deadline)), "deadline %v", st.PayDeadline)
 			assert.False(t, h.env.Now().Before(startTime.Add(tc.deadline)), "closed before the deadline")
 			h.assertCompensated(req, st, workflows.ReasonTimeout)
+			assert.Contains(t, h.details(), "**CLOSED** · order `7-timeout`")
+			assert.Contains(t, h.details(), "closed: pay_timeout, stock given back")
 			dec, res := h.store.counts(req.OrderNo)
 			assert.Equal(t, 3, dec)
 			assert.Equal(t, 3, res)
