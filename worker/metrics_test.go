@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -37,6 +38,14 @@ func TestWorkerMetrics(t *testing.T) {
 	})
 	require.Equal(t, http.StatusOK, get(base+"/healthz"))
 
+	// A sale that ended two hours ago, still preheated: past the observer's
+	// tail, it is left to the scheduled reconcile and has no sale series.
+	old := &seckill.Session{SKUID: 7, Title: "last week", PriceCents: 100, TotalStock: 3, PerUserLimit: 1,
+		StartAt: time.Now().Add(-3 * time.Hour), EndAt: time.Now().Add(-2 * time.Hour)}
+	require.NoError(t, e.DB.CreateSession(context.Background(), old))
+	_, err := e.Gate.Preheat(context.Background(), old.ID, 3)
+	require.NoError(t, err)
+
 	sess := e.Session(5, 1, 100)
 	id := fmt.Sprint(sess.ID)
 	var orders []string
@@ -70,6 +79,8 @@ func TestWorkerMetrics(t *testing.T) {
 	families, err := scrape(base)
 	require.NoError(t, err)
 	require.Positive(t, value(families["seckill_reconcile_runs_total"], map[string]string{"result": "ok"}))
+	require.Equal(t, -1.0, value(families["seckill_stock"], map[string]string{"session_id": fmt.Sprint(old.ID)}),
+		"a session that ended long ago is not observed")
 	var sdk []string
 	for name := range families {
 		if strings.HasPrefix(name, "temporal_") {

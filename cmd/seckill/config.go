@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -167,13 +168,44 @@ func (d *deps) worker(c *config) sdkworker.Worker {
 	return worker.New(d.temporal, c.TaskQueue, d.activities(), d.refunds(c), d.reconciler())
 }
 
-// observeSale reconciles every preheated session for the sale metrics.
+// observeTail is how long after its end a session stays in the sale
+// metrics: unpaid orders still time out and late payments still arrive for
+// a while (15 minutes by default). Older sessions are left to the scheduled
+// reconcile, so the observer's cost does not grow with every sale ever held.
+const observeTail = time.Hour
+
+// observeSale reconciles, for the sale metrics, the preheated sessions on
+// sale, upcoming, or ended within observeTail.
 func (d *deps) observeSale(ctx context.Context) ([]seckill.Report, error) {
-	reports, err := d.reconciler().ReconcileAll(ctx)
+	reports, err := d.reconcileRecent(ctx)
 	if err != nil && ctx.Err() == nil {
 		d.log.Warn("sale metrics: reconcile failed", "error", err)
 	}
 	return reports, err
+}
+
+func (d *deps) reconcileRecent(ctx context.Context) ([]seckill.Report, error) {
+	recent, err := d.db.OpenSessions(ctx, time.Now().Add(-observeTail), 200)
+	if err != nil {
+		return nil, err
+	}
+	preheated, err := d.gate.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var reports []seckill.Report
+	for _, s := range recent {
+		// A session not preheated yet has no Redis side to compare.
+		if !slices.Contains(preheated, s.ID) {
+			continue
+		}
+		r, err := seckill.Reconcile(ctx, d.db, d.gate, s.ID)
+		if err != nil {
+			return nil, err
+		}
+		reports = append(reports, *r)
+	}
+	return reports, nil
 }
 
 func (d *deps) reconciler() *activities.Reconciler {
