@@ -31,6 +31,10 @@ type Metrics struct {
 	Admissions *prometheus.CounterVec
 	// RedisAdmit is the latency of the admission script call.
 	RedisAdmit prometheus.Histogram
+	// RedisCommands and RedisErrors time every Redis command by name
+	// (redis.Instrument fills them).
+	RedisCommands *prometheus.HistogramVec
+	RedisErrors   *prometheus.CounterVec
 	// WorkflowStart is the latency of StartWorkflow from the API;
 	// WorkflowStartFailures counts starts left to the relay.
 	WorkflowStart         prometheus.Histogram
@@ -77,6 +81,13 @@ func New() *Metrics {
 			Name: "seckill_redis_admit_duration_seconds", Help: "Latency of the admission script call (coalesced batches included).",
 			Buckets: []float64{.0002, .0005, .001, .0025, .005, .01, .025, .05, .1, .25},
 		}),
+		RedisCommands: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "seckill_redis_command_duration_seconds", Help: "Latency of every Redis command by name (evalsha: the scripts; pipeline: a pipeline).",
+			Buckets: []float64{.0002, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5},
+		}, []string{"command"}),
+		RedisErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_redis_command_errors_total", Help: "Redis commands that failed (timeouts, refused connections; a missing key is not an error).",
+		}, []string{"command"}),
 		WorkflowStart: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "seckill_workflow_start_duration_seconds", Help: "Latency of StartWorkflow from the API.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
@@ -115,7 +126,7 @@ func New() *Metrics {
 			Name: "seckill_reconcile_runs_total", Help: "Observer reconcile passes by result: ok, drift (some session broke an invariant), error.",
 		}, []string{"result"}),
 	}
-	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Admissions, m.RedisAdmit, m.WorkflowStart,
+	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Admissions, m.RedisAdmit, m.RedisCommands, m.RedisErrors, m.WorkflowStart,
 		m.WorkflowStartFailures, m.WorkflowStartNoWait, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.Orders, m.Stock, m.Drift,
 		m.Problems, m.InFlight, m.ReconcileRuns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -128,6 +128,7 @@ func (c *config) connect(ctx context.Context, withTemporal bool) (*deps, error) 
 		ReadTimeout:  500 * time.Millisecond,
 		WriteTimeout: 500 * time.Millisecond,
 	})
+	redis.Instrument(d.rdb, d.metrics)
 	d.gate = redis.New(d.rdb, c.RedisPrefix)
 	if err := d.gate.Load(ctx); err != nil {
 		d.close()
