@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
@@ -20,7 +21,9 @@ var sdkLatencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5
 // requests, workflow and activity task latencies, task slots, sticky cache)
 // on reg, next to seckill's, through OpenTelemetry's Prometheus exporter:
 // the SDK's supported bridge, since it has no native Prometheus handler.
-func MetricsHandler(reg prometheus.Registerer) (client.MetricsHandler, error) {
+// A metric the bridge cannot record is logged, never a panic (the
+// handler's default): metrics must not take a worker down.
+func MetricsHandler(reg prometheus.Registerer, log *slog.Logger) (client.MetricsHandler, error) {
 	exporter, err := otelprom.New(
 		otelprom.WithRegisterer(reg),
 		otelprom.WithoutScopeInfo(),
@@ -38,5 +41,8 @@ func MetricsHandler(reg prometheus.Registerer) (client.MetricsHandler, error) {
 		Meter: provider.Meter("temporal-sdk-go"),
 		// Counters are monotonic: exported as *_total counters that rate() reads.
 		UseMonotonicCounters: true,
+		OnError: func(err error) {
+			log.Warn("temporal SDK metric not recorded", "error", err)
+		},
 	}), nil
 }

@@ -135,7 +135,7 @@ func (c *config) connect(ctx context.Context, withTemporal bool) (*deps, error) 
 		return nil, fmt.Errorf("redis %s: %w", c.RedisAddr, err)
 	}
 	if withTemporal {
-		sdkMetrics, err := temporal.MetricsHandler(d.metrics.Registry)
+		sdkMetrics, err := temporal.MetricsHandler(d.metrics.Registry, d.log)
 		if err != nil {
 			d.close()
 			return nil, err
