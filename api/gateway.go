@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/tick"
 )
 
 // Limiter is a rate limiter shared by every API process (Redis).
@@ -186,26 +187,12 @@ func (s *Server) Start(ctx context.Context) {
 	if err := s.refreshBlocklist(ctx); err != nil {
 		s.log.Warn("blocklist load failed; retrying", "error", err)
 	}
-	every := func(d time.Duration, f func(context.Context)) {
-		go func() {
-			t := time.NewTicker(d)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					f(ctx)
-				}
-			}
-		}()
-	}
-	every(time.Second, func(ctx context.Context) {
+	go tick.Every(ctx, time.Second, func() {
 		if err := s.refreshBlocklist(ctx); err != nil {
 			s.log.Warn("blocklist refresh failed; keeping the last one", "error", err)
 		}
 	})
-	every(s.cfg.SoldOutRecheck, s.watchSoldOut)
+	go tick.Every(ctx, s.cfg.SoldOutRecheck, func() { s.watchSoldOut(ctx) })
 }
 
 // block: PUT /admin/v1/blocklist/{user_id}.

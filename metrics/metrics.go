@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/tick"
 )
 
 // Metrics are the collectors of one process.
@@ -189,21 +190,15 @@ func Since(t time.Time) float64 { return time.Since(t).Seconds() }
 // running reconcile by hand; the Temporal Schedule's reconcile stays the
 // record in the Web UI.
 func (m *Metrics) Observe(ctx context.Context, interval time.Duration, reconcile func(context.Context) ([]seckill.Report, error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
+	pass := func() {
 		if reports, err := reconcile(ctx); err != nil {
-			if ctx.Err() != nil {
-				return
+			if ctx.Err() == nil {
+				m.ReconcileRuns.WithLabelValues("error").Inc()
 			}
-			m.ReconcileRuns.WithLabelValues("error").Inc()
 		} else {
 			m.ObserveReports(reports)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
 	}
+	pass() // the series exist from the start, not an interval later
+	tick.Every(ctx, interval, pass)
 }

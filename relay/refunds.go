@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/tick"
 	"github.com/seckill/seckill/metrics"
 )
 
@@ -64,7 +65,7 @@ func (r *Refunds) count(action string) {
 
 // Run makes a pass every interval until ctx ends.
 func (r *Refunds) Run(ctx context.Context, interval time.Duration) {
-	every(ctx, interval, func() {
+	tick.Every(ctx, interval, func() {
 		if _, err := r.Pass(ctx); err != nil {
 			r.Log.Warn("refund relay pass failed", "error", err)
 		}

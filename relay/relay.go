@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/tick"
 	"github.com/seckill/seckill/metrics"
 )
 
@@ -63,7 +64,7 @@ type Stats struct {
 
 // Run makes a pass every interval until ctx ends.
 func (r *Relay) Run(ctx context.Context, interval time.Duration) {
-	every(ctx, interval, func() {
+	tick.Every(ctx, interval, func() {
 		st, err := r.Pass(ctx)
 		if r.Metrics != nil {
 			for action, n := range map[string]int{"started": st.Started, "existed": st.Existed, "released": st.Released, "failed": st.Failed} {
@@ -76,20 +77,6 @@ func (r *Relay) Run(ctx context.Context, interval time.Duration) {
 			r.Log.Info("relay pass", "started", st.Started, "existed", st.Existed, "released", st.Released, "failed", st.Failed)
 		}
 	})
-}
-
-// every calls f each interval until ctx ends.
-func every(ctx context.Context, interval time.Duration, f func()) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			f()
-		}
-	}
 }
 
 // Pass handles every pending-start entry older than MinAge once.
