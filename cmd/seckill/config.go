@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -178,35 +177,11 @@ const observeTail = time.Hour
 // observeSale reconciles, for the sale metrics, the preheated sessions on
 // sale, upcoming, or ended within observeTail.
 func (d *deps) observeSale(ctx context.Context) ([]seckill.Report, error) {
-	reports, err := d.reconcileRecent(ctx)
+	reports, err := d.reconciler().ReconcileRecent(ctx, time.Now().Add(-observeTail), 200)
 	if err != nil && ctx.Err() == nil {
 		d.log.Warn("sale metrics: reconcile failed", "error", err)
 	}
 	return reports, err
-}
-
-func (d *deps) reconcileRecent(ctx context.Context) ([]seckill.Report, error) {
-	recent, err := d.db.OpenSessions(ctx, time.Now().Add(-observeTail), 200)
-	if err != nil {
-		return nil, err
-	}
-	preheated, err := d.gate.Sessions(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var reports []seckill.Report
-	for _, s := range recent {
-		// A session not preheated yet has no Redis side to compare.
-		if !slices.Contains(preheated, s.ID) {
-			continue
-		}
-		r, err := seckill.Reconcile(ctx, d.db, d.gate, s.ID)
-		if err != nil {
-			return nil, err
-		}
-		reports = append(reports, *r)
-	}
-	return reports, nil
 }
 
 func (d *deps) reconciler() *activities.Reconciler {
