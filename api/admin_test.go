@@ -55,7 +55,7 @@ func TestAdminSessionLifecycle(t *testing.T) {
 	o := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", id), tok, nil)
 	require.Equal(t, http.StatusAccepted, o.Status, "%s", o.Raw)
 	no := o.Str("order_no")
-	waitStatus(e, tok, no, 20*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
 	p = e.Do("POST", path+"/preheat", admin, nil)
 	require.Equal(t, float64(2), p.Body["stock"])
 	g := e.Do("GET", fmt.Sprintf("/api/v1/sessions/%d", id), "", nil)

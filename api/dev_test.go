@@ -44,12 +44,12 @@ func TestDevSignInAndPay(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
 	no := r.Str("order_no")
 	requireError(t, e.Do("POST", "/dev/v1/orders/"+no+"/pay", "", nil), 401, "UNAUTHENTICATED", "missing")
-	waitStatus(e, tok, no, 20*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
 	requireError(t, e.Do("POST", "/dev/v1/orders/"+no+"/pay", e.Token(10), nil), 404, "NOT_FOUND", "not found")
 
 	r = e.Do("POST", "/dev/v1/orders/"+no+"/pay", tok, nil)
 	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
-	waitStatus(e, tok, no, 20*time.Second, seckill.StatusPaid)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)
 	requireError(t, e.Do("POST", "/dev/v1/orders/"+no+"/pay", tok, nil), 409, "CONFLICT", "PAID")
 	// A second delivery of the same payment (a double click that raced
 	// the status) is a replay: still one payment.

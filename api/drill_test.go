@@ -38,13 +38,13 @@ func TestDrillLostStartsAreRelayed(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, relay.Stats{Started: 10}, st)
 	for _, w := range wins {
-		waitStatus(e, w.token, w.orderNo, 20*time.Second, seckill.StatusWaitPay)
+		e.WaitStatus(w.token, w.orderNo, 20*time.Second, seckill.StatusWaitPay)
 	}
 	rep = e.RequireInvariants(sess.ID)
 	require.Zero(t, rep.PendingStarts)
 	require.Equal(t, 10, rep.Orders[seckill.StatusWaitPay])
 	require.Equal(t, http.StatusOK, e.Pay(wins[0].orderNo, "p", "e", 100).Status)
-	waitStatus(e, wins[0].token, wins[0].orderNo, 20*time.Second, seckill.StatusPaid)
+	e.WaitStatus(wins[0].token, wins[0].orderNo, 20*time.Second, seckill.StatusPaid)
 }
 
 // wipeRedis drops every key of the Env, as a Redis restart without
@@ -69,10 +69,10 @@ func TestDrillRedisLosesEverything(t *testing.T) {
 	wins, _ := burst(t, e, sess.ID, 200, 4, 1)
 	require.Len(t, wins, 4)
 	for _, w := range wins {
-		waitStatus(e, w.token, w.orderNo, 20*time.Second, seckill.StatusWaitPay)
+		e.WaitStatus(w.token, w.orderNo, 20*time.Second, seckill.StatusWaitPay)
 	}
 	require.Equal(t, http.StatusOK, e.Pay(wins[0].orderNo, "p-wipe", "e-wipe", 100).Status)
-	waitStatus(e, wins[0].token, wins[0].orderNo, 20*time.Second, seckill.StatusPaid)
+	e.WaitStatus(wins[0].token, wins[0].orderNo, 20*time.Second, seckill.StatusPaid)
 
 	wipeRedis(t, e)
 	rep := e.Reconcile(sess.ID)
@@ -89,14 +89,14 @@ func TestDrillRedisLosesEverything(t *testing.T) {
 	// The three unpaid orders time out and give back; the rebuilt
 	// reservations make the Redis release count exactly once.
 	for _, w := range wins[1:] {
-		waitStatus(e, w.token, w.orderNo, 30*time.Second, seckill.StatusClosed)
+		e.WaitStatus(w.token, w.orderNo, 30*time.Second, seckill.StatusClosed)
 	}
 	waitReleased(e, sess.ID)
 	// Selling continues: exactly the 5 units left, never more.
 	more, codes := burst(t, e, sess.ID, 300, 20, 2)
 	require.Len(t, more, 5, "%v", codes)
 	for _, w := range more {
-		waitStatus(e, w.token, w.orderNo, 20*time.Second, seckill.StatusWaitPay)
+		e.WaitStatus(w.token, w.orderNo, 20*time.Second, seckill.StatusWaitPay)
 	}
 	final := e.RequireInvariants(sess.ID)
 	require.Zero(t, final.DBStock)
@@ -134,7 +134,7 @@ func TestDrillPaymentBeforeTheOrderRow(t *testing.T) {
 			p = e.Pay(no, "early-"+no, "early-evt-"+no, 100)
 		}
 		require.Equal(t, http.StatusOK, p.Status, "%s", p.Raw)
-		waitStatus(e, tok, no, 20*time.Second, seckill.StatusPaid)
+		e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)
 		rep := e.RequireInvariants(sess.ID)
 		require.Equal(t, 1, rep.Orders[seckill.StatusPaid])
 	})
@@ -156,7 +156,7 @@ func TestDrillPaymentBeforeTheOrderRow(t *testing.T) {
 			}
 			return nil
 		})
-		waitStatus(e, tok, no, 20*time.Second, seckill.StatusPaid)
+		e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)
 		e.RequireInvariants(sess.ID)
 	})
 }

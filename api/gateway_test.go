@@ -48,7 +48,7 @@ func TestBlocklist(t *testing.T) {
 	require.Equal(t, 200, e.Do("DELETE", "/admin/v1/blocklist/66", testenv.AdminToken, nil).Status)
 	r := e.Do("POST", ordersPath(sess.ID), tok, nil)
 	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
-	waitStatus(e, tok, r.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(tok, r.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
 	e.RequireInvariants(sess.ID)
 }
 
@@ -152,9 +152,9 @@ func TestSoldOutFastPath(t *testing.T) {
 	require.Equal(t, before, admits.n.Load(), "sold-out requests must not reach Redis")
 
 	no := a.Str("order_no")
-	waitStatus(e, first, no, 20*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(first, no, 20*time.Second, seckill.StatusWaitPay)
 	require.Equal(t, http.StatusAccepted, e.Do("POST", "/api/v1/orders/"+no+"/cancel", first, nil).Status)
-	waitStatus(e, first, no, 20*time.Second, seckill.StatusClosed)
+	e.WaitStatus(first, no, 20*time.Second, seckill.StatusClosed)
 	var resold *testenv.Response
 	e.Eventually(5*time.Second, "given-back stock sells again", func() error {
 		resold = e.Do("POST", ordersPath(sess.ID), e.Token(99), nil)
@@ -163,7 +163,7 @@ func TestSoldOutFastPath(t *testing.T) {
 		}
 		return nil
 	})
-	waitStatus(e, e.Token(99), resold.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(e.Token(99), resold.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
 	r := e.RequireInvariants(sess.ID)
 	require.Equal(t, 0, r.RedisStock)
 }

@@ -133,7 +133,7 @@ func TestWebhookRules(t *testing.T) {
 	r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)
 	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
 	no := r.Str("order_no")
-	waitStatus(e, tok, no, 20*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
 
 	body := []byte(fmt.Sprintf(`{"event_id":"e1","payment_id":"p1","order_no":%q,"amount_cents":990,"status":"SUCCEEDED"}`, no))
 	send := func(b []byte, sig string) *testenv.Response {
@@ -157,7 +157,7 @@ func TestWebhookRules(t *testing.T) {
 	require.Equal(t, "WAIT_PAY", got.Str("status"), "refused webhooks changed nothing")
 
 	// Let it time out, then pay: a late payment.
-	waitStatus(e, tok, no, 20*time.Second, seckill.StatusClosed)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusClosed)
 	e.Eventually(10*time.Second, "workflow finished", func() error {
 		d, err := e.Temporal.DescribeWorkflowExecution(context.Background(), seckill.WorkflowID(no), "")
 		if err != nil {
@@ -170,7 +170,7 @@ func TestWebhookRules(t *testing.T) {
 	})
 	late := e.Pay(no, "p1", "e1", 990)
 	require.Equal(t, 200, late.Status, "%s", late.Raw)
-	require.Equal(t, "REFUND_PENDING", waitStatus(e, tok, no, 5*time.Second, seckill.StatusRefundPending, seckill.StatusPaid).String())
+	require.Equal(t, "REFUND_PENDING", e.WaitStatus(tok, no, 5*time.Second, seckill.StatusRefundPending, seckill.StatusPaid).String())
 	again := e.Pay(no, "p1", "e1", 990)
 	require.Equal(t, 200, again.Status)
 	rep := e.RequireInvariants(sess.ID)

@@ -23,7 +23,7 @@ func TestMetrics(t *testing.T) {
 	sess := e.Session(1, 1, 100)
 	r := e.Do("POST", ordersPath(sess.ID), e.Token(1), nil)
 	require.Equal(t, http.StatusAccepted, r.Status)
-	waitStatus(e, e.Token(1), r.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(e.Token(1), r.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
 	// The win took the last unit: the process flags the session sold out.
 	require.Equal(t, 409, e.Do("POST", ordersPath(sess.ID), e.Token(2), nil).Status)
 	require.Equal(t, 409, e.Do("POST", ordersPath(sess.ID), e.Token(3), nil).Status)
@@ -99,13 +99,13 @@ func TestWinnersStopWaitingForSlowStarts(t *testing.T) {
 		}
 		return nil
 	})
-	waitStatus(e, e.Token(1), first, 30*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(e.Token(1), first, 30*time.Second, seckill.StatusWaitPay)
 	// That start took a second, far past the timeout: the next winners do
 	// not wait for theirs.
 	second, third := buy(2), buy(3)
 	require.Equal(t, "2", nowait())
-	waitStatus(e, e.Token(2), second, 30*time.Second, seckill.StatusWaitPay)
-	waitStatus(e, e.Token(3), third, 30*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(e.Token(2), second, 30*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(e.Token(3), third, 30*time.Second, seckill.StatusWaitPay)
 	r := e.RequireInvariants(sess.ID)
 	require.Equal(t, 3, r.Orders[seckill.StatusWaitPay])
 }

@@ -44,11 +44,11 @@ func TestPollNeedsNoMySQL(t *testing.T) {
 	require.Contains(t, []string{"QUEUED", "WAIT_PAY"}, first.Str("status"))
 	require.Equal(t, float64(250), first.Body["amount_cents"])
 	require.Equal(t, float64(42), first.Body["sku_id"])
-	waitStatus(e, tok, no, 20*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
 	w := e.Do("GET", "/api/v1/orders/"+no, tok, nil)
 	require.NotNil(t, w.Body["pay_deadline"])
 	require.Equal(t, http.StatusOK, e.Pay(no, "p", "e", 250).Status)
-	waitStatus(e, tok, no, 20*time.Second, seckill.StatusPaid)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)
 	require.Zero(t, reads.n.Load(), "polls and the webhook's order lookup read MySQL")
 
 	// Another shopper cannot see it; an unknown number is a 404.

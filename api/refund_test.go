@@ -34,23 +34,23 @@ func TestLateAndDuplicatePaymentsAreRefunded(t *testing.T) {
 	// outlive the test database on a shared Temporal server.
 	u := fmt.Sprint(time.Now().UnixNano())
 	payOK, payTwice, payLate := "pay-ok-"+u, "pay-twice-"+u, "pay-late-"+u
-	waitStatus(e, paid, paidNo, 20*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(paid, paidNo, 20*time.Second, seckill.StatusWaitPay)
 	code, err := e.Provider.Pay(ctx, paidNo, payOK, 500)
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
-	waitStatus(e, paid, paidNo, 20*time.Second, seckill.StatusPaid)
+	e.WaitStatus(paid, paidNo, 20*time.Second, seckill.StatusPaid)
 	code, err = e.Provider.Pay(ctx, paidNo, payTwice, 500) // the shopper paid twice
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
 
-	waitStatus(e, late, lateNo, 20*time.Second, seckill.StatusClosed)
+	e.WaitStatus(late, lateNo, 20*time.Second, seckill.StatusClosed)
 	// Wait for the order's workflow to end: the next payment takes the
 	// API's direct path (no workflow to signal).
 	require.NoError(t, e.Temporal.GetWorkflow(ctx, seckill.WorkflowID(lateNo), "").Get(ctx, nil))
 	code, err = e.Provider.Pay(ctx, lateNo, payLate, 500)
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
-	waitStatus(e, late, lateNo, 10*time.Second, seckill.StatusRefundPending)
+	e.WaitStatus(late, lateNo, 10*time.Second, seckill.StatusRefundPending)
 	e.Eventually(10*time.Second, "duplicate payment recorded", func() error {
 		if n, err := e.DB.PendingRefunds(ctx, 10); err != nil || len(n) != 2 {
 			return fmt.Errorf("pending refunds %v %v", n, err)
@@ -74,7 +74,7 @@ func TestLateAndDuplicatePaymentsAreRefunded(t *testing.T) {
 	require.Len(t, got, 2)
 	require.Equal(t, lateNo, got[payLate].OrderNo)
 	require.Equal(t, paidNo, got[payTwice].OrderNo)
-	waitStatus(e, late, lateNo, 10*time.Second, seckill.StatusRefunded)
+	e.WaitStatus(late, lateNo, 10*time.Second, seckill.StatusRefunded)
 	require.Equal(t, "PAID", e.Do("GET", "/api/v1/orders/"+paidNo, paid, nil).Str("status"))
 	pending, err := e.DB.PendingRefunds(ctx, 10)
 	require.NoError(t, err)

@@ -14,12 +14,6 @@ import (
 	"github.com/seckill/seckill/internal/testenv"
 )
 
-// waitStatus polls an order through the API until it has one of want.
-func waitStatus(e *testenv.Env, token, orderNo string, timeout time.Duration, want ...seckill.Status) seckill.Status {
-	e.T.Helper()
-	return e.WaitStatus(token, orderNo, timeout, want...)
-}
-
 type accepted struct {
 	user    int64
 	token   string
@@ -81,7 +75,7 @@ func TestBurstPayTimeoutAndResell(t *testing.T) {
 
 	// Every accepted order reaches WAIT_PAY exactly once.
 	for _, w := range wins {
-		waitStatus(e, w.token, w.orderNo, 20*time.Second, seckill.StatusWaitPay)
+		e.WaitStatus(w.token, w.orderNo, 20*time.Second, seckill.StatusWaitPay)
 	}
 	r := e.Reconcile(sess.ID)
 	require.True(t, r.OK, "%v", r.Problems)
@@ -98,11 +92,11 @@ func TestBurstPayTimeoutAndResell(t *testing.T) {
 	require.Equal(t, http.StatusOK, replay.Status, "%s", replay.Raw)
 	require.Equal(t, true, replay.Body["received"])
 	for _, w := range paid {
-		waitStatus(e, w.token, w.orderNo, 20*time.Second, seckill.StatusPaid)
+		e.WaitStatus(w.token, w.orderNo, 20*time.Second, seckill.StatusPaid)
 	}
 	// The rest time out, and their stock comes back.
 	for _, w := range wins[stock/2:] {
-		waitStatus(e, w.token, w.orderNo, 30*time.Second, seckill.StatusClosed)
+		e.WaitStatus(w.token, w.orderNo, 30*time.Second, seckill.StatusClosed)
 	}
 	waitReleased(e, sess.ID)
 	r = e.RequireInvariants(sess.ID)
@@ -129,7 +123,7 @@ func TestBurstPayTimeoutAndResell(t *testing.T) {
 	})
 	require.Len(t, again, stock/2, "resold exactly the given-back stock")
 	for _, w := range again {
-		waitStatus(e, w.token, w.orderNo, 20*time.Second, seckill.StatusWaitPay)
+		e.WaitStatus(w.token, w.orderNo, 20*time.Second, seckill.StatusWaitPay)
 	}
 	r = e.RequireInvariants(sess.ID)
 	require.Equal(t, 0, r.DBStock)
@@ -146,7 +140,7 @@ func TestCancelGivesStockBack(t *testing.T) {
 	r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), owner, nil)
 	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
 	no := r.Str("order_no")
-	waitStatus(e, owner, no, 20*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(owner, no, 20*time.Second, seckill.StatusWaitPay)
 
 	require.Equal(t, http.StatusNotFound, e.Do("GET", "/api/v1/orders/"+no, other, nil).Status)
 	require.Equal(t, http.StatusNotFound, e.Do("POST", "/api/v1/orders/"+no+"/cancel", other, nil).Status)
@@ -154,7 +148,7 @@ func TestCancelGivesStockBack(t *testing.T) {
 	c := e.Do("POST", "/api/v1/orders/"+no+"/cancel", owner, nil)
 	require.Equal(t, http.StatusAccepted, c.Status, "%s", c.Raw)
 	require.Equal(t, no, c.Str("order_no"))
-	waitStatus(e, owner, no, 20*time.Second, seckill.StatusClosed)
+	e.WaitStatus(owner, no, 20*time.Second, seckill.StatusClosed)
 	e.Eventually(10*time.Second, "stock back", func() error {
 		if s, _, _ := e.Gate.Stock(context.Background(), sess.ID); s != 3 {
 			return fmt.Errorf("redis stock %d", s)
@@ -169,9 +163,9 @@ func TestCancelGivesStockBack(t *testing.T) {
 	r = e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), owner, nil)
 	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
 	no2 := r.Str("order_no")
-	waitStatus(e, owner, no2, 20*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(owner, no2, 20*time.Second, seckill.StatusWaitPay)
 	require.Equal(t, http.StatusOK, e.Pay(no2, "p-1", "e-1", 700).Status)
-	waitStatus(e, owner, no2, 20*time.Second, seckill.StatusPaid)
+	e.WaitStatus(owner, no2, 20*time.Second, seckill.StatusPaid)
 	paidCancel := e.Do("POST", "/api/v1/orders/"+no2+"/cancel", owner, nil)
 	require.Equal(t, http.StatusConflict, paidCancel.Status)
 	e.RequireInvariants(sess.ID)

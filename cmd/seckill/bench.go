@@ -42,7 +42,7 @@ SECKILL_JWT_SECRET, SECKILL_WEBHOOK_SECRET and SECKILL_ADMIN_TOKEN.`,
 			if err != nil {
 				return err
 			}
-			if err := c.requireSecrets("SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET", "SECKILL_ADMIN_TOKEN"); err != nil {
+			if err := c.requireSecrets(allSecrets...); err != nil {
 				return err
 			}
 			cfg.JWTSecret, cfg.WebhookSecret, cfg.AdminToken = []byte(c.JWTSecret), []byte(c.WebhookSecret), c.AdminToken

@@ -43,7 +43,7 @@ SECKILL_WEBHOOK_SECRET and SECKILL_ADMIN_TOKEN, and the per-IP limit off
 			if err != nil {
 				return err
 			}
-			if err := c.requireSecrets("SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET", "SECKILL_ADMIN_TOKEN"); err != nil {
+			if err := c.requireSecrets(allSecrets...); err != nil {
 				return err
 			}
 			if stock <= 0 || users <= 0 || tries <= 0 || limit <= 0 || payRatio < 0 || payRatio > 1 {
