@@ -47,6 +47,8 @@ func TestMetrics(t *testing.T) {
 		require.True(t, strings.Contains(text, want), "missing %q in:\n%s", want, grepSeckill(text))
 	}
 	require.NotContains(t, text, fmt.Sprintf("/api/v1/sessions/%d", sess.ID), "raw paths must not become labels")
+	e.RequireInvariants(sess.ID)
+	e.RequireInvariants(open.ID)
 }
 
 func grepSeckill(text string) string {

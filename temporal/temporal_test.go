@@ -155,4 +155,14 @@ func TestOpsQueriesFindTheRightOrders(t *testing.T) {
 	})
 	require.ElementsMatch(t, []string{seckill.WorkflowID(a1), seckill.WorkflowID(b1)}, list(q+fmt.Sprintf(" AND UserID = %d", user)))
 	require.Equal(t, []string{seckill.WorkflowID(b1)}, list(q+fmt.Sprintf(" AND TraceID = 'trace-ops-%d-3'", stamp)))
+	for _, no := range []string{a1, b1} {
+		e.Eventually(20*time.Second, no+" WAIT_PAY", func() error {
+			if st, err := e.Orders.State(ctx, no); err != nil || st.Status != seckill.StatusWaitPay {
+				return fmt.Errorf("%v %v", st, err)
+			}
+			return nil
+		})
+	}
+	e.RequireInvariants(a.ID)
+	e.RequireInvariants(b.ID)
 }
