@@ -49,10 +49,13 @@ type Process struct {
 	log string
 }
 
-// Env returns the environment a seckill process needs to join this Env.
+// ProcessEnv returns the environment a seckill process needs to join this
+// Env; extra entries come last and win (Via routes it through toxis).
 func (e *Env) ProcessEnv(extra ...string) []string {
 	return append(os.Environ(), append([]string{
 		"SECKILL_MYSQL_DSN=" + e.DSN,
+		"SECKILL_REDIS_ADDR=" + e.RedisAddr,
+		"SECKILL_TEMPORAL_ADDR=" + e.TemporalAddr,
 		"SECKILL_REDIS_PREFIX=" + e.Prefix,
 		"SECKILL_TASK_QUEUE=" + e.TaskQueue,
 		"SECKILL_JWT_SECRET=" + string(JWTSecret),

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	mysqldriver "github.com/go-sql-driver/mysql"
 	goredis "github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -46,12 +45,15 @@ type Env struct {
 	DSN       string
 	DB        *mysql.DB
 	Redis     *goredis.Client
+	RedisAddr string
 	Prefix    string
 	Gate      *redis.Gate
 	Temporal  client.Client
-	TaskQueue string
-	Orders    *temporal.Orders
-	Worker    sdkworker.Worker
+	// TemporalAddr is the frontend the Env's clients use.
+	TemporalAddr string
+	TaskQueue    string
+	Orders       *temporal.Orders
+	Worker       sdkworker.Worker
 	// Provider is the sandbox payment provider: refunds land here, and it
 	// pays orders through the API's webhook.
 	Provider *sandbox.Provider
@@ -126,7 +128,8 @@ func New(t testing.TB, o Options) *Env {
 	}
 
 	// Redis: a key prefix per test.
-	e.Redis = goredis.NewClient(&goredis.Options{Addr: env("SECKILL_TEST_REDIS_ADDR", "127.0.0.1:6379"), PoolSize: 64})
+	e.RedisAddr = env("SECKILL_TEST_REDIS_ADDR", "127.0.0.1:6379")
+	e.Redis = goredis.NewClient(&goredis.Options{Addr: e.RedisAddr, PoolSize: 64})
 	if err := e.Redis.Ping(ctx).Err(); err != nil {
 		t.Fatalf("Redis is not reachable (%v).\nStart it with: redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save '' --appendonly no", err)
 	}
@@ -145,6 +148,7 @@ func New(t testing.TB, o Options) *Env {
 	if o.TemporalAddr != "" {
 		addr = o.TemporalAddr
 	}
+	e.TemporalAddr = addr
 	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer dcancel()
 	tc, err := temporal.Dial(dctx, addr, "default", e.Log, nil)
@@ -294,33 +298,4 @@ func (e *Env) Eventually(timeout time.Duration, what string, cond func() error) 
 		time.Sleep(50 * time.Millisecond)
 	}
 	e.T.Fatalf("%s: still not true after %s: %v", what, timeout, err)
-}
-
-// StartWorkerBehindProxy starts a worker whose MySQL connections go
-// through a TCP proxy the test can cut: a real database outage as the
-// activities see it (refused connections, severed sessions), without
-// disturbing the other tests that share the MariaDB server.
-func (e *Env) StartWorkerBehindProxy() *Proxy {
-	e.T.Helper()
-	cfg, err := mysqldriver.ParseDSN(e.DSN)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	proxy := StartProxy(e.T, cfg.Addr)
-	cfg.Addr = proxy.Addr
-	cfg.Timeout = time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	db, err := mysql.Open(ctx, cfg.FormatDSN())
-	if err != nil {
-		e.T.Fatalf("mysql through the proxy: %v", err)
-	}
-	e.T.Cleanup(func() { db.Close() })
-	acts := &activities.Activities{Store: db, Gate: e.Gate}
-	e.Worker = worker.New(e.Temporal, e.TaskQueue, acts, e.Refunds(), &activities.Reconciler{Store: e.DB, Gate: e.Gate})
-	if err := e.Worker.Start(); err != nil {
-		e.T.Fatalf("start worker: %v", err)
-	}
-	e.T.Cleanup(e.Worker.Stop)
-	return proxy
 }

@@ -2,114 +2,205 @@ package testenv
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"strings"
-	"sync"
+	"net"
+	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/rs/zerolog"
+	mysqldriver "github.com/go-sql-driver/mysql"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/toxi"
+	"github.com/seckill/seckill/mysql"
+	"github.com/seckill/seckill/redis"
+	"github.com/seckill/seckill/temporal"
+	"github.com/seckill/seckill/worker"
 )
 
-// Faults as they really come: a Toxi is a toxiproxy proxy, run in process,
-// between the code under test and one real service (Redis, MySQL, the
-// Temporal frontend). A drill adds toxics to it while traffic flows:
-// latency above the client's timeouts, connections that stall, resets,
-// a service that is gone. Toxics apply to open connections too, exactly as
-// a network that turns bad under a live connection pool.
+// Toxi is a toxiproxy proxy (package toxi), run in process, between the
+// code under test and one real service (Redis, MySQL, the Temporal
+// frontend), that a drill adds faults to while traffic flows. It ends with
+// the test; a fault it cannot add fails the test.
 type Toxi struct {
-	// Addr is where the code under test connects instead of the service.
-	Addr string
-
-	t     testing.TB
-	proxy *toxiproxy.Proxy
-	mu    sync.Mutex
-	seq   int
+	*toxi.Link
+	t testing.TB
 }
-
-// toxiServer is the one in-process toxiproxy "API server" every proxy of a
-// test binary hangs off (the library wants one for logging and metrics).
-var toxiServer = sync.OnceValue(func() *toxiproxy.ApiServer {
-	return toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-})
 
 // Stream directions of a toxic: Downstream is what the service sends back
 // (replies), Upstream what the client sends (requests).
 const (
-	Downstream = "downstream"
-	Upstream   = "upstream"
+	Downstream = toxi.Downstream
+	Upstream   = toxi.Upstream
 )
 
 // StartToxi listens on a free loopback port and forwards to upstream
 // (host:port) until the test ends.
 func StartToxi(t testing.TB, name, upstream string) *Toxi {
 	t.Helper()
-	p := toxiproxy.NewProxy(toxiServer(), name, "127.0.0.1:0", upstream)
-	if err := p.Start(); err != nil {
-		t.Fatalf("toxiproxy %s → %s: %v", name, upstream, err)
+	l, err := toxi.Start(name, upstream)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(p.Stop)
-	return &Toxi{Addr: p.Listen, t: t, proxy: p}
+	t.Cleanup(l.Close)
+	return &Toxi{Link: l, t: t}
 }
 
-// Add adds a toxic of the given toxiproxy type ("latency", "timeout",
-// "reset_peer", "bandwidth", "slow_close", "limit_data", "slicer") on one
-// stream and returns a function that removes it. attrs are the toxic's
-// attributes as toxiproxy documents them (milliseconds for times).
-func (x *Toxi) Add(typ, stream string, attrs map[string]any) (remove func()) {
+func (x *Toxi) must(remove func(), err error) func() {
 	x.t.Helper()
-	x.mu.Lock()
-	x.seq++
-	name := fmt.Sprintf("%s_%s_%d", typ, stream, x.seq)
-	x.mu.Unlock()
-	body, err := json.Marshal(map[string]any{"name": name, "type": typ, "stream": stream, "toxicity": 1.0, "attributes": attrs})
 	if err != nil {
 		x.t.Fatal(err)
 	}
-	if _, err := x.proxy.Toxics.AddToxicJson(strings.NewReader(string(body))); err != nil {
-		x.t.Fatalf("toxiproxy: add %s: %v", name, err)
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() { _ = x.proxy.Toxics.RemoveToxic(context.Background(), name) })
-	}
+	return remove
 }
 
-// Latency delays every reply (downstream) by d ± jitter: a slow service,
-// not a dead one. Set it above the client's read timeout to get timeouts
-// whose outcome the client cannot know.
+// Add adds a toxic (see toxi.Link.Add) and returns a function that removes it.
+func (x *Toxi) Add(typ, stream string, attrs map[string]any) (remove func()) {
+	x.t.Helper()
+	return x.must(x.Link.Add(typ, stream, attrs))
+}
+
+// Latency delays every reply by d ± jitter (see toxi.Link.Latency).
 func (x *Toxi) Latency(d, jitter time.Duration) (remove func()) {
-	return x.Add("latency", Downstream, map[string]any{"latency": d.Milliseconds(), "jitter": jitter.Milliseconds()})
+	x.t.Helper()
+	return x.must(x.Link.Latency(d, jitter))
 }
 
-// Stall lets requests through but holds every reply for good (toxiproxy's
-// "timeout" toxic with no timeout): the service did the work and never
-// answers.
+// Stall drops every reply until removed (see toxi.Link.Stall).
 func (x *Toxi) Stall() (remove func()) {
-	return x.Add("timeout", Downstream, map[string]any{"timeout": 0})
+	x.t.Helper()
+	return x.must(x.Link.Stall())
 }
 
-// ResetPeer resets (TCP RST) every connection after it has sent its next
-// request, after delay: a load balancer or a crashed peer cutting
-// connections mid-request.
+// ResetPeer resets every connection delay after it sends data (see
+// toxi.Link.ResetPeer).
 func (x *Toxi) ResetPeer(delay time.Duration) (remove func()) {
-	return x.Add("reset_peer", Upstream, map[string]any{"timeout": delay.Milliseconds()})
+	x.t.Helper()
+	return x.must(x.Link.ResetPeer(delay))
 }
 
-// SetDown takes the service away (true: the listener closes and every
-// open connection is severed) or brings it back (false) on the same address.
+// SetDown takes the service away (true) or brings it back (false) on the
+// same address.
 func (x *Toxi) SetDown(down bool) {
 	x.t.Helper()
-	if down {
-		x.proxy.Stop()
-		return
-	}
-	if err := x.proxy.Start(); err != nil && err != toxiproxy.ErrProxyAlreadyStarted {
-		x.t.Fatalf("toxiproxy: restart %s: %v", x.proxy.Name, err)
+	if err := x.Link.SetDown(down); err != nil {
+		x.t.Fatal(err)
 	}
 }
 
-// Clear removes every toxic.
-func (x *Toxi) Clear() { x.proxy.Toxics.ResetToxics(context.Background()) }
+// Links are one process's connections to the Env's services, each through
+// a Toxi of its own: a drill slows the API's Redis without touching the
+// worker's, and the test's own clients (Reconcile, RequireInvariants, the
+// relay a test runs) never go through a fault.
+type Links struct {
+	Redis, MySQL, Temporal *Toxi
+}
+
+// Clear removes every toxic of every link and brings the links back up.
+func (l *Links) Clear() {
+	for _, x := range []*Toxi{l.Redis, l.MySQL, l.Temporal} {
+		x.Clear()
+		x.SetDown(false)
+	}
+}
+
+// Links starts a Toxi in front of each of the Env's services.
+func (e *Env) Links(name string) *Links {
+	e.T.Helper()
+	cfg, err := mysqldriver.ParseDSN(e.DSN)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return &Links{
+		Redis:    StartToxi(e.T, name+"-redis", e.RedisAddr),
+		MySQL:    StartToxi(e.T, name+"-mysql", cfg.Addr),
+		Temporal: StartToxi(e.T, name+"-temporal", e.TemporalAddr),
+	}
+}
+
+// Via returns the environment entries that send a process spawned with
+// ProcessEnv(e.Via(l)...) to the services through l.
+func (e *Env) Via(l *Links) []string {
+	e.T.Helper()
+	return []string{
+		"SECKILL_REDIS_ADDR=" + l.Redis.Addr,
+		"SECKILL_MYSQL_DSN=" + e.dsnVia(l.MySQL),
+		"SECKILL_TEMPORAL_ADDR=" + l.Temporal.Addr,
+	}
+}
+
+// dsnVia is the Env's DSN with the MySQL address of x.
+func (e *Env) dsnVia(x *Toxi) string {
+	e.T.Helper()
+	cfg, err := mysqldriver.ParseDSN(e.DSN)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	cfg.Addr = x.Addr
+	return cfg.FormatDSN()
+}
+
+// StartWorkerVia starts an in-process worker on the Env's task queue whose
+// MySQL, Redis and Temporal connections all go through l.
+func (e *Env) StartWorkerVia(l *Links) {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	db, err := mysql.Open(ctx, e.dsnVia(l.MySQL))
+	if err != nil {
+		e.T.Fatalf("mysql through %s: %v", l.MySQL.Name, err)
+	}
+	e.T.Cleanup(func() { db.Close() })
+	rdb := goredis.NewClient(&goredis.Options{Addr: l.Redis.Addr, PoolSize: 32,
+		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond})
+	e.T.Cleanup(func() { rdb.Close() })
+	gate := redis.New(rdb, e.Prefix)
+	tc, err := temporal.Dial(ctx, l.Temporal.Addr, "default", e.Log, nil)
+	if err != nil {
+		e.T.Fatalf("temporal through %s: %v", l.Temporal.Name, err)
+	}
+	e.T.Cleanup(tc.Close)
+	w := worker.New(tc, e.TaskQueue, &activities.Activities{Store: db, Gate: gate},
+		&activities.Refunds{Store: db, Provider: e.Provider, Gate: gate},
+		&activities.Reconciler{Store: db, Gate: gate})
+	if err := w.Start(); err != nil {
+		e.T.Fatalf("start worker: %v", err)
+	}
+	e.T.Cleanup(w.Stop)
+	e.Worker = w
+}
+
+// SpawnAPI starts `seckill api` as its own process on a free loopback port
+// with env (ProcessEnv, plus Via for faults), the rate limits off (every
+// shopper of a test comes from one address), and waits until it is ready.
+// It returns the process and its base URL.
+func (e *Env) SpawnAPI(env []string) (*Process, string) {
+	e.T.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	env = append(append([]string{}, env...), "SECKILL_HTTP_ADDR="+addr,
+		"SECKILL_LIMIT_IP_RPS=0", "SECKILL_LIMIT_USER_RPS=0", "SECKILL_LIMIT_GLOBAL_RPS=0")
+	p := e.Spawn(env, "api")
+	base := "http://" + addr
+	e.Eventually(60*time.Second, "spawned API ready", func() error {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return errStatus(resp.StatusCode)
+		}
+		return nil
+	})
+	return p, base
+}
+
+type errStatus int
+
+func (s errStatus) Error() string { return "status " + strconv.Itoa(int(s)) }
