@@ -1,11 +1,19 @@
 // Package drill is the fault drill operators run before a real sale (and
 // the tests run in CI): against a running stack, through its public HTTP
-// API only, it creates a session, bursts far more shoppers than stock at
-// it, lets the caller break something in the middle (kill the worker,
-// cut MySQL), pays part of the orders through signed webhooks, cancels the
-// rest, pays one cancelled order late, and checks the invariants: exactly
-// the stock sold, nobody over the limit, no order lost or doubled, every
-// unpaid unit back, the late payment refunded or waiting for it.
+// API, it creates a session, bursts far more shoppers than stock at it, lets
+// the caller break something in the middle (kill the worker, cut or slow
+// MySQL, Redis or Temporal), pays part of the orders through signed
+// webhooks, cancels or times out the rest, pays one closed order late, and
+// checks the invariants: exactly the stock sold, nobody over the limit, no
+// order lost or doubled, every unpaid unit back, the late payment refunded
+// or waiting for it.
+//
+// It shops as a careful client does: one Idempotency-Key per purchase
+// attempt, and an answer it cannot know (503, a network error) is retried
+// with the same key until it is decided. At the end it holds every answer
+// against the truth in MySQL: every 202 became exactly one order of that
+// shopper, no order exists that nobody was told about (every 409 holds
+// nothing), and each key, asked again, gives the same answer.
 package drill
 
 import (
@@ -23,6 +31,9 @@ import (
 	"github.com/seckill/seckill"
 )
 
+// HeaderIdempotencyKey is the header carrying a purchase attempt's key.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
 // Config describes one drill.
 type Config struct {
 	BaseURL       string // the API, e.g. http://127.0.0.1:8080
@@ -32,13 +43,33 @@ type Config struct {
 	Stock         int
 	PerUserLimit  int
 	Users         int // shoppers in the burst
-	Tries         int // concurrent requests per shopper
-	PayRatio      float64
-	// Settle bounds each wait (orders reaching WAIT_PAY, PAID, CLOSED).
+	Tries         int // concurrent purchase attempts per shopper, a key each
+	// Ramp spreads the attempts' first requests evenly over this long (0:
+	// all at once), so that a fault started mid-burst still meets stock
+	// left to sell.
+	Ramp time.Duration
+	// FaultAfter is the share of attempts answered before DuringBurst runs
+	// (default 0.25).
+	FaultAfter float64
+	PayRatio   float64
+	// PayTimeout is the stack's SECKILL_PAY_TIMEOUT when it is short
+	// (seconds): then part of the unpaid orders are left to time out (the
+	// compensation path) and a payment may lose its race with the timeout
+	// (refunded, never both). Zero means orders wait longer than the drill
+	// runs: every payment must win and the rest are cancelled.
+	PayTimeout time.Duration
+	// Settle bounds each wait (orders reaching WAIT_PAY, PAID, CLOSED, an
+	// unknown answer resolving).
 	Settle time.Duration
-	// DuringBurst runs while the burst is in flight (kill something);
-	// AfterBurst once every request has an answer (bring it back).
-	DuringBurst, AfterBurst func()
+	// DuringBurst runs while the burst is in flight (break something);
+	// AfterBurst once every attempt has a first answer (bring it back);
+	// DuringSettle once every order has a row, before payments and
+	// cancels (slow MySQL during compensation).
+	DuringBurst, AfterBurst, DuringSettle func()
+	// Owners reads the truth: the owner of every order row of a session,
+	// by order number (the MySQL store's OrderOwners). Without it the
+	// checks against MySQL are skipped.
+	Owners func(ctx context.Context, sessionID int64) (map[string]int64, error)
 	// IssueToken mints a shopper token (the api package's IssueToken).
 	IssueToken func(secret []byte, user int64, ttl time.Duration, now time.Time) (string, error)
 	HTTP       *http.Client
@@ -48,11 +79,21 @@ type Config struct {
 // Result is what the drill saw.
 type Result struct {
 	SessionID int64          `json:"session_id"`
-	Requests  int            `json:"requests"`
+	Requests  int            `json:"requests"` // HTTP requests sent to buy, retries and replays included
+	Attempts  int            `json:"attempts"` // purchase attempts (keys)
 	Accepted  int            `json:"accepted"`
 	Refusals  map[string]int `json:"refusals"`
-	Paid      int            `json:"paid"`
+	// Unknown counts attempts that got an undecided answer (503 or a
+	// network error) at least once; Resolved those whose key later gave
+	// the truth (all of them, or a problem is reported).
+	Unknown   int            `json:"unknown"`
+	Resolved  int            `json:"resolved"`
+	Unknowns  map[string]int `json:"unknown_answers"` // undecided answers by kind
+	Orders    int            `json:"orders"`          // order rows in MySQL (-1 when not read)
+	Paid      int            `json:"paid"`            // orders that ended PAID
 	Cancelled int            `json:"cancelled"`
+	TimedOut  int            `json:"timed_out"`
+	Refunds   int            `json:"refunds"` // payments that lost their order (late or racing the timeout)
 	LateOrder string         `json:"late_payment_order,omitempty"`
 	Report    map[string]any `json:"reconcile"`
 	Problems  []string       `json:"problems"`
@@ -65,10 +106,51 @@ type order struct {
 	no    string
 }
 
+// answer is what the API said to one purchase request.
+type answer struct {
+	status  int    // 0: network error
+	code    string // error code
+	orderNo string
+	err     error
+	retryIn time.Duration
+}
+
+// unknown is true for an answer that does not decide the purchase: the
+// same key must be asked again.
+func (a answer) unknown() bool {
+	return a.status == 0 || a.status >= 500 || a.status == http.StatusTooManyRequests
+}
+
+func (a answer) String() string {
+	switch {
+	case a.status == 0:
+		return "network error"
+	case a.orderNo != "":
+		return fmt.Sprintf("%d %s", a.status, a.orderNo)
+	}
+	return fmt.Sprintf("%d %s", a.status, a.code)
+}
+
+// attempt is one purchase attempt (one click): a key, retried until decided.
+type attempt struct {
+	user  int64
+	token string
+	key   string
+	final answer
+	// sawUnknown: some answer on the way was undecided.
+	sawUnknown bool
+}
+
 type runner struct {
 	cfg Config
+	mu  sync.Mutex
 	res *Result
 }
+
+// burstRetries is how often an attempt retries an undecided answer during
+// the burst, as an impatient shopper would; what is still undecided then
+// is resolved once the fault is gone.
+const burstRetries = 3
 
 // Run runs the drill. An error means the drill could not run; a drill that
 // ran and found broken invariants returns a Result with OK false.
@@ -82,18 +164,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
-	r := &runner{cfg: cfg, res: &Result{Refusals: map[string]int{}, Problems: []string{}}}
+	r := &runner{cfg: cfg, res: &Result{Refusals: map[string]int{}, Unknowns: map[string]int{}, Problems: []string{}, Orders: -1}}
 	if err := r.createSession(ctx); err != nil {
 		return nil, err
 	}
-	won, err := r.burst(ctx)
+	attempts, err := r.burst(ctx)
 	if err != nil {
 		return nil, err
 	}
+	won := r.accepted(attempts)
 	if err := r.settle(ctx, won); err != nil {
 		return nil, err
 	}
-	if err := r.check(ctx); err != nil {
+	r.replay(ctx, attempts)
+	if err := r.check(ctx, attempts); err != nil {
 		return nil, err
 	}
 	r.res.OK = len(r.res.Problems) == 0
@@ -101,16 +185,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 func (r *runner) problem(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.res.Problems = append(r.res.Problems, fmt.Sprintf(format, args...))
 }
 
 func (r *runner) logf(format string, args ...any) { fmt.Fprintf(r.cfg.Progress, format+"\n", args...) }
 
 // call sends a JSON request and decodes the JSON answer.
-func (r *runner) call(ctx context.Context, method, path, auth string, body []byte, hdr map[string]string) (int, map[string]any, error) {
+func (r *runner) call(ctx context.Context, method, path, auth string, body []byte, hdr map[string]string) (int, map[string]any, http.Header, error) {
 	req, err := http.NewRequestWithContext(ctx, method, r.cfg.BaseURL+path, bytes.NewReader(body))
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if auth != "" {
@@ -121,13 +207,13 @@ func (r *runner) call(ctx context.Context, method, path, auth string, body []byt
 	}
 	resp, err := r.cfg.HTTP.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
 	var out map[string]any
 	raw, _ := io.ReadAll(resp.Body)
 	_ = json.Unmarshal(raw, &out)
-	return resp.StatusCode, out, nil
+	return resp.StatusCode, out, resp.Header, nil
 }
 
 func (r *runner) createSession(ctx context.Context) error {
@@ -137,12 +223,12 @@ func (r *runner) createSession(ctx context.Context) error {
 		"per_user_limit": r.cfg.PerUserLimit, "start_at": now.Add(-time.Second).Format(time.RFC3339),
 		"end_at": now.Add(time.Hour).Format(time.RFC3339),
 	})
-	code, out, err := r.call(ctx, "POST", "/admin/v1/sessions", r.cfg.AdminToken, body, nil)
+	code, out, _, err := r.call(ctx, "POST", "/admin/v1/sessions", r.cfg.AdminToken, body, nil)
 	if err != nil || code != http.StatusCreated {
 		return fmt.Errorf("create session: %d %v %v", code, out, err)
 	}
 	r.res.SessionID = int64(out["id"].(float64))
-	code, out, err = r.call(ctx, "POST", fmt.Sprintf("/admin/v1/sessions/%d/preheat", r.res.SessionID), r.cfg.AdminToken, nil, nil)
+	code, out, _, err = r.call(ctx, "POST", fmt.Sprintf("/admin/v1/sessions/%d/preheat", r.res.SessionID), r.cfg.AdminToken, nil, nil)
 	if err != nil || code != http.StatusOK {
 		return fmt.Errorf("preheat: %d %v %v", code, out, err)
 	}
@@ -150,20 +236,55 @@ func (r *runner) createSession(ctx context.Context) error {
 	return nil
 }
 
-// burst sends Users×Tries concurrent orders and returns the accepted ones.
-func (r *runner) burst(ctx context.Context) ([]order, error) {
-	var mu sync.Mutex
-	var won []order
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	n := r.cfg.Users * r.cfg.Tries
-	r.res.Requests = n
-	var answered sync.WaitGroup
-	answered.Add(n)
-	half := make(chan struct{})
-	var once sync.Once
-	var done int
+// buy sends one purchase request of an attempt.
+func (r *runner) buy(ctx context.Context, a *attempt) answer {
 	path := fmt.Sprintf("/api/v1/sessions/%d/orders", r.res.SessionID)
+	code, out, hdr, err := r.call(ctx, "POST", path, a.token, []byte(`{"quantity":1}`), map[string]string{HeaderIdempotencyKey: a.key})
+	r.mu.Lock()
+	r.res.Requests++
+	r.mu.Unlock()
+	ans := answer{status: code, err: err, retryIn: 200 * time.Millisecond}
+	if err != nil {
+		return ans
+	}
+	ans.code, _ = out["code"].(string)
+	if code == http.StatusAccepted {
+		ans.orderNo, _ = out["order_no"].(string)
+	}
+	if s, err := strconv.Atoi(hdr.Get("Retry-After")); err == nil && s > 0 {
+		// Honoured, but kept short: the drill is bounded in time.
+		ans.retryIn = min(time.Duration(s)*time.Second, time.Second)
+	}
+	if ans.unknown() {
+		r.mu.Lock()
+		r.res.Unknowns[ans.String()]++
+		r.mu.Unlock()
+		a.sawUnknown = true
+	}
+	return ans
+}
+
+// ask sends an attempt until it is decided, at most tries times (0: until
+// the deadline), and returns the last answer.
+func (r *runner) ask(ctx context.Context, a *attempt, tries int, deadline time.Time) answer {
+	for i := 0; ; i++ {
+		ans := r.buy(ctx, a)
+		if !ans.unknown() || (tries > 0 && i+1 >= tries) || time.Now().Add(ans.retryIn).After(deadline) {
+			return ans
+		}
+		select {
+		case <-ctx.Done():
+			return ans
+		case <-time.After(ans.retryIn):
+		}
+	}
+}
+
+// burst sends Users×Tries concurrent purchase attempts, each with its own
+// key, and resolves every undecided answer with its key.
+func (r *runner) burst(ctx context.Context) ([]*attempt, error) {
+	var attempts []*attempt
+	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
 	for u := 1; u <= r.cfg.Users; u++ {
 		user := int64(1_000_000 + u)
 		tok, err := r.cfg.IssueToken(r.cfg.JWTSecret, user, time.Hour, time.Now())
@@ -171,32 +292,41 @@ func (r *runner) burst(ctx context.Context) ([]order, error) {
 			return nil, err
 		}
 		for i := 0; i < r.cfg.Tries; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer answered.Done()
-				<-start
-				code, out, err := r.call(ctx, "POST", path, tok, []byte(`{"quantity":1}`), nil)
-				mu.Lock()
-				defer mu.Unlock()
-				done++
-				if done >= n/4 {
-					once.Do(func() { close(half) })
-				}
-				switch {
-				case err != nil:
-					r.res.Refusals["transport error"]++
-				case code == http.StatusAccepted:
-					won = append(won, order{user: user, token: tok, no: out["order_no"].(string)})
-				default:
-					r.res.Refusals[fmt.Sprintf("%d %v", code, out["code"])]++
-				}
-			}()
+			attempts = append(attempts, &attempt{user: user, token: tok, key: fmt.Sprintf("drill-%s-%d-%d", stamp, user, i)})
 		}
+	}
+	n := len(attempts)
+	r.res.Attempts = n
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	faultAt := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	done := 0
+	deadline := time.Now().Add(r.cfg.Settle)
+	trigger := max(1, int(float64(n)*r.cfg.FaultAfter))
+	if r.cfg.FaultAfter <= 0 {
+		trigger = max(1, n/4)
+	}
+	for i, a := range attempts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if r.cfg.Ramp > 0 {
+				time.Sleep(r.cfg.Ramp * time.Duration(i) / time.Duration(n))
+			}
+			a.final = r.ask(ctx, a, burstRetries, deadline)
+			mu.Lock()
+			defer mu.Unlock()
+			if done++; done >= trigger {
+				once.Do(func() { close(faultAt) })
+			}
+		}()
 	}
 	close(start)
 	if r.cfg.DuringBurst != nil {
-		<-half
+		<-faultAt
 		r.logf("burst in flight: breaking something")
 		r.cfg.DuringBurst()
 	}
@@ -205,28 +335,78 @@ func (r *runner) burst(ctx context.Context) ([]order, error) {
 		r.logf("burst answered: bringing it back")
 		r.cfg.AfterBurst()
 	}
-	r.res.Accepted = len(won)
-	r.logf("burst: %d requests, %d accepted, refusals %v", n, len(won), r.res.Refusals)
-	seen := map[string]bool{}
-	perUser := map[int64]int{}
-	for _, o := range won {
-		if seen[o.no] {
-			r.problem("order number %s accepted twice", o.no)
-		}
-		seen[o.no] = true
-		perUser[o.user]++
-		if perUser[o.user] > r.cfg.PerUserLimit {
-			r.problem("user %d accepted %d times, limit %d", o.user, perUser[o.user], r.cfg.PerUserLimit)
+	// Resolve: every attempt still undecided asks again with its key until
+	// the API knows.
+	deadline = time.Now().Add(r.cfg.Settle)
+	for _, a := range attempts {
+		if a.final.unknown() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a.final = r.ask(ctx, a, 0, deadline)
+			}()
 		}
 	}
+	wg.Wait()
+	for _, a := range attempts {
+		switch {
+		case a.final.unknown():
+			r.problem("attempt %s of user %d never got a decided answer (last: %s %v)", a.key, a.user, a.final, a.final.err)
+		case a.sawUnknown:
+			r.res.Resolved++
+		}
+		if a.sawUnknown {
+			r.res.Unknown++
+		}
+		switch {
+		case a.final.status == http.StatusAccepted:
+			if a.final.orderNo == "" {
+				r.problem("attempt %s: 202 without an order number", a.key)
+			}
+		case a.final.unknown():
+		case a.final.status == http.StatusConflict && (a.final.code == string(seckill.ESOLDOUT) || a.final.code == string(seckill.ELIMIT)):
+			r.res.Refusals[a.final.String()]++
+		default:
+			r.res.Refusals[a.final.String()]++
+			r.problem("attempt %s: unexpected answer %s", a.key, a.final)
+		}
+	}
+	r.logf("burst: %d attempts (%d requests), %d undecided at first and %d resolved, refusals %v, undecided answers %v",
+		n, r.res.Requests, r.res.Unknown, r.res.Resolved, r.res.Refusals, r.res.Unknowns)
+	return attempts, nil
+}
+
+// accepted checks the decided answers among themselves and returns the
+// accepted orders.
+func (r *runner) accepted(attempts []*attempt) []order {
+	var won []order
+	seen := map[string]string{}
+	perUser := map[int64]int{}
+	for _, a := range attempts {
+		if a.final.status != http.StatusAccepted || a.final.orderNo == "" {
+			continue
+		}
+		no := a.final.orderNo
+		if k, dup := seen[no]; dup {
+			r.problem("order number %s answered to two purchases (keys %s and %s)", no, k, a.key)
+			continue
+		}
+		seen[no] = a.key
+		won = append(won, order{user: a.user, token: a.token, no: no})
+		perUser[a.user]++
+		if perUser[a.user] > r.cfg.PerUserLimit {
+			r.problem("user %d accepted %d times, limit %d", a.user, perUser[a.user], r.cfg.PerUserLimit)
+		}
+	}
+	r.res.Accepted = len(won)
 	if len(won) > r.cfg.Stock {
 		r.problem("oversold: %d accepted for %d units", len(won), r.cfg.Stock)
 	}
-	if n >= 2*r.cfg.Stock && len(won) != r.cfg.Stock {
+	if n := len(attempts); n >= 2*r.cfg.Stock && len(won) != r.cfg.Stock {
 		r.problem("demand was %d for %d units but %d were accepted", n, r.cfg.Stock, len(won))
 	}
 	sort.Slice(won, func(i, j int) bool { return won[i].no < won[j].no })
-	return won, nil
+	return won
 }
 
 // waitStatus polls an order until it has one of want.
@@ -234,7 +414,7 @@ func (r *runner) waitStatus(ctx context.Context, o order, want ...seckill.Status
 	deadline := time.Now().Add(r.cfg.Settle)
 	var last string
 	for time.Now().Before(deadline) {
-		_, out, err := r.call(ctx, "GET", "/api/v1/orders/"+o.no, o.token, nil, nil)
+		_, out, _, err := r.call(ctx, "GET", "/api/v1/orders/"+o.no, o.token, nil, nil)
 		if err == nil {
 			last, _ = out["status"].(string)
 			for _, w := range want {
@@ -252,81 +432,187 @@ func (r *runner) waitStatus(ctx context.Context, o order, want ...seckill.Status
 	return seckill.Status(last), fmt.Errorf("order %s still %q after %s, want %v", o.no, last, r.cfg.Settle, want)
 }
 
+// until repeats a request while the API answers 503 (or the network
+// fails), as a payment provider or a shop page does, and returns the last
+// status.
+func (r *runner) until(ctx context.Context, send func() (int, error)) (int, error) {
+	deadline := time.Now().Add(r.cfg.Settle)
+	for {
+		code, err := send()
+		if (err == nil && code != http.StatusServiceUnavailable) || time.Now().After(deadline) {
+			return code, err
+		}
+		select {
+		case <-ctx.Done():
+			return code, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 func (r *runner) pay(ctx context.Context, o order, paymentID string) (int, error) {
 	body, _ := json.Marshal(map[string]any{"event_id": "evt_" + paymentID, "payment_id": paymentID,
 		"order_no": o.no, "amount_cents": 100, "status": "SUCCEEDED"})
-	code, _, err := r.call(ctx, "POST", "/api/v1/payments/webhook", "", body,
-		map[string]string{seckill.HeaderSignature: seckill.SignWebhook(r.cfg.WebhookSecret, time.Now(), body)})
-	return code, err
+	return r.until(ctx, func() (int, error) {
+		code, _, _, err := r.call(ctx, "POST", "/api/v1/payments/webhook", "", body,
+			map[string]string{seckill.HeaderSignature: seckill.SignWebhook(r.cfg.WebhookSecret, time.Now(), body)})
+		return code, err
+	})
 }
 
-// settle brings every accepted order to WAIT_PAY, then pays part and
-// cancels the rest, and pays one cancelled order late.
+func (r *runner) cancel(ctx context.Context, o order) (int, error) {
+	return r.until(ctx, func() (int, error) {
+		code, _, _, err := r.call(ctx, "POST", "/api/v1/orders/"+o.no+"/cancel", o.token, nil, nil)
+		return code, err
+	})
+}
+
+// settle brings every accepted order to its row, pays part, cancels part,
+// leaves the rest to the pay timeout (when it is short), waits for every
+// order's end, and pays one closed order late.
 func (r *runner) settle(ctx context.Context, won []order) error {
+	short := r.cfg.PayTimeout > 0
+	created := []seckill.Status{seckill.StatusWaitPay}
+	if short {
+		// The timeout may close an order before the drill sees it waiting.
+		created = append(created, seckill.StatusClosed)
+	}
 	for _, o := range won {
-		if _, err := r.waitStatus(ctx, o, seckill.StatusWaitPay); err != nil {
-			r.problem("accepted order never reached WAIT_PAY: %v", err)
+		if _, err := r.waitStatus(ctx, o, created...); err != nil {
+			r.problem("accepted order never got its row: %v", err)
 			return nil
 		}
 	}
-	r.logf("all %d accepted orders are WAIT_PAY", len(won))
+	r.logf("all %d accepted orders have their row", len(won))
+	if r.cfg.DuringSettle != nil {
+		r.logf("settling: breaking something")
+		r.cfg.DuringSettle()
+	}
 	nPay := int(float64(len(won)) * r.cfg.PayRatio)
+	nCancel := len(won) - nPay
+	if short {
+		nCancel /= 2
+	}
 	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
+	var wg sync.WaitGroup
 	for i, o := range won {
-		if i < nPay {
-			code, err := r.pay(ctx, o, fmt.Sprintf("drill_%s_%d", stamp, i))
-			if err != nil || code != http.StatusOK {
-				r.problem("payment of %s answered %d %v", o.no, code, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch {
+			case i < nPay:
+				if code, err := r.pay(ctx, o, fmt.Sprintf("drill_%s_%d", stamp, i)); err != nil || code != http.StatusOK {
+					r.problem("payment of %s answered %d %v", o.no, code, err)
+				}
+			case i < nPay+nCancel:
+				code, err := r.cancel(ctx, o)
+				// 409: the pay timeout closed it first (short timeouts only).
+				if err != nil || (code != http.StatusAccepted && !(short && code == http.StatusConflict)) {
+					r.problem("cancel of %s answered %d %v", o.no, code, err)
+				}
 			}
+		}()
+	}
+	wg.Wait()
+	ended := []seckill.Status{seckill.StatusPaid, seckill.StatusClosed, seckill.StatusRefundPending, seckill.StatusRefunded, seckill.StatusFailed}
+	for i, o := range won {
+		got, err := r.waitStatus(ctx, o, ended...)
+		if err != nil {
+			r.problem("order %s: %v", o.no, err)
 			continue
 		}
-		code, _, err := r.call(ctx, "POST", "/api/v1/orders/"+o.no+"/cancel", o.token, nil, nil)
-		if err != nil || code != http.StatusAccepted {
-			r.problem("cancel of %s answered %d %v", o.no, code, err)
+		switch {
+		case got == seckill.StatusFailed:
+			r.problem("order %s ended FAILED: Redis admitted what MySQL refused", o.no)
+		case got == seckill.StatusPaid && i >= nPay:
+			r.problem("order %s ended PAID, never paid", o.no)
+		case got == seckill.StatusPaid:
+			r.res.Paid++
+		case i < nPay && !short:
+			r.problem("order %s paid but ended %s", o.no, got)
+		case i < nPay:
+			r.res.Refunds++ // the payment lost the race with the timeout
+		case i < nPay+nCancel:
+			r.res.Cancelled++
+		default:
+			r.res.TimedOut++
 		}
 	}
-	for i, o := range won {
-		want := seckill.StatusClosed
-		if i < nPay {
-			want = seckill.StatusPaid
-		}
-		if got, err := r.waitStatus(ctx, o, want); err != nil {
-			r.problem("order %s: %v (got %s)", o.no, err, got)
-		}
-	}
-	r.res.Paid, r.res.Cancelled = nPay, len(won)-nPay
-	r.logf("%d paid, %d cancelled", r.res.Paid, r.res.Cancelled)
-	if nPay < len(won) {
+	r.logf("%d paid, %d cancelled, %d timed out, %d payments lost to the timeout", r.res.Paid, r.res.Cancelled, r.res.TimedOut, r.res.Refunds)
+	if len(won) > nPay {
+		// The last order was never paid: it is closed by now.
 		late := won[len(won)-1]
 		r.res.LateOrder = late.no
 		code, err := r.pay(ctx, late, "drill_late_"+stamp)
-		if err != nil || (code != http.StatusOK && code != http.StatusServiceUnavailable) {
+		if err != nil || code != http.StatusOK {
 			r.problem("late payment answered %d %v", code, err)
 		}
 		if _, err := r.waitStatus(ctx, late, seckill.StatusRefundPending, seckill.StatusRefunded); err != nil {
 			r.problem("late payment: %v", err)
 		}
+		r.res.Refunds++
 		r.logf("late payment on %s recorded for refund", late.no)
 	}
 	return nil
 }
 
-// check waits for the releases to finish and reads the reconcile report.
-func (r *runner) check(ctx context.Context) error {
-	path := fmt.Sprintf("/admin/v1/sessions/%d/reconcile", r.res.SessionID)
+// replay asks every attempt's key once more, after the sale settled (stock
+// given back, orders closed): the same key always gets the same answer.
+func (r *runner) replay(ctx context.Context, attempts []*attempt) {
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
 	deadline := time.Now().Add(r.cfg.Settle)
-	for {
-		code, out, err := r.call(ctx, "GET", path, r.cfg.AdminToken, nil, nil)
-		if err != nil || code != http.StatusOK {
-			return fmt.Errorf("reconcile: %d %v", code, err)
+	for _, a := range attempts {
+		if a.final.unknown() {
+			continue
 		}
-		r.res.Report = out
-		if inFlight, _ := out["in_flight"].(float64); inFlight == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			again := r.ask(ctx, a, 0, deadline)
+			if again.status != a.final.status || again.orderNo != a.final.orderNo || again.code != a.final.code {
+				r.problem("key %s of user %d answered %s, then %s", a.key, a.user, a.final, again)
+			}
+		}()
 	}
-	rep := r.res.Report
+	wg.Wait()
+}
+
+// check holds the answers against MySQL, waits for the releases to finish
+// and reads the reconcile report.
+func (r *runner) check(ctx context.Context, attempts []*attempt) error {
+	if r.cfg.Owners != nil {
+		owners, err := r.cfg.Owners(ctx, r.res.SessionID)
+		if err != nil {
+			return fmt.Errorf("read the orders in MySQL: %w", err)
+		}
+		r.res.Orders = len(owners)
+		told := map[string]int64{}
+		for _, a := range attempts {
+			if a.final.status == http.StatusAccepted && a.final.orderNo != "" {
+				told[a.final.orderNo] = a.user
+				switch owner, ok := owners[a.final.orderNo]; {
+				case !ok:
+					r.problem("202 %s to user %d has no order row", a.final.orderNo, a.user)
+				case owner != a.user:
+					r.problem("202 %s to user %d: the row belongs to user %d", a.final.orderNo, a.user, owner)
+				}
+			}
+		}
+		for no, user := range owners {
+			if _, ok := told[no]; !ok {
+				r.problem("order %s of user %d was never answered 202: a unit held for a shopper told otherwise", no, user)
+			}
+		}
+	}
+
+	rep, err := Reconcile(ctx, r.cfg, r.res.SessionID)
+	if err != nil {
+		return err
+	}
+	r.res.Report = rep
 	if ok, _ := rep["ok"].(bool); !ok {
 		r.problem("reconcile: %v", rep["problems"])
 	}
@@ -339,14 +625,47 @@ func (r *runner) check(ctx context.Context) error {
 		r.problem("%d PAID orders, %d paid", got, r.res.Paid)
 	}
 	closed := count(seckill.StatusClosed) + count(seckill.StatusRefundPending) + count(seckill.StatusRefunded)
-	if closed != r.res.Cancelled {
-		r.problem("%d closed orders, %d cancelled", closed, r.res.Cancelled)
+	if want := r.res.Accepted - r.res.Paid; closed != want {
+		r.problem("%d closed orders, %d accepted and not paid", closed, want)
 	}
-	if got, want := int(rep["db_stock"].(float64)), r.cfg.Stock-r.res.Paid; got != want {
+	if got, want := num(rep["db_stock"]), r.cfg.Stock-r.res.Paid; got != want {
 		r.problem("db_stock %d, want %d", got, want)
 	}
-	if got, want := int(rep["redis_stock"].(float64)), r.cfg.Stock-r.res.Paid; got != want {
+	if got, want := num(rep["redis_stock"]), r.cfg.Stock-r.res.Paid; got != want {
 		r.problem("redis_stock %d, want %d", got, want)
 	}
 	return nil
+}
+
+func num(v any) int { f, _ := v.(float64); return int(f) }
+
+// Reconcile reads a session's reconcile report through the admin API of
+// cfg's stack, retrying while the API is unreachable or answers 503 (a
+// soak checks every session once its faults are over).
+func Reconcile(ctx context.Context, cfg Config, sessionID int64) (map[string]any, error) {
+	if cfg.HTTP == nil {
+		cfg.HTTP = http.DefaultClient
+	}
+	if cfg.Settle <= 0 {
+		cfg.Settle = 2 * time.Minute
+	}
+	r := &runner{cfg: cfg}
+	path := fmt.Sprintf("/admin/v1/sessions/%d/reconcile", sessionID)
+	deadline := time.Now().Add(cfg.Settle)
+	for {
+		code, out, _, err := r.call(ctx, "GET", path, cfg.AdminToken, nil, nil)
+		if err == nil && code == http.StatusOK {
+			if inFlight, _ := out["in_flight"].(float64); inFlight == 0 || time.Now().After(deadline) {
+				return out, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("reconcile session %d: %d %v", sessionID, code, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

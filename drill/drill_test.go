@@ -24,6 +24,7 @@ func config(e *testenv.Env) drill.Config {
 		BaseURL: e.BaseURL, AdminToken: testenv.AdminToken, JWTSecret: testenv.JWTSecret,
 		WebhookSecret: testenv.WebhookSecret, Stock: 20, PerUserLimit: 1, Users: 60, Tries: 2,
 		PayRatio: 0.5, Settle: 90 * time.Second, IssueToken: api.IssueToken,
+		Owners: e.DB.OrderOwners,
 	}
 	if testing.Verbose() {
 		c.Progress = os.Stderr
@@ -158,6 +159,144 @@ func TestDrillTemporalRestart(t *testing.T) {
 	c := config(e)
 	c.DuringBurst = srv.Kill
 	c.AfterBurst = srv.Start
+	res, err := drill.Run(context.Background(), c)
+	requireOK(t, e, res, err)
+}
+
+// faultDrill is a drill whose burst is spread over two seconds and whose
+// fault starts once a tenth of the attempts are answered: the fault meets
+// stock still for sale, so purchases really are in flight through it.
+func faultDrill(e *testenv.Env, base string) drill.Config {
+	c := config(e)
+	c.BaseURL = base
+	c.Ramp = 2 * time.Second
+	c.FaultAfter = 0.1
+	return c
+}
+
+// spawnAPI starts `seckill api` (the production client settings: Redis
+// read timeout 500 ms, start timeout 300 ms) whose connections go through
+// toxis of its own.
+func spawnAPI(e *testenv.Env, extra ...string) (*testenv.Links, string) {
+	e.T.Helper()
+	links := e.Links("api")
+	_, base := e.SpawnAPI(e.ProcessEnv(append(e.Via(links), extra...)...))
+	return links, base
+}
+
+// Redis replies to the API come later than its read timeout in the middle
+// of a burst: the admission script ran, or did not, and the API cannot
+// know. Each such purchase is answered 503 (never a 409 for a unit it
+// holds), and the shopper's retry with the same key gets the truth.
+func TestDrillRedisSlowerThanTimeout(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
+	e.Spawn(e.ProcessEnv(), "worker") // with the relay, as in production
+	links, base := spawnAPI(e)
+	c := faultDrill(e, base)
+	var undo func()
+	c.DuringBurst = func() { undo = links.Redis.Latency(900*time.Millisecond, 300*time.Millisecond) }
+	c.AfterBurst = func() { undo() }
+	res, err := drill.Run(context.Background(), c)
+	requireOK(t, e, res, err)
+	require.Positive(t, res.Unknown, "no purchase ever met the latency")
+}
+
+// The API's Redis stalls (requests arrive, replies never do) and then
+// resets every connection, mid-burst: timeouts and broken connections
+// whose outcome is unknown; every one resolves with its key.
+func TestDrillRedisStallsThenResets(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
+	e.Spawn(e.ProcessEnv(), "worker")
+	links, base := spawnAPI(e)
+	c := faultDrill(e, base)
+	healed := make(chan struct{})
+	c.DuringBurst = func() {
+		go func() {
+			defer close(healed)
+			undo := links.Redis.Stall()
+			time.Sleep(1500 * time.Millisecond)
+			undo()
+			undo = links.Redis.ResetPeer(0)
+			time.Sleep(1500 * time.Millisecond)
+			undo()
+		}()
+	}
+	c.AfterBurst = func() { <-healed }
+	res, err := drill.Run(context.Background(), c)
+	requireOK(t, e, res, err)
+	require.Positive(t, res.Unknown, "no purchase ever met the stall")
+}
+
+// Connections are reset mid-request on both sides of the sale: the API's
+// Redis (admission) and the worker's MySQL (order creation, whose commit
+// may or may not have happened). Activities retry on the order number and
+// purchases retry on their key: nothing is doubled, nothing lost.
+func TestDrillConnectionResets(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
+	w := e.Links("worker")
+	e.Spawn(e.ProcessEnv(e.Via(w)...), "worker")
+	links, base := spawnAPI(e)
+	c := faultDrill(e, base)
+	var undoRedis, undoMySQL func()
+	c.DuringBurst = func() {
+		undoRedis = links.Redis.ResetPeer(0)
+		undoMySQL = w.MySQL.ResetPeer(0)
+	}
+	c.AfterBurst = func() {
+		undoRedis()
+		time.Sleep(2 * time.Second) // the orders are being created meanwhile
+		undoMySQL()
+	}
+	res, err := drill.Run(context.Background(), c)
+	requireOK(t, e, res, err)
+}
+
+// MySQL takes over a second per statement while the orders are created
+// and again while unpaid ones are compensated (a short pay timeout, so
+// orders time out under the slow database). Activities time out and retry;
+// each order is created once, closed once, its unit given back once.
+func TestDrillSlowMySQL(t *testing.T) {
+	const payTimeout = 4 * time.Second
+	e := testenv.New(t, testenv.Options{NoWorker: true, PayTimeout: payTimeout})
+	w := e.Links("worker")
+	e.StartWorkerVia(w)
+	c := config(e)
+	c.PayTimeout = payTimeout
+	var undo func()
+	c.DuringBurst = func() { undo = w.MySQL.Latency(1200*time.Millisecond, 300*time.Millisecond) }
+	c.AfterBurst = func() {
+		time.Sleep(4 * time.Second) // creation grinds through the slow statements
+		undo()
+	}
+	c.DuringSettle = func() {
+		undo := w.MySQL.Latency(1200*time.Millisecond, 300*time.Millisecond)
+		time.AfterFunc(8*time.Second, undo) // payments, cancels and timeouts meet it
+	}
+	res, err := drill.Run(context.Background(), c)
+	requireOK(t, e, res, err)
+	require.Positive(t, res.Cancelled+res.TimedOut, "nothing was compensated")
+}
+
+// The Temporal frontend answers slowly to both the API (slower than its
+// start timeout: winners stop waiting, starts go on in the background and
+// the relay) and the worker (polls and activity completions): every
+// accepted order still starts exactly once and completes.
+func TestDrillTemporalSlow(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
+	w := e.Links("worker")
+	e.Spawn(e.ProcessEnv(e.Via(w)...), "worker")
+	links, base := spawnAPI(e)
+	c := faultDrill(e, base)
+	var undoAPI, undoWorker func()
+	c.DuringBurst = func() {
+		undoAPI = links.Temporal.Latency(time.Second, 200*time.Millisecond)
+		undoWorker = w.Temporal.Latency(500*time.Millisecond, 100*time.Millisecond)
+	}
+	c.AfterBurst = func() {
+		time.Sleep(3 * time.Second)
+		undoAPI()
+		undoWorker()
+	}
 	res, err := drill.Run(context.Background(), c)
 	requireOK(t, e, res, err)
 }
