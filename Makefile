@@ -6,7 +6,7 @@ GO       ?= go
 PKGS     := ./...
 TEMPORAL := scripts/temporal-dev.sh
 
-.PHONY: all build bench dev drill temporal temporal-stop test test-short lint fmt clean
+.PHONY: all build bench chaos dev drill temporal temporal-stop test test-short lint fmt clean
 
 all: lint test
 
@@ -40,6 +40,12 @@ bench: ## a small reproducible load test with same-run baselines; writes bench-r
 
 drill: ## rehearse a sale locally: burst, SIGKILL the worker mid-burst, restart it, pay, cancel, pay late, check invariants
 	scripts/drill.sh
+
+CHAOS_DURATION ?= 2m
+
+chaos: build ## randomized fault soak on a stack of its own (kills, latency, stalls, resets, outages) for CHAOS_DURATION; SEED=N replays a run's faults
+	$(GO) build -o bin/temporal -modfile=tools/go.mod github.com/temporalio/cli/cmd/temporal
+	bin/seckill chaos --duration $(CHAOS_DURATION) $(if $(SEED),--seed $(SEED))
 
 test-short: ## the tests that need no service
 	$(GO) test -count=1 -short $(PKGS)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/drill"
+	"github.com/seckill/seckill/mysql"
 )
 
 func drillCmd() *cobra.Command {
@@ -26,6 +27,8 @@ func drillCmd() *cobra.Command {
 		settle     time.Duration
 		killPID    int
 		restartCmd string
+		payTimeout time.Duration
+		ramp       time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "drill",
@@ -34,8 +37,11 @@ func drillCmd() *cobra.Command {
 stock at it, optionally kills a process in the middle (--kill-pid, e.g. the
 worker) and runs a command to bring it back (--restart-cmd), pays part of the
 accepted orders through signed webhooks, cancels the rest, pays one cancelled
-order late, and prints the result with the reconcile report. Exit status 2
-when an invariant is broken. It needs the stack's SECKILL_JWT_SECRET,
+order late, and prints the result with the reconcile report. Each purchase
+attempt carries its own Idempotency-Key; an undecided answer (503, a network
+error) is retried with it until decided, and every answer is held against
+the order rows in MySQL (SECKILL_MYSQL_DSN) and asked again after the sale.
+Exit status 2 when an invariant is broken or an answer was wrong. It needs the stack's SECKILL_JWT_SECRET,
 SECKILL_WEBHOOK_SECRET and SECKILL_ADMIN_TOKEN, and the per-IP limit off
 (SECKILL_LIMIT_IP_RPS=0) on the API, since every shopper comes from here.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -49,10 +55,18 @@ SECKILL_WEBHOOK_SECRET and SECKILL_ADMIN_TOKEN, and the per-IP limit off
 			if stock <= 0 || users <= 0 || tries <= 0 || limit <= 0 || payRatio < 0 || payRatio > 1 {
 				return errors.New("--stock, --users, --tries and --limit must be positive, --pay-ratio in [0,1]")
 			}
+			// MySQL is the referee: every answer the drill got is held
+			// against the order rows.
+			db, err := mysql.Open(cmd.Context(), c.MySQLDSN)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
 			cfg := drill.Config{
 				BaseURL: base, AdminToken: c.AdminToken, JWTSecret: []byte(c.JWTSecret),
 				WebhookSecret: []byte(c.WebhookSecret), Stock: stock, PerUserLimit: limit, Users: users,
 				Tries: tries, PayRatio: payRatio, Settle: settle, IssueToken: api.IssueToken, Progress: os.Stderr,
+				PayTimeout: payTimeout, Ramp: ramp, Owners: db.OrderOwners,
 			}
 			if killPID > 0 {
 				cfg.DuringBurst = func() {
@@ -96,6 +110,8 @@ SECKILL_WEBHOOK_SECRET and SECKILL_ADMIN_TOKEN, and the per-IP limit off
 	f.IntVar(&limit, "limit", 1, "per-user limit of the session")
 	f.Float64Var(&payRatio, "pay-ratio", 0.5, "share of accepted orders paid (the rest are cancelled)")
 	f.DurationVar(&settle, "settle", 2*time.Minute, "how long to wait for each order to settle")
+	f.DurationVar(&payTimeout, "pay-timeout", 0, "the stack's SECKILL_PAY_TIMEOUT when it is short (seconds): part of the unpaid orders are then left to time out")
+	f.DurationVar(&ramp, "ramp", 0, "spread the burst's first requests over this long")
 	f.IntVar(&killPID, "kill-pid", 0, "process to SIGKILL in the middle of the burst (e.g. the worker)")
 	f.StringVar(&restartCmd, "restart-cmd", "", "shell command run after the burst (e.g. to start a new worker)")
 	return cmd

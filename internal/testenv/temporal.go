@@ -29,11 +29,7 @@ type TemporalServer struct {
 // the binary `make temporal` builds (bin/temporal).
 func StartTemporalServer(t testing.TB) *TemporalServer {
 	t.Helper()
-	_, here, _, _ := runtime.Caller(0)
-	bin := filepath.Join(filepath.Dir(here), "..", "..", "bin", "temporal")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s is missing: build it with `make temporal`", bin)
-	}
+	bin := TemporalBin(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +40,18 @@ func StartTemporalServer(t testing.TB) *TemporalServer {
 	s.Start()
 	t.Cleanup(s.Kill)
 	return s
+}
+
+// TemporalBin returns the path of the Temporal CLI that `make temporal`
+// builds (bin/temporal), failing the test when it is missing.
+func TemporalBin(t testing.TB) string {
+	t.Helper()
+	_, here, _, _ := runtime.Caller(0)
+	bin := filepath.Join(filepath.Dir(here), "..", "..", "bin", "temporal")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s is missing: build it with `make temporal`", bin)
+	}
+	return bin
 }
 
 // Start (re)starts the server on its database file and waits until it answers.

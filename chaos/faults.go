@@ -1,0 +1,118 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/seckill/seckill/internal/toxi"
+)
+
+// Fault kinds, as the report counts them.
+const (
+	KillAPI      = "kill api"
+	KillWorker   = "kill worker"
+	KillTemporal = "kill temporal"
+	Latency      = "latency above timeout"
+	Stall        = "stall"
+	Reset        = "connection reset"
+	SlowMySQL    = "slow mysql"
+	Down         = "link down"
+)
+
+// Kinds lists every fault kind chaos injects.
+var Kinds = []string{KillAPI, KillWorker, KillTemporal, Latency, Stall, Reset, SlowMySQL, Down}
+
+// injector picks faults at random (from a seeded source: the same seed
+// draws the same faults in the same order) and applies them one at a
+// time: apply, hold a few seconds, heal, pause.
+type injector struct {
+	s     *stack
+	rng   *rand.Rand
+	log   func(format string, args ...any)
+	count map[string]int
+}
+
+// between returns a random duration in [lo, hi).
+func (in *injector) between(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(in.rng.Int64N(int64(hi-lo)))
+}
+
+// link picks one of the six links (API or worker × Redis, MySQL, Temporal).
+func (in *injector) link() *toxi.Link {
+	all := append(in.s.apiLinks.all(), in.s.wrkLinks.all()...)
+	return all[in.rng.IntN(len(all))]
+}
+
+// run injects faults until ctx ends, then heals the stack.
+func (in *injector) run(ctx context.Context) {
+	defer in.s.heal()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(in.between(time.Second, 4*time.Second)):
+		}
+		kind := Kinds[in.rng.IntN(len(Kinds))]
+		hold := in.between(time.Second, 3*time.Second)
+		heal, what, err := in.apply(kind)
+		if err != nil {
+			in.log("fault %s: %v", kind, err)
+			continue
+		}
+		in.count[kind]++
+		in.log("fault: %s for %s", what, hold.Round(100*time.Millisecond))
+		select {
+		case <-ctx.Done():
+		case <-time.After(hold):
+		}
+		heal()
+	}
+}
+
+// apply starts one fault and returns what heals it.
+func (in *injector) apply(kind string) (heal func(), what string, err error) {
+	switch kind {
+	case KillAPI, KillWorker, KillTemporal:
+		p := map[string]*proc{KillAPI: in.s.api, KillWorker: in.s.worker, KillTemporal: in.s.temporal}[kind]
+		p.kill(true)
+		// SIGKILL, down for the hold, then the supervisor starts it again.
+		return p.release, "SIGKILL " + p.name, nil
+	case Latency:
+		// Above every client timeout that matters: Redis reads (500 ms),
+		// the API's start wait (300 ms).
+		l := in.link()
+		d := in.between(600*time.Millisecond, 1500*time.Millisecond)
+		undo, err := l.Latency(d, d/5)
+		return undo, fmt.Sprintf("%s latency %s", l.Name, d.Round(time.Millisecond)), err
+	case Stall:
+		l := in.link()
+		undo, err := l.Stall()
+		return undo, l.Name + " stalls", err
+	case Reset:
+		l := in.link()
+		undo, err := l.ResetPeer(0)
+		return undo, l.Name + " resets every connection", err
+	case SlowMySQL:
+		l := in.s.wrkLinks.mysql
+		if in.rng.IntN(2) == 0 {
+			l = in.s.apiLinks.mysql
+		}
+		d := in.between(time.Second, 2*time.Second)
+		undo, err := l.Latency(d, d/5)
+		return undo, fmt.Sprintf("%s takes %s per statement", l.Name, d.Round(time.Millisecond)), err
+	case Down:
+		l := in.link()
+		if err := l.SetDown(true); err != nil {
+			return nil, "", err
+		}
+		return func() { _ = l.SetDown(false) }, l.Name + " down", nil
+	}
+	return nil, "", fmt.Errorf("unknown fault %q", kind)
+}
+
+// newRand is the injector's random source: PCG seeded with seed, so a
+// failing soak can be replayed fault for fault (the timing of the sales
+// around them still varies).
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) }
