@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -142,7 +141,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	sale.BaseURL, sale.AdminToken, sale.JWTSecret, sale.WebhookSecret = s.baseURL, cfg.AdminToken, cfg.JWTSecret, cfg.WebhookSecret
 	sale.PayTimeout, sale.IssueToken, sale.Owners = cfg.PayTimeout, cfg.IssueToken, db.OrderOwners
 	if sale.HTTP == nil {
-		sale.HTTP = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+		sale.HTTP = drill.NewHTTPClient(10 * time.Second)
 	}
 	for fctx.Err() == nil {
 		r, err := drill.Run(ctx, sale)

@@ -152,11 +152,19 @@ type runner struct {
 // is resolved once the fault is gone.
 const burstRetries = 3
 
+// NewHTTPClient is the drill's client: keep-alive connections to the API,
+// dropped after 5 s idle, before the API's own idle timeout (10 s) closes
+// them: a request sent on a connection the server is closing at that
+// instant gets the server's timeout answer instead of its own.
+func NewHTTPClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 512, IdleConnTimeout: 5 * time.Second}}
+}
+
 // Run runs the drill. An error means the drill could not run; a drill that
 // ran and found broken invariants returns a Result with OK false.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.HTTP == nil {
-		cfg.HTTP = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 512}}
+		cfg.HTTP = NewHTTPClient(30 * time.Second)
 	}
 	if cfg.Settle <= 0 {
 		cfg.Settle = 2 * time.Minute
@@ -228,7 +236,11 @@ func (r *runner) createSession(ctx context.Context) error {
 		return fmt.Errorf("create session: %d %v %v", code, out, err)
 	}
 	r.res.SessionID = int64(out["id"].(float64))
-	code, out, _, err = r.call(ctx, "POST", fmt.Sprintf("/admin/v1/sessions/%d/preheat", r.res.SessionID), r.cfg.AdminToken, nil, nil)
+	// Preheating is idempotent: retried while the API cannot reach Redis.
+	code, err = r.until(ctx, func() (int, error) {
+		code, out, _, err = r.call(ctx, "POST", fmt.Sprintf("/admin/v1/sessions/%d/preheat", r.res.SessionID), r.cfg.AdminToken, nil, nil)
+		return code, err
+	})
 	if err != nil || code != http.StatusOK {
 		return fmt.Errorf("preheat: %d %v %v", code, out, err)
 	}
