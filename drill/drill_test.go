@@ -256,7 +256,7 @@ func TestDrillConnectionResets(t *testing.T) {
 // orders time out under the slow database). Activities time out and retry;
 // each order is created once, closed once, its unit given back once.
 func TestDrillSlowMySQL(t *testing.T) {
-	const payTimeout = 4 * time.Second
+	const payTimeout = 10 * time.Second
 	e := testenv.New(t, testenv.Options{NoWorker: true, PayTimeout: payTimeout})
 	w := e.Links("worker")
 	e.StartWorkerVia(w)
@@ -265,12 +265,14 @@ func TestDrillSlowMySQL(t *testing.T) {
 	var undo func()
 	c.DuringBurst = func() { undo = w.MySQL.Latency(1200*time.Millisecond, 300*time.Millisecond) }
 	c.AfterBurst = func() {
-		time.Sleep(4 * time.Second) // creation grinds through the slow statements
+		time.Sleep(2 * time.Second) // creation grinds through the slow statements
 		undo()
 	}
 	c.DuringSettle = func() {
 		undo := w.MySQL.Latency(1200*time.Millisecond, 300*time.Millisecond)
-		time.AfterFunc(8*time.Second, undo) // payments, cancels and timeouts meet it
+		// Payments and cancels meet it, and so do the timeouts of the
+		// orders left unpaid.
+		time.AfterFunc(12*time.Second, undo)
 	}
 	res, err := drill.Run(context.Background(), c)
 	requireOK(t, e, res, err)
