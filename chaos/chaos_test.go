@@ -48,7 +48,7 @@ func TestChaosSoak(t *testing.T) {
 		JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret, AdminToken: testenv.AdminToken,
 		PayTimeout: 5 * time.Second, IssueToken: api.IssueToken,
 		Sale: drill.Config{Stock: 10, PerUserLimit: 1, Users: 40, Tries: 2, PayRatio: 0.5,
-			Ramp: 3 * time.Second, Settle: 90 * time.Second},
+			Ramp: 5 * time.Second, Settle: 90 * time.Second},
 	}
 	if testing.Verbose() {
 		cfg.Progress = os.Stderr

@@ -52,7 +52,7 @@ func (in *injector) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(in.between(time.Second, 4*time.Second)):
+		case <-time.After(in.between(500*time.Millisecond, 3*time.Second)):
 		}
 		kind := Kinds[in.rng.IntN(len(Kinds))]
 		hold := in.between(time.Second, 3*time.Second)

@@ -139,6 +139,8 @@ type attempt struct {
 	final answer
 	// sawUnknown: some answer on the way was undecided.
 	sawUnknown bool
+	// replay is the answer to the same key after the sale.
+	replay answer
 }
 
 type runner struct {
@@ -237,7 +239,7 @@ func (r *runner) createSession(ctx context.Context) error {
 	}
 	r.res.SessionID = int64(out["id"].(float64))
 	// Preheating is idempotent: retried while the API cannot reach Redis.
-	code, err = r.until(ctx, func() (int, error) {
+	code, err = r.until(ctx, "preheat", func() (int, error) {
 		code, out, _, err = r.call(ctx, "POST", fmt.Sprintf("/admin/v1/sessions/%d/preheat", r.res.SessionID), r.cfg.AdminToken, nil, nil)
 		return code, err
 	})
@@ -444,14 +446,19 @@ func (r *runner) waitStatus(ctx context.Context, o order, want ...seckill.Status
 	return seckill.Status(last), fmt.Errorf("order %s still %q after %s, want %v", o.no, last, r.cfg.Settle, want)
 }
 
-// until repeats a request while the API answers 503 (or the network
+// until repeats a request while the API answers 5xx (or the network
 // fails), as a payment provider or a shop page does, and returns the last
-// status.
-func (r *runner) until(ctx context.Context, send func() (int, error)) (int, error) {
+// status. Only 503 is the answer of an API that cannot decide now; any
+// other 5xx is reported (an error the API did not map), then retried like
+// a provider would.
+func (r *runner) until(ctx context.Context, what string, send func() (int, error)) (int, error) {
 	deadline := time.Now().Add(r.cfg.Settle)
 	for {
 		code, err := send()
-		if (err == nil && code != http.StatusServiceUnavailable) || time.Now().After(deadline) {
+		if err == nil && code >= 500 && code != http.StatusServiceUnavailable {
+			r.problem("%s answered %d: an outage must be 503 UNAVAILABLE", what, code)
+		}
+		if (err == nil && code < 500) || time.Now().After(deadline) {
 			return code, err
 		}
 		select {
@@ -465,7 +472,7 @@ func (r *runner) until(ctx context.Context, send func() (int, error)) (int, erro
 func (r *runner) pay(ctx context.Context, o order, paymentID string) (int, error) {
 	body, _ := json.Marshal(map[string]any{"event_id": "evt_" + paymentID, "payment_id": paymentID,
 		"order_no": o.no, "amount_cents": 100, "status": "SUCCEEDED"})
-	return r.until(ctx, func() (int, error) {
+	return r.until(ctx, "payment of "+o.no, func() (int, error) {
 		code, _, _, err := r.call(ctx, "POST", "/api/v1/payments/webhook", "", body,
 			map[string]string{seckill.HeaderSignature: seckill.SignWebhook(r.cfg.WebhookSecret, time.Now(), body)})
 		return code, err
@@ -473,7 +480,7 @@ func (r *runner) pay(ctx context.Context, o order, paymentID string) (int, error
 }
 
 func (r *runner) cancel(ctx context.Context, o order) (int, error) {
-	return r.until(ctx, func() (int, error) {
+	return r.until(ctx, "cancel of "+o.no, func() (int, error) {
 		code, _, _, err := r.call(ctx, "POST", "/api/v1/orders/"+o.no+"/cancel", o.token, nil, nil)
 		return code, err
 	})
@@ -584,6 +591,7 @@ func (r *runner) replay(ctx context.Context, attempts []*attempt) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			again := r.ask(ctx, a, 0, deadline)
+			a.replay = again
 			switch {
 			case again.status == a.final.status && again.orderNo == a.final.orderNo && again.code == a.final.code:
 			case a.final.status == http.StatusConflict && again.status == http.StatusAccepted:
@@ -615,6 +623,13 @@ func (r *runner) check(ctx context.Context, attempts []*attempt) error {
 				case owner != a.user:
 					r.problem("202 %s to user %d: the row belongs to user %d", a.final.orderNo, a.user, owner)
 				}
+			}
+		}
+		for _, a := range attempts {
+			// An order made by a replay was told then (and the changed
+			// answer is already reported).
+			if a.replay.status == http.StatusAccepted && a.replay.orderNo != "" {
+				told[a.replay.orderNo] = a.user
 			}
 		}
 		for no, user := range owners {

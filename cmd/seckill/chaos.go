@@ -90,7 +90,7 @@ soak drops its database and keys; a failing one keeps them, and the logs in
 				JWTSecret: []byte(randomHex(16)), WebhookSecret: []byte(randomHex(16)), AdminToken: randomHex(16),
 				PayTimeout: payTimeout, IssueToken: api.IssueToken, Progress: os.Stderr,
 				Sale: drill.Config{Stock: stock, PerUserLimit: 1, Users: users, Tries: tries, PayRatio: 0.5,
-					Ramp: 3 * time.Second, Settle: settle},
+					Ramp: 5 * time.Second, Settle: settle},
 			}
 			res, err := chaos.Run(cmd.Context(), cfg)
 			if err != nil {
