@@ -29,6 +29,7 @@ type TemporalServer struct {
 // the binary `make temporal` builds (bin/temporal).
 func StartTemporalServer(t testing.TB) *TemporalServer {
 	t.Helper()
+	SkipShort(t, "a Temporal dev server of its own (bin/temporal)")
 	_, here, _, _ := runtime.Caller(0)
 	bin := filepath.Join(filepath.Dir(here), "..", "..", "bin", "temporal")
 	if _, err := os.Stat(bin); err != nil {
