@@ -6,7 +6,11 @@ GO       ?= go
 PKGS     := ./...
 TEMPORAL := scripts/temporal-dev.sh
 
+<<<<<<< HEAD
 .PHONY: all build bench chaos dev drill temporal temporal-stop test test-short lint fmt clean
+=======
+.PHONY: all build bench dev drill temporal temporal-stop test test-short test-offline lint fmt clean
+>>>>>>> main
 
 all: lint test
 
@@ -49,6 +53,9 @@ chaos: build ## randomized fault soak on a stack of its own (kills, latency, sta
 
 test-short: ## the tests that need no service
 	$(GO) test -count=1 -short $(PKGS)
+
+test-offline: ## the -short tests in a network namespace where no service is reachable (needs root or user namespaces)
+	unshare -n sh -c 'ip link set lo up && $(GO) test -count=1 -short $(PKGS)'
 
 lint: ## go vet, gofmt and Temporal's workflowcheck (determinism of workflow code)
 	$(GO) vet $(PKGS)

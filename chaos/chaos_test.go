@@ -24,9 +24,7 @@ import (
 // SECKILL_CHAOS_SEED replays the same faults, SECKILL_CHAOS_DURATION
 // changes the length.
 func TestChaosSoak(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a two-minute soak on the real MySQL and Redis, with a Temporal dev server of its own")
-	}
+	testenv.SkipShort(t, "a two-minute soak on the real MariaDB and Redis, with a Temporal dev server of its own")
 	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("SECKILL_CHAOS_SEED"); s != "" {

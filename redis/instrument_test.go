@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/redis"
 )
@@ -17,6 +18,7 @@ import (
 // Instrument times every command by name against the real Redis, counts
 // failures but not missing keys, times pipelines, and reports the pool.
 func TestInstrument(t *testing.T) {
+	testenv.SkipShort(t, "Redis on 127.0.0.1:6379")
 	ctx := context.Background()
 	m := metrics.New()
 	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379"})

@@ -29,6 +29,7 @@ type TemporalServer struct {
 // the binary `make temporal` builds (bin/temporal).
 func StartTemporalServer(t testing.TB) *TemporalServer {
 	t.Helper()
+	SkipShort(t, "a Temporal dev server of its own (bin/temporal)")
 	bin := TemporalBin(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

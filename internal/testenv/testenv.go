@@ -95,9 +95,20 @@ func randomName() string {
 	return hex.EncodeToString(b)
 }
 
+// SkipShort skips t under `go test -short`, naming what it needs: -short
+// runs exactly the tests that need no service (and passes with none
+// reachable); without -short a missing service fails loudly instead.
+func SkipShort(t testing.TB, needs string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("needs %s: skipped under -short", needs)
+	}
+}
+
 // New builds an Env and registers its cleanup with t.
 func New(t testing.TB, o Options) *Env {
 	t.Helper()
+	SkipShort(t, "MariaDB, Redis and the Temporal dev server")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := randomName()

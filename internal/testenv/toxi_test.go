@@ -17,9 +17,7 @@ import (
 // read timeout times out, a stalled service never answers, a service taken
 // down refuses and comes back on the same address.
 func TestToxiFaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Redis on 127.0.0.1:6379")
-	}
+	testenv.SkipShort(t, "Redis on 127.0.0.1:6379")
 	x := testenv.StartToxi(t, "redis-"+t.Name(), "127.0.0.1:6379")
 	rdb := goredis.NewClient(&goredis.Options{Addr: x.Addr, ReadTimeout: 200 * time.Millisecond, MaxRetries: -1, PoolSize: 2})
 	defer rdb.Close()
