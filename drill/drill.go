@@ -222,7 +222,9 @@ func (r *runner) call(ctx context.Context, method, path, auth string, body []byt
 	defer resp.Body.Close()
 	var out map[string]any
 	raw, _ := io.ReadAll(resp.Body)
-	_ = json.Unmarshal(raw, &out)
+	if json.Unmarshal(raw, &out) != nil || out == nil {
+		out = map[string]any{"raw": string(raw)}
+	}
 	return resp.StatusCode, out, resp.Header, nil
 }
 
@@ -262,6 +264,14 @@ func (r *runner) buy(ctx context.Context, a *attempt) answer {
 		return ans
 	}
 	ans.code, _ = out["code"].(string)
+	if ans.code == "" && code != http.StatusAccepted {
+		// Not the error shape: keep what came, for the report.
+		body := any(out)
+		if raw, ok := out["raw"]; ok {
+			body = raw
+		}
+		ans.code = fmt.Sprintf("(body %q)", truncate(body, 120))
+	}
 	if code == http.StatusAccepted {
 		ans.orderNo, _ = out["order_no"].(string)
 	}
@@ -699,4 +709,12 @@ func Reconcile(ctx context.Context, cfg Config, sessionID int64) (map[string]any
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+func truncate(v any, n int) string {
+	s := fmt.Sprint(v)
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
 }
