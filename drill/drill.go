@@ -285,6 +285,11 @@ func (r *runner) buy(ctx context.Context, a *attempt) answer {
 		r.mu.Unlock()
 		a.sawUnknown = true
 	}
+	if code >= 500 && code != http.StatusServiceUnavailable {
+		// Undecided all the same (retried with the key), but only 503 is
+		// the contract's answer for it.
+		r.problem("purchase %s answered %s: an undecided outcome must be 503 UNAVAILABLE", a.key, ans)
+	}
 	return ans
 }
 
