@@ -74,3 +74,19 @@ func TestChaosSoak(t *testing.T) {
 	}
 	require.Positive(t, faults, "no fault was injected")
 }
+
+// Chaos sends faults and load only to this machine: a MySQL or Redis
+// elsewhere is refused before anything is started.
+func TestChaosRefusesRemoteServices(t *testing.T) {
+	base := chaos.Config{Duration: time.Second, PayTimeout: time.Second,
+		MySQLDSN: "root:@tcp(127.0.0.1:3306)/x", RedisAddr: "127.0.0.1:6379"}
+	for name, mod := range map[string]func(*chaos.Config){
+		"mysql": func(c *chaos.Config) { c.MySQLDSN = "root:@tcp(10.1.2.3:3306)/x" },
+		"redis": func(c *chaos.Config) { c.RedisAddr = "db.example.com:6379" },
+	} {
+		c := base
+		mod(&c)
+		_, err := chaos.Run(context.Background(), c)
+		require.ErrorContains(t, err, "not a loopback address", name)
+	}
+}

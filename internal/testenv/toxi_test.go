@@ -14,8 +14,9 @@ import (
 )
 
 // The toxics do to a real Redis what the drills rely on: latency above the
-// read timeout times out, a stalled service never answers, a service taken
-// down refuses and comes back on the same address.
+// read timeout times out, a stalled service never answers, a reset fails
+// the command, a service taken down refuses and comes back on the same
+// address.
 func TestToxiFaults(t *testing.T) {
 	testenv.SkipShort(t, "Redis on 127.0.0.1:6379")
 	x := testenv.StartToxi(t, "redis-"+t.Name(), "127.0.0.1:6379")
@@ -34,6 +35,11 @@ func TestToxiFaults(t *testing.T) {
 	undo = x.Stall()
 	require.Error(t, rdb.Ping(ctx).Err())
 	undo()
+
+	undo = x.ResetPeer(0)
+	require.Error(t, rdb.Ping(ctx).Err(), "a reset connection must fail the command")
+	undo()
+	require.Eventually(t, func() bool { return rdb.Ping(ctx).Err() == nil }, 3*time.Second, 50*time.Millisecond)
 
 	x.SetDown(true)
 	require.Error(t, rdb.Ping(ctx).Err())
