@@ -131,7 +131,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for _, k := range Kinds {
 		res.Faults[k] = 0
 	}
-	in := &injector{s: s, rng: newRand(cfg.Seed), log: logf, count: res.Faults}
+	in := &injector{s: s, rng: newRand(cfg.Seed), log: logf, count: res.Faults, burst: make(chan struct{})}
 	fctx, stopFaults := context.WithTimeout(ctx, cfg.Duration)
 	defer stopFaults()
 	injected := make(chan struct{})
@@ -140,6 +140,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	sale := cfg.Sale
 	sale.BaseURL, sale.AdminToken, sale.JWTSecret, sale.WebhookSecret = s.baseURL, cfg.AdminToken, cfg.JWTSecret, cfg.WebhookSecret
 	sale.PayTimeout, sale.IssueToken, sale.Owners = cfg.PayTimeout, cfg.IssueToken, db.OrderOwners
+	sale.DuringBurst = in.bursting
+	if sale.FaultAfter == 0 {
+		sale.FaultAfter = 0.1
+	}
 	if sale.HTTP == nil {
 		sale.HTTP = drill.NewHTTPClient(10 * time.Second)
 	}

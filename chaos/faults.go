@@ -32,6 +32,18 @@ type injector struct {
 	rng   *rand.Rand
 	log   func(format string, args ...any)
 	count map[string]int
+	// burst is signalled when a sale's burst is in flight: the next fault
+	// comes at once instead of after its pause, so that faults meet
+	// purchases (a burst is a few seconds of a sale).
+	burst chan struct{}
+}
+
+// bursting tells the injector a burst is in flight (never blocks).
+func (in *injector) bursting() {
+	select {
+	case in.burst <- struct{}{}:
+	default:
+	}
 }
 
 // between returns a random duration in [lo, hi).
@@ -53,6 +65,7 @@ func (in *injector) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(in.between(500*time.Millisecond, 3*time.Second)):
+		case <-in.burst:
 		}
 		kind := Kinds[in.rng.IntN(len(Kinds))]
 		hold := in.between(time.Second, 3*time.Second)
