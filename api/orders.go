@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -201,6 +202,9 @@ func (s *Server) findOrder(ctx context.Context, orderNo string, owner int64) (*s
 	if len(orderNo) > 64 {
 		return nil, seckill.Errorf(seckill.EINVALID, "order_no is too long")
 	}
+	// A path parameter is a view into the request buffer; the order found
+	// may carry it (a QUEUED view) into signals and logs.
+	orderNo = strings.Clone(orderNo)
 	o, err := s.gate.Order(ctx, orderNo)
 	if seckill.ErrorCode(err) == seckill.ENOTFOUND || seckill.ErrorCode(err) == seckill.EUNAVAILABLE {
 		o, err = s.store.Order(ctx, orderNo)

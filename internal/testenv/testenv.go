@@ -78,6 +78,13 @@ type Options struct {
 	WrapStore func(api.Store) api.Store
 	WrapGate  func(api.Gate) api.Gate
 	WrapFlow  func(api.Flow) api.Flow
+	// Logger replaces the API's logger (a test reading its log lines).
+	Logger *slog.Logger
+	// RedisAddr points the API's Redis client (gate and limiter) at
+	// another address, e.g. a Toxi in front of Redis; RedisReadTimeout
+	// sets its read timeout (go-redis's default when zero).
+	RedisAddr        string
+	RedisReadTimeout time.Duration
 }
 
 func env(name, def string) string {
@@ -208,6 +215,9 @@ func (e *Env) startAPI(o Options) {
 		PayTimeout: o.PayTimeout, StartTimeout: o.StartTimeout, Logger: e.Log,
 		SessionCacheTTL: 50 * time.Millisecond,
 		Limits:          o.Limits, Limiter: redis.NewLimiter(e.Redis, e.Prefix),
+	}
+	if o.Logger != nil {
+		cfg.Logger = o.Logger
 	}
 	if o.Dev {
 		cfg.Dev, cfg.Payer = true, e.Provider
