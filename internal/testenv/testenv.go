@@ -133,7 +133,7 @@ func New(t testing.TB, o Options) *Env {
 	}
 
 	// Redis: a key prefix per test.
-	e.Redis = goredis.NewClient(&goredis.Options{Addr: env("SECKILL_TEST_REDIS_ADDR", "127.0.0.1:6379"), PoolSize: 64})
+	e.Redis = redis.NewClient(&goredis.Options{Addr: env("SECKILL_TEST_REDIS_ADDR", "127.0.0.1:6379"), PoolSize: 64})
 	if err := e.Redis.Ping(ctx).Err(); err != nil {
 		t.Fatalf("Redis is not reachable (%v).\nStart it with: redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save '' --appendonly no", err)
 	}
@@ -203,6 +203,12 @@ func (e *Env) startAPI(o Options) {
 		store = o.WrapStore(store)
 	}
 	var gate api.Gate = e.Gate
+	limiter := redis.NewLimiter(e.Redis, e.Prefix)
+	if o.RedisAddr != "" {
+		rdb := redis.NewClient(&goredis.Options{Addr: o.RedisAddr, PoolSize: 64, ReadTimeout: o.RedisReadTimeout})
+		e.T.Cleanup(func() { rdb.Close() })
+		gate, limiter = redis.New(rdb, e.Prefix), redis.NewLimiter(rdb, e.Prefix)
+	}
 	if o.WrapGate != nil {
 		gate = o.WrapGate(gate)
 	}
@@ -214,7 +220,7 @@ func (e *Env) startAPI(o Options) {
 		JWTSecret: JWTSecret, WebhookSecret: WebhookSecret, AdminToken: AdminToken,
 		PayTimeout: o.PayTimeout, StartTimeout: o.StartTimeout, Logger: e.Log,
 		SessionCacheTTL: 50 * time.Millisecond,
-		Limits:          o.Limits, Limiter: redis.NewLimiter(e.Redis, e.Prefix),
+		Limits:          o.Limits, Limiter: limiter,
 	}
 	if o.Logger != nil {
 		cfg.Logger = o.Logger

@@ -32,6 +32,7 @@
     CONFLICT: "That cannot be done right now: {message}",
     PAYLOAD_TOO_LARGE: "That request was too large.",
     AMOUNT_MISMATCH: "The payment amount did not match the order; it was not applied.",
+    IDEMPOTENCY_MISMATCH: "This purchase was already sent with other details. Click Buy again to make a new one.",
     INTERNAL: "Something went wrong on our side. Please try again.",
     NETWORK: "Cannot reach the shop. Check your connection; the page keeps trying."
   };
