@@ -207,7 +207,13 @@ func (e *Env) startAPI(o Options) {
 	if o.RedisAddr != "" {
 		rdb := redis.NewClient(&goredis.Options{Addr: o.RedisAddr, PoolSize: 64, ReadTimeout: o.RedisReadTimeout})
 		e.T.Cleanup(func() { rdb.Close() })
-		gate, limiter = redis.New(rdb, e.Prefix), redis.NewLimiter(rdb, e.Prefix)
+		g := redis.New(rdb, e.Prefix)
+		// Like every process at start: admission runs EVALSHA from the
+		// first request.
+		if err := g.Load(context.Background()); err != nil {
+			e.T.Fatalf("redis at %s: %v", o.RedisAddr, err)
+		}
+		gate, limiter = g, redis.NewLimiter(rdb, e.Prefix)
 	}
 	if o.WrapGate != nil {
 		gate = o.WrapGate(gate)
