@@ -189,10 +189,19 @@ func TestAdmitThroughSlowReplies(t *testing.T) {
 	stall := x.Stall()
 	_, _, err = g.Admit(ctx, sess, 8, 1, "1-stalled", "t", time.Now())
 	require.Equal(t, seckill.EUNAVAILABLE, seckill.ErrorCode(err))
+	// A caller that stops waiting is told the same, never a raw context
+	// error (which the API answered 500).
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err = g.AdmitAttempt(short, attempt(sess, 9, 1, "1-impatient", "key-9"))
+	require.Equal(t, seckill.EUNAVAILABLE, seckill.ErrorCode(err), "%v", err)
 	stall()
 	x.Clear()
-	_, left, err = e.Gate.Admit(ctx, sess, 8, 1, "1-stalled", "t", time.Now())
+	_, _, err = e.Gate.Admit(ctx, sess, 8, 1, "1-stalled", "t", time.Now())
 	require.NoError(t, err)
-	require.Equal(t, 3, left)
-	requireStockAndReservations(t, e, sess.ID, 3, 2)
+	adm, err := e.Gate.AdmitAttempt(ctx, attempt(sess, 9, 1, "1-patient", "key-9"))
+	require.NoError(t, err)
+	require.Contains(t, []string{"1-impatient", "1-patient"}, adm.OrderNo, "the key's one purchase")
+	require.Equal(t, 2, adm.Left)
+	requireStockAndReservations(t, e, sess.ID, 2, 3)
 }
