@@ -205,3 +205,12 @@ func TestAdmitThroughSlowReplies(t *testing.T) {
 	require.Equal(t, 2, adm.Left)
 	requireStockAndReservations(t, e, sess.ID, 2, 3)
 }
+
+// The client never re-sends a command by itself, whatever it is told: a
+// re-sent script (the rate limiter's takes a token per run) would decide
+// twice. The gate retries the idempotent commands itself.
+func TestNewClientNeverRetriesBlindly(t *testing.T) {
+	rdb := redis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: 5})
+	t.Cleanup(func() { rdb.Close() })
+	require.Zero(t, rdb.Options().MaxRetries, "-1 is kept as 0: no retry")
+}
