@@ -202,7 +202,24 @@ func (g *Gate) Pinned(ctx context.Context, a *seckill.Attempt) (*seckill.Admissi
 	}
 	k := g.keys(a.Session.ID)
 	field := fmt.Sprintf("k:%d:%s", a.UserID, a.IdempotencyKey)
-	raw, err := idempotent(ctx, func(ctx context.Context) (string, error) { return g.rdb.HGet(ctx, k.idem, field).Result() })
+	// One round trip on the common path (a sold-out flood whose clicks
+	// carry keys): the pin and the stock together.
+	var pin *goredis.StringCmd
+	var stock *goredis.StringCmd
+	err := retry(ctx, func(ctx context.Context) error {
+		_, err := g.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			pin, stock = p.HGet(ctx, k.idem, field), p.Get(ctx, k.stock)
+			return nil
+		})
+		if errors.Is(err, goredis.Nil) {
+			return nil // one of them is missing: read below
+		}
+		return err
+	})
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	raw, err := pin.Result()
 	if errors.Is(err, goredis.Nil) {
 		return nil, nil
 	} else if err != nil {
@@ -228,8 +245,8 @@ func (g *Gate) Pinned(ctx context.Context, a *seckill.Attempt) (*seckill.Admissi
 		}
 		r.resv = resv
 	}
-	if r.left, err = idempotent(ctx, func(ctx context.Context) (int64, error) { return g.rdb.Get(ctx, k.stock).Int64() }); err != nil && !errors.Is(err, goredis.Nil) {
-		return nil, unavailable(err)
+	if left, err := stock.Int64(); err == nil {
+		r.left = left
 	}
 	a2 := *a
 	a2.OrderNo = "" // whatever was pinned, it is a replay
