@@ -38,14 +38,15 @@ type Store interface {
 
 // Gate is the Redis side the API needs.
 type Gate interface {
-	Admit(ctx context.Context, s *seckill.Session, userID int64, qty int, orderNo, traceID string, now time.Time) (*seckill.Reservation, int, error)
+	AdmitAttempt(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error)
+	Pinned(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error)
 	Started(ctx context.Context, sessionID int64, orderNo string) error
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
 	Preheat(ctx context.Context, sessionID int64, stock int) (int, error)
 	Rebuild(ctx context.Context, sessionID int64, stock int, holdings []seckill.Reservation) error
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 	PutOrder(ctx context.Context, o *seckill.Order) error
-	ConsumeTicket(ctx context.Context, sessionID int64, nonce string, ttl time.Duration) (bool, error)
+	ConsumeTicket(ctx context.Context, sessionID int64, nonce, owner string, ttl time.Duration) (bool, error)
 	seckill.RedisSnapshotter
 	Ping(ctx context.Context) error
 }

@@ -23,6 +23,7 @@ var statusOf = map[string]int{
 	seckill.EENDED:        http.StatusGone,
 	seckill.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	seckill.EAMOUNT:       http.StatusUnprocessableEntity,
+	seckill.EIDEMPOTENCY:  http.StatusUnprocessableEntity,
 	seckill.ENOTSTARTED:   http.StatusTooEarly,
 	seckill.ERATELIMITED:  http.StatusTooManyRequests,
 	seckill.EUNAVAILABLE:  http.StatusServiceUnavailable,
@@ -106,7 +107,9 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 			c.Set(HeaderLayer, LayerTicket)
 		}
 	}
-	if code == seckill.ERATELIMITED && len(c.Response().Header.Peek(fiber.HeaderRetryAfter)) == 0 {
+	// Both are "try again": say when (an UNAVAILABLE purchase may have an
+	// outcome the retry with the same Idempotency-Key learns).
+	if (code == seckill.ERATELIMITED || code == seckill.EUNAVAILABLE) && len(c.Response().Header.Peek(fiber.HeaderRetryAfter)) == 0 {
 		c.Set(fiber.HeaderRetryAfter, "1")
 	}
 	buf := errorBufs.Get().(*[]byte)

@@ -161,8 +161,12 @@ func (s *soldOut) list() []int64 {
 // sell out, before any other work: after a sell-out nearly every request
 // is a loser, and the answer does not depend on who asks (the state is
 // public on GET /api/v1/sessions/{id}). Nothing here touches stock.
+//
+// Except for a request with an Idempotency-Key: that key may already hold
+// a reservation (its first attempt's answer was lost), which a SOLD_OUT
+// would contradict. createOrder looks its pinned answer up instead.
 func (s *Server) soldOutFast(c *fiber.Ctx) error {
-	if s.soldOut.n.Load() > 0 {
+	if s.soldOut.n.Load() > 0 && len(c.Request().Header.Peek(HeaderIdempotencyKey)) == 0 {
 		if id, err := strconv.ParseInt(c.Params("id"), 10, 64); err == nil && s.soldOut.has(id) {
 			c.Set(HeaderLayer, LayerSoldOutMemory)
 			return errSoldOut

@@ -124,9 +124,9 @@ type admitCounter struct {
 	n atomic.Int64
 }
 
-func (g *admitCounter) Admit(ctx context.Context, s *seckill.Session, user int64, qty int, no, trace string, now time.Time) (*seckill.Reservation, int, error) {
+func (g *admitCounter) AdmitAttempt(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error) {
 	g.n.Add(1)
-	return g.Gate.Admit(ctx, s, user, qty, no, trace, now)
+	return g.Gate.AdmitAttempt(ctx, a)
 }
 
 // Sold-out fast path: once sold out, further orders are refused from

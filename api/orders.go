@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -43,12 +44,49 @@ func (s *Server) inWindow(sess *seckill.Session) error {
 	return nil
 }
 
+// HeaderIdempotencyKey names the optional key of an order request
+// (Stripe's convention): the same key from the same shopper for the same
+// session always gets the same answer and order number.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// admitWait bounds how long a request waits for its admission, queue and
+// retries included; past it the answer is 503 with Retry-After, the outcome
+// unknown until the retry with the same key.
+const admitWait = 3 * time.Second
+
+// idempotencyKey returns the request's Idempotency-Key ("" when none),
+// copied out of the request buffer: it is pinned in Redis by a batch that
+// may run after the handler stopped waiting.
+func idempotencyKey(c *fiber.Ctx) (string, error) {
+	k := c.Get(HeaderIdempotencyKey)
+	if k == "" {
+		return "", nil
+	}
+	bad := len(k) > seckill.MaxIdempotencyKey
+	for i := 0; i < len(k) && !bad; i++ {
+		bad = k[i] < 0x20 || k[i] > 0x7e
+	}
+	if bad {
+		return "", seckill.Errorf(seckill.EINVALID, "%s must be 1 to %d printable ASCII characters (a UUID is a good key)",
+			HeaderIdempotencyKey, seckill.MaxIdempotencyKey)
+	}
+	return strings.Clone(k), nil
+}
+
 // createOrder: POST /api/v1/sessions/{id}/orders. The checks run cheapest
 // first: the global bucket, the sold-out flag and the JWT (middleware),
 // then the blocklist, the body and the sale window from process memory;
 // only then the Redis rate limits, the ticket and the admission script.
 // A refused request never touches stock; losers never reach MySQL or
 // Temporal.
+//
+// With an Idempotency-Key, the script pins the answer (reserved, SOLD_OUT
+// or LIMIT_EXCEEDED) to the key in the same atomic step, and answers a
+// later attempt with that key from the pin. Refusals before the script
+// (validation, auth, blocklist, rate limits, ticket, not started,
+// UNAVAILABLE) are not pinned: the request never ran, and its retry runs
+// afresh. The two refusals that could contradict a pinned answer, the
+// sold-out flag in memory and the end of the sale, look the pin up first.
 func (s *Server) createOrder(c *fiber.Ctx) error {
 	id, err := pathID(c, "id")
 	if err != nil {
@@ -59,6 +97,10 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 		c.Set(HeaderLayer, LayerBlocklist)
 		return errBlocked
 	}
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
 	var body orderBody
 	if err := decodeStrict(c.Body(), &body, true); err != nil {
 		return err
@@ -68,45 +110,76 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.inWindow(sess); err != nil {
-		c.Set(HeaderLayer, LayerWindow)
-		return err
-	}
 	qty := 1
 	if body.Quantity != nil {
 		qty = *body.Quantity
 	}
+	a := &seckill.Attempt{Session: sess, UserID: user, Quantity: qty, TraceID: traceID(c), Now: s.cfg.Now(),
+		IdempotencyKey: key, Fingerprint: strconv.Itoa(qty)}
+	if err := s.inWindow(sess); err != nil {
+		if seckill.ErrorCode(err) == seckill.EENDED {
+			if adm, perr := s.gate.Pinned(ctx, a); adm != nil || perr != nil {
+				return s.admitted(c, a, adm, perr)
+			}
+		}
+		c.Set(HeaderLayer, LayerWindow)
+		return err
+	}
 	if qty < 1 || qty > sess.PerUserLimit {
 		return seckill.Errorf(seckill.EINVALID, "quantity must be between 1 and %d", sess.PerUserLimit)
+	}
+	if key != "" && s.soldOut.has(id) {
+		// soldOutFast let it through: answer its pin, else sold out.
+		if adm, perr := s.gate.Pinned(ctx, a); adm != nil || perr != nil {
+			return s.admitted(c, a, adm, perr)
+		}
+		c.Set(HeaderLayer, LayerSoldOutMemory)
+		return errSoldOut
 	}
 	if err := s.distributedLimits(c, user); err != nil {
 		return err
 	}
 	if sess.RequireTicket {
-		if err := s.useTicket(c, id, user); err != nil {
+		if err := s.useTicket(c, a); err != nil {
 			return err
 		}
 	}
-	trace := traceID(c)
+	a.OrderNo = newOrderNo(id)
+	actx, cancel := context.WithTimeout(ctx, admitWait)
+	defer cancel()
 	t0 := time.Now()
-	resv, left, err := s.gate.Admit(ctx, sess, user, qty, newOrderNo(id), trace, s.cfg.Now())
+	adm, err := s.gate.AdmitAttempt(actx, a)
 	s.cfg.Metrics.RedisAdmit.Observe(metrics.Since(t0))
+	return s.admitted(c, a, adm, err)
+}
+
+// admitted answers an admission: the refusal, or 202 with the order number
+// holding the units (on a replay, the pinned one, whose workflow is started
+// again if its reservation is still waiting: the start is idempotent).
+func (s *Server) admitted(c *fiber.Ctx, a *seckill.Attempt, adm *seckill.Admission, err error) error {
+	id := a.Session.ID
 	c.Set(HeaderLayer, LayerRedis)
 	if err != nil {
-		if seckill.ErrorCode(err) == seckill.ESOLDOUT && left <= 0 {
+		if seckill.ErrorCode(err) == seckill.ESOLDOUT && adm != nil && adm.Left <= 0 {
 			s.soldOut.mark(id)
 		}
 		return err
 	}
-	if left <= 0 {
+	if adm.Left <= 0 {
 		s.soldOut.mark(id)
 	}
-	// One line per winner (bounded by the stock, unlike the losers): where
-	// following a purchase by its trace id starts.
-	s.log.Info("order accepted", "trace_id", trace, "order_no", resv.OrderNo, "session_id", id, "user_id", user, "quantity", qty)
-	req := &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: s.cfg.PayTimeout}
-	s.startWorkflow(req)
-	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_no": resv.OrderNo, "status": seckill.StatusQueued})
+	if adm.Replayed {
+		s.log.Info("order replayed for its idempotency key", "trace_id", a.TraceID, "order_no", adm.OrderNo, "session_id", id, "user_id", a.UserID)
+	} else {
+		// One line per winner (bounded by the stock, unlike the losers):
+		// where following a purchase by its trace id starts.
+		s.log.Info("order accepted", "trace_id", a.TraceID, "order_no", adm.OrderNo, "session_id", id, "user_id", a.UserID, "quantity", a.Quantity)
+	}
+	if adm.Reservation != nil {
+		s.startWorkflow(&seckill.OrderRequest{Reservation: *adm.Reservation, SKUID: a.Session.SKUID,
+			PriceCents: a.Session.PriceCents, PayTimeout: s.cfg.PayTimeout})
+	}
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_no": adm.OrderNo, "status": seckill.StatusQueued})
 }
 
 var errSoldOut = seckill.Errorf(seckill.ESOLDOUT, "sold out")
@@ -201,6 +274,9 @@ func (s *Server) findOrder(ctx context.Context, orderNo string, owner int64) (*s
 	if len(orderNo) > 64 {
 		return nil, seckill.Errorf(seckill.EINVALID, "order_no is too long")
 	}
+	// A path parameter is a view into the request buffer; the order found
+	// may carry it (a QUEUED view) into signals and logs.
+	orderNo = strings.Clone(orderNo)
 	o, err := s.gate.Order(ctx, orderNo)
 	if seckill.ErrorCode(err) == seckill.ENOTFOUND || seckill.ErrorCode(err) == seckill.EUNAVAILABLE {
 		o, err = s.store.Order(ctx, orderNo)

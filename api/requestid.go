@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/gofiber/fiber/v2"
@@ -14,9 +15,18 @@ const headerRequestID = "X-Request-ID"
 // requestID gives every request a trace id: the client's X-Request-ID when
 // it is a sane token (it ends up in logs, ledger rows and search
 // attributes), a fresh one otherwise. It is echoed on every response.
+//
+// The client's id is copied: c.Get returns a view into fasthttp's request
+// buffer, which the connection's next request overwrites once the handler
+// returned, while the id lives on in a background workflow start, its
+// ledger rows, its search attribute and log lines. Every request string
+// that outlives the request (header values, path parameters, the
+// Idempotency-Key) is copied the same way before it leaves the handler.
 func requestID(c *fiber.Ctx) error {
 	id := c.Get(headerRequestID)
-	if !validTraceID(id) {
+	if validTraceID(id) {
+		id = strings.Clone(id)
+	} else {
 		id = newTraceID()
 	}
 	c.Locals(headerRequestID, id)

@@ -98,13 +98,20 @@ func (s *Server) issueTicket(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"ticket": makeTicket(s.ticketKey, id, user, exp), "expires_at": exp.UTC().Truncate(time.Second)})
 }
 
-// useTicket verifies and consumes the ticket of an order request.
-func (s *Server) useTicket(c *fiber.Ctx, sessionID, user int64) error {
-	nonce, left, err := verifyTicket(s.ticketKey, c.Get(HeaderTicket), sessionID, user, s.cfg.Now())
+// useTicket verifies and consumes the ticket of an order request. The
+// ticket is consumed by the purchase attempt (its Idempotency-Key, else its
+// trace id): the retry of the same attempt presents it again and is let
+// through; any other request finds it used.
+func (s *Server) useTicket(c *fiber.Ctx, a *seckill.Attempt) error {
+	nonce, left, err := verifyTicket(s.ticketKey, c.Get(HeaderTicket), a.Session.ID, a.UserID, s.cfg.Now())
 	if err != nil {
 		return err
 	}
-	fresh, err := s.gate.ConsumeTicket(c.UserContext(), sessionID, nonce, left+time.Second)
+	owner := a.TraceID
+	if a.IdempotencyKey != "" {
+		owner = "k:" + a.IdempotencyKey
+	}
+	fresh, err := s.gate.ConsumeTicket(c.UserContext(), a.Session.ID, nonce, owner, left+time.Second)
 	if err != nil {
 		return err
 	}

@@ -1,13 +1,48 @@
 -- Admission: the one atomic step that decides a purchase, for a batch of
 -- concurrent attempts on one session (group commit: one round trip, each
 -- attempt decided in arrival order exactly as if it ran alone).
--- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending   (one hash tag: one slot)
--- ARGV: 1 n, then n groups of 6: user id, quantity, per-user limit,
---       order number, now (unix ms), trace id
--- Returns 3n integers, per attempt {code, stock left, slot mask}; code 0 =
--- reserved, -1 = sold out, -2 = over the per-user limit, -3 = not
--- preheated, -4 = order number taken.
-local function admit(user, qty, limit, orderNo, now, trace)
+-- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending, 5 idem   (one hash tag: one slot)
+-- ARGV: 1 n, then n groups of 8: user id, quantity, per-user limit,
+--       order number, now (unix ms), trace id, idempotency key ('' for
+--       none), body fingerprint
+-- Returns 5n values, per attempt {code, stock left, slot mask, order
+-- number, reservation}; code 0 = reserved, -1 = sold out, -2 = over the
+-- per-user limit, -3 = not preheated, -4 = order number taken by another
+-- purchase, -5 = idempotency key reused with another body. The order
+-- number is the one holding the units (on a replay, the pinned one); the
+-- reservation is its live record on a replay ('' otherwise, or when it has
+-- already been released).
+--
+-- Idempotency lives in the idem hash, written in the same step as what it
+-- describes, so it can never disagree with the stock:
+--   o:<order no>        → "user|qty|mask" for every reservation made; it
+--                         outlives the release, so a re-run of an attempt
+--                         (a retry after a timeout) answers as the first
+--                         run did instead of reserving again.
+--   k:<user>:<key>      → "fingerprint|code|order no|mask": the pinned
+--                         answer of an Idempotency-Key (reserved, sold out
+--                         or over the limit). Not pinned: not preheated.
+
+local function stockNow()
+  return tonumber(redis.call('GET', KEYS[1]) or '0')
+end
+
+local function replayKey(pinned, fp)
+  local pfp, code, no, mask = string.match(pinned, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+  if pfp ~= fp then return -5, stockNow(), 0, no, '' end
+  code = tonumber(code)
+  local resv = ''
+  if code == 0 then resv = redis.call('HGET', KEYS[3], no) or '' end
+  return code, stockNow(), tonumber(mask), no, resv
+end
+
+local function decide(user, qty, limit, orderNo, now, trace)
+  local made = redis.call('HGET', KEYS[5], 'o:' .. orderNo)
+  if made then
+    local muser, mqty, mmask = string.match(made, '^([^|]*)|([^|]*)|([^|]*)$')
+    if muser == user and tonumber(mqty) == qty then return 0, stockNow(), tonumber(mmask) end
+    return -4, stockNow(), 0
+  end
   local stock = redis.call('GET', KEYS[1])
   if not stock then return -3, 0, 0 end
   stock = tonumber(stock)
@@ -34,16 +69,34 @@ local function admit(user, qty, limit, orderNo, now, trace)
   redis.call('HSET', KEYS[2], user, held + qty, slotsField, bit.bor(mask, mine))
   redis.call('HSET', KEYS[3], orderNo, user .. '|' .. qty .. '|' .. mine .. '|' .. now .. '|' .. trace)
   redis.call('ZADD', KEYS[4], now, orderNo)
+  redis.call('HSET', KEYS[5], 'o:' .. orderNo, user .. '|' .. qty .. '|' .. mine)
   return 0, left, mine
+end
+
+local function admit(user, qty, limit, orderNo, now, trace, key, fp)
+  local kfield
+  if key ~= '' then
+    kfield = 'k:' .. user .. ':' .. key
+    local pinned = redis.call('HGET', KEYS[5], kfield)
+    if pinned then return replayKey(pinned, fp) end
+  end
+  local code, left, mask = decide(user, qty, limit, orderNo, now, trace)
+  if kfield and code >= -2 and code <= 0 then
+    redis.call('HSET', KEYS[5], kfield, fp .. '|' .. code .. '|' .. orderNo .. '|' .. mask)
+  end
+  return code, left, mask, orderNo, ''
 end
 
 local n = tonumber(ARGV[1])
 local out = {}
 for i = 0, n - 1 do
-  local a = 1 + i * 6
-  local code, left, mine = admit(ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4], ARGV[a + 5], ARGV[a + 6])
+  local a = 1 + i * 8
+  local code, left, mask, no, resv = admit(ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]),
+    ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8])
   out[#out + 1] = code
   out[#out + 1] = left
-  out[#out + 1] = mine
+  out[#out + 1] = mask
+  out[#out + 1] = no
+  out[#out + 1] = resv
 end
 return out

@@ -2,9 +2,7 @@ package redis
 
 import (
 	"context"
-	"fmt"
 	"sync"
-	"time"
 
 	"github.com/seckill/seckill"
 )
@@ -20,17 +18,15 @@ import (
 const maxAdmitBatch = 256
 
 type admitCall struct {
-	s       *seckill.Session
-	userID  int64
-	qty     int
-	orderNo string
-	traceID string
-	now     time.Time
-	done    chan admitResult
+	ctx  context.Context
+	a    *seckill.Attempt
+	done chan admitResult
 }
 
+// admitResult is one attempt's decision as the script returned it.
 type admitResult struct {
 	code, left, mask int64
+	orderNo, resv    string
 	err              error
 }
 
@@ -63,10 +59,11 @@ func (c *coalescer) submit(ctx context.Context, call *admitCall) admitResult {
 	case r := <-call.done:
 		return r
 	case <-ctx.Done():
-		// The attempt may still run with its batch; its reservation then
-		// has a pending-start entry, and the relay makes it an order that
-		// closes unpaid. Report the failure: never claim it was refused.
-		return admitResult{err: ctx.Err()}
+		// The attempt may still run with its batch (unless the batch sees
+		// the caller gone first and leaves it out); its reservation then
+		// has a pending-start entry, and the relay makes it an order. The
+		// outcome is unknown: never claim it was refused.
+		return admitResult{err: unknownOutcome(ctx.Err())}
 	}
 }
 
@@ -88,23 +85,30 @@ func (c *coalescer) drain() {
 }
 
 func (c *coalescer) run(batch []*admitCall) {
+	// Callers that gave up while queued are left out: their attempt then
+	// certainly did not run, and a retry with the same key runs afresh.
+	live := batch[:0:0]
+	for _, call := range batch {
+		if call.ctx.Err() == nil {
+			live = append(live, call)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
 	// Not the callers' contexts: a batch serves many callers.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), admitBudget)
 	defer cancel()
-	args := make([]any, 0, 1+6*len(batch))
-	args = append(args, len(batch))
-	for _, a := range batch {
-		args = append(args, a.userID, a.qty, a.s.PerUserLimit, a.orderNo, a.now.UnixMilli(), a.traceID)
+	attempts := make([]*seckill.Attempt, len(live))
+	for i, call := range live {
+		attempts[i] = call.a
 	}
-	res, err := admitScript.Run(ctx, c.g.rdb, c.g.keys(c.sessionID).script(), args...).Int64Slice()
-	if err == nil && len(res) != 3*len(batch) {
-		err = fmt.Errorf("admit script returned %d values for %d attempts", len(res), len(batch))
-	}
-	for i, a := range batch {
+	res, err := c.g.runAdmit(ctx, c.sessionID, attempts)
+	for i, call := range live {
 		if err != nil {
-			a.done <- admitResult{err: unavailable(err)}
+			call.done <- admitResult{err: err}
 			continue
 		}
-		a.done <- admitResult{code: res[3*i], left: res[3*i+1], mask: res[3*i+2]}
+		call.done <- res[i]
 	}
 }

@@ -3,6 +3,31 @@
 // pending-start entries under one hash tag, changes them only through the
 // embedded Lua scripts (so every decision is one atomic step, also on Redis
 // Cluster), and caches order views for the hot poll path.
+//
+// # Retries: decided per command
+//
+// A reply that does not come back in time (ReadTimeout) leaves the outcome
+// unknown: the command may have run. go-redis would send it again by
+// itself; NewClient turns that off (MaxRetries -1) and the gate retries
+// (retry: up to 4 attempts, 25–250 ms backoff, only on timeouts, dropped
+// connections and LOADING/BUSY/TRYAGAIN-like answers) exactly the commands
+// that are idempotent:
+//
+//	command                        idempotent because                          retried
+//	admit.lua (Admit*)             same order number → the first run's answer  yes, same order numbers and keys;
+//	                               (o: record); same key → the pinned answer   then 503 UNAVAILABLE, outcome unknown
+//	                               (k: record)
+//	release.lua (Release)          deleting the reservation is its guard       yes
+//	putorder.lua (PutOrder)        keeps the newest version only               yes
+//	SET NX GET (ConsumeTicket)     the value names the owner; a match is ours  yes
+//	reads (Stock, Order, Pending,  reads                                       yes
+//	  Pinned, Sessions…)
+//	ZREM (Started), SADD + SETNX   set semantics                               yes
+//	  (Preheat)
+//	redis_rate script (Limiter)    no: every run takes a token                 never: 503, the client retries
+//	MULTI rebuild (Rebuild)        no: a re-run would drop reservations made   never: the admin runs it again
+//	                               since the first
+//	snapshot reads (SessionSnapshot) reads, but one consistent view matters    never: reconcile runs again
 package redis
 
 import (
@@ -65,63 +90,209 @@ func (g *Gate) Load(ctx context.Context) error {
 func (g *Gate) Ping(ctx context.Context) error { return g.rdb.Ping(ctx).Err() }
 
 // sessionKeys are the keys of one session, in the order the scripts take them.
-type sessionKeys struct{ base, stock, buyers, resv, pending, orders string }
+type sessionKeys struct{ base, stock, buyers, resv, pending, idem, orders string }
 
 func (g *Gate) keys(sessionID int64) sessionKeys {
 	// {s<id>} is the hash tag: every key of a session lands in one slot.
 	base := fmt.Sprintf("%s:{s%d}:", g.prefix, sessionID)
-	return sessionKeys{base, base + "stock", base + "buyers", base + "resv", base + "pending", base + "orders"}
+	return sessionKeys{base, base + "stock", base + "buyers", base + "resv", base + "pending", base + "idem", base + "orders"}
 }
 
-func (k sessionKeys) script() []string { return []string{k.stock, k.buyers, k.resv, k.pending} }
+func (k sessionKeys) script() []string {
+	return []string{k.stock, k.buyers, k.resv, k.pending, k.idem}
+}
 
 // unavailable wraps an infrastructure failure of Redis in the error vocabulary.
 func unavailable(err error) error {
 	return fmt.Errorf("%w (redis: %v)", seckill.Errorf(seckill.EUNAVAILABLE, "stock service unavailable, retry shortly"), err)
 }
 
-// Admit runs the admission script for one purchase attempt. On success the
-// units are deducted and the reservation and its pending-start entry are
-// recorded, atomically; the returned reservation carries the slots handed out.
-// Losers get SOLD_OUT or LIMIT_EXCEEDED; an unpreheated session UNAVAILABLE.
+// admitBudget bounds one admission script call with its retries.
+const admitBudget = 3 * time.Second
+
+// unknownOutcome is the failure of an attempt that may or may not have run:
+// the script's reply was lost (timeouts) or the caller stopped waiting. The
+// same attempt run again (same order number, same Idempotency-Key) tells.
+func unknownOutcome(err error) error {
+	return fmt.Errorf("%w (redis: %v)", seckill.Errorf(seckill.EUNAVAILABLE,
+		"the stock service did not answer in time; retry with the same Idempotency-Key to learn the outcome"), err)
+}
+
+// Admit runs the admission script for one purchase attempt without an
+// Idempotency-Key; see AdmitAttempt.
 func (g *Gate) Admit(ctx context.Context, s *seckill.Session, userID int64, qty int, orderNo, traceID string, now time.Time) (*seckill.Reservation, int, error) {
-	call := &admitCall{s: s, userID: userID, qty: qty, orderNo: orderNo, traceID: traceID, now: now, done: make(chan admitResult, 1)}
+	adm, err := g.AdmitAttempt(ctx, &seckill.Attempt{Session: s, UserID: userID, Quantity: qty,
+		OrderNo: orderNo, TraceID: traceID, Now: now, Fingerprint: strconv.Itoa(qty)})
+	if adm == nil {
+		return nil, 0, err
+	}
+	return adm.Reservation, adm.Left, err
+}
+
+// AdmitAttempt runs the admission script for one purchase attempt. On
+// success the units are deducted and the reservation, its pending-start
+// entry and its idempotency records are written, atomically. Losers get
+// SOLD_OUT or LIMIT_EXCEEDED (with the stock left), a key reused with
+// another body IDEMPOTENCY_MISMATCH, an unpreheated session UNAVAILABLE.
+// An attempt whose outcome is unknown (Redis did not answer within the
+// retries) is UNAVAILABLE: running it again tells.
+func (g *Gate) AdmitAttempt(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error) {
 	var r admitResult
 	if g.Coalesce {
-		r = g.coalescerFor(s.ID).submit(ctx, call)
+		r = g.coalescerFor(a.Session.ID).submit(ctx, &admitCall{ctx: ctx, a: a, done: make(chan admitResult, 1)})
 	} else {
-		res, err := admitScript.Run(ctx, g.rdb, g.keys(s.ID).script(),
-			1, userID, qty, s.PerUserLimit, orderNo, now.UnixMilli(), traceID).Int64Slice()
-		switch {
-		case err != nil:
-			r.err = unavailable(err)
-		case len(res) != 3:
-			r.err = fmt.Errorf("admit script returned %v", res)
-		default:
-			r.code, r.left, r.mask = res[0], res[1], res[2]
+		res, err := g.runAdmit(ctx, a.Session.ID, []*seckill.Attempt{a})
+		if err != nil {
+			r.err = err
+		} else {
+			r = res[0]
 		}
 	}
 	if r.err != nil {
-		return nil, 0, r.err
+		return nil, r.err
 	}
-	left := int(r.left)
+	return g.admission(a, r)
+}
+
+// admission turns the script's answer to a into the vocabulary.
+func (g *Gate) admission(a *seckill.Attempt, r admitResult) (*seckill.Admission, error) {
+	s := a.Session
+	replayed := r.orderNo != a.OrderNo
+	adm := &seckill.Admission{OrderNo: r.orderNo, Left: int(r.left), Replayed: replayed}
 	switch r.code {
 	case 0:
 	case -1:
-		return nil, left, seckill.Errorf(seckill.ESOLDOUT, "sold out")
+		return adm, seckill.Errorf(seckill.ESOLDOUT, "sold out")
 	case -2:
-		return nil, left, seckill.Errorf(seckill.ELIMIT, "at most %d per shopper in this sale", s.PerUserLimit)
+		return adm, seckill.Errorf(seckill.ELIMIT, "at most %d per shopper in this sale", s.PerUserLimit)
 	case -3:
-		return nil, 0, seckill.Errorf(seckill.EUNAVAILABLE, "session %d is not preheated yet", s.ID)
+		return adm, seckill.Errorf(seckill.EUNAVAILABLE, "session %d is not preheated yet", s.ID)
 	case -4:
-		return nil, left, seckill.Errorf(seckill.ECONFLICT, "order number %s already reserved", orderNo)
+		return adm, seckill.Errorf(seckill.ECONFLICT, "order number %s already reserved", a.OrderNo)
+	case -5:
+		return adm, seckill.Errorf(seckill.EIDEMPOTENCY,
+			"this Idempotency-Key was used with another request body (order %s); use a new key for a new purchase", r.orderNo)
 	default:
-		return nil, 0, fmt.Errorf("admit script returned code %d", r.code)
+		return nil, fmt.Errorf("admit script returned code %d", r.code)
 	}
-	return &seckill.Reservation{
-		OrderNo: orderNo, SessionID: s.ID, UserID: userID, Quantity: qty,
-		Slots: maskSlots(r.mask), ReservedAt: time.UnixMilli(now.UnixMilli()).UTC(), TraceID: traceID,
-	}, left, nil
+	switch {
+	case !replayed:
+		adm.Reservation = &seckill.Reservation{
+			OrderNo: a.OrderNo, SessionID: s.ID, UserID: a.UserID, Quantity: a.Quantity,
+			Slots: maskSlots(r.mask), ReservedAt: time.UnixMilli(a.Now.UnixMilli()).UTC(), TraceID: a.TraceID,
+		}
+	case r.resv != "":
+		resv, err := parseReservation(s.ID, r.orderNo, r.resv)
+		if err != nil {
+			return nil, err
+		}
+		adm.Reservation = resv
+	}
+	return adm, nil
+}
+
+// Pinned returns the answer pinned to a's Idempotency-Key without
+// deciding anything (nil, nil when the key has none): for the paths that
+// would refuse before the script runs (the session is flagged sold out in
+// memory, or the sale has ended) but must not contradict an answer the key
+// already got.
+func (g *Gate) Pinned(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error) {
+	if a.IdempotencyKey == "" {
+		return nil, nil
+	}
+	k := g.keys(a.Session.ID)
+	field := fmt.Sprintf("k:%d:%s", a.UserID, a.IdempotencyKey)
+	// One round trip on the common path (a sold-out flood whose clicks
+	// carry keys): the pin and the stock together.
+	var pin *goredis.StringCmd
+	var stock *goredis.StringCmd
+	err := retry(ctx, func(ctx context.Context) error {
+		_, err := g.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			pin, stock = p.HGet(ctx, k.idem, field), p.Get(ctx, k.stock)
+			return nil
+		})
+		if errors.Is(err, goredis.Nil) {
+			return nil // one of them is missing: read below
+		}
+		return err
+	})
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	raw, err := pin.Result()
+	if errors.Is(err, goredis.Nil) {
+		return nil, nil
+	} else if err != nil {
+		return nil, unavailable(err)
+	}
+	f := strings.Split(raw, "|")
+	if len(f) != 4 {
+		return nil, fmt.Errorf("idempotency record %s: malformed %q", field, raw)
+	}
+	code, err1 := strconv.ParseInt(f[1], 10, 64)
+	mask, err2 := strconv.ParseInt(f[3], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("idempotency record %s: %w", field, err)
+	}
+	r := admitResult{code: code, mask: mask, orderNo: f[2]}
+	if f[0] != a.Fingerprint {
+		r.code, r.mask = -5, 0
+	}
+	if r.code == 0 {
+		resv, err := idempotent(ctx, func(ctx context.Context) (string, error) { return g.rdb.HGet(ctx, k.resv, r.orderNo).Result() })
+		if err != nil && !errors.Is(err, goredis.Nil) {
+			return nil, unavailable(err)
+		}
+		r.resv = resv
+	}
+	if left, err := stock.Int64(); err == nil {
+		r.left = left
+	}
+	a2 := *a
+	a2.OrderNo = "" // whatever was pinned, it is a replay
+	return g.admission(&a2, r)
+}
+
+// runAdmit runs the admission script for attempts of one session, retrying
+// on failures whose outcome is unknown: the script is idempotent (an
+// attempt run again with the same order number and key answers as its
+// first run did), so a retry learns the truth instead of deciding twice.
+func (g *Gate) runAdmit(ctx context.Context, sessionID int64, attempts []*seckill.Attempt) ([]admitResult, error) {
+	args := make([]any, 0, 1+8*len(attempts))
+	args = append(args, len(attempts))
+	for _, a := range attempts {
+		args = append(args, a.UserID, a.Quantity, a.Session.PerUserLimit, a.OrderNo, a.Now.UnixMilli(),
+			a.TraceID, a.IdempotencyKey, a.Fingerprint)
+	}
+	var raw []any
+	err := retry(ctx, func(ctx context.Context) error {
+		var err error
+		raw, err = admitScript.Run(ctx, g.rdb, g.keys(sessionID).script(), args...).Slice()
+		return err
+	})
+	if err != nil {
+		if retryable(err) || ctx.Err() != nil {
+			return nil, unknownOutcome(err)
+		}
+		return nil, unavailable(err)
+	}
+	if len(raw) != 5*len(attempts) {
+		return nil, fmt.Errorf("admit script returned %d values for %d attempts", len(raw), len(attempts))
+	}
+	out := make([]admitResult, len(attempts))
+	for i := range out {
+		v := raw[5*i : 5*i+5]
+		code, ok1 := v[0].(int64)
+		left, ok2 := v[1].(int64)
+		mask, ok3 := v[2].(int64)
+		no, ok4 := v[3].(string)
+		resv, ok5 := v[4].(string)
+		if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
+			return nil, fmt.Errorf("admit script returned %v", v)
+		}
+		out[i] = admitResult{code: code, left: left, mask: mask, orderNo: no, resv: resv}
+	}
+	return out, nil
 }
 
 // maskSlots turns the script's slot mask (bit i = slot i+1) into slot numbers.
@@ -146,7 +317,9 @@ func slotsMask(slots []int) int64 {
 // Started removes the pending-start entry of a reservation whose workflow
 // now exists, so the relay will not look at it again.
 func (g *Gate) Started(ctx context.Context, sessionID int64, orderNo string) error {
-	if err := g.rdb.ZRem(ctx, g.keys(sessionID).pending, orderNo).Err(); err != nil {
+	if err := retry(ctx, func(ctx context.Context) error {
+		return g.rdb.ZRem(ctx, g.keys(sessionID).pending, orderNo).Err()
+	}); err != nil {
 		return unavailable(err)
 	}
 	return nil
@@ -158,16 +331,18 @@ func (g *Gate) Started(ctx context.Context, sessionID int64, orderNo string) err
 // (already released) is dropped.
 func (g *Gate) Pending(ctx context.Context, sessionID int64, before time.Time, limit int) ([]seckill.Reservation, error) {
 	k := g.keys(sessionID)
-	nos, err := g.rdb.ZRangeByScore(ctx, k.pending, &goredis.ZRangeBy{
-		Min: "-inf", Max: strconv.FormatInt(before.UnixMilli(), 10), Count: int64(limit),
-	}).Result()
+	nos, err := idempotent(ctx, func(ctx context.Context) ([]string, error) {
+		return g.rdb.ZRangeByScore(ctx, k.pending, &goredis.ZRangeBy{
+			Min: "-inf", Max: strconv.FormatInt(before.UnixMilli(), 10), Count: int64(limit),
+		}).Result()
+	})
 	if err != nil {
 		return nil, unavailable(err)
 	}
 	if len(nos) == 0 {
 		return nil, nil
 	}
-	raws, err := g.rdb.HMGet(ctx, k.resv, nos...).Result()
+	raws, err := idempotent(ctx, func(ctx context.Context) ([]any, error) { return g.rdb.HMGet(ctx, k.resv, nos...).Result() })
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -175,7 +350,7 @@ func (g *Gate) Pending(ctx context.Context, sessionID int64, before time.Time, l
 	for i, no := range nos {
 		raw, ok := raws[i].(string)
 		if !ok {
-			if err := g.rdb.ZRem(ctx, k.pending, no).Err(); err != nil {
+			if err := retry(ctx, func(ctx context.Context) error { return g.rdb.ZRem(ctx, k.pending, no).Err() }); err != nil {
 				return nil, unavailable(err)
 			}
 			continue
@@ -210,7 +385,10 @@ func (g *Gate) PendingStats(ctx context.Context, sessionID int64) (int, time.Tim
 // Release gives a reservation's units and the user's slots back, exactly
 // once; it returns the units given back (0 when there was nothing to give).
 func (g *Gate) Release(ctx context.Context, sessionID int64, orderNo string) (int, error) {
-	n, err := releaseScript.Run(ctx, g.rdb, g.keys(sessionID).script(), orderNo).Int()
+	// Idempotent: deleting the reservation is the script's guard.
+	n, err := idempotent(ctx, func(ctx context.Context) (int, error) {
+		return releaseScript.Run(ctx, g.rdb, g.keys(sessionID).script(), orderNo).Int()
+	})
 	if err != nil {
 		return 0, unavailable(err)
 	}
@@ -219,7 +397,7 @@ func (g *Gate) Release(ctx context.Context, sessionID int64, orderNo string) (in
 
 // Stock returns the live Redis stock of a session, and whether it was preheated.
 func (g *Gate) Stock(ctx context.Context, sessionID int64) (int, bool, error) {
-	n, err := g.rdb.Get(ctx, g.keys(sessionID).stock).Int()
+	n, err := idempotent(ctx, func(ctx context.Context) (int, error) { return g.rdb.Get(ctx, g.keys(sessionID).stock).Int() })
 	if errors.Is(err, goredis.Nil) {
 		return 0, false, nil
 	} else if err != nil {
@@ -234,7 +412,7 @@ func (g *Gate) sessionsKey() string { return g.prefix + ":sessions" }
 
 // Sessions lists the sessions that were preheated.
 func (g *Gate) Sessions(ctx context.Context) ([]int64, error) {
-	vals, err := g.rdb.SMembers(ctx, g.sessionsKey()).Result()
+	vals, err := idempotent(ctx, func(ctx context.Context) ([]string, error) { return g.rdb.SMembers(ctx, g.sessionsKey()).Result() })
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -252,10 +430,10 @@ func (g *Gate) Sessions(ctx context.Context) ([]int64, error) {
 // changes nothing and returns what is there.
 func (g *Gate) Preheat(ctx context.Context, sessionID int64, stock int) (int, error) {
 	k := g.keys(sessionID)
-	if err := g.rdb.SAdd(ctx, g.sessionsKey(), sessionID).Err(); err != nil {
+	if err := retry(ctx, func(ctx context.Context) error { return g.rdb.SAdd(ctx, g.sessionsKey(), sessionID).Err() }); err != nil {
 		return 0, unavailable(err)
 	}
-	if _, err := g.rdb.SetNX(ctx, k.stock, stock, 0).Result(); err != nil {
+	if err := retry(ctx, func(ctx context.Context) error { return g.rdb.SetNX(ctx, k.stock, stock, 0).Err() }); err != nil {
 		return 0, unavailable(err)
 	}
 	n, _, err := g.Stock(ctx, sessionID)
@@ -308,8 +486,10 @@ func (g *Gate) PutOrder(ctx context.Context, o *seckill.Order) error {
 	if err != nil {
 		return err
 	}
-	err = putOrderScript.Run(ctx, g.rdb, []string{g.keys(o.SessionID).orders},
-		o.OrderNo, o.UpdatedAt.UnixMicro(), b).Err()
+	// Idempotent: the script keeps the newest version.
+	err = retry(ctx, func(ctx context.Context) error {
+		return putOrderScript.Run(ctx, g.rdb, []string{g.keys(o.SessionID).orders}, o.OrderNo, o.UpdatedAt.UnixMicro(), b).Err()
+	})
 	if err != nil {
 		return unavailable(err)
 	}
@@ -326,7 +506,7 @@ func (g *Gate) Order(ctx context.Context, orderNo string) (*seckill.Order, error
 		return nil, seckill.Errorf(seckill.ENOTFOUND, "order %s not found", orderNo)
 	}
 	k := g.keys(sessionID)
-	vals, err := g.rdb.HMGet(ctx, k.orders, orderNo).Result()
+	vals, err := idempotent(ctx, func(ctx context.Context) ([]any, error) { return g.rdb.HMGet(ctx, k.orders, orderNo).Result() })
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -338,7 +518,7 @@ func (g *Gate) Order(ctx context.Context, orderNo string) (*seckill.Order, error
 		v.Order.TraceID = v.TraceID
 		return &v.Order, nil
 	}
-	raw, err := g.rdb.HGet(ctx, k.resv, orderNo).Result()
+	raw, err := idempotent(ctx, func(ctx context.Context) (string, error) { return g.rdb.HGet(ctx, k.resv, orderNo).Result() })
 	if errors.Is(err, goredis.Nil) {
 		return nil, seckill.Errorf(seckill.ENOTFOUND, "order %s not found", orderNo)
 	} else if err != nil {

@@ -119,7 +119,7 @@ func (c *config) connect(ctx context.Context, withTemporal bool) (*deps, error) 
 	if d.db, err = mysql.Open(ctx, c.MySQLDSN); err != nil {
 		return nil, err
 	}
-	d.rdb = goredis.NewClient(&goredis.Options{
+	d.rdb = redis.NewClient(&goredis.Options{
 		Addr: c.RedisAddr,
 		// Admission is one short script per request: many connections, small timeouts.
 		PoolSize:     256,

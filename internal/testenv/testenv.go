@@ -80,6 +80,13 @@ type Options struct {
 	WrapStore func(api.Store) api.Store
 	WrapGate  func(api.Gate) api.Gate
 	WrapFlow  func(api.Flow) api.Flow
+	// Logger replaces the API's logger (a test reading its log lines).
+	Logger *slog.Logger
+	// RedisAddr points the API's Redis client (gate and limiter) at
+	// another address, e.g. a Toxi in front of Redis; RedisReadTimeout
+	// sets its read timeout (go-redis's default when zero).
+	RedisAddr        string
+	RedisReadTimeout time.Duration
 }
 
 func env(name, def string) string {
@@ -140,7 +147,7 @@ func New(t testing.TB, o Options) *Env {
 
 	// Redis: a key prefix per test.
 	e.RedisAddr = env("SECKILL_TEST_REDIS_ADDR", "127.0.0.1:6379")
-	e.Redis = goredis.NewClient(&goredis.Options{Addr: e.RedisAddr, PoolSize: 64})
+	e.Redis = redis.NewClient(&goredis.Options{Addr: e.RedisAddr, PoolSize: 64})
 	if err := e.Redis.Ping(ctx).Err(); err != nil {
 		t.Fatalf("Redis is not reachable (%v).\nStart it with: redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save '' --appendonly no", err)
 	}
@@ -211,6 +218,18 @@ func (e *Env) startAPI(o Options) {
 		store = o.WrapStore(store)
 	}
 	var gate api.Gate = e.Gate
+	limiter := redis.NewLimiter(e.Redis, e.Prefix)
+	if o.RedisAddr != "" {
+		rdb := redis.NewClient(&goredis.Options{Addr: o.RedisAddr, PoolSize: 64, ReadTimeout: o.RedisReadTimeout})
+		e.T.Cleanup(func() { rdb.Close() })
+		g := redis.New(rdb, e.Prefix)
+		// Like every process at start: admission runs EVALSHA from the
+		// first request.
+		if err := g.Load(context.Background()); err != nil {
+			e.T.Fatalf("redis at %s: %v", o.RedisAddr, err)
+		}
+		gate, limiter = g, redis.NewLimiter(rdb, e.Prefix)
+	}
 	if o.WrapGate != nil {
 		gate = o.WrapGate(gate)
 	}
@@ -222,7 +241,10 @@ func (e *Env) startAPI(o Options) {
 		JWTSecret: JWTSecret, WebhookSecret: WebhookSecret, AdminToken: AdminToken,
 		PayTimeout: o.PayTimeout, StartTimeout: o.StartTimeout, Logger: e.Log,
 		SessionCacheTTL: 50 * time.Millisecond,
-		Limits:          o.Limits, Limiter: redis.NewLimiter(e.Redis, e.Prefix),
+		Limits:          o.Limits, Limiter: limiter,
+	}
+	if o.Logger != nil {
+		cfg.Logger = o.Logger
 	}
 	if o.Dev {
 		cfg.Dev, cfg.Payer = true, e.Provider

@@ -152,7 +152,9 @@ func (e *Env) StartWorkerVia(l *Links) {
 		e.T.Fatalf("mysql through %s: %v", l.MySQL.Name, err)
 	}
 	e.T.Cleanup(func() { db.Close() })
-	rdb := goredis.NewClient(&goredis.Options{Addr: l.Redis.Addr, PoolSize: 32,
+	// The product's client (its retry policy per command) with the
+	// production timeouts, so faults meet what `seckill worker` would.
+	rdb := redis.NewClient(&goredis.Options{Addr: l.Redis.Addr, PoolSize: 32,
 		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond})
 	e.T.Cleanup(func() { rdb.Close() })
 	gate := redis.New(rdb, e.Prefix)

@@ -15,6 +15,8 @@
   var POLL_SLOW = 5000; // order status while it waits for the shopper
   var FAST_FOR = 30000; // how long after a pay or cancel polling stays fast
   var FINAL = { PAID: true, CLOSED: true, FAILED: true, REFUNDED: true };
+  var BUY_TRIES = 6; // one click: the first try and up to 5 retries with its key
+  var BUY_BACKOFF = 500; // ms before the first retry, doubled each time (at most 8 s)
 
   // Human messages for every error code of the API. The server's own
   // message is added where it says what exactly was wrong.
@@ -32,6 +34,7 @@
     CONFLICT: "That cannot be done right now: {message}",
     PAYLOAD_TOO_LARGE: "That request was too large.",
     AMOUNT_MISMATCH: "The payment amount did not match the order; it was not applied.",
+    IDEMPOTENCY_MISMATCH: "This purchase was already sent with other details. Click Buy again to make a new one.",
     INTERNAL: "Something went wrong on our side. Please try again.",
     NETWORK: "Cannot reach the shop. Check your connection; the page keeps trying."
   };
@@ -64,9 +67,10 @@
   // ---- API ----------------------------------------------------------------
 
   // call returns {ok, status, data} or {ok: false, error: {code, message,
-  // trace_id, retry}}; it never throws.
-  function call(method, path, body, auth) {
+  // trace_id, retry}}; it never throws. extra are more request headers.
+  function call(method, path, body, auth, extra) {
     var headers = { "Accept": "application/json" };
+    if (extra) Object.keys(extra).forEach(function (h) { headers[h] = extra[h]; });
     if (body !== undefined) headers["Content-Type"] = "application/json";
     if (auth) {
       var tok = token();
@@ -109,7 +113,7 @@
   function showMessage(text, code, trace) {
     var box = $("message");
     box.dataset.code = code || "";
-    box.className = code === "OK" ? "ok" : "error";
+    box.className = code === "OK" || code === "PENDING" ? "ok" : "error";
     $("message-text").textContent = text;
     $("message-trace-id").textContent = trace || "";
     $("message-trace").hidden = !trace;
@@ -302,6 +306,21 @@
     renderDeadline();
   }
 
+  // newKey returns a random UUID (v4): crypto.randomUUID where the page is
+  // a secure context, crypto.getRandomValues otherwise (plain http).
+  function newKey() {
+    if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+    var b = crypto.getRandomValues(new Uint8Array(16));
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    var h = Array.prototype.map.call(b, function (x) { return (x < 16 ? "0" : "") + x.toString(16); }).join("");
+    return h.slice(0, 8) + "-" + h.slice(8, 12) + "-" + h.slice(12, 16) + "-" + h.slice(16, 20) + "-" + h.slice(20);
+  }
+
+  // buy sends one purchase per click. The click's Idempotency-Key makes
+  // its retries the same purchase: a network error or a 503 leaves the
+  // outcome unknown (the units may be reserved), and the retry with the key
+  // gets the truth, never a second order.
   function buy(sessionID, li) {
     if (busy) return;
     if (!token()) {
@@ -311,7 +330,20 @@
     busy = true;
     tick();
     var qty = parseInt(li.querySelector('[data-role="qty"]').value, 10) || 1;
-    call("POST", "/api/v1/sessions/" + sessionID + "/orders", { quantity: qty }, true).then(function (r) {
+    sendBuy(sessionID, qty, newKey(), 1);
+  }
+
+  function sendBuy(sessionID, qty, key, attempt) {
+    var path = "/api/v1/sessions/" + sessionID + "/orders";
+    call("POST", path, { quantity: qty }, true, { "Idempotency-Key": key }).then(function (r) {
+      var unknown = !r.ok && (r.status === 0 || r.status === 503);
+      if (unknown && attempt < BUY_TRIES) {
+        var wait = Math.min(BUY_BACKOFF * Math.pow(2, attempt - 1), 8000);
+        if (r.error.retry > 0) wait = Math.max(wait, r.error.retry * 1000);
+        showMessage("Confirming your purchase… (the shop is busy; retrying)", "PENDING", r.error.trace_id);
+        setTimeout(function () { sendBuy(sessionID, qty, key, attempt + 1); }, wait + Math.random() * 250);
+        return;
+      }
       busy = false;
       if (r.ok) {
         clearMessage();

@@ -1,0 +1,134 @@
+package api_test
+
+import (
+	"database/sql"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/testenv"
+)
+
+const keyHeader = api.HeaderIdempotencyKey
+
+// buyWithKey sends one order request with an Idempotency-Key.
+func buyWithKey(e *testenv.Env, sessionID, user int64, key string, qty int) *testenv.Response {
+	return e.Do("POST", ordersPath(sessionID), e.Token(user), map[string]int{"quantity": qty}, keyHeader, key)
+}
+
+// The Idempotency-Key contract: the same key from the same shopper for the
+// same session gets the same answer and order number for the whole sale:
+// after a sell-out (the in-memory flag must not say SOLD_OUT), after the
+// order closed, after the sale ended. Another body is 422; a bad key 400.
+func TestIdempotencyKeyContract(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	sess := e.Session(2, 2, 100)
+	tok := e.Token(1)
+
+	requireError(t, buyWithKey(e, sess.ID, 1, strings.Repeat("k", 65), 1), 400, "INVALID_ARGUMENT", keyHeader)
+	requireError(t, buyWithKey(e, sess.ID, 1, "tab\there", 1), 400, "INVALID_ARGUMENT", keyHeader)
+
+	key := "click-" + e.Prefix
+	first := buyWithKey(e, sess.ID, 1, key, 1)
+	require.Equal(t, http.StatusAccepted, first.Status, "%s", first.Raw)
+	no := first.Str("order_no")
+	again := buyWithKey(e, sess.ID, 1, key, 1)
+	require.Equal(t, http.StatusAccepted, again.Status, "%s", again.Raw)
+	require.Equal(t, no, again.Str("order_no"))
+	requireError(t, buyWithKey(e, sess.ID, 1, key, 2), 422, seckill.EIDEMPOTENCY, "another request body")
+
+	// Someone else buys the rest: the process flags the session sold out.
+	require.Equal(t, http.StatusAccepted, buyWithKey(e, sess.ID, 2, key, 1).Status, "another shopper's key is theirs")
+	r := e.Do("POST", ordersPath(sess.ID), e.Token(3), nil)
+	requireError(t, r, 409, "SOLD_OUT", "sold out")
+	require.Equal(t, api.LayerSoldOutMemory, r.Header.Get(api.HeaderLayer))
+	again = buyWithKey(e, sess.ID, 1, key, 1)
+	require.Equal(t, http.StatusAccepted, again.Status, "a key holding a reservation is never told SOLD_OUT: %s", again.Raw)
+	require.Equal(t, no, again.Str("order_no"))
+	requireError(t, buyWithKey(e, sess.ID, 1, "fresh-"+e.Prefix, 1), 409, "SOLD_OUT", "sold out")
+
+	// The order closes: the key still names it.
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
+	require.Equal(t, http.StatusAccepted, e.Do("POST", "/api/v1/orders/"+no+"/cancel", tok, nil).Status)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusClosed)
+	again = buyWithKey(e, sess.ID, 1, key, 1)
+	require.Equal(t, http.StatusAccepted, again.Status, "%s", again.Raw)
+	require.Equal(t, no, again.Str("order_no"))
+
+	// The sale ends: the key still names it; a new key is ENDED.
+	db, err := sql.Open("mysql", e.DSN)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	_, err = db.Exec("UPDATE sessions SET end_at = ? WHERE id = ?", time.Now().UTC().Add(-time.Second), sess.ID)
+	require.NoError(t, err)
+	e.Eventually(5*time.Second, "the session ends", func() error {
+		// A quantity that cannot be bought: 400 until the API sees the end.
+		if r := buyWithKey(e, sess.ID, 1, "late-"+e.Prefix, 99); r.Status != http.StatusGone {
+			return fmt.Errorf("%d %s", r.Status, r.Raw)
+		}
+		return nil
+	})
+	again = buyWithKey(e, sess.ID, 1, key, 1)
+	require.Equal(t, http.StatusAccepted, again.Status, "%s", again.Raw)
+	require.Equal(t, no, again.Str("order_no"))
+	requireError(t, buyWithKey(e, sess.ID, 1, key, 2), 422, seckill.EIDEMPOTENCY, "another request body")
+
+	var n int
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM orders WHERE session_id = ? AND user_id = 1", sess.ID).Scan(&n))
+	require.Equal(t, 1, n, "one key, one order")
+	e.RequireInvariants(sess.ID)
+}
+
+// Which refusals are pinned: the script's decisions (SOLD_OUT,
+// LIMIT_EXCEEDED) are; refusals before it ran (rate limits here) are not,
+// and the retry with the key runs afresh. A ticket is consumed by its key:
+// the retry with the same key and ticket passes, another key does not.
+func TestIdempotencyKeyPinsOnlyDecisions(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, Limits: api.Limits{User: 1}})
+	sess := e.Session(5, 1, 100)
+	require.Equal(t, http.StatusAccepted, buyWithKey(e, sess.ID, 1, "a-"+e.Prefix, 1).Status)
+	limited := buyWithKey(e, sess.ID, 1, "b-"+e.Prefix, 1)
+	require.Equal(t, http.StatusTooManyRequests, limited.Status, "%s", limited.Raw)
+	e.Eventually(3*time.Second, "the rate limit lets the key run", func() error {
+		r := buyWithKey(e, sess.ID, 1, "b-"+e.Prefix, 1)
+		if r.Status == http.StatusTooManyRequests {
+			return fmt.Errorf("%s", r.Raw)
+		}
+		requireError(t, r, 409, "LIMIT_EXCEEDED", "per shopper")
+		return nil
+	})
+	time.Sleep(time.Second)
+	requireError(t, buyWithKey(e, sess.ID, 1, "b-"+e.Prefix, 1), 409, "LIMIT_EXCEEDED", "per shopper")
+}
+
+// A session with purchase tickets: the retry of one purchase (same key,
+// same ticket) is not refused as "ticket already used".
+func TestIdempotencyKeyWithTicket(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true})
+	start := time.Now().UTC().Add(-time.Second).Format(time.RFC3339)
+	end := time.Now().UTC().Add(time.Hour).Format(time.RFC3339)
+	c := e.Do("POST", "/admin/v1/sessions", testenv.AdminToken, map[string]any{"sku_id": 1, "title": "t",
+		"price_cents": 10, "stock": 5, "per_user_limit": 2, "start_at": start, "end_at": end, "require_ticket": true})
+	require.Equal(t, http.StatusCreated, c.Status, "%s", c.Raw)
+	id := int64(c.Body["id"].(float64))
+	require.Equal(t, 200, e.Do("POST", fmt.Sprintf("/admin/v1/sessions/%d/preheat", id), testenv.AdminToken, nil).Status)
+	tok := e.Token(1)
+	ticket := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/ticket", id), tok, nil).Str("ticket")
+	require.NotEmpty(t, ticket)
+	buy := func(key string) *testenv.Response {
+		return e.Do("POST", ordersPath(id), tok, nil, api.HeaderTicket, ticket, keyHeader, key)
+	}
+	a := buy("k1-" + e.Prefix)
+	require.Equal(t, http.StatusAccepted, a.Status, "%s", a.Raw)
+	b := buy("k1-" + e.Prefix)
+	require.Equal(t, http.StatusAccepted, b.Status, "%s", b.Raw)
+	require.Equal(t, a.Str("order_no"), b.Str("order_no"))
+	requireError(t, buy("k2-"+e.Prefix), 403, "FORBIDDEN", "already used")
+	require.Equal(t, 4, e.Reconcile(id).RedisStock)
+}

@@ -1,0 +1,59 @@
+package shop_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/testenv"
+)
+
+// loseFirstAnswer runs every admission for real but answers the first one
+// with 503, as when Redis reserved and its reply was lost.
+type loseFirstAnswer struct {
+	api.Gate
+	mu   sync.Mutex
+	keys []string
+}
+
+func (g *loseFirstAnswer) AdmitAttempt(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error) {
+	adm, err := g.Gate.AdmitAttempt(ctx, a)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.keys = append(g.keys, a.IdempotencyKey)
+	if len(g.keys) == 1 {
+		return nil, seckill.Errorf(seckill.EUNAVAILABLE, "drill: the reply was lost")
+	}
+	return adm, err
+}
+
+// (e) a click whose answer is lost (503) is retried by the page with the
+// click's Idempotency-Key: the shopper sees the order the first attempt
+// reserved, and there is exactly one.
+func TestBrowserBuyRetriesWithItsKey(t *testing.T) {
+	lossy := &loseFirstAnswer{}
+	e := testenv.New(t, testenv.Options{WrapGate: func(g api.Gate) api.Gate { lossy.Gate = g; return lossy }})
+	sess := e.Session(3, 1, 100)
+	p := openShop(t, e, "/")
+	c := card(sess.ID)
+	p.do(wait(c + `[data-state="ACTIVE"]`))
+	p.pasteToken(11)
+	p.do(
+		click(c+` button[data-role="buy"]`),
+		wait(`#order[data-status="WAIT_PAY"]`),
+	)
+	no := p.attr("#order", "data-order-no")
+	waitOrder(e, 11, no, seckill.StatusWaitPay)
+	lossy.mu.Lock()
+	keys := append([]string(nil), lossy.keys...)
+	lossy.mu.Unlock()
+	require.Len(t, keys, 2, "one retry after the 503")
+	require.NotEmpty(t, keys[0])
+	require.Equal(t, keys[0], keys[1], "the retry carries the click's key")
+	r := e.RequireInvariants(sess.ID)
+	require.Equal(t, 2, r.RedisStock, "one unit taken, once")
+}
