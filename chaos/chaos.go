@@ -26,6 +26,7 @@ import (
 
 	"github.com/seckill/seckill/drill"
 	"github.com/seckill/seckill/mysql"
+	"github.com/seckill/seckill/redis"
 )
 
 // Config describes one soak.
@@ -247,7 +248,7 @@ func DefaultDir() (string, error) { return os.MkdirTemp("", "seckill-chaos-") }
 func Cleanup(ctx context.Context, cfg Config, removeDir bool) error {
 	var errs []error
 	errs = append(errs, mysql.DropDatabase(ctx, cfg.MySQLDSN))
-	rdb := goredis.NewClient(&goredis.Options{Addr: cfg.RedisAddr})
+	rdb := redis.NewClient(&goredis.Options{Addr: cfg.RedisAddr})
 	defer rdb.Close()
 	iter := rdb.Scan(ctx, 0, cfg.RedisPrefix+":*", 1000).Iterator()
 	for iter.Next(ctx) {

@@ -158,6 +158,9 @@ func (e *Env) StartWorkerVia(l *Links) {
 		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond})
 	e.T.Cleanup(func() { rdb.Close() })
 	gate := redis.New(rdb, e.Prefix)
+	if err := gate.Load(ctx); err != nil {
+		e.T.Fatalf("redis through %s: %v", l.Redis.Name, err)
+	}
 	tc, err := temporal.Dial(ctx, l.Temporal.Addr, "default", e.Log, nil)
 	if err != nil {
 		e.T.Fatalf("temporal through %s: %v", l.Temporal.Name, err)
