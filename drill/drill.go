@@ -13,7 +13,8 @@
 // with the same key until it is decided. At the end it holds every answer
 // against the truth in MySQL: every 202 became exactly one order of that
 // shopper, no order exists that nobody was told about (every 409 holds
-// nothing), and each key, asked again, gives the same answer.
+// nothing), and each key the admission script decided gives, asked again
+// after the sale, the same answer.
 package drill
 
 import (
@@ -33,6 +34,16 @@ import (
 
 // HeaderIdempotencyKey is the header carrying a purchase attempt's key.
 const HeaderIdempotencyKey = "Idempotency-Key"
+
+// A SOLD_OUT the API answered from its in-memory sold-out flag (the layer
+// header, api.HeaderLayer) was decided before the admission script ran:
+// like a rate limit, it is not pinned to the key, and the same key asked
+// again once stock is back runs afresh. The drill does not ask such keys
+// again (it would buy); it counts them (Result.Unpinned).
+const (
+	headerLayer        = "X-Seckill-Layer"
+	layerSoldOutMemory = "soldout_memory"
+)
 
 // Config describes one drill.
 type Config struct {
@@ -86,11 +97,14 @@ type Result struct {
 	// Unknown counts attempts that got an undecided answer (503 or a
 	// network error) at least once; Resolved those whose key later gave
 	// the truth (all of them, or a problem is reported).
-	Unknown   int            `json:"unknown"`
-	Resolved  int            `json:"resolved"`
-	Unknowns  map[string]int `json:"unknown_answers"` // undecided answers by kind
-	Orders    int            `json:"orders"`          // order rows in MySQL (-1 when not read)
-	Paid      int            `json:"paid"`            // orders that ended PAID
+	Unknown  int            `json:"unknown"`
+	Resolved int            `json:"resolved"`
+	Unknowns map[string]int `json:"unknown_answers"` // undecided answers by kind
+	// Unpinned counts SOLD_OUT answers from the API's in-memory flag: not
+	// pinned to their key, so not asked again after the sale.
+	Unpinned  int            `json:"unpinned_refusals"`
+	Orders    int            `json:"orders"` // order rows in MySQL (-1 when not read)
+	Paid      int            `json:"paid"`   // orders that ended PAID
 	Cancelled int            `json:"cancelled"`
 	TimedOut  int            `json:"timed_out"`
 	Refunds   int            `json:"refunds"` // payments that lost their order (late or racing the timeout)
@@ -111,6 +125,7 @@ type answer struct {
 	status  int    // 0: network error
 	code    string // error code
 	orderNo string
+	layer   string // the API layer that answered
 	err     error
 	retryIn time.Duration
 }
@@ -263,6 +278,7 @@ func (r *runner) buy(ctx context.Context, a *attempt) answer {
 	if err != nil {
 		return ans
 	}
+	ans.layer = hdr.Get(headerLayer)
 	ans.code, _ = out["code"].(string)
 	if ans.code == "" && code != http.StatusAccepted {
 		// Not the error shape: keep what came, for the report.
@@ -595,13 +611,18 @@ func (r *runner) settle(ctx context.Context, won []order) error {
 }
 
 // replay asks every attempt's key once more, after the sale settled (stock
-// given back, orders closed): the same key always gets the same answer.
+// given back, orders closed): the same key always gets the same answer
+// (except refusals the admission script never saw: see layerSoldOutMemory).
 func (r *runner) replay(ctx context.Context, attempts []*attempt) {
 	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(r.cfg.Settle)
 	for _, a := range attempts {
 		if a.final.unknown() {
+			continue
+		}
+		if a.final.layer == layerSoldOutMemory {
+			r.res.Unpinned++
 			continue
 		}
 		wg.Add(1)
