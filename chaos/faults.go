@@ -61,21 +61,33 @@ func (in *injector) link() *toxi.Link {
 func (in *injector) run(ctx context.Context) {
 	defer in.s.heal()
 	for {
+		burst := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(in.between(500*time.Millisecond, 3*time.Second)):
 		case <-in.burst:
+			burst = true
 		}
-		kind := Kinds[in.rng.IntN(len(Kinds))]
+		kind, link := Kinds[in.rng.IntN(len(Kinds))], in.link()
+		if burst {
+			// A burst is in flight: break what admission needs (the API
+			// process, or its Redis), so purchases meet undecided answers.
+			kind = burstKinds[in.rng.IntN(len(burstKinds))]
+			link = in.s.apiLinks.redis
+		}
 		hold := in.between(time.Second, 3*time.Second)
-		heal, what, err := in.apply(kind)
+		heal, what, err := in.apply(kind, link)
 		if err != nil {
 			in.log("fault %s: %v", kind, err)
 			continue
 		}
 		in.count[kind]++
-		in.log("fault: %s for %s", what, hold.Round(100*time.Millisecond))
+		when := ""
+		if burst {
+			when = " (burst in flight)"
+		}
+		in.log("fault: %s for %s%s", what, hold.Round(100*time.Millisecond), when)
 		select {
 		case <-ctx.Done():
 		case <-time.After(hold):
@@ -84,8 +96,12 @@ func (in *injector) run(ctx context.Context) {
 	}
 }
 
-// apply starts one fault and returns what heals it.
-func (in *injector) apply(kind string) (heal func(), what string, err error) {
+// burstKinds are the faults that meet a burst: what admission needs.
+var burstKinds = []string{KillAPI, Latency, Stall, Reset, Down}
+
+// apply starts one fault (a toxic on link, for the kinds that take one)
+// and returns what heals it.
+func (in *injector) apply(kind string, l *toxi.Link) (heal func(), what string, err error) {
 	switch kind {
 	case KillAPI, KillWorker, KillTemporal:
 		p := map[string]*proc{KillAPI: in.s.api, KillWorker: in.s.worker, KillTemporal: in.s.temporal}[kind]
@@ -95,16 +111,13 @@ func (in *injector) apply(kind string) (heal func(), what string, err error) {
 	case Latency:
 		// Above every client timeout that matters: Redis reads (500 ms),
 		// the API's start wait (300 ms).
-		l := in.link()
 		d := in.between(600*time.Millisecond, 1500*time.Millisecond)
 		undo, err := l.Latency(d, d/5)
 		return undo, fmt.Sprintf("%s latency %s", l.Name, d.Round(time.Millisecond)), err
 	case Stall:
-		l := in.link()
 		undo, err := l.Stall()
 		return undo, l.Name + " stalls", err
 	case Reset:
-		l := in.link()
 		undo, err := l.ResetPeer(0)
 		return undo, l.Name + " resets every connection", err
 	case SlowMySQL:
@@ -116,7 +129,6 @@ func (in *injector) apply(kind string) (heal func(), what string, err error) {
 		undo, err := l.Latency(d, d/5)
 		return undo, fmt.Sprintf("%s takes %s per statement", l.Name, d.Round(time.Millisecond)), err
 	case Down:
-		l := in.link()
 		if err := l.SetDown(true); err != nil {
 			return nil, "", err
 		}

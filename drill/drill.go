@@ -488,10 +488,12 @@ func (r *runner) waitStatus(ctx context.Context, o order, want ...seckill.Status
 // a provider would.
 func (r *runner) until(ctx context.Context, what string, send func() (int, error)) (int, error) {
 	deadline := time.Now().Add(r.cfg.Settle)
+	reported := false
 	for {
 		code, err := send()
-		if err == nil && code >= 500 && code != http.StatusServiceUnavailable {
+		if err == nil && code >= 500 && code != http.StatusServiceUnavailable && !reported {
 			r.problem("%s answered %d: an outage must be 503 UNAVAILABLE", what, code)
+			reported = true
 		}
 		if (err == nil && code < 500) || time.Now().After(deadline) {
 			return code, err
