@@ -294,7 +294,7 @@ func reconcileCmd() *cobra.Command {
 	var repair bool
 	cmd := &cobra.Command{
 		Use:   "reconcile --session N [--repair]",
-		Short: "Print the reconcile report of a session; exit 2 when an invariant is broken",
+		Short: "Print the reconcile report of a session; exit 2 when ok is false (drift, stuck orders, Redis state missing, a broken invariant)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDeps(cmd.Context(), nil, false, func(c *config, d *deps) error {
 				return printReconcile(cmd.Context(), d, session, repair)
@@ -308,7 +308,7 @@ func reconcileCmd() *cobra.Command {
 }
 
 // printReconcile prints a session's reconcile report (after a repair when
-// asked) and turns a broken invariant into exit status 2.
+// asked) and turns a report that is not ok into exit status 2.
 func printReconcile(ctx context.Context, d *deps, session int64, repair bool) error {
 	var r *seckill.Report
 	var out any
@@ -323,7 +323,7 @@ func printReconcile(ctx context.Context, d *deps, session int64, repair bool) er
 			Repair *seckill.Repair `json:"repair"`
 		}{r, rep}
 	} else {
-		if r, err = seckill.Reconcile(ctx, d.db, d.gate, session); err != nil {
+		if r, err = d.policy.Reconcile(ctx, d.db, d.gate, session); err != nil {
 			return err
 		}
 		out = r

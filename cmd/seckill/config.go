@@ -35,6 +35,7 @@ type config struct {
 	HTTPAddr          string        `env:"SECKILL_HTTP_ADDR" envDefault:":8080"`
 	PayTimeout        time.Duration `env:"SECKILL_PAY_TIMEOUT" envDefault:"15m"`
 	StartTimeout      time.Duration `env:"SECKILL_START_TIMEOUT" envDefault:"300ms"`
+	SweepGrace        time.Duration `env:"SECKILL_SWEEP_GRACE" envDefault:"1m"`
 	LimitGlobalRPS    int           `env:"SECKILL_LIMIT_GLOBAL_RPS" envDefault:"20000"`
 	LimitUserRPS      int           `env:"SECKILL_LIMIT_USER_RPS" envDefault:"5"`
 	LimitIPRPS        int           `env:"SECKILL_LIMIT_IP_RPS" envDefault:"200"`
@@ -56,8 +57,8 @@ func loadConfig() (*config, error) {
 	if err := env.Parse(&c); err != nil {
 		return nil, err
 	}
-	if c.PayTimeout <= 0 || c.StartTimeout <= 0 {
-		return nil, errors.New("SECKILL_PAY_TIMEOUT and SECKILL_START_TIMEOUT must be positive durations")
+	if c.PayTimeout <= 0 || c.StartTimeout <= 0 || c.SweepGrace <= 0 {
+		return nil, errors.New("SECKILL_PAY_TIMEOUT, SECKILL_START_TIMEOUT and SECKILL_SWEEP_GRACE must be positive durations")
 	}
 	if c.PaymentProvider != "sandbox" {
 		return nil, fmt.Errorf("SECKILL_PAYMENT_PROVIDER=%q: only \"sandbox\" is built in (see the seckill.PaymentProvider interface)", c.PaymentProvider)
@@ -111,10 +112,14 @@ type deps struct {
 	// metrics is the process's one registry: the API's series, the
 	// worker's, and the Temporal SDK's own.
 	metrics *metrics.Metrics
+	// policy is when reconcile calls an order stuck: the configured pay
+	// timeout and sweep grace.
+	policy seckill.ReconcilePolicy
 }
 
 func (c *config) connect(ctx context.Context, withTemporal bool) (*deps, error) {
-	d := &deps{log: c.logger(), metrics: metrics.New()}
+	d := &deps{log: c.logger(), metrics: metrics.New(),
+		policy: seckill.ReconcilePolicy{PayTimeout: c.PayTimeout, SweepGrace: c.SweepGrace}}
 	var err error
 	if d.db, err = mysql.Open(ctx, c.MySQLDSN); err != nil {
 		return nil, err
@@ -185,7 +190,7 @@ func (d *deps) observeSale(ctx context.Context) ([]seckill.Report, error) {
 }
 
 func (d *deps) reconciler() *activities.Reconciler {
-	return &activities.Reconciler{Store: d.db, Gate: d.gate}
+	return &activities.Reconciler{Store: d.db, Gate: d.gate, Policy: d.policy}
 }
 
 // refunds returns the refund activities with the configured provider.
