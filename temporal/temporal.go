@@ -138,6 +138,22 @@ func (o *Orders) State(ctx context.Context, orderNo string) (*workflows.OrderSta
 	return &st, nil
 }
 
+// Running tells whether the workflow of an order is running. false means it
+// never started, was lost (an in-memory server restarted), or ended one way
+// or another (completed, failed, terminated, timed out): nothing will move
+// the order any more. An error means Temporal could not say.
+func (o *Orders) Running(ctx context.Context, orderNo string) (bool, error) {
+	d, err := o.c.DescribeWorkflowExecution(ctx, seckill.WorkflowID(orderNo), "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("describe workflow %s: %w", seckill.WorkflowID(orderNo), err)
+	}
+	return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
+}
+
 // Ping checks that the Temporal frontend answers.
 func (o *Orders) Ping(ctx context.Context) error {
 	_, err := o.c.CheckHealth(ctx, &client.CheckHealthRequest{})

@@ -17,6 +17,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/sweep"
 	"github.com/seckill/seckill/temporal"
 	"github.com/seckill/seckill/worker"
 )
@@ -138,12 +139,15 @@ func workerCmd() *cobra.Command {
 // were lost or are stuck.
 const relayMinAge = 5 * time.Second
 
+// sweepEvery is how often the worker's sweep looks for stuck orders.
+const sweepEvery = 5 * time.Second
+
 // reconcileScheduleID + the task queue names the Temporal Schedule of the
 // periodic reconcile (one per deployment sharing a namespace).
 const reconcileScheduleID = "seckill-reconcile:"
 
-// runWorker runs the Temporal worker, the relays and the sale observer
-// (metrics) until ctx ends.
+// runWorker runs the Temporal worker, the relays, the sweep and the sale
+// observer (metrics) until ctx ends.
 func runWorker(ctx context.Context, c *config, d *deps) error {
 	servePprof(c.PprofAddr, d.log)
 	if err := worker.CheckSearchAttributes(ctx, d.temporal, c.TemporalNamespace); err != nil {
@@ -164,6 +168,9 @@ func runWorker(ctx context.Context, c *config, d *deps) error {
 	r := &relay.Relay{Gate: d.gate, Store: d.db, Starter: orders, PayTimeout: c.PayTimeout, MinAge: relayMinAge, Log: d.log, Metrics: d.metrics}
 	refunds := &relay.Refunds{Store: d.db, Starter: orders, Log: d.log, Metrics: d.metrics}
 	go refunds.Run(ctx, 2*time.Second)
+	sw := &sweep.Sweep{Store: d.db, Gate: d.gate, Workflows: orders, Closer: d.activities(),
+		PayTimeout: c.PayTimeout, Grace: c.SweepGrace, Log: d.log, Metrics: d.metrics}
+	go sw.Run(ctx, sweepEvery)
 	go d.metrics.Observe(ctx, c.ObserveEvery, d.observeSale)
 	r.Run(ctx, time.Second)
 	w.Stop()
