@@ -8,10 +8,12 @@ import (
 	"time"
 
 	_ "github.com/go-sql-driver/mysql"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/sweep"
 	"github.com/seckill/seckill/workflows"
 )
@@ -174,9 +176,17 @@ func TestSweepRacingAWorkflowGivesBackOnce(t *testing.T) {
 	req.PayTimeout = 3 * time.Second
 	start(t, e, req)
 
-	st, err := newSweep(e, lostWorkflows{}).Pass(ctx)
-	require.NoError(t, err)
-	require.Equal(t, sweep.Stats{Closed: 1}, st)
+	sw := newSweep(e, lostWorkflows{})
+	sw.Metrics = metrics.New()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go sw.Run(runCtx, 50*time.Millisecond)
+	e.Eventually(10*time.Second, "swept", func() error {
+		if n := testutil.ToFloat64(sw.Metrics.SweepActions.WithLabelValues("closed")); n != 1 {
+			return fmt.Errorf("seckill_sweep_actions_total{action=closed} = %v", n)
+		}
+		return nil
+	})
 
 	// The workflow's own timer fires and it compensates: nothing left to give.
 	var state workflows.OrderState
@@ -190,6 +200,8 @@ func TestSweepRacingAWorkflowGivesBackOnce(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, closes, "one close, by the sweep")
+	stop()
+	require.Equal(t, 1.0, testutil.ToFloat64(sw.Metrics.SweepActions.WithLabelValues("closed")), "later passes close nothing")
 	rep := e.RequireInvariants(sess.ID)
 	require.Equal(t, 3, rep.DBStock)
 	require.Equal(t, 3, rep.RedisStock)
