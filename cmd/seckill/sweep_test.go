@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -54,4 +55,18 @@ func TestWorkerSweepsAnOrderWhoseWorkflowIsGone(t *testing.T) {
 	rep := e.RequireInvariants(sess.ID)
 	require.Equal(t, 2, rep.DBStock)
 	require.Equal(t, 2, rep.RedisStock)
+}
+
+// SECKILL_SWEEP_GRACE defaults to a minute; it must be a positive duration.
+func TestSweepGraceConfig(t *testing.T) {
+	t.Setenv("SECKILL_SWEEP_GRACE", "")
+	os.Unsetenv("SECKILL_SWEEP_GRACE")
+	c, err := loadConfig()
+	require.NoError(t, err)
+	require.Equal(t, time.Minute, c.SweepGrace)
+	for _, bad := range []string{"0", "-1s", "soon"} {
+		t.Setenv("SECKILL_SWEEP_GRACE", bad)
+		_, err := loadConfig()
+		require.Error(t, err, bad)
+	}
 }
