@@ -112,7 +112,7 @@ func New() *Metrics {
 			Name: "seckill_relay_actions_total", Help: "What the relays did: started, existed (the API's start had worked), released, failed.",
 		}, []string{"queue", "action"}),
 		SweepActions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_sweep_actions_total", Help: "What the sweep did with orders past their deadline: closed (WAIT_PAY), queued (never created), released (closed, release pending), running (workflow alive: left alone), failed.",
+			Name: "seckill_sweep_actions_total", Help: "What the sweep did with orders past their deadline: closed (WAIT_PAY), queued (never created), released (closed, release pending), running (workflow alive: left alone), refreshed (a settled order's missing cached view written again), failed.",
 		}, []string{"action"}),
 		Orders: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_orders", Help: "Orders by status per session (last reconcile).",

@@ -42,10 +42,12 @@ type Workflows interface {
 	Running(ctx context.Context, orderNo string) (bool, error)
 }
 
-// Closer closes an order as its workflow's compensation would
-// (activities.Activities.CloseLost).
-type Closer interface {
+// Steps are the order workflow's steps the sweep runs itself
+// (activities.Activities): the compensation, and the refresh of an order's
+// cached view.
+type Steps interface {
 	CloseLost(ctx context.Context, l log.Logger, req seckill.OrderRequest, reason string) (workflows.CloseOrderResult, int, error)
+	RefreshView(ctx context.Context, l log.Logger, orderNo string) error
 }
 
 // Sweep finds and closes stuck orders.
@@ -53,7 +55,7 @@ type Sweep struct {
 	Store     Store
 	Gate      Gate
 	Workflows Workflows
-	Closer    Closer
+	Steps     Steps
 	// PayTimeout is the pay timeout orders are given (SECKILL_PAY_TIMEOUT):
 	// a reservation older than PayTimeout + Grace should have settled.
 	PayTimeout time.Duration
@@ -76,7 +78,11 @@ type Stats struct {
 	Queued   int // reservations that never became an order, closed and released
 	Released int // closed orders whose Redis release had not run, released
 	Running  int // past their deadline, but their workflow runs: left alone
-	Failed   int // Temporal could not tell, or the close failed; next pass
+	// Refreshed counts settled orders (paid, waiting, failed) found with
+	// no cached view, e.g. after Redis was rebuilt from MySQL: their view
+	// is cached again so that the next passes skip them.
+	Refreshed int
+	Failed    int // Temporal could not tell, or a step failed; next pass
 }
 
 // Run makes a pass every interval until ctx ends.
@@ -84,14 +90,16 @@ func (s *Sweep) Run(ctx context.Context, interval time.Duration) {
 	tick.Every(ctx, interval, func() {
 		st, err := s.Pass(ctx)
 		if s.Metrics != nil {
-			for action, n := range map[string]int{"closed": st.Closed, "queued": st.Queued, "released": st.Released, "running": st.Running, "failed": st.Failed} {
+			for action, n := range map[string]int{"closed": st.Closed, "queued": st.Queued, "released": st.Released,
+				"running": st.Running, "refreshed": st.Refreshed, "failed": st.Failed} {
 				s.Metrics.SweepActions.WithLabelValues(action).Add(float64(n))
 			}
 		}
 		if err != nil && ctx.Err() == nil {
 			s.Log.Warn("sweep pass failed", "error", err)
 		} else if st != (Stats{}) {
-			s.Log.Info("sweep pass", "closed", st.Closed, "queued", st.Queued, "released", st.Released, "running", st.Running, "failed", st.Failed)
+			s.Log.Info("sweep pass", "closed", st.Closed, "queued", st.Queued, "released", st.Released,
+				"running", st.Running, "refreshed", st.Refreshed, "failed", st.Failed)
 		}
 	})
 }
@@ -154,13 +162,22 @@ func (s *Sweep) Pass(ctx context.Context) (Stats, error) {
 		}
 		var sess *seckill.Session
 		for _, r := range old {
+			budget--
 			status, ok := statuses[r.OrderNo]
 			switch {
 			case !ok:
 				status = seckill.StatusQueued
 			case status == seckill.StatusClosed, status == seckill.StatusRefundPending, status == seckill.StatusRefunded:
 			default:
-				continue // holds stock (WAIT_PAY is the overdue query's) or FAILED (drift: repair, not sweep)
+				// Keeps its reservation: holds stock (a WAIT_PAY past its
+				// deadline is the overdue query's) or FAILED (drift: repair,
+				// not sweep). Its cached view was missing or stale.
+				if err := s.Steps.RefreshView(ctx, log.NewStructuredLogger(s.Log.With("order_no", r.OrderNo, "trace_id", r.TraceID)), r.OrderNo); err != nil {
+					st.Failed++
+				} else {
+					st.Refreshed++
+				}
+				continue
 			}
 			if sess == nil {
 				// The order row a close may have to write (a tombstone)
@@ -173,7 +190,6 @@ func (s *Sweep) Pass(ctx context.Context) (Stats, error) {
 			}
 			req := seckill.OrderRequest{Reservation: r, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: s.PayTimeout}
 			s.settle(ctx, req, status, &st)
-			budget--
 		}
 	}
 	return st, nil
@@ -194,7 +210,7 @@ func (s *Sweep) settle(ctx context.Context, req seckill.OrderRequest, was seckil
 		st.Running++
 		return
 	}
-	closed, released, err := s.Closer.CloseLost(ctx, log.NewStructuredLogger(l), req, Reason)
+	closed, released, err := s.Steps.CloseLost(ctx, log.NewStructuredLogger(l), req, Reason)
 	if err != nil {
 		st.Failed++
 		l.Warn("sweep: close failed; retried on the next pass", "error", err)

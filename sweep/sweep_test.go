@@ -24,7 +24,7 @@ import (
 func later() time.Time { return time.Now().Add(20 * time.Minute) }
 
 func newSweep(e *testenv.Env, wf sweep.Workflows) *sweep.Sweep {
-	return &sweep.Sweep{Store: e.DB, Gate: e.Gate, Workflows: wf, Closer: e.Activities(),
+	return &sweep.Sweep{Store: e.DB, Gate: e.Gate, Workflows: wf, Steps: e.Activities(),
 		PayTimeout: seckill.DefaultPayTimeout, Grace: time.Minute, Log: e.Log, Now: later}
 }
 
@@ -87,7 +87,8 @@ func ledger(t *testing.T, e *testenv.Env, orderNo string) []ledgerEntry {
 // whose workflow never started (the API died, no relay ran), and an order
 // whose workflow died between its close and its Redis release. Stock comes
 // back in MySQL and Redis once, however many passes run; a running
-// workflow past its deadline and a paid order are left alone.
+// workflow past its deadline and a paid order are left alone (the paid
+// order's lost cached view is written again).
 func TestSweepClosesOrdersWhoseWorkflowIsGone(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoAPI: true})
 	sess := e.Session(6, 1, 300)
@@ -116,6 +117,8 @@ func TestSweepClosesOrdersWhoseWorkflowIsGone(t *testing.T) {
 	start(t, e, paid)
 	require.NoError(t, e.Orders.Pay(ctx, &seckill.Payment{EventID: "e4", PaymentID: "p4", OrderNo: paid.OrderNo, AmountCents: 300, TraceID: "t4"}))
 	waitRow(e, paid.OrderNo, seckill.StatusPaid)
+	// Its cached view is gone, as after Redis was rebuilt from MySQL.
+	require.NoError(t, e.Redis.HDel(ctx, fmt.Sprintf("%s:{s%d}:orders", e.Prefix, sess.ID), paid.OrderNo, paid.OrderNo+":v").Err())
 
 	// Reconcile 20 minutes from now: three orders stuck, not ok.
 	policy := seckill.ReconcilePolicy{Now: later}
@@ -127,10 +130,13 @@ func TestSweepClosesOrdersWhoseWorkflowIsGone(t *testing.T) {
 	sw := newSweep(e, e.Orders)
 	st, err := sw.Pass(ctx)
 	require.NoError(t, err)
-	require.Equal(t, sweep.Stats{Closed: 1, Queued: 1, Released: 1, Running: 1}, st)
+	require.Equal(t, sweep.Stats{Closed: 1, Queued: 1, Released: 1, Running: 1, Refreshed: 1}, st)
 	st, err = sw.Pass(ctx)
 	require.NoError(t, err)
-	require.Equal(t, sweep.Stats{Running: 1}, st, "a second pass finds nothing more to close")
+	require.Equal(t, sweep.Stats{Running: 1}, st, "a second pass finds nothing more to close or refresh")
+	view, err := e.Gate.Order(ctx, paid.OrderNo)
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusPaid, view.Status)
 
 	for _, no := range []string{terminated.OrderNo, queued.OrderNo} {
 		o, err := e.DB.Order(ctx, no)

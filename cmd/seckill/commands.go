@@ -168,7 +168,7 @@ func runWorker(ctx context.Context, c *config, d *deps) error {
 	r := &relay.Relay{Gate: d.gate, Store: d.db, Starter: orders, PayTimeout: c.PayTimeout, MinAge: relayMinAge, Log: d.log, Metrics: d.metrics}
 	refunds := &relay.Refunds{Store: d.db, Starter: orders, Log: d.log, Metrics: d.metrics}
 	go refunds.Run(ctx, 2*time.Second)
-	sw := &sweep.Sweep{Store: d.db, Gate: d.gate, Workflows: orders, Closer: d.activities(),
+	sw := &sweep.Sweep{Store: d.db, Gate: d.gate, Workflows: orders, Steps: d.activities(),
 		PayTimeout: c.PayTimeout, Grace: c.SweepGrace, Log: d.log, Metrics: d.metrics}
 	go sw.Run(ctx, sweepEvery)
 	go d.metrics.Observe(ctx, c.ObserveEvery, d.observeSale)
