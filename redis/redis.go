@@ -27,7 +27,8 @@
 //	redis_rate script (Limiter)    no: every run takes a token                 never: 503, the client retries
 //	MULTI rebuild (Rebuild)        no: a re-run would drop reservations made   never: the admin runs it again
 //	                               since the first
-//	snapshot reads (SessionSnapshot) reads, but one consistent view matters    never: reconcile runs again
+//	snapshot.lua (SessionSnapshot) a read-only script: one instant per run     yes
+//	HSCAN + HMGET (Unsettled)      reads                                       yes
 package redis
 
 import (
@@ -561,7 +562,9 @@ func parseReservation(sessionID int64, orderNo, raw string) (*seckill.Reservatio
 // instant, so an admission or release running meanwhile is either wholly in
 // it or wholly out.
 func (g *Gate) SessionSnapshot(ctx context.Context, sessionID int64) (*seckill.RedisSnapshot, error) {
-	res, err := snapshotScript.Run(ctx, g.rdb, g.keys(sessionID).script()).Slice()
+	res, err := idempotent(ctx, func(ctx context.Context) ([]any, error) {
+		return snapshotScript.Run(ctx, g.rdb, g.keys(sessionID).script()).Slice()
+	})
 	if err != nil {
 		return nil, unavailable(err)
 	}

@@ -20,7 +20,13 @@ func (g *Gate) Unsettled(ctx context.Context, sessionID int64, before time.Time,
 	var out []seckill.Reservation
 	var cursor uint64
 	for {
-		page, next, err := g.rdb.HScan(ctx, k.resv, cursor, "", 500).Result()
+		var page []string
+		var next uint64
+		err := retry(ctx, func(ctx context.Context) error {
+			var err error
+			page, next, err = g.rdb.HScan(ctx, k.resv, cursor, "", 500).Result()
+			return err
+		})
 		if err != nil {
 			return nil, unavailable(err)
 		}
@@ -39,7 +45,9 @@ func (g *Gate) Unsettled(ctx context.Context, sessionID int64, before time.Time,
 			for i, r := range old {
 				nos[i] = r.OrderNo
 			}
-			views, err := g.rdb.HMGet(ctx, k.orders, nos...).Result()
+			views, err := idempotent(ctx, func(ctx context.Context) ([]any, error) {
+				return g.rdb.HMGet(ctx, k.orders, nos...).Result()
+			})
 			if err != nil {
 				return nil, unavailable(err)
 			}
