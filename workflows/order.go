@@ -42,7 +42,9 @@ var compensationOptions = workflow.ActivityOptions{
 // signalled payment, so it must never be dropped: it retries as long as
 // compensation, and if it still cannot be recorded the workflow fails
 // loudly (Failed in the Web UI, the payment in its history) rather than
-// closing the order over it.
+// closing the order over it. The payment itself is safe: the webhook wrote
+// it to MySQL (RECEIVED) before signalling, and the refund relay settles it
+// once this workflow has ended.
 var paymentOptions = compensationOptions
 
 // order is the running state of one OrderWorkflow.

@@ -187,7 +187,7 @@ func runWorker(ctx context.Context, c *config, d *deps) error {
 	}
 	orders := temporal.NewOrders(d.temporal, c.TaskQueue)
 	r := &relay.Relay{Gate: d.gate, Store: d.db, Starter: orders, PayTimeout: c.PayTimeout, MinAge: relayMinAge, Log: d.log, Metrics: d.metrics}
-	refunds := &relay.Refunds{Store: d.db, Starter: orders, Log: d.log, Metrics: d.metrics}
+	refunds := &relay.Refunds{Store: d.db, Starter: orders, Views: d.gate, Log: d.log, Metrics: d.metrics}
 	go refunds.Run(ctx, 2*time.Second)
 	go d.metrics.Observe(ctx, c.ObserveEvery, d.observeSale)
 	r.Run(ctx, time.Second)

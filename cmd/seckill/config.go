@@ -213,7 +213,7 @@ func (d *deps) reconciler() *activities.Reconciler {
 
 // refunds returns the refund activities with the configured provider.
 func (d *deps) refunds(c *config) *activities.Refunds {
-	return &activities.Refunds{Store: d.db, Gate: d.gate, Provider: d.provider(c)}
+	return &activities.Refunds{Store: d.db, Gate: d.gate, Provider: d.provider(c), Metrics: d.metrics}
 }
 
 // provider is the payment provider; the sandbox is the one built in, and
