@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,4 +147,54 @@ func TestPaymentNoWorkflowRecordedIsSettled(t *testing.T) {
 	rep := e.RequireInvariants(sess.ID)
 	require.Equal(t, 1, rep.Orders[seckill.StatusPaid])
 	require.Equal(t, 1, rep.Orders[seckill.StatusRefunded])
+}
+
+// flakyPayments fails the first signal of each payment as Temporal being
+// unreachable would.
+type flakyPayments struct {
+	api.Flow
+	mu     sync.Mutex
+	failed map[string]bool
+}
+
+func (f *flakyPayments) Pay(ctx context.Context, p *seckill.Payment) error {
+	f.mu.Lock()
+	first := !f.failed[p.PaymentID]
+	f.failed[p.PaymentID] = true
+	f.mu.Unlock()
+	if first {
+		return seckill.Errorf(seckill.EUNAVAILABLE, "order service unavailable, retry shortly")
+	}
+	return f.Flow.Pay(ctx, p)
+}
+
+// The webhook writes the payment (RECEIVED) before it signals; when the
+// signal fails the provider gets 503, and its redelivery is signalled again
+// rather than answered as a replay: the order is paid once, with one
+// payment row.
+func TestWebhookRedeliveryAfterAFailedSignal(t *testing.T) {
+	e := testenv.New(t, testenv.Options{WrapFlow: func(f api.Flow) api.Flow {
+		return &flakyPayments{Flow: f, failed: map[string]bool{}}
+	}})
+	sess := e.Session(2, 1, 700)
+	tok := e.Token(1)
+	r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)
+	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	no := r.Str("order_no")
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
+
+	pay := "pay-redeliver-" + fmt.Sprint(time.Now().UnixNano())
+	requireError(t, e.Pay(no, pay, "evt-"+pay, 700), 503, "UNAVAILABLE", "retry")
+	states, err := e.DB.RefundStates(context.Background(), 10)
+	require.NoError(t, err)
+	require.Len(t, states, 1)
+	require.Equal(t, seckill.RefundReceived, states[0].State, "written before the signal")
+
+	require.Equal(t, 200, e.Pay(no, pay, "evt-"+pay, 700).Status)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)
+	require.Equal(t, 200, e.Pay(no, pay, "evt-"+pay, 700).Status, "a replay of an applied payment")
+	states, err = e.DB.RefundStates(context.Background(), 10)
+	require.NoError(t, err)
+	require.Empty(t, states)
+	e.RequireInvariants(sess.ID)
 }
