@@ -63,6 +63,12 @@ type Metrics struct {
 	InFlight *prometheus.GaugeVec
 	// ReconcileRuns counts observer passes by result (ok, drift, error).
 	ReconcileRuns *prometheus.CounterVec
+	// Refunds counts the refunds not done by state (pending, parked,
+	// received), refreshed by the refund relay; RefundFailures counts
+	// refund runs the provider failed, by what followed (pending: retried
+	// later; parked).
+	Refunds        *prometheus.GaugeVec
+	RefundFailures *prometheus.CounterVec
 
 	observed map[string]bool // session ids with sale series
 }
@@ -135,7 +141,14 @@ func New() *Metrics {
 		ReconcileRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_reconcile_runs_total", Help: "Observer reconcile passes by result: ok, drift (some session broke an invariant), error.",
 		}, []string{"result"}),
+		Refunds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_refunds", Help: "Refunds not done by state: pending (tried now or after its backoff), parked (given up on until `seckill refunds retry`; anything above 0 needs ops), received (payments no workflow recorded yet).",
+		}, []string{"state"}),
+		RefundFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_refund_failures_total", Help: "Refund runs the payment provider failed, by what followed: pending (retried after a backoff) or parked.",
+		}, []string{"state"}),
 	}
+	m.Registry.MustRegister(m.Refunds, m.RefundFailures)
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Admissions, m.RedisAdmit, m.RedisCommands, m.RedisErrors, m.WorkflowStart,
 		m.WorkflowStartFailures, m.WorkflowStartNoWait, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.SweepActions, m.Orders, m.Stock, m.Drift,
 		m.Stuck, m.Problems, m.InFlight, m.ReconcileRuns,

@@ -71,6 +71,10 @@ func apiCmd() *cobra.Command {
 		Use:   "api",
 		Short: "Serve the HTTP API on SECKILL_HTTP_ADDR",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// With eager start the API hosts a worker, refund steps included.
+			if err := preflightProvider(func(c *config) bool { return c.EagerStart }); err != nil {
+				return err
+			}
 			return withDeps(cmd.Context(), allSecrets, true, func(c *config, d *deps) error {
 				return runAPI(cmd.Context(), c, d)
 			})
@@ -81,6 +85,9 @@ func apiCmd() *cobra.Command {
 // runAPI serves the API (with an embedded worker for eager starts).
 func runAPI(ctx context.Context, c *config, d *deps) error {
 	servePprof(c.PprofAddr, d.log)
+	if c.EagerStart {
+		c.warnProvider(d.log)
+	}
 	srv, err := d.apiServer(c, false)
 	if err != nil {
 		return err
@@ -124,6 +131,9 @@ func workerCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The worker verifies no tokens, but refuses the same way as the API
 			// so that a half-configured deployment fails at once, not at the first sale.
+			if err := preflightProvider(func(*config) bool { return true }); err != nil {
+				return err
+			}
 			return withDeps(cmd.Context(), allSecrets, true, func(c *config, d *deps) error {
 				if err := serveWorkerHTTP(cmd.Context(), c.WorkerHTTPAddr, d); err != nil {
 					return err
@@ -132,6 +142,20 @@ func workerCmd() *cobra.Command {
 			})
 		},
 	}
+}
+
+// preflightProvider refuses to start a process that runs refunds (when
+// runsRefunds says so) without an explicit payment provider, before it
+// connects to anything: the message must not hide behind a connection error.
+func preflightProvider(runsRefunds func(*config) bool) error {
+	c, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	if !runsRefunds(c) {
+		return nil
+	}
+	return c.requireProvider()
 }
 
 // relayMinAge leaves a reservation to the API's own start for this long:
@@ -150,6 +174,7 @@ const reconcileScheduleID = "seckill-reconcile:"
 // observer (metrics) until ctx ends.
 func runWorker(ctx context.Context, c *config, d *deps) error {
 	servePprof(c.PprofAddr, d.log)
+	c.warnProvider(d.log)
 	if err := worker.CheckSearchAttributes(ctx, d.temporal, c.TemporalNamespace); err != nil {
 		return err
 	}
@@ -166,7 +191,7 @@ func runWorker(ctx context.Context, c *config, d *deps) error {
 	}
 	orders := temporal.NewOrders(d.temporal, c.TaskQueue)
 	r := &relay.Relay{Gate: d.gate, Store: d.db, Starter: orders, PayTimeout: c.PayTimeout, MinAge: relayMinAge, Log: d.log, Metrics: d.metrics}
-	refunds := &relay.Refunds{Store: d.db, Starter: orders, Log: d.log, Metrics: d.metrics}
+	refunds := &relay.Refunds{Store: d.db, Starter: orders, Views: d.gate, Log: d.log, Metrics: d.metrics}
 	go refunds.Run(ctx, 2*time.Second)
 	sw := &sweep.Sweep{Store: d.db, Gate: d.gate, Workflows: orders, Steps: d.activities(),
 		PayTimeout: c.PayTimeout, Grace: c.SweepGrace, Log: d.log, Metrics: d.metrics}
@@ -186,6 +211,8 @@ func devCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// dev is the sandbox's home: its shop pays through it.
+			c.PaymentProvider = sandboxProvider
 			for _, s := range []*string{&c.JWTSecret, &c.WebhookSecret, &c.AdminToken} {
 				if *s == "" {
 					*s = randomHex(16)

@@ -40,7 +40,7 @@ type config struct {
 	LimitUserRPS      int           `env:"SECKILL_LIMIT_USER_RPS" envDefault:"5"`
 	LimitIPRPS        int           `env:"SECKILL_LIMIT_IP_RPS" envDefault:"200"`
 	ProxyHeader       string        `env:"SECKILL_PROXY_HEADER"`
-	PaymentProvider   string        `env:"SECKILL_PAYMENT_PROVIDER" envDefault:"sandbox"`
+	PaymentProvider   string        `env:"SECKILL_PAYMENT_PROVIDER"`
 	ReconcileEvery    time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
 	EagerStart        bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
 	PprofAddr         string        `env:"SECKILL_PPROF_ADDR"`
@@ -60,8 +60,8 @@ func loadConfig() (*config, error) {
 	if c.PayTimeout <= 0 || c.StartTimeout <= 0 || c.SweepGrace <= 0 {
 		return nil, errors.New("SECKILL_PAY_TIMEOUT, SECKILL_START_TIMEOUT and SECKILL_SWEEP_GRACE must be positive durations")
 	}
-	if c.PaymentProvider != "sandbox" {
-		return nil, fmt.Errorf("SECKILL_PAYMENT_PROVIDER=%q: only \"sandbox\" is built in (see the seckill.PaymentProvider interface)", c.PaymentProvider)
+	if c.PaymentProvider != "" && c.PaymentProvider != sandboxProvider {
+		return nil, fmt.Errorf("SECKILL_PAYMENT_PROVIDER=%q: only %q is built in (see the seckill.PaymentProvider interface)", c.PaymentProvider, sandboxProvider)
 	}
 	if c.ObserveEvery <= 0 {
 		return nil, errors.New("SECKILL_OBSERVE_EVERY must be a positive duration")
@@ -70,6 +70,29 @@ func loadConfig() (*config, error) {
 		return nil, errors.New("SECKILL_LIMIT_*_RPS must be 0 (off) or a positive number of requests per second")
 	}
 	return &c, nil
+}
+
+// sandboxProvider is the one payment provider built in: it refunds nothing
+// real (it records refunds in memory), so it must be asked for by name.
+const sandboxProvider = "sandbox"
+
+// requireProvider refuses to run refunds without a provider chosen
+// explicitly. A worker that defaulted to the sandbox in production would
+// mark every late payment REFUNDED while no money went back.
+func (c *config) requireProvider() error {
+	if c.PaymentProvider == "" {
+		return fmt.Errorf("refusing to start without SECKILL_PAYMENT_PROVIDER: refunds need a payment provider; "+
+			"set SECKILL_PAYMENT_PROVIDER=%s explicitly to use the in-memory sandbox (dev and tests only: it moves no money)", sandboxProvider)
+	}
+	return nil
+}
+
+// warnProvider says loudly, at start, that refunds go nowhere real.
+func (c *config) warnProvider(log *slog.Logger) {
+	if c.PaymentProvider == sandboxProvider {
+		log.Warn("SANDBOX PAYMENT PROVIDER: refunds are recorded in memory and move no money; never run this in production",
+			"SECKILL_PAYMENT_PROVIDER", c.PaymentProvider)
+	}
 }
 
 // requireSecrets names every missing secret, so an operator fixes them in one go.
@@ -195,10 +218,11 @@ func (d *deps) reconciler() *activities.Reconciler {
 
 // refunds returns the refund activities with the configured provider.
 func (d *deps) refunds(c *config) *activities.Refunds {
-	return &activities.Refunds{Store: d.db, Gate: d.gate, Provider: d.provider(c)}
+	return &activities.Refunds{Store: d.db, Gate: d.gate, Provider: d.provider(c), Metrics: d.metrics}
 }
 
-// provider is the payment provider; the sandbox is the one built in.
+// provider is the payment provider; the sandbox is the one built in, and
+// requireProvider has made sure it was chosen on purpose.
 func (d *deps) provider(c *config) *sandbox.Provider {
 	if d.sandbox == nil {
 		d.sandbox = &sandbox.Provider{APIBase: c.apiBase(), Secret: []byte(c.WebhookSecret)}
