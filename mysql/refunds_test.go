@@ -45,7 +45,7 @@ func TestReceivedPaymentIsAppliedInPlace(t *testing.T) {
 	states, err = e.DB.RefundStates(ctx, 10)
 	require.NoError(t, err)
 	require.Empty(t, states)
-	snap, err := e.DB.SessionSnapshot(ctx, sess.ID)
+	snap, err := e.DB.SessionSnapshot(ctx, sess.ID, nil, time.Now())
 	require.NoError(t, err)
 	require.Zero(t, snap.PaidPaymentMismatch, "one captured payment")
 }

@@ -104,20 +104,6 @@ func (o *Orders) StartRefund(ctx context.Context, r *seckill.Refund) (bool, erro
 	return true, nil
 }
 
-// Running reports whether the order's workflow is running (false when it
-// ended, however, or never started).
-func (o *Orders) Running(ctx context.Context, orderNo string) (bool, error) {
-	d, err := o.c.DescribeWorkflowExecution(ctx, seckill.WorkflowID(orderNo), "")
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("describe workflow %s: %w", seckill.WorkflowID(orderNo), err)
-	}
-	return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
-}
-
 // Pay signals a payment to the order's running workflow. NOT_FOUND means no
 // workflow is running for it (never started, or already finished).
 func (o *Orders) Pay(ctx context.Context, p *seckill.Payment) error {
