@@ -83,6 +83,11 @@ func TestComposeMatchesTheCode(t *testing.T) {
 	require.Equal(t, "redis:6379", api.Environment["SECKILL_REDIS_ADDR"])
 	require.Equal(t, "temporal:7233", api.Environment["SECKILL_TEMPORAL_ADDR"])
 	require.Contains(t, api.Environment["SECKILL_MYSQL_DSN"], "@tcp(mysql:3306)/")
+	// The worker (and the API's eager-start worker) refuse an implicit
+	// sandbox: the stack names its provider.
+	for _, name := range []string{"api", "worker"} {
+		require.Equal(t, "sandbox", compose.Services[name].Environment["SECKILL_PAYMENT_PROVIDER"], name)
+	}
 
 	require.Contains(t, strings.Join(compose.Services["redis"].Command, " "), "--appendonly yes")
 	temporalCmd := strings.Join(compose.Services["temporal"].Command, " ")

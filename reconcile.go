@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// DBSnapshot is what MySQL knows about one session.
+// DBSnapshot is what MySQL knows about one session, read at one instant
+// (one consistent-read transaction).
 type DBSnapshot struct {
 	Session      *Session
 	DBStock      int
@@ -22,13 +23,21 @@ type DBSnapshot struct {
 	// LedgerMismatch counts orders whose last ledger row does not end in the
 	// order's status or carries no trace id.
 	LedgerMismatch int
+	// Statuses is the status of each asked-for order that has a row.
+	Statuses map[string]Status
+	// Overdue counts WAIT_PAY orders whose pay deadline is before the
+	// asked-for instant.
+	Overdue int
 }
 
-// RedisSnapshot is what the Redis gate holds for one session.
+// RedisSnapshot is what the Redis gate holds for one session, read at one
+// instant (one script).
 type RedisSnapshot struct {
 	Preheated    bool
 	Stock        int
 	Reservations map[string]int // live reservation: order number → units
+	// ReservedAt is when each live reservation was made.
+	ReservedAt map[string]time.Time
 	// Pending counts reservations whose workflow start is not confirmed;
 	// OldestPending is when the oldest of them was reserved.
 	Pending       int
@@ -38,11 +47,14 @@ type RedisSnapshot struct {
 	MarkMismatches int
 }
 
-// Snapshotters read the two sides of a session for Reconcile.
+// Snapshotters read the two sides of a session for Reconcile. Each side is
+// one consistent read; Reconcile orders the two (see there).
 type (
 	DBSnapshotter interface {
-		SessionSnapshot(ctx context.Context, sessionID int64) (*DBSnapshot, error)
-		OrderStatuses(ctx context.Context, orderNos []string) (map[string]Status, error)
+		// SessionSnapshot reads the session, its stock and orders, the
+		// statuses of orderNos and the WAIT_PAY orders overdue before
+		// overdueBefore, all in one consistent read.
+		SessionSnapshot(ctx context.Context, sessionID int64, orderNos []string, overdueBefore time.Time) (*DBSnapshot, error)
 	}
 	RedisSnapshotter interface {
 		SessionSnapshot(ctx context.Context, sessionID int64) (*RedisSnapshot, error)
@@ -64,6 +76,12 @@ type Report struct {
 	// Drift counts units on which Redis and MySQL disagree for good: orders
 	// the database refused (FAILED) keep their Redis reservation.
 	Drift int `json:"drift"`
+	// StuckOrders counts orders that should have settled and did not: WAIT_PAY
+	// past their pay deadline + the sweep grace, and reservations older than
+	// the pay timeout + the grace still waiting for their row (QUEUED) or
+	// for their release. The worker's sweep closes them unless their
+	// workflow still runs.
+	StuckOrders int `json:"stuck_orders"`
 	// RefundsPending counts late or duplicate payments not refunded yet.
 	RefundsPending int `json:"refunds_pending"`
 	// PendingStarts is the relay's backlog; OldestPendingSeconds its age.
@@ -77,18 +95,75 @@ type Report struct {
 	Problems             []string `json:"problems"`
 }
 
-// Reconcile compares one session's MySQL and Redis state against the
-// invariants of the design. Problems lists every broken invariant; OK is
-// true when there are none. In-flight reservations are not problems, but a
-// quiet session (no sale running) should have none.
+// Defaults of ReconcilePolicy (SECKILL_SWEEP_GRACE, SECKILL_PREHEAT_LEAD).
+const (
+	DefaultSweepGrace  = time.Minute
+	DefaultPreheatLead = 5 * time.Minute
+)
+
+// ReconcilePolicy holds the durations that decide when an order is stuck
+// and when a session must have its Redis state. The zero value uses the
+// defaults.
+type ReconcilePolicy struct {
+	// PayTimeout is the pay timeout the orders were given (SECKILL_PAY_TIMEOUT).
+	PayTimeout time.Duration
+	// SweepGrace is how long past its deadline an order may take to settle.
+	SweepGrace time.Duration
+	// PreheatLead is how long before its start a session must be preheated.
+	PreheatLead time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+func (p ReconcilePolicy) withDefaults() ReconcilePolicy {
+	if p.PayTimeout <= 0 {
+		p.PayTimeout = DefaultPayTimeout
+	}
+	if p.SweepGrace <= 0 {
+		p.SweepGrace = DefaultSweepGrace
+	}
+	if p.PreheatLead <= 0 {
+		p.PreheatLead = DefaultPreheatLead
+	}
+	if p.Now == nil {
+		p.Now = time.Now
+	}
+	return p
+}
+
+// Reconcile reconciles one session with the default policy.
 func Reconcile(ctx context.Context, db DBSnapshotter, rd RedisSnapshotter, sessionID int64) (*Report, error) {
-	// Redis first: an order can move from reservation to row between the two
-	// reads, never from row back to reservation.
+	return ReconcilePolicy{}.Reconcile(ctx, db, rd, sessionID)
+}
+
+// Reconcile compares one session's MySQL and Redis state against the
+// invariants of the design. Problems lists every broken invariant, drift,
+// stuck orders and a session on sale without its Redis state; OK is true
+// when there are none. In-flight reservations are not problems, but a quiet
+// session (no sale running) should have none.
+//
+// Each side is read at one instant: Redis with one script, MySQL in one
+// consistent-read transaction, so every check within one store is exact
+// even while the sale moves. Redis is read first: an order moves from
+// reservation to row to release (admit → create → close → release), never
+// back, so a reservation seen in Redis is found in MySQL with no row yet
+// (QUEUED), holding stock, closed with its release still to run (in
+// flight), or FAILED (drift, which no later step undoes). Read the other
+// way round, a row seen open and closed-and-released before the Redis read
+// would look like a lost reservation.
+func (p ReconcilePolicy) Reconcile(ctx context.Context, db DBSnapshotter, rd RedisSnapshotter, sessionID int64) (*Report, error) {
+	p = p.withDefaults()
 	rs, err := rd.SessionSnapshot(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	ds, err := db.SessionSnapshot(ctx, sessionID)
+	now := p.Now()
+	nos := make([]string, 0, len(rs.Reservations))
+	for no := range rs.Reservations {
+		nos = append(nos, no)
+	}
+	sort.Strings(nos)
+	ds, err := db.SessionSnapshot(ctx, sessionID, nos, now.Add(-p.SweepGrace))
 	if err != nil {
 		return nil, err
 	}
@@ -96,30 +171,31 @@ func Reconcile(ctx context.Context, db DBSnapshotter, rd RedisSnapshotter, sessi
 		SessionID: sessionID, TotalStock: ds.Session.TotalStock, DBStock: ds.DBStock,
 		RedisStock: rs.Stock, Orders: ds.Orders, Preheated: rs.Preheated, HeldQty: ds.HeldQty,
 		MaxUserUnits: ds.MaxUserUnits, PerUserLimit: ds.Session.PerUserLimit, Problems: []string{},
-		PendingStarts: rs.Pending, RefundsPending: ds.RefundsPending,
+		PendingStarts: rs.Pending, RefundsPending: ds.RefundsPending, StuckOrders: ds.Overdue,
 	}
 	if !rs.OldestPending.IsZero() {
-		r.OldestPendingSeconds = time.Since(rs.OldestPending).Seconds()
+		r.OldestPendingSeconds = now.Sub(rs.OldestPending).Seconds()
 	}
-	nos := make([]string, 0, len(rs.Reservations))
-	for no, q := range rs.Reservations {
-		nos = append(nos, no)
-		r.ReservedQty += q
-	}
-	sort.Strings(nos)
-	statuses, err := db.OrderStatuses(ctx, nos)
-	if err != nil {
-		return nil, err
-	}
+	// A reservation older than this should have become an order that
+	// timed out and was released by now.
+	staleBefore := now.Add(-p.PayTimeout - p.SweepGrace)
 	for _, no := range nos {
-		switch st, ok := statuses[no]; {
+		r.ReservedQty += rs.Reservations[no]
+		switch st, ok := ds.Statuses[no]; {
 		case !ok, st == StatusClosed, st == StatusRefundPending, st == StatusRefunded:
 			r.InFlight++
+			if rs.ReservedAt[no].Before(staleBefore) {
+				r.StuckOrders++
+			}
 		case st == StatusFailed:
 			r.Drift += rs.Reservations[no]
 		}
 	}
 	problem := func(format string, args ...any) { r.Problems = append(r.Problems, fmt.Sprintf(format, args...)) }
+	if s := ds.Session; !r.Preheated && r.DBStock > 0 && !now.Before(s.StartAt.Add(-p.PreheatLead)) && now.Before(s.EndAt) {
+		problem("session is on sale (or starts within %s) with %d units in MySQL but no Redis state: preheat it (keys lost or never loaded)",
+			p.PreheatLead, r.DBStock)
+	}
 	if r.DBStock < 0 {
 		problem("db_stock %d is negative", r.DBStock)
 	}
@@ -131,6 +207,12 @@ func Reconcile(ctx context.Context, db DBSnapshotter, rd RedisSnapshotter, sessi
 	}
 	if r.Preheated && r.RedisStock < 0 {
 		problem("redis_stock %d is negative", r.RedisStock)
+	}
+	if r.Drift != 0 {
+		problem("drift: %d units admitted by Redis were refused by MySQL (FAILED orders); repair Redis when the sale is quiet", r.Drift)
+	}
+	if r.StuckOrders > 0 {
+		problem("%d orders stuck past their pay deadline + %s (WAIT_PAY, or a reservation not created or not released)", r.StuckOrders, p.SweepGrace)
 	}
 	if r.MaxUserUnits > r.PerUserLimit {
 		problem("a user holds %d units, over the per-user limit %d", r.MaxUserUnits, r.PerUserLimit)

@@ -1,6 +1,9 @@
 package seckill
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Refund is one payment to give back: a payment that came after its order
 // closed, or a second payment of an order already paid.
@@ -20,4 +23,60 @@ func RefundWorkflowID(paymentID string) string { return "refund:" + paymentID }
 // returns the same refund and moves no more money.
 type PaymentProvider interface {
 	Refund(ctx context.Context, r Refund) (refundID string, err error)
+}
+
+// RefundRetry is how refunds that failed at the provider are tried again.
+// Each try is one refund run; after a failed run the next one waits First,
+// then twice as long each time up to Max. After Attempts failed runs the
+// refund is parked: it stays REFUND_PENDING and visible (`seckill
+// refunds`), but is no longer tried on its own, so a payment the provider
+// keeps refusing costs one slot of ops attention instead of a share of
+// every relay pass.
+type RefundRetry struct {
+	First    time.Duration
+	Max      time.Duration
+	Attempts int
+}
+
+// DefaultRefundRetry tries for about five hours (30s, 1m, 2m … capped at
+// an hour, 12 runs) before parking: long enough for a provider outage, short
+// enough that a refund the provider will never take reaches ops the same day.
+var DefaultRefundRetry = RefundRetry{First: 30 * time.Second, Max: time.Hour, Attempts: 12}
+
+// Backoff is the wait after the failures-th failed run (counting from 1).
+func (p RefundRetry) Backoff(failures int) time.Duration {
+	d := p.First
+	for i := 1; i < failures && d < p.Max; i++ {
+		d *= 2
+	}
+	return min(d, p.Max)
+}
+
+// Park reports whether a refund with this many failed runs is parked.
+func (p RefundRetry) Park(failures int) bool { return p.Attempts > 0 && failures >= p.Attempts }
+
+// Refund states, as ops see them.
+const (
+	// RefundDue: REFUND_PENDING, tried (again) at NextAttemptAt.
+	RefundDue = "pending"
+	// RefundParked: REFUND_PENDING, no longer tried on its own; `seckill
+	// refunds retry <payment_id>` gives it a fresh round.
+	RefundParked = "parked"
+	// RefundReceived: a payment the webhook wrote before signalling whose
+	// order workflow has not recorded it (yet). The refund relay settles it
+	// once no workflow runs for the order.
+	RefundReceived = "received"
+)
+
+// RefundState is where one refund stands (`seckill refunds`).
+type RefundState struct {
+	Refund
+	State     string    `json:"state"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	// NextAttemptAt is when a due refund is tried again (zero: now).
+	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
+	// ParkedAt is when a parked refund stopped being tried.
+	ParkedAt time.Time `json:"parked_at,omitzero"`
 }

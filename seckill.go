@@ -103,8 +103,14 @@ func (s *Session) Validate() error {
 		return Errorf(EINVALID, "sku_id must be a positive integer")
 	case s.Title == "" || len(s.Title) > 200:
 		return Errorf(EINVALID, "title must be 1 to 200 bytes")
-	case s.PriceCents < 0:
-		return Errorf(EINVALID, "price_cents must not be negative")
+	case s.PriceCents <= 0:
+		// Free items are refused rather than half supported: an order of
+		// amount 0 could never be paid (a provider sends no webhook for 0,
+		// and the webhook refuses amount 0), so every one would hold its
+		// stock for the pay timeout and then close. Giving items away needs
+		// its own path (PAID at creation, no payment row, no refund), which
+		// no sale has asked for yet.
+		return Errorf(EINVALID, "price_cents must be a positive integer: free items (price 0) are not supported")
 	case s.TotalStock <= 0 || s.TotalStock > 10_000_000:
 		return Errorf(EINVALID, "stock must be between 1 and 10000000")
 	case s.PerUserLimit <= 0 || s.PerUserLimit > MaxPerUserLimit:

@@ -67,7 +67,10 @@ func (a *Activities) ApplyPayment(ctx context.Context, p seckill.Payment) (workf
 
 // CloseOrder closes an unpaid order and gives its MySQL stock back.
 func (a *Activities) CloseOrder(ctx context.Context, in workflows.CloseOrderInput) (workflows.CloseOrderResult, error) {
-	l := logger(ctx, in.Request.OrderNo, in.Request.TraceID)
+	return a.closeOrder(ctx, logger(ctx, in.Request.OrderNo, in.Request.TraceID), in)
+}
+
+func (a *Activities) closeOrder(ctx context.Context, l log.Logger, in workflows.CloseOrderInput) (workflows.CloseOrderResult, error) {
 	status, gaveBack, err := a.Store.CloseOrder(ctx, &in.Request, in.Reason)
 	if err != nil {
 		return workflows.CloseOrderResult{}, failed(l, "close order", err)
@@ -79,11 +82,41 @@ func (a *Activities) CloseOrder(ctx context.Context, in workflows.CloseOrderInpu
 // ReleaseReservation gives the Redis reservation back (stock and the
 // user's limit), exactly once however often it runs.
 func (a *Activities) ReleaseReservation(ctx context.Context, in workflows.ReleaseInput) (int, error) {
+	return a.release(ctx, logger(ctx, in.OrderNo, in.TraceID), in)
+}
+
+func (a *Activities) release(ctx context.Context, l log.Logger, in workflows.ReleaseInput) (int, error) {
 	n, err := a.Gate.Release(ctx, in.SessionID, in.OrderNo)
 	if err != nil {
-		return 0, failed(logger(ctx, in.OrderNo, in.TraceID), "release reservation", err)
+		return 0, failed(l, "release reservation", err)
 	}
 	return n, nil
+}
+
+// CloseLost closes an order whose workflow is gone, exactly as the
+// workflow's compensation would: the CloseOrder step (compare-and-set to
+// CLOSED, MySQL stock back, ledger row with reason), then, if the order is
+// closed, the ReleaseReservation step. Both are the activities' own code,
+// idempotent on the order number, so a workflow that comes back and
+// compensates too gives nothing back twice. It is not an activity: the
+// worker's sweep calls it, with l carrying the order's log fields. released
+// is the units given back in Redis.
+func (a *Activities) CloseLost(ctx context.Context, l log.Logger, req seckill.OrderRequest, reason string) (closed workflows.CloseOrderResult, released int, err error) {
+	closed, err = a.closeOrder(ctx, l, workflows.CloseOrderInput{Request: req, Reason: reason})
+	if err != nil || closed.Status.HoldsStock() || closed.Status == seckill.StatusFailed {
+		// Paid meanwhile, or never held stock: nothing to give back.
+		return closed, 0, err
+	}
+	released, err = a.release(ctx, l, workflows.ReleaseInput{SessionID: req.SessionID, OrderNo: req.OrderNo, TraceID: req.TraceID})
+	return closed, released, err
+}
+
+// RefreshView caches the view of an order from its row, as every step does
+// after changing it. Not an activity: the sweep calls it for settled orders
+// it finds without a cached view (Redis rebuilt from MySQL keeps no views),
+// so that it does not look at them again.
+func (a *Activities) RefreshView(ctx context.Context, l log.Logger, orderNo string) error {
+	return a.publish(ctx, l, orderNo)
 }
 
 // publish refreshes the cached view of an order from its row. It reads the

@@ -6,11 +6,14 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/metrics"
+	"github.com/seckill/seckill/workflows"
 )
 
 // RefundStore is the MySQL side of refunds.
 type RefundStore interface {
 	MarkRefunded(ctx context.Context, paymentID, refundID string) (seckill.Status, error)
+	RecordRefundFailure(ctx context.Context, paymentID, reason string, policy seckill.RefundRetry) (*seckill.RefundState, error)
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 }
 
@@ -19,6 +22,11 @@ type Refunds struct {
 	Store    RefundStore
 	Provider seckill.PaymentProvider
 	Gate     Gate
+	// Retry is the backoff and parking of failed refunds; zero means
+	// seckill.DefaultRefundRetry.
+	Retry seckill.RefundRetry
+	// Metrics counts failed refund runs; optional.
+	Metrics *metrics.Metrics
 }
 
 // RefundPayment asks the provider to give the payment back; idempotent on
@@ -48,6 +56,34 @@ func (a *Refunds) MarkRefunded(ctx context.Context, r seckill.Refund, refundID s
 		return "", failed(l, "cache order view", err)
 	}
 	return st, nil
+}
+
+// RecordRefundFailure counts a refund run whose provider call failed: the
+// next run waits its backoff, or the refund is parked for ops.
+func (a *Refunds) RecordRefundFailure(ctx context.Context, in workflows.RefundFailure) (seckill.RefundState, error) {
+	l := refundLogger(ctx, in.Refund)
+	policy := a.Retry
+	if policy == (seckill.RefundRetry{}) {
+		policy = seckill.DefaultRefundRetry
+	}
+	st, err := a.Store.RecordRefundFailure(ctx, in.Refund.PaymentID, in.Error, policy)
+	if err != nil {
+		return seckill.RefundState{}, failed(l, "record refund failure", err)
+	}
+	switch st.State {
+	case seckill.RefundParked:
+		l.Error("refund parked: the provider refused it too often; `seckill refunds retry` once fixed",
+			"attempts", st.Attempts, "last_error", st.LastError)
+	case seckill.RefundDue:
+		l.Warn("refund failed at the provider; retried later", "attempts", st.Attempts,
+			"next_attempt_at", st.NextAttemptAt, "last_error", st.LastError)
+	default:
+		return *st, nil // refunded meanwhile: not a failure
+	}
+	if a.Metrics != nil {
+		a.Metrics.RefundFailures.WithLabelValues(st.State).Inc()
+	}
+	return *st, nil
 }
 
 func refundLogger(ctx context.Context, r seckill.Refund) log.Logger {

@@ -35,6 +35,14 @@ func TestAdminSessionLifecycle(t *testing.T) {
 		require.Equal(t, 400, r.Status, "%s=%v: %s", field, bad, r.Raw)
 		require.Equal(t, "INVALID_ARGUMENT", r.Str("code"))
 	}
+	// Free items are refused at creation (an order of amount 0 could never
+	// be paid), with a message that says so.
+	free := map[string]any{}
+	for k, v := range body {
+		free[k] = v
+	}
+	free["price_cents"] = 0
+	requireError(t, e.Do("POST", "/admin/v1/sessions", admin, free), 400, "INVALID_ARGUMENT", "free items")
 	missing := map[string]any{"sku_id": 9}
 	requireError(t, e.Do("POST", "/admin/v1/sessions", admin, missing), 400, "INVALID_ARGUMENT", `"title" is required`)
 

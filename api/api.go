@@ -28,6 +28,7 @@ type Store interface {
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 	ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error)
 	PaymentSeen(ctx context.Context, paymentID, eventID string) (bool, error)
+	RecordPayment(ctx context.Context, p *seckill.Payment) error
 	Block(ctx context.Context, userID int64, reason string) error
 	Unblock(ctx context.Context, userID int64) error
 	BlockedUsers(ctx context.Context) ([]int64, error)

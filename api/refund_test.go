@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/workflows"
@@ -83,4 +85,116 @@ func TestLateAndDuplicatePaymentsAreRefunded(t *testing.T) {
 	require.Equal(t, 1, rep.Orders[seckill.StatusRefunded])
 	require.Equal(t, 1, rep.Orders[seckill.StatusPaid])
 	require.Equal(t, 3, rep.DBStock)
+}
+
+// lostPayments is the seam for "the workflow never records a signalled
+// payment" (its ApplyPayment gave up, or the run was terminated or lost
+// with its history): the webhook's signal goes nowhere.
+type lostPayments struct{ api.Flow }
+
+func (lostPayments) Pay(context.Context, *seckill.Payment) error { return nil }
+
+// A payment the webhook accepted is never lost with its workflow: written
+// as RECEIVED before the signal, it is settled by the refund relay once no
+// workflow runs for the order — captured when the order still waits for it
+// (its workflow was terminated in WAIT_PAY), refunded when the order closed.
+// While the workflow runs, the relay leaves the payment to it.
+func TestPaymentNoWorkflowRecordedIsSettled(t *testing.T) {
+	e := testenv.New(t, testenv.Options{PayTimeout: 3 * time.Second,
+		WrapFlow: func(f api.Flow) api.Flow { return lostPayments{f} }})
+	sess := e.Session(4, 1, 500)
+	ctx := context.Background()
+	lost, closed := e.Token(1), e.Token(2)
+	buy := func(tok string) string {
+		r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)
+		require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+		return r.Str("order_no")
+	}
+	lostNo, closedNo := buy(lost), buy(closed)
+	e.WaitStatus(lost, lostNo, 20*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(closed, closedNo, 20*time.Second, seckill.StatusWaitPay)
+	u := fmt.Sprint(time.Now().UnixNano())
+	payLost, payClosed := "pay-lost-"+u, "pay-closed-"+u
+	require.Equal(t, 200, e.Pay(lostNo, payLost, "evt-"+payLost, 500).Status)
+	require.Equal(t, 200, e.Pay(closedNo, payClosed, "evt-"+payClosed, 500).Status)
+
+	refunds := &relay.Refunds{Store: e.DB, Starter: e.Orders, Views: e.Gate, Log: e.Log, ReceivedAge: time.Millisecond}
+	_, err := refunds.Pass(ctx)
+	require.NoError(t, err)
+	states, err := e.DB.RefundStates(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, states, 2)
+	for _, st := range states {
+		require.Equal(t, seckill.RefundReceived, st.State, "left to the running workflows: %+v", st)
+	}
+
+	// One run is lost in WAIT_PAY; the other times out and closes.
+	require.NoError(t, e.Temporal.TerminateWorkflow(ctx, seckill.WorkflowID(lostNo), "", "test: the run is lost"))
+	require.NoError(t, e.Temporal.GetWorkflow(ctx, seckill.WorkflowID(closedNo), "").Get(ctx, nil))
+	e.Eventually(20*time.Second, "both payments settled and the refund done", func() error {
+		if _, err := refunds.Pass(ctx); err != nil {
+			return err
+		}
+		if states, err := e.DB.RefundStates(ctx, 10); err != nil || len(states) != 0 {
+			return fmt.Errorf("not settled: %+v %v", states, err)
+		}
+		return nil
+	})
+	e.WaitStatus(lost, lostNo, 10*time.Second, seckill.StatusPaid)
+	e.WaitStatus(closed, closedNo, 10*time.Second, seckill.StatusRefunded)
+	require.Contains(t, e.Provider.Refunds(), payClosed)
+	require.NotContains(t, e.Provider.Refunds(), payLost)
+	rep := e.RequireInvariants(sess.ID)
+	require.Equal(t, 1, rep.Orders[seckill.StatusPaid])
+	require.Equal(t, 1, rep.Orders[seckill.StatusRefunded])
+}
+
+// flakyPayments fails the first signal of each payment as Temporal being
+// unreachable would.
+type flakyPayments struct {
+	api.Flow
+	mu     sync.Mutex
+	failed map[string]bool
+}
+
+func (f *flakyPayments) Pay(ctx context.Context, p *seckill.Payment) error {
+	f.mu.Lock()
+	first := !f.failed[p.PaymentID]
+	f.failed[p.PaymentID] = true
+	f.mu.Unlock()
+	if first {
+		return seckill.Errorf(seckill.EUNAVAILABLE, "order service unavailable, retry shortly")
+	}
+	return f.Flow.Pay(ctx, p)
+}
+
+// The webhook writes the payment (RECEIVED) before it signals; when the
+// signal fails the provider gets 503, and its redelivery is signalled again
+// rather than answered as a replay: the order is paid once, with one
+// payment row.
+func TestWebhookRedeliveryAfterAFailedSignal(t *testing.T) {
+	e := testenv.New(t, testenv.Options{WrapFlow: func(f api.Flow) api.Flow {
+		return &flakyPayments{Flow: f, failed: map[string]bool{}}
+	}})
+	sess := e.Session(2, 1, 700)
+	tok := e.Token(1)
+	r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)
+	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	no := r.Str("order_no")
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
+
+	pay := "pay-redeliver-" + fmt.Sprint(time.Now().UnixNano())
+	requireError(t, e.Pay(no, pay, "evt-"+pay, 700), 503, "UNAVAILABLE", "retry")
+	states, err := e.DB.RefundStates(context.Background(), 10)
+	require.NoError(t, err)
+	require.Len(t, states, 1)
+	require.Equal(t, seckill.RefundReceived, states[0].State, "written before the signal")
+
+	require.Equal(t, 200, e.Pay(no, pay, "evt-"+pay, 700).Status)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)
+	require.Equal(t, 200, e.Pay(no, pay, "evt-"+pay, 700).Status, "a replay of an applied payment")
+	states, err = e.DB.RefundStates(context.Background(), 10)
+	require.NoError(t, err)
+	require.Empty(t, states)
+	e.RequireInvariants(sess.ID)
 }

@@ -43,9 +43,9 @@ func (b *webhookBody) payment(trace string) (*seckill.Payment, error) {
 }
 
 // webhook: POST /api/v1/payments/webhook. It answers 200 only once the
-// payment is durably handled: signalled into the order's workflow (kept in
-// its history) or, when the workflow has finished, recorded in MySQL as a
-// payment to refund. Replays answer 200 and change nothing.
+// payment is durably handled: written to MySQL as RECEIVED and signalled
+// into the order's workflow, or, when the workflow has finished, recorded
+// in MySQL as a payment to refund. Replays answer 200 and change nothing.
 func (s *Server) webhook(c *fiber.Ctx) error {
 	body := c.Body()
 	if err := seckill.VerifyWebhook(s.cfg.WebhookSecret, c.Get(HeaderSignature), body, s.cfg.Now()); err != nil {
@@ -72,6 +72,14 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	}
 	if o.AmountCents != p.AmountCents {
 		return seckill.Errorf(seckill.EAMOUNT, "amount_cents %d does not match the order's %d", p.AmountCents, o.AmountCents)
+	}
+	// Written before the signal: the signal lives only in the workflow's
+	// history, and a workflow that cannot record the payment (MySQL down
+	// past its retries, or the run terminated or lost) would take it along.
+	// This row outlives it; the refund relay settles it once no workflow
+	// runs for the order.
+	if err := s.store.RecordPayment(ctx, p); err != nil {
+		return err
 	}
 	err = s.flow.Pay(ctx, p)
 	if seckill.ErrorCode(err) == seckill.ENOTFOUND {

@@ -180,6 +180,8 @@ func (s *stack) env(l links, extra ...string) ([]string, error) {
 		"SECKILL_WEBHOOK_SECRET=" + string(s.cfg.WebhookSecret),
 		"SECKILL_ADMIN_TOKEN=" + s.cfg.AdminToken,
 		"SECKILL_PAY_TIMEOUT=" + s.cfg.PayTimeout.String(),
+		// Payments come from the soak itself, signed with its own secret.
+		"SECKILL_PAYMENT_PROVIDER=sandbox",
 		"SECKILL_RECONCILE_EVERY=0",
 		"SECKILL_LIMIT_IP_RPS=0", "SECKILL_LIMIT_USER_RPS=0", "SECKILL_LIMIT_GLOBAL_RPS=0",
 		"SECKILL_WORKER_HTTP_ADDR=127.0.0.1:0",

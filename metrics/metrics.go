@@ -51,15 +51,24 @@ type Metrics struct {
 	RelayBacklog *prometheus.GaugeVec
 	RelayOldest  *prometheus.GaugeVec
 	RelayActions *prometheus.CounterVec
-	// Orders, Stock, Drift, Problems and InFlight are the last reconcile of
+	// SweepActions counts what the worker's sweep did with stuck orders.
+	SweepActions *prometheus.CounterVec
+	// Orders, Stock, Drift, Stuck, Problems and InFlight are the last reconcile of
 	// each preheated session, refreshed by the worker's observer.
 	Orders   *prometheus.GaugeVec
 	Stock    *prometheus.GaugeVec
 	Drift    *prometheus.GaugeVec
+	Stuck    *prometheus.GaugeVec
 	Problems *prometheus.GaugeVec
 	InFlight *prometheus.GaugeVec
 	// ReconcileRuns counts observer passes by result (ok, drift, error).
 	ReconcileRuns *prometheus.CounterVec
+	// Refunds counts the refunds not done by state (pending, parked,
+	// received), refreshed by the refund relay; RefundFailures counts
+	// refund runs the provider failed, by what followed (pending: retried
+	// later; parked).
+	Refunds        *prometheus.GaugeVec
+	RefundFailures *prometheus.CounterVec
 
 	observed map[string]bool // session ids with sale series
 }
@@ -108,6 +117,9 @@ func New() *Metrics {
 		RelayActions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_relay_actions_total", Help: "What the relays did: started, existed (the API's start had worked), released, failed.",
 		}, []string{"queue", "action"}),
+		SweepActions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_sweep_actions_total", Help: "What the sweep did with orders past their deadline: closed (WAIT_PAY), queued (never created), released (closed, release pending), running (workflow alive: left alone), refreshed (a settled order's missing cached view written again), failed.",
+		}, []string{"action"}),
 		Orders: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_orders", Help: "Orders by status per session (last reconcile).",
 		}, []string{"session_id", "status"}),
@@ -116,6 +128,9 @@ func New() *Metrics {
 		}, []string{"session_id", "store"}),
 		Drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_reconcile_drift", Help: "Units on which Redis and MySQL disagree for good (orders MySQL refused after Redis admitted them); should stay 0.",
+		}, []string{"session_id"}),
+		Stuck: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_reconcile_stuck_orders", Help: "Orders past their pay deadline + the sweep grace still WAIT_PAY, or reservations past the pay timeout + grace not created or not released; the sweep closes them.",
 		}, []string{"session_id"}),
 		Problems: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_reconcile_problems", Help: "Broken invariants found by the last reconcile of the session; anything above 0 needs a look.",
@@ -126,10 +141,17 @@ func New() *Metrics {
 		ReconcileRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_reconcile_runs_total", Help: "Observer reconcile passes by result: ok, drift (some session broke an invariant), error.",
 		}, []string{"result"}),
+		Refunds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_refunds", Help: "Refunds not done by state: pending (tried now or after its backoff), parked (given up on until `seckill refunds retry`; anything above 0 needs ops), received (payments no workflow recorded yet).",
+		}, []string{"state"}),
+		RefundFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_refund_failures_total", Help: "Refund runs the payment provider failed, by what followed: pending (retried after a backoff) or parked.",
+		}, []string{"state"}),
 	}
+	m.Registry.MustRegister(m.Refunds, m.RefundFailures)
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Admissions, m.RedisAdmit, m.RedisCommands, m.RedisErrors, m.WorkflowStart,
-		m.WorkflowStartFailures, m.WorkflowStartNoWait, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.Orders, m.Stock, m.Drift,
-		m.Problems, m.InFlight, m.ReconcileRuns,
+		m.WorkflowStartFailures, m.WorkflowStartNoWait, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.SweepActions, m.Orders, m.Stock, m.Drift,
+		m.Stuck, m.Problems, m.InFlight, m.ReconcileRuns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -151,6 +173,7 @@ func (m *Metrics) ObserveReports(reports []seckill.Report) {
 		m.Stock.WithLabelValues(id, "db").Set(float64(r.DBStock))
 		m.Stock.WithLabelValues(id, "redis").Set(float64(r.RedisStock))
 		m.Drift.WithLabelValues(id).Set(float64(r.Drift))
+		m.Stuck.WithLabelValues(id).Set(float64(r.StuckOrders))
 		m.Problems.WithLabelValues(id).Set(float64(len(r.Problems)))
 		m.InFlight.WithLabelValues(id).Set(float64(r.InFlight))
 		pending += r.PendingStarts
@@ -164,7 +187,7 @@ func (m *Metrics) ObserveReports(reports []seckill.Report) {
 	// between two passes cannot see a session vanish and come back.
 	for id := range m.observed {
 		if !seen[id] {
-			for _, v := range []*prometheus.GaugeVec{m.Orders, m.Stock, m.Drift, m.Problems, m.InFlight} {
+			for _, v := range []*prometheus.GaugeVec{m.Orders, m.Stock, m.Drift, m.Stuck, m.Problems, m.InFlight} {
 				v.DeletePartialMatch(prometheus.Labels{"session_id": id})
 			}
 		}

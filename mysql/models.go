@@ -75,6 +75,10 @@ func (slotRow) TableName() string { return "order_slots" }
 
 // Payment row statuses.
 const (
+	// paymentReceived: written by the webhook before it signals the order's
+	// workflow, so a payment is in MySQL even if the workflow can never
+	// record it; ApplyPayment turns it into one of the others.
+	paymentReceived      = "RECEIVED"
 	paymentCaptured      = "CAPTURED"
 	paymentRefundPending = "REFUND_PENDING"
 	paymentRefunded      = "REFUNDED"
@@ -89,8 +93,14 @@ type paymentRow struct {
 	Status      string
 	TraceID     string
 	RefundID    *string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// Refund retries (REFUND_PENDING only): failed runs, when the next run
+	// is due, the last failure, and when the refund was parked.
+	RefundAttempts int
+	RefundNextAt   *time.Time
+	RefundError    string
+	RefundParkedAt *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 func (paymentRow) TableName() string { return "payments" }

@@ -52,7 +52,7 @@ func TestCreateOrderIsIdempotent(t *testing.T) {
 	}
 	wg.Wait()
 	require.Equal(t, 3, dbStock(t, e, sess.ID))
-	snap, err := e.DB.SessionSnapshot(ctx, sess.ID)
+	snap, err := e.DB.SessionSnapshot(ctx, sess.ID, nil, time.Now())
 	require.NoError(t, err)
 	require.Equal(t, 1, snap.Orders[seckill.StatusWaitPay])
 	require.Zero(t, snap.LedgerMismatch)
@@ -151,7 +151,7 @@ func TestPaymentRacesClose(t *testing.T) {
 			t.Fatalf("unexpected outcome %s", outcome)
 		}
 	}
-	snap, err := e.DB.SessionSnapshot(ctx, sess.ID)
+	snap, err := e.DB.SessionSnapshot(ctx, sess.ID, nil, time.Now())
 	require.NoError(t, err)
 	require.Equal(t, n, snap.DBStock+snap.HeldQty)
 	require.Zero(t, snap.PaidPaymentMismatch)
@@ -187,7 +187,7 @@ func TestApplyPaymentRules(t *testing.T) {
 	require.Equal(t, seckill.StatusPaid, st)
 	_, _, err = e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: "x", PaymentID: "y", OrderNo: "1-zzz", AmountCents: 1})
 	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(err))
-	snap, err := e.DB.SessionSnapshot(ctx, sess.ID)
+	snap, err := e.DB.SessionSnapshot(ctx, sess.ID, nil, time.Now())
 	require.NoError(t, err)
 	require.Zero(t, snap.PaidPaymentMismatch)
 	require.Equal(t, 4, snap.DBStock)
@@ -242,7 +242,7 @@ func TestBatchedCreatesKeepEveryRule(t *testing.T) {
 	}
 	require.Equal(t, map[seckill.Status]int{seckill.StatusWaitPay: 29, seckill.StatusFailed: 1}, counts)
 	require.Equal(t, 71, dbStock(t, e, sess.ID))
-	snap, err := e.DB.SessionSnapshot(ctx, sess.ID)
+	snap, err := e.DB.SessionSnapshot(ctx, sess.ID, nil, time.Now())
 	require.NoError(t, err)
 	require.Zero(t, snap.LedgerMismatch)
 	require.Equal(t, 100, snap.DBStock+snap.HeldQty)

@@ -220,3 +220,19 @@ func (db *DB) LiveHoldings(ctx context.Context, sessionID int64) ([]seckill.Rese
 	}
 	return out, nil
 }
+
+// OverdueOrders returns up to limit WAIT_PAY orders, of any session, whose
+// pay deadline is before before, the oldest deadline first: the orders the
+// sweep looks at (their workflow should have closed them).
+func (db *DB) OverdueOrders(ctx context.Context, before time.Time, limit int) ([]*seckill.Order, error) {
+	var rows []orderRow
+	if err := db.gorm.WithContext(ctx).Where("status = ? AND pay_deadline < ?", seckill.StatusWaitPay, before.UTC()).
+		Order("pay_deadline").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]*seckill.Order, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, nil
+}

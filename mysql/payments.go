@@ -20,6 +20,8 @@ import (
 //     for its refund; the order is unchanged.
 //   - the same payment or event seen before: nothing changes.
 //
+// A payment the webhook wrote as RECEIVED is applied in place.
+//
 // A payment whose amount differs from the order's is refused with
 // AMOUNT_MISMATCH and changes nothing.
 func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error) {
@@ -35,31 +37,46 @@ func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.Pay
 			return err
 		}
 		status = seckill.Status(row.Status)
-		var seen int64
-		if err := tx.Model(&paymentRow{}).Where("payment_id = ? OR event_id = ?", p.PaymentID, p.EventID).
-			Count(&seen).Error; err != nil {
+		var seen []paymentRow
+		if err := tx.Where("payment_id = ? OR event_id = ?", p.PaymentID, p.EventID).Find(&seen).Error; err != nil {
 			return err
 		}
-		if seen > 0 {
-			outcome = seckill.PaymentDuplicate
-			return nil
+		// A RECEIVED row of this very payment (the webhook wrote it before
+		// signalling) is applied in place; any other row means it was
+		// applied before.
+		var received *paymentRow
+		for i := range seen {
+			if seen[i].Status != paymentReceived || seen[i].PaymentID != p.PaymentID {
+				outcome = seckill.PaymentDuplicate
+				return nil
+			}
+			received = &seen[i]
 		}
 		if p.AmountCents != row.AmountCents {
 			return seckill.Errorf(seckill.EAMOUNT, "amount_cents %d does not match the order's %d", p.AmountCents, row.AmountCents)
 		}
 		pay := paymentRow{
 			PaymentID: p.PaymentID, EventID: p.EventID, OrderNo: p.OrderNo, AmountCents: p.AmountCents,
-			Status: paymentRefundPending, TraceID: p.TraceID, CreatedAt: now, UpdatedAt: now,
+			Status: paymentRefundPending, TraceID: p.TraceID, RefundNextAt: &now, CreatedAt: now, UpdatedAt: now,
 		}
 		outcome = seckill.PaymentRefundPending
 		var next seckill.Status
 		switch status {
 		case seckill.StatusWaitPay:
-			pay.Status, outcome, next = paymentCaptured, seckill.PaymentCaptured, seckill.StatusPaid
+			pay.Status, pay.RefundNextAt, outcome, next = paymentCaptured, nil, seckill.PaymentCaptured, seckill.StatusPaid
 		case seckill.StatusClosed:
 			next = seckill.StatusRefundPending
 		}
-		if err := tx.Create(&pay).Error; err != nil {
+		if received != nil {
+			res := tx.Model(&paymentRow{}).Where("id = ? AND status = ?", received.ID, paymentReceived).
+				Updates(map[string]any{"status": pay.Status, "refund_next_at": pay.RefundNextAt, "updated_at": now})
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected != 1 {
+				return errors.New("payment: RECEIVED row changed under the order's lock")
+			}
+		} else if err := tx.Create(&pay).Error; err != nil {
 			return err
 		}
 		if next == "" {
@@ -104,10 +121,29 @@ func traceOr(t, fallback string) string {
 }
 
 // PaymentSeen reports whether a payment with this payment id or event id
-// was recorded already (the webhook answers replays without a signal).
+// was applied already (the webhook answers replays without a signal). A
+// payment only RECEIVED is not seen: its delivery is signalled again.
 func (db *DB) PaymentSeen(ctx context.Context, paymentID, eventID string) (bool, error) {
 	var n int64
 	err := db.gorm.WithContext(ctx).Model(&paymentRow{}).
-		Where("payment_id = ? OR event_id = ?", paymentID, eventID).Count(&n).Error
+		Where("(payment_id = ? OR event_id = ?) AND status <> ?", paymentID, eventID, paymentReceived).Count(&n).Error
 	return n > 0, err
+}
+
+// RecordPayment writes a payment as RECEIVED before the webhook signals it
+// to the order's workflow. The signal lives only in Temporal; this row
+// outlives a workflow that cannot record the payment (MySQL down past its
+// retries, the run terminated or lost), and the refund relay settles it
+// once no workflow runs for the order. Idempotent: a payment (or event)
+// already written changes nothing.
+func (db *DB) RecordPayment(ctx context.Context, p *seckill.Payment) error {
+	now := db.now()
+	err := db.gorm.WithContext(ctx).Create(&paymentRow{
+		PaymentID: p.PaymentID, EventID: p.EventID, OrderNo: p.OrderNo, AmountCents: p.AmountCents,
+		Status: paymentReceived, TraceID: p.TraceID, CreatedAt: now, UpdatedAt: now,
+	}).Error
+	if isDuplicate(err) {
+		return nil
+	}
+	return err
 }

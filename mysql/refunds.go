@@ -3,6 +3,8 @@ package mysql
 import (
 	"context"
 	"errors"
+	"strings"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -10,7 +12,8 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// PendingRefunds lists payments waiting for their refund, oldest first.
+// PendingRefunds lists payments waiting for their refund (parked ones
+// included), oldest first.
 func (db *DB) PendingRefunds(ctx context.Context, limit int) ([]seckill.Refund, error) {
 	var rows []paymentRow
 	if err := db.gorm.WithContext(ctx).Where("status = ?", paymentRefundPending).
@@ -22,6 +25,174 @@ func (db *DB) PendingRefunds(ctx context.Context, limit int) ([]seckill.Refund, 
 		out[i] = seckill.Refund{PaymentID: r.PaymentID, OrderNo: r.OrderNo, AmountCents: r.AmountCents, TraceID: r.TraceID}
 	}
 	return out, nil
+}
+
+// DueRefunds lists the refunds the relay should run now: REFUND_PENDING,
+// not parked, due; the longest overdue first, so a refund pushed back by
+// its failures never stands in front of a newer one.
+func (db *DB) DueRefunds(ctx context.Context, limit int) ([]seckill.Refund, error) {
+	var rows []paymentRow
+	if err := db.gorm.WithContext(ctx).
+		Where("status = ? AND refund_parked_at IS NULL AND (refund_next_at IS NULL OR refund_next_at <= ?)", paymentRefundPending, db.now()).
+		Order("refund_next_at").Order("id").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]seckill.Refund, len(rows))
+	for i, r := range rows {
+		out[i] = seckill.Refund{PaymentID: r.PaymentID, OrderNo: r.OrderNo, AmountCents: r.AmountCents, TraceID: r.TraceID}
+	}
+	return out, nil
+}
+
+// ClaimRefund moves a due refund's next attempt lease into the future, so
+// that the relay (of any worker) lists it again only if its run is lost.
+// False means another relay claimed it first, or it is no longer due.
+func (db *DB) ClaimRefund(ctx context.Context, paymentID string, lease time.Duration) (bool, error) {
+	now := db.now()
+	res := db.gorm.WithContext(ctx).Model(&paymentRow{}).
+		Where("payment_id = ? AND status = ? AND refund_parked_at IS NULL AND (refund_next_at IS NULL OR refund_next_at <= ?)",
+			paymentID, paymentRefundPending, now).
+		Updates(map[string]any{"refund_next_at": now.Add(lease), "updated_at": now})
+	return res.RowsAffected == 1, res.Error
+}
+
+// maxRefundError is the width of payments.refund_error.
+const maxRefundError = 512
+
+// RecordRefundFailure counts a failed refund run: the next run waits the
+// policy's backoff, or the refund is parked once it failed policy.Attempts
+// times. A refund no longer pending (refunded meanwhile) is left alone. It
+// returns where the refund stands.
+func (db *DB) RecordRefundFailure(ctx context.Context, paymentID, reason string, policy seckill.RefundRetry) (*seckill.RefundState, error) {
+	if len(reason) > maxRefundError {
+		reason = reason[:maxRefundError]
+	}
+	var st *seckill.RefundState
+	now := db.now()
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var pay paymentRow
+		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("payment_id = ?", paymentID).Take(&pay).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return seckill.Errorf(seckill.ENOTFOUND, "payment %s not found", paymentID)
+		} else if err != nil {
+			return err
+		}
+		if pay.Status != paymentRefundPending {
+			st = refundState(&pay)
+			return nil
+		}
+		pay.RefundAttempts++
+		pay.RefundError = reason
+		if policy.Park(pay.RefundAttempts) {
+			pay.RefundParkedAt = &now
+		} else {
+			next := now.Add(policy.Backoff(pay.RefundAttempts))
+			pay.RefundNextAt = &next
+		}
+		st = refundState(&pay)
+		return tx.Model(&paymentRow{}).Where("id = ?", pay.ID).Updates(map[string]any{
+			"refund_attempts": pay.RefundAttempts, "refund_error": pay.RefundError,
+			"refund_next_at": pay.RefundNextAt, "refund_parked_at": pay.RefundParkedAt, "updated_at": now,
+		}).Error
+	})
+	return st, err
+}
+
+// RetryRefund gives a pending refund (parked or not) a fresh round: due
+// now, its failed runs forgotten. NOT_FOUND when the payment has no
+// pending refund.
+func (db *DB) RetryRefund(ctx context.Context, paymentID string) error {
+	now := db.now()
+	res := db.gorm.WithContext(ctx).Model(&paymentRow{}).
+		Where("payment_id = ? AND status = ?", paymentID, paymentRefundPending).
+		Updates(map[string]any{"refund_parked_at": nil, "refund_attempts": 0, "refund_next_at": now, "updated_at": now})
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return seckill.Errorf(seckill.ENOTFOUND, "payment %s has no pending refund", paymentID)
+	}
+	return nil
+}
+
+// RefundStates lists the refunds not done, for ops: pending, parked, and
+// payments still RECEIVED (not recorded by their workflow yet), oldest
+// first.
+func (db *DB) RefundStates(ctx context.Context, limit int) ([]seckill.RefundState, error) {
+	var rows []paymentRow
+	if err := db.gorm.WithContext(ctx).Where("status IN ?", []string{paymentRefundPending, paymentReceived}).
+		Order("id").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]seckill.RefundState, len(rows))
+	for i := range rows {
+		out[i] = *refundState(&rows[i])
+	}
+	return out, nil
+}
+
+// RefundCounts counts the refunds not done by state (seckill.RefundDue,
+// RefundParked, RefundReceived), for the metrics.
+func (db *DB) RefundCounts(ctx context.Context) (map[string]int, error) {
+	var rows []struct {
+		Status string
+		Parked bool
+		N      int
+	}
+	if err := db.gorm.WithContext(ctx).Model(&paymentRow{}).
+		Select("status, refund_parked_at IS NOT NULL AS parked, COUNT(*) AS n").
+		Where("status IN ?", []string{paymentRefundPending, paymentReceived}).
+		Group("status, parked").Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := map[string]int{seckill.RefundDue: 0, seckill.RefundParked: 0, seckill.RefundReceived: 0}
+	for _, r := range rows {
+		out[refundStateName(r.Status, r.Parked)] += r.N
+	}
+	return out, nil
+}
+
+// ReceivedPayments lists payments still RECEIVED after olderThan: the
+// webhook wrote them and signalled, and no workflow has recorded them yet.
+func (db *DB) ReceivedPayments(ctx context.Context, olderThan time.Duration, limit int) ([]seckill.Payment, error) {
+	var rows []paymentRow
+	if err := db.gorm.WithContext(ctx).Where("status = ? AND created_at <= ?", paymentReceived, db.now().Add(-olderThan)).
+		Order("id").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]seckill.Payment, len(rows))
+	for i, r := range rows {
+		out[i] = seckill.Payment{EventID: r.EventID, PaymentID: r.PaymentID, OrderNo: r.OrderNo,
+			AmountCents: r.AmountCents, TraceID: r.TraceID}
+	}
+	return out, nil
+}
+
+func refundStateName(status string, parked bool) string {
+	switch {
+	case status == paymentReceived:
+		return seckill.RefundReceived
+	case status != paymentRefundPending:
+		return strings.ToLower(status) // refunded, or captured: no refund to wait for
+	case parked:
+		return seckill.RefundParked
+	default:
+		return seckill.RefundDue
+	}
+}
+
+func refundState(r *paymentRow) *seckill.RefundState {
+	st := &seckill.RefundState{
+		Refund:   seckill.Refund{PaymentID: r.PaymentID, OrderNo: r.OrderNo, AmountCents: r.AmountCents, TraceID: r.TraceID},
+		State:    refundStateName(r.Status, r.RefundParkedAt != nil),
+		Attempts: r.RefundAttempts, LastError: r.RefundError, CreatedAt: r.CreatedAt.UTC(),
+	}
+	if r.RefundParkedAt != nil {
+		st.ParkedAt = r.RefundParkedAt.UTC()
+	} else if r.RefundNextAt != nil && r.Status == paymentRefundPending {
+		st.NextAttemptAt = r.RefundNextAt.UTC()
+	}
+	return st
 }
 
 // MarkRefunded records that a payment's money went back: the payment

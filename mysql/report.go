@@ -2,18 +2,39 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/seckill/seckill"
 )
 
-// SessionSnapshot reads the MySQL side of a session for reconcile.
-func (db *DB) SessionSnapshot(ctx context.Context, sessionID int64) (*seckill.DBSnapshot, error) {
-	s, stock, err := db.Session(ctx, sessionID)
-	if err != nil {
+// SessionSnapshot reads the MySQL side of a session for reconcile in one
+// read-only REPEATABLE READ transaction: InnoDB fixes the transaction's
+// read view at its first read (the session row), and every later query
+// sees that same instant, so a sale in motion cannot make the counts
+// disagree with each other or with the statuses of orderNos. Overdue counts
+// the WAIT_PAY orders whose pay deadline is before overdueBefore.
+func (db *DB) SessionSnapshot(ctx context.Context, sessionID int64, orderNos []string, overdueBefore time.Time) (*seckill.DBSnapshot, error) {
+	var snap *seckill.DBSnapshot
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		snap, err = sessionSnapshot(tx, sessionID, orderNos, overdueBefore)
+		return err
+	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	return snap, err
+}
+
+func sessionSnapshot(g *gorm.DB, sessionID int64, orderNos []string, overdueBefore time.Time) (*seckill.DBSnapshot, error) {
+	var sess sessionRow
+	if err := g.First(&sess, sessionID).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, seckill.Errorf(seckill.ENOTFOUND, "session %d not found", sessionID)
+	} else if err != nil {
 		return nil, err
 	}
-	snap := &seckill.DBSnapshot{Session: s, DBStock: stock, Orders: map[seckill.Status]int{}}
-	g := db.gorm.WithContext(ctx)
+	snap := &seckill.DBSnapshot{Session: sess.domain(), DBStock: sess.Stock, Orders: map[seckill.Status]int{}}
 
 	var byStatus []struct {
 		Status string
@@ -59,17 +80,29 @@ func (db *DB) SessionSnapshot(ctx context.Context, sessionID int64) (*seckill.DB
 		return nil, err
 	}
 	snap.RefundsPending = int(refunds)
-	return snap, nil
+	var overdue int64
+	if err := g.Model(&orderRow{}).Where("session_id = ? AND status = ? AND pay_deadline < ?",
+		sessionID, seckill.StatusWaitPay, overdueBefore.UTC()).Count(&overdue).Error; err != nil {
+		return nil, err
+	}
+	snap.Overdue = int(overdue)
+	var err error
+	snap.Statuses, err = orderStatuses(g, orderNos)
+	return snap, err
 }
 
 // OrderStatuses returns the status of each of the given orders that has a row.
 func (db *DB) OrderStatuses(ctx context.Context, orderNos []string) (map[string]seckill.Status, error) {
+	return orderStatuses(db.gorm.WithContext(ctx), orderNos)
+}
+
+func orderStatuses(g *gorm.DB, orderNos []string) (map[string]seckill.Status, error) {
 	out := make(map[string]seckill.Status, len(orderNos))
 	const chunk = 500
 	for i := 0; i < len(orderNos); i += chunk {
 		part := orderNos[i:min(i+chunk, len(orderNos))]
 		var rows []orderRow
-		if err := db.gorm.WithContext(ctx).Select("order_no, status").Where("order_no IN ?", part).Find(&rows).Error; err != nil {
+		if err := g.Select("order_no, status").Where("order_no IN ?", part).Find(&rows).Error; err != nil {
 			return nil, err
 		}
 		for _, r := range rows {

@@ -27,7 +27,8 @@
 //	redis_rate script (Limiter)    no: every run takes a token                 never: 503, the client retries
 //	MULTI rebuild (Rebuild)        no: a re-run would drop reservations made   never: the admin runs it again
 //	                               since the first
-//	snapshot reads (SessionSnapshot) reads, but one consistent view matters    never: reconcile runs again
+//	snapshot.lua (SessionSnapshot) a read-only script: one instant per run     yes
+//	HSCAN + HMGET (Unsettled)      reads                                       yes
 package redis
 
 import (
@@ -53,10 +54,13 @@ var (
 	releaseSrc string
 	//go:embed putorder.lua
 	putOrderSrc string
+	//go:embed snapshot.lua
+	snapshotSrc string
 
 	admitScript    = goredis.NewScript(admitSrc)
 	releaseScript  = goredis.NewScript(releaseSrc)
 	putOrderScript = goredis.NewScript(putOrderSrc)
+	snapshotScript = goredis.NewScript(snapshotSrc)
 )
 
 // Gate is the Redis side of admission.
@@ -78,7 +82,7 @@ func New(rdb goredis.UniversalClient, prefix string) *Gate {
 // request (go-redis falls back to EVAL on NOSCRIPT anyway, e.g. after a
 // Redis restart).
 func (g *Gate) Load(ctx context.Context) error {
-	for _, s := range []*goredis.Script{admitScript, releaseScript, putOrderScript} {
+	for _, s := range []*goredis.Script{admitScript, releaseScript, putOrderScript, snapshotScript} {
 		if err := s.Load(ctx, g.rdb).Err(); err != nil {
 			return unavailable(err)
 		}
@@ -553,44 +557,58 @@ func parseReservation(sessionID int64, orderNo, raw string) (*seckill.Reservatio
 	}, nil
 }
 
-// SessionSnapshot reads the Redis side of a session for reconcile.
+// SessionSnapshot reads the Redis side of a session for reconcile with one
+// script: stock, reservations, pending starts and per-user marks at one
+// instant, so an admission or release running meanwhile is either wholly in
+// it or wholly out.
 func (g *Gate) SessionSnapshot(ctx context.Context, sessionID int64) (*seckill.RedisSnapshot, error) {
-	k := g.keys(sessionID)
-	stock, preheated, err := g.Stock(ctx, sessionID)
+	res, err := idempotent(ctx, func(ctx context.Context) ([]any, error) {
+		return snapshotScript.Run(ctx, g.rdb, g.keys(sessionID).script()).Slice()
+	})
 	if err != nil {
-		return nil, err
+		return nil, unavailable(err)
 	}
-	snap := &seckill.RedisSnapshot{Preheated: preheated, Stock: stock, Reservations: map[string]int{}}
-	reserved, reservedSlots := map[int64]int{}, map[int64]int64{}
-	iter := g.rdb.HScan(ctx, k.resv, 0, "", 1000).Iterator()
-	for iter.Next(ctx) {
-		no := iter.Val()
-		if !iter.Next(ctx) {
-			break
+	if len(res) != 5 {
+		return nil, fmt.Errorf("snapshot script returned %d values", len(res))
+	}
+	snap := &seckill.RedisSnapshot{Reservations: map[string]int{}, ReservedAt: map[string]time.Time{}}
+	if s, ok := res[0].(string); ok {
+		if snap.Stock, err = strconv.Atoi(s); err != nil {
+			return nil, fmt.Errorf("session %d stock %q: %w", sessionID, s, err)
 		}
-		r, err := parseReservation(sessionID, no, iter.Val())
+		snap.Preheated = true
+	}
+	reserved, reservedSlots := map[int64]int{}, map[int64]int64{}
+	resv, _ := res[1].([]any)
+	for i := 0; i+1 < len(resv); i += 2 {
+		no, _ := resv[i].(string)
+		raw, _ := resv[i+1].(string)
+		r, err := parseReservation(sessionID, no, raw)
 		if err != nil {
 			return nil, err
 		}
 		snap.Reservations[no] = r.Quantity
+		snap.ReservedAt[no] = r.ReservedAt
 		reserved[r.UserID] += r.Quantity
 		reservedSlots[r.UserID] |= slotsMask(r.Slots)
 	}
-	if err := iter.Err(); err != nil {
-		return nil, unavailable(err)
-	}
-	if snap.Pending, snap.OldestPending, err = g.PendingStats(ctx, sessionID); err != nil {
-		return nil, err
+	n, _ := res[2].(int64)
+	snap.Pending = int(n)
+	if s, ok := res[3].(string); ok {
+		ms, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, fmt.Errorf("session %d oldest pending start %q: %w", sessionID, s, err)
+		}
+		snap.OldestPending = time.UnixMilli(int64(ms)).UTC()
 	}
 	// The per-user marks (units and slots) must be exactly what the user's
 	// live reservations hold: the admission and release scripts keep them
 	// together, so any difference is corruption.
-	marks, err := g.rdb.HGetAll(ctx, k.buyers).Result()
-	if err != nil {
-		return nil, unavailable(err)
-	}
+	marks, _ := res[4].([]any)
 	seen := map[int64]bool{}
-	for field, v := range marks {
+	for i := 0; i+1 < len(marks); i += 2 {
+		field, _ := marks[i].(string)
+		v, _ := marks[i+1].(string)
 		user, isSlots := strings.CutSuffix(field, ":slots")
 		id, err1 := strconv.ParseInt(user, 10, 64)
 		n, err2 := strconv.ParseInt(v, 10, 64)

@@ -10,51 +10,168 @@ import (
 	"github.com/seckill/seckill/metrics"
 )
 
-// RefundStore lists the payments waiting for their refund (MySQL is the
-// outbox here: ApplyPayment writes REFUND_PENDING in its transaction).
+// RefundStore is the MySQL side of the refund relay (MySQL is the outbox
+// here: ApplyPayment writes REFUND_PENDING in its transaction, the webhook
+// writes RECEIVED before it signals).
 type RefundStore interface {
-	PendingRefunds(ctx context.Context, limit int) ([]seckill.Refund, error)
+	DueRefunds(ctx context.Context, limit int) ([]seckill.Refund, error)
+	ClaimRefund(ctx context.Context, paymentID string, lease time.Duration) (bool, error)
+	RefundCounts(ctx context.Context) (map[string]int, error)
+	ReceivedPayments(ctx context.Context, olderThan time.Duration, limit int) ([]seckill.Payment, error)
+	ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error)
+	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 }
 
-// RefundStarter starts a payment's refund workflow; started is false when
-// it existed.
+// RefundStarter starts a payment's refund run and tells whether an order's
+// workflow is running.
 type RefundStarter interface {
+	// StartRefund: started is false when a run is going on or completed.
 	StartRefund(ctx context.Context, r *seckill.Refund) (started bool, err error)
+	Running(ctx context.Context, orderNo string) (bool, error)
 }
 
-// Refunds starts a refund workflow (refund:<payment_id>) for every payment
-// waiting for one, whichever path recorded it: the order workflow (a
-// payment during or after the close) or the API (a payment after the
-// workflow ended).
+// Views caches order views for polls (the Redis gate).
+type Views interface {
+	PutOrder(ctx context.Context, o *seckill.Order) error
+}
+
+// Defaults of the refund relay.
+const (
+	// DefaultRefundLease is how long a started refund run is left alone
+	// before the relay looks at it again: well past one run's provider
+	// retries, so only a lost run is started again (and a run still going
+	// is found by its workflow id, never doubled).
+	DefaultRefundLease = 5 * time.Minute
+	// DefaultReceivedAge is how long a RECEIVED payment is left to its
+	// order's workflow before the relay checks whether one still runs.
+	DefaultReceivedAge = time.Minute
+)
+
+// Refunds starts a refund run (workflow refund:<payment_id>) for every
+// payment whose refund is due, whichever path recorded it: the order
+// workflow (a payment during or after the close), the API (a payment after
+// the workflow ended) or this relay. Refunds that failed wait their backoff
+// and parked ones are skipped (see seckill.RefundRetry), so the due ones
+// are taken oldest-due first and a failing refund never starves a newer
+// one.
+//
+// It also settles payments the webhook wrote as RECEIVED that no workflow
+// recorded: once the order's workflow is not running (it failed, was
+// terminated or lost), the payment is applied as the workflow would have:
+// captured if the order still waits for it, otherwise a refund.
 type Refunds struct {
 	Store   RefundStore
 	Starter RefundStarter
-	Log     *slog.Logger
-	// Metrics counts the refunds started and failed; optional.
+	// Views refreshes an order's cached view after the relay settled a
+	// payment; optional.
+	Views Views
+	Log   *slog.Logger
+	// Metrics counts the relay's actions and the refunds by state; optional.
 	Metrics *metrics.Metrics
+	// Lease and ReceivedAge default to DefaultRefundLease and
+	// DefaultReceivedAge.
+	Lease       time.Duration
+	ReceivedAge time.Duration
 }
 
-// Pass starts the refunds not started yet and returns how many it started.
+// Pass settles the RECEIVED payments left over, starts the refunds due and
+// returns how many it started.
 func (r *Refunds) Pass(ctx context.Context) (int, error) {
-	pending, err := r.Store.PendingRefunds(ctx, 500)
+	if err := r.settleReceived(ctx); err != nil {
+		r.Log.Warn("refund relay: settling received payments failed", "error", err)
+	}
+	due, err := r.Store.DueRefunds(ctx, 200)
 	if err != nil {
 		return 0, err
 	}
+	lease := r.Lease
+	if lease <= 0 {
+		lease = DefaultRefundLease
+	}
 	n := 0
-	for i := range pending {
-		started, err := r.Starter.StartRefund(ctx, &pending[i])
+	for i := range due {
+		p := &due[i]
+		if claimed, err := r.Store.ClaimRefund(ctx, p.PaymentID, lease); err != nil {
+			return n, err
+		} else if !claimed {
+			continue // another worker's relay took it
+		}
+		started, err := r.Starter.StartRefund(ctx, p)
 		if err != nil {
+			// Left claimed: tried again when the lease ends.
 			r.count("failed")
-			r.Log.Warn("refund relay: start failed", "payment_id", pending[i].PaymentID, "trace_id", pending[i].TraceID, "error", err)
+			r.Log.Warn("refund relay: start failed", "payment_id", p.PaymentID, "trace_id", p.TraceID, "error", err)
 			continue
 		}
 		if started {
 			n++
 			r.count("started")
-			r.Log.Info("refund started", "payment_id", pending[i].PaymentID, "order_no", pending[i].OrderNo, "trace_id", pending[i].TraceID)
+			r.Log.Info("refund started", "payment_id", p.PaymentID, "order_no", p.OrderNo, "trace_id", p.TraceID)
 		}
 	}
+	r.observe(ctx)
 	return n, nil
+}
+
+// settleReceived applies the RECEIVED payments whose order's workflow is
+// no longer running: the workflow can no longer record them.
+func (r *Refunds) settleReceived(ctx context.Context) error {
+	age := r.ReceivedAge
+	if age <= 0 {
+		age = DefaultReceivedAge
+	}
+	received, err := r.Store.ReceivedPayments(ctx, age, 100)
+	if err != nil {
+		return err
+	}
+	for i := range received {
+		p := &received[i]
+		l := r.Log.With("payment_id", p.PaymentID, "order_no", p.OrderNo, "trace_id", p.TraceID)
+		running, err := r.Starter.Running(ctx, p.OrderNo)
+		if err != nil {
+			l.Warn("refund relay: cannot tell whether the order's workflow runs", "error", err)
+			continue
+		}
+		if running {
+			continue // the workflow records it
+		}
+		outcome, status, err := r.Store.ApplyPayment(ctx, p)
+		if seckill.ErrorCode(err) == seckill.ENOTFOUND {
+			// No order row yet: its workflow has not created it. The
+			// payment stays RECEIVED, listed by `seckill refunds`.
+			continue
+		}
+		if err != nil {
+			r.count("failed")
+			l.Error("refund relay: payment no workflow recorded could not be applied", "error", err)
+			continue
+		}
+		r.count("settled")
+		l.Warn("payment no workflow recorded: settled by the refund relay", "outcome", outcome, "status", status)
+		if r.Views != nil {
+			if o, err := r.Store.Order(ctx, p.OrderNo); err == nil {
+				err = r.Views.PutOrder(ctx, o)
+				if err != nil {
+					l.Warn("refund relay: order view not refreshed", "error", err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// observe refreshes the refunds-by-state gauge.
+func (r *Refunds) observe(ctx context.Context) {
+	if r.Metrics == nil {
+		return
+	}
+	counts, err := r.Store.RefundCounts(ctx)
+	if err != nil {
+		return
+	}
+	for state, n := range counts {
+		r.Metrics.Refunds.WithLabelValues(state).Set(float64(n))
+	}
 }
 
 func (r *Refunds) count(action string) {

@@ -14,6 +14,9 @@ export SECKILL_REDIS_PREFIX="$run" SECKILL_TASK_QUEUE="$run" SECKILL_HTTP_ADDR="
 export SECKILL_JWT_SECRET="$(secret)" SECKILL_WEBHOOK_SECRET="$(secret)" SECKILL_ADMIN_TOKEN="$(secret)"
 # Every shopper comes from this machine: the per-IP limit must be off.
 export SECKILL_LIMIT_IP_RPS=0 SECKILL_RECONCILE_EVERY=0
+# A throwaway stack: refunds go to the in-memory sandbox, on purpose (the
+# worker refuses to start without a provider named explicitly).
+export SECKILL_PAYMENT_PROVIDER=sandbox
 mkdir -p .temporal
 log=".temporal/$run.log"
 

@@ -79,13 +79,15 @@ func (o *Orders) Start(ctx context.Context, req *seckill.OrderRequest) (started 
 	return true, nil
 }
 
-// StartRefund starts the refund workflow of a payment; started is false
-// when it already exists (a refund is never started twice).
+// StartRefund starts a refund run of a payment; started is false when a run
+// is going on or one completed (a refund is never made twice). A run that
+// failed (the provider refused; the failure is recorded in MySQL) may be
+// followed by a new one under the same id: that is the retry.
 func (o *Orders) StartRefund(ctx context.Context, r *seckill.Refund) (bool, error) {
 	opts := client.StartWorkflowOptions{
 		ID:                                       seckill.RefundWorkflowID(r.PaymentID),
 		TaskQueue:                                o.taskQueue,
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		StaticSummary:                            fmt.Sprintf("refund %s · order %s", r.PaymentID, r.OrderNo),
@@ -136,6 +138,22 @@ func (o *Orders) State(ctx context.Context, orderNo string) (*workflows.OrderSta
 		return nil, err
 	}
 	return &st, nil
+}
+
+// Running tells whether the workflow of an order is running. false means it
+// never started, was lost (an in-memory server restarted), or ended one way
+// or another (completed, failed, terminated, timed out): nothing will move
+// the order any more. An error means Temporal could not say.
+func (o *Orders) Running(ctx context.Context, orderNo string) (bool, error) {
+	d, err := o.c.DescribeWorkflowExecution(ctx, seckill.WorkflowID(orderNo), "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("describe workflow %s: %w", seckill.WorkflowID(orderNo), err)
+	}
+	return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
 }
 
 // Ping checks that the Temporal frontend answers.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
@@ -100,6 +101,28 @@ func TestReconcileSchedule(t *testing.T) {
 	require.Len(t, reports, 1)
 	require.Equal(t, sess.ID, reports[0].SessionID)
 	require.True(t, reports[0].OK, "%v", reports[0].Problems)
+}
+
+// The scheduled reconcile fails (red in the Web UI) when a session on sale
+// lost its Redis state, and names the session.
+func TestScheduledReconcileFailsWhenASessionLostItsRedisState(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true})
+	sess := e.Session(3, 1, 100)
+	ctx := context.Background()
+	keys, err := e.Redis.Keys(ctx, fmt.Sprintf("%s:{s%d}:*", e.Prefix, sess.ID)).Result()
+	require.NoError(t, err)
+	require.NotEmpty(t, keys)
+	require.NoError(t, e.Redis.Del(ctx, keys...).Err())
+
+	run, err := e.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: e.TaskQueue}, workflows.ReconcileWorkflowName)
+	require.NoError(t, err)
+	err = run.Get(ctx, nil)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	require.Equal(t, "RECONCILE_DRIFT", appErr.Type())
+	var broken []int64
+	require.NoError(t, appErr.Details(&broken))
+	require.Equal(t, []int64{sess.ID}, broken)
 }
 
 // The Web UI recipes of the README work: the list filters on the search

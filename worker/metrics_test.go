@@ -74,6 +74,7 @@ func TestWorkerMetrics(t *testing.T) {
 			sample{"seckill_reconcile_drift", map[string]string{"session_id": id}, 0},
 			sample{"seckill_reconcile_problems", map[string]string{"session_id": id}, 0},
 			sample{"seckill_reconcile_in_flight", map[string]string{"session_id": id}, 0},
+			sample{"seckill_refunds", map[string]string{"state": "parked"}, 0},
 		)
 	})
 	families, err := scrape(base)

@@ -41,6 +41,7 @@ func RegisterRefunds(r Registry, refunds *activities.Refunds) {
 	r.RegisterWorkflowWithOptions(workflows.RefundWorkflow, workflow.RegisterOptions{Name: workflows.RefundWorkflowName})
 	r.RegisterActivityWithOptions(refunds.RefundPayment, activity.RegisterOptions{Name: workflows.RefundPaymentActivity})
 	r.RegisterActivityWithOptions(refunds.MarkRefunded, activity.RegisterOptions{Name: workflows.MarkRefundedActivity})
+	r.RegisterActivityWithOptions(refunds.RecordRefundFailure, activity.RegisterOptions{Name: workflows.RecordRefundFailureActivity})
 }
 
 // RegisterReconcile registers the scheduled reconcile workflow and its activity.

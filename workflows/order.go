@@ -42,7 +42,9 @@ var compensationOptions = workflow.ActivityOptions{
 // signalled payment, so it must never be dropped: it retries as long as
 // compensation, and if it still cannot be recorded the workflow fails
 // loudly (Failed in the Web UI, the payment in its history) rather than
-// closing the order over it.
+// closing the order over it. The payment itself is safe: the webhook wrote
+// it to MySQL (RECEIVED) before signalling, and the refund relay settles it
+// once this workflow has ended.
 var paymentOptions = compensationOptions
 
 // order is the running state of one OrderWorkflow.
@@ -160,17 +162,45 @@ func (o *order) awaitPayment(ctx, steady workflow.Context, payments, cancels wor
 }
 
 // finish compensates when closeReason is set, then applies every payment
-// signal still buffered (each becomes a refund: the order can no longer take
-// it) so that no accepted webhook is dropped when the workflow completes.
+// signal still buffered (each becomes a refund when the order can no longer
+// take it) so that no accepted webhook is dropped when the workflow ends.
+// It drains on every way out, failures included: a compensation that gave
+// up, or a payment that could not be recorded, still leaves the other
+// payments recorded before the workflow fails.
 func (o *order) finish(ctx, steady workflow.Context, closeReason string) (OrderState, error) {
 	if o.err != nil {
+		o.drainOnFailure(ctx, steady)
 		return o.state, o.err
 	}
 	if closeReason != "" {
 		if err := o.compensate(ctx, closeReason); err != nil {
+			o.log.Error("compensation gave up; recording buffered payments before failing", "reason", closeReason, "error", err)
+			o.drainOnFailure(ctx, steady)
 			return o.state, err
 		}
 	}
+	o.drain(ctx, steady)
+	return o.state, o.err
+}
+
+// drainFailureVersion guards draining on the failure paths: runs recorded
+// before it failed without draining there, and must replay that way.
+const drainFailureVersion = "drain-payments-on-failure"
+
+// drainOnFailure drains before the workflow fails, except when replaying a
+// run that failed before draining was added.
+func (o *order) drainOnFailure(ctx, steady workflow.Context) {
+	if workflow.GetVersion(ctx, drainFailureVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	o.drain(ctx, steady)
+}
+
+// drain applies every buffered payment signal and discards buffered
+// cancels (the order is decided). A payment that still cannot be recorded
+// is not lost: the webhook wrote it to MySQL (RECEIVED) before signalling,
+// and the refund relay settles it once this workflow has ended.
+func (o *order) drain(ctx, steady workflow.Context) {
 	payments := workflow.GetSignalChannel(ctx, PaymentSignal)
 	cancels := workflow.GetSignalChannel(ctx, CancelSignal)
 	var p seckill.Payment
@@ -180,7 +210,6 @@ func (o *order) finish(ctx, steady workflow.Context, closeReason string) (OrderS
 	var r CancelRequest
 	for cancels.ReceiveAsync(&r) {
 	}
-	return o.state, o.err
 }
 
 // compensate closes the order with a compare-and-set and gives the stock

@@ -36,6 +36,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/activities"
@@ -1478,4 +1479,121 @@ func TestUnrecordablePaymentFailsLoudly(t *testing.T) {
 	assert.Zero(t, h.inj.count(mClose))
 	assert.Zero(t, h.inj.count(mRelease))
 	h.assertInvariants()
+}
+
+// ---------------------------------------------------------------------------
+// Buffered payments are recorded on every way out, failures included.
+
+// Compensation gives up (CloseOrder fails past its retry budget) while a
+// payment is buffered: the payment is still applied before the workflow
+// fails. The close never committed, so the order still holds its stock and
+// takes the payment (PAID), exactly as the compare-and-set would have
+// settled the race.
+func TestBufferedPaymentRecordedWhenCompensationGivesUp(t *testing.T) {
+	h := newHarness(t, 10)
+	req := h.admit("7-compfail", 1019, 1)
+	h.inj.failAlways(mClose, transient())
+	h.inj.on(mClose, hooks{before: func(call int) {
+		if call == 1 {
+			h.env.SignalWorkflow(workflows.PaymentSignal, payment(req, "pay-cf"))
+		}
+	}})
+
+	h.execute(req)
+
+	require.Error(t, h.env.GetWorkflowError(), "the compensation failure stays loud")
+	captured, refunds := h.store.paymentsOf(req.OrderNo)
+	assert.Equal(t, []string{"pay-cf"}, captured)
+	assert.Empty(t, refunds)
+	assert.Equal(t, seckill.StatusPaid, h.store.status(req.OrderNo))
+	assert.Zero(t, h.inj.count(mRelease))
+	h.assertInvariants()
+}
+
+// The close committed but the Redis release gives up: a payment buffered
+// meanwhile is recorded as a late payment (REFUND_PENDING) before the
+// workflow fails.
+func TestBufferedPaymentRecordedWhenReleaseGivesUp(t *testing.T) {
+	h := newHarness(t, 10)
+	req := h.admit("7-relfail", 1020, 1)
+	h.inj.failAlways(mRelease, transient())
+	h.inj.on(mRelease, hooks{before: func(call int) {
+		if call == 1 {
+			h.env.SignalWorkflow(workflows.PaymentSignal, payment(req, "pay-rf"))
+		}
+	}})
+
+	h.execute(req)
+
+	require.Error(t, h.env.GetWorkflowError())
+	captured, refunds := h.store.paymentsOf(req.OrderNo)
+	assert.Empty(t, captured)
+	assert.Equal(t, []string{"pay-rf"}, refunds)
+	assert.Equal(t, seckill.StatusRefundPending, h.store.status(req.OrderNo))
+	assert.True(t, h.gate.live(req.OrderNo), "the release never happened: left to the sweep")
+}
+
+// A payment that cannot be recorded fails the workflow, but a second
+// payment buffered behind it is still recorded first (here it pays the
+// order; the first one waits in MySQL as RECEIVED for the refund relay).
+func TestUnrecordablePaymentStillDrainsTheOthers(t *testing.T) {
+	h := newHarness(t, 2)
+	req := h.admit("7-drain", 1021, 1)
+	h.inj.failNext(mApply, times(10, transient())...) // every attempt of the first payment
+	h.inj.on(mApply, hooks{before: func(call int) {
+		if call == 1 {
+			h.env.SignalWorkflow(workflows.PaymentSignal, payment(req, "pay-2"))
+		}
+	}})
+	h.signalAt(time.Minute, workflows.PaymentSignal, payment(req, "pay-1"))
+
+	h.execute(req)
+
+	require.Error(t, h.env.GetWorkflowError())
+	assert.Equal(t, 11, h.inj.count(mApply), "10 attempts of pay-1, then pay-2")
+	captured, _ := h.store.paymentsOf(req.OrderNo)
+	assert.Equal(t, []string{"pay-2"}, captured)
+	assert.Equal(t, seckill.StatusPaid, h.store.status(req.OrderNo))
+	h.assertInvariants()
+}
+
+// Creation gives up and so does the compensation (no tombstone could be
+// written): a payment buffered during creation is still tried before the
+// workflow fails (without a row it is refused here and stays RECEIVED in
+// MySQL for the refund relay).
+func TestBufferedPaymentTriedWhenCreateAndCompensationFail(t *testing.T) {
+	h := newHarness(t, 2)
+	req := h.admit("7-allfail", 1022, 1)
+	h.inj.failAlways(mCreate, transient())
+	h.inj.failAlways(mClose, transient())
+	h.inj.on(mCreate, hooks{before: func(call int) {
+		if call == 1 {
+			h.env.SignalWorkflow(workflows.PaymentSignal, payment(req, "pay-cr"))
+		}
+	}})
+
+	h.execute(req)
+
+	require.Error(t, h.env.GetWorkflowError())
+	assert.Equal(t, 1, h.inj.count(mApply), "the buffered payment was tried")
+	assert.Zero(t, h.inj.count(mRelease))
+}
+
+// Runs recorded before the drain on failure replay their old way: at the
+// default version a failing compensation returns at once.
+func TestDrainOnFailureIsVersioned(t *testing.T) {
+	h := newHarness(t, 10)
+	h.env.OnGetVersion("drain-payments-on-failure", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	req := h.admit("7-oldrun", 1023, 1)
+	h.inj.failAlways(mClose, transient())
+	h.inj.on(mClose, hooks{before: func(call int) {
+		if call == 1 {
+			h.env.SignalWorkflow(workflows.PaymentSignal, payment(req, "pay-old"))
+		}
+	}})
+
+	h.execute(req)
+
+	require.Error(t, h.env.GetWorkflowError())
+	assert.Zero(t, h.inj.count(mApply))
 }

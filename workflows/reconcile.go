@@ -18,7 +18,8 @@ const (
 // ReconcileWorkflow runs reconcile over every preheated session; a Temporal
 // Schedule starts it periodically, so ops find each run, its reports and
 // any broken invariant in the Web UI. It fails (red in the UI) when a
-// session breaks an invariant.
+// session's report is not ok: drift, stuck orders, a session on sale
+// without its Redis state, or a broken invariant.
 func ReconcileWorkflow(ctx workflow.Context) ([]seckill.Report, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
@@ -32,7 +33,7 @@ func ReconcileWorkflow(ctx workflow.Context) ([]seckill.Report, error) {
 	for _, r := range reports {
 		if !r.OK {
 			broken = append(broken, r.SessionID)
-			workflow.GetLogger(ctx).Error("reconcile: invariants broken", "session_id", r.SessionID, "problems", r.Problems)
+			workflow.GetLogger(ctx).Error("reconcile: session not ok", "session_id", r.SessionID, "problems", r.Problems)
 		}
 	}
 	if len(broken) > 0 {

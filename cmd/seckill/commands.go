@@ -17,6 +17,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/sweep"
 	"github.com/seckill/seckill/temporal"
 	"github.com/seckill/seckill/worker"
 )
@@ -70,6 +71,10 @@ func apiCmd() *cobra.Command {
 		Use:   "api",
 		Short: "Serve the HTTP API on SECKILL_HTTP_ADDR",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// With eager start the API hosts a worker, refund steps included.
+			if err := preflightProvider(func(c *config) bool { return c.EagerStart }); err != nil {
+				return err
+			}
 			return withDeps(cmd.Context(), allSecrets, true, func(c *config, d *deps) error {
 				return runAPI(cmd.Context(), c, d)
 			})
@@ -80,6 +85,9 @@ func apiCmd() *cobra.Command {
 // runAPI serves the API (with an embedded worker for eager starts).
 func runAPI(ctx context.Context, c *config, d *deps) error {
 	servePprof(c.PprofAddr, d.log)
+	if c.EagerStart {
+		c.warnProvider(d.log)
+	}
 	srv, err := d.apiServer(c, false)
 	if err != nil {
 		return err
@@ -123,6 +131,9 @@ func workerCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The worker verifies no tokens, but refuses the same way as the API
 			// so that a half-configured deployment fails at once, not at the first sale.
+			if err := preflightProvider(func(*config) bool { return true }); err != nil {
+				return err
+			}
 			return withDeps(cmd.Context(), allSecrets, true, func(c *config, d *deps) error {
 				if err := serveWorkerHTTP(cmd.Context(), c.WorkerHTTPAddr, d); err != nil {
 					return err
@@ -133,19 +144,37 @@ func workerCmd() *cobra.Command {
 	}
 }
 
+// preflightProvider refuses to start a process that runs refunds (when
+// runsRefunds says so) without an explicit payment provider, before it
+// connects to anything: the message must not hide behind a connection error.
+func preflightProvider(runsRefunds func(*config) bool) error {
+	c, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	if !runsRefunds(c) {
+		return nil
+	}
+	return c.requireProvider()
+}
+
 // relayMinAge leaves a reservation to the API's own start for this long:
 // well past SECKILL_START_TIMEOUT, so the relay only picks up starts that
 // were lost or are stuck.
 const relayMinAge = 5 * time.Second
 
+// sweepEvery is how often the worker's sweep looks for stuck orders.
+const sweepEvery = 5 * time.Second
+
 // reconcileScheduleID + the task queue names the Temporal Schedule of the
 // periodic reconcile (one per deployment sharing a namespace).
 const reconcileScheduleID = "seckill-reconcile:"
 
-// runWorker runs the Temporal worker, the relays and the sale observer
-// (metrics) until ctx ends.
+// runWorker runs the Temporal worker, the relays, the sweep and the sale
+// observer (metrics) until ctx ends.
 func runWorker(ctx context.Context, c *config, d *deps) error {
 	servePprof(c.PprofAddr, d.log)
+	c.warnProvider(d.log)
 	if err := worker.CheckSearchAttributes(ctx, d.temporal, c.TemporalNamespace); err != nil {
 		return err
 	}
@@ -162,8 +191,11 @@ func runWorker(ctx context.Context, c *config, d *deps) error {
 	}
 	orders := temporal.NewOrders(d.temporal, c.TaskQueue)
 	r := &relay.Relay{Gate: d.gate, Store: d.db, Starter: orders, PayTimeout: c.PayTimeout, MinAge: relayMinAge, Log: d.log, Metrics: d.metrics}
-	refunds := &relay.Refunds{Store: d.db, Starter: orders, Log: d.log, Metrics: d.metrics}
+	refunds := &relay.Refunds{Store: d.db, Starter: orders, Views: d.gate, Log: d.log, Metrics: d.metrics}
 	go refunds.Run(ctx, 2*time.Second)
+	sw := &sweep.Sweep{Store: d.db, Gate: d.gate, Workflows: orders, Steps: d.activities(),
+		PayTimeout: c.PayTimeout, Grace: c.SweepGrace, Log: d.log, Metrics: d.metrics}
+	go sw.Run(ctx, sweepEvery)
 	go d.metrics.Observe(ctx, c.ObserveEvery, d.observeSale)
 	r.Run(ctx, time.Second)
 	w.Stop()
@@ -179,6 +211,8 @@ func devCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// dev is the sandbox's home: its shop pays through it.
+			c.PaymentProvider = sandboxProvider
 			for _, s := range []*string{&c.JWTSecret, &c.WebhookSecret, &c.AdminToken} {
 				if *s == "" {
 					*s = randomHex(16)
@@ -294,7 +328,7 @@ func reconcileCmd() *cobra.Command {
 	var repair bool
 	cmd := &cobra.Command{
 		Use:   "reconcile --session N [--repair]",
-		Short: "Print the reconcile report of a session; exit 2 when an invariant is broken",
+		Short: "Print the reconcile report of a session; exit 2 when ok is false (drift, stuck orders, Redis state missing, a broken invariant)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDeps(cmd.Context(), nil, false, func(c *config, d *deps) error {
 				return printReconcile(cmd.Context(), d, session, repair)
@@ -308,7 +342,7 @@ func reconcileCmd() *cobra.Command {
 }
 
 // printReconcile prints a session's reconcile report (after a repair when
-// asked) and turns a broken invariant into exit status 2.
+// asked) and turns a report that is not ok into exit status 2.
 func printReconcile(ctx context.Context, d *deps, session int64, repair bool) error {
 	var r *seckill.Report
 	var out any
@@ -323,7 +357,7 @@ func printReconcile(ctx context.Context, d *deps, session int64, repair bool) er
 			Repair *seckill.Repair `json:"repair"`
 		}{r, rep}
 	} else {
-		if r, err = seckill.Reconcile(ctx, d.db, d.gate, session); err != nil {
+		if r, err = d.policy.Reconcile(ctx, d.db, d.gate, session); err != nil {
 			return err
 		}
 		out = r

@@ -35,11 +35,12 @@ type config struct {
 	HTTPAddr          string        `env:"SECKILL_HTTP_ADDR" envDefault:":8080"`
 	PayTimeout        time.Duration `env:"SECKILL_PAY_TIMEOUT" envDefault:"15m"`
 	StartTimeout      time.Duration `env:"SECKILL_START_TIMEOUT" envDefault:"300ms"`
+	SweepGrace        time.Duration `env:"SECKILL_SWEEP_GRACE" envDefault:"1m"`
 	LimitGlobalRPS    int           `env:"SECKILL_LIMIT_GLOBAL_RPS" envDefault:"20000"`
 	LimitUserRPS      int           `env:"SECKILL_LIMIT_USER_RPS" envDefault:"5"`
 	LimitIPRPS        int           `env:"SECKILL_LIMIT_IP_RPS" envDefault:"200"`
 	ProxyHeader       string        `env:"SECKILL_PROXY_HEADER"`
-	PaymentProvider   string        `env:"SECKILL_PAYMENT_PROVIDER" envDefault:"sandbox"`
+	PaymentProvider   string        `env:"SECKILL_PAYMENT_PROVIDER"`
 	ReconcileEvery    time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
 	EagerStart        bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
 	PprofAddr         string        `env:"SECKILL_PPROF_ADDR"`
@@ -56,11 +57,11 @@ func loadConfig() (*config, error) {
 	if err := env.Parse(&c); err != nil {
 		return nil, err
 	}
-	if c.PayTimeout <= 0 || c.StartTimeout <= 0 {
-		return nil, errors.New("SECKILL_PAY_TIMEOUT and SECKILL_START_TIMEOUT must be positive durations")
+	if c.PayTimeout <= 0 || c.StartTimeout <= 0 || c.SweepGrace <= 0 {
+		return nil, errors.New("SECKILL_PAY_TIMEOUT, SECKILL_START_TIMEOUT and SECKILL_SWEEP_GRACE must be positive durations")
 	}
-	if c.PaymentProvider != "sandbox" {
-		return nil, fmt.Errorf("SECKILL_PAYMENT_PROVIDER=%q: only \"sandbox\" is built in (see the seckill.PaymentProvider interface)", c.PaymentProvider)
+	if c.PaymentProvider != "" && c.PaymentProvider != sandboxProvider {
+		return nil, fmt.Errorf("SECKILL_PAYMENT_PROVIDER=%q: only %q is built in (see the seckill.PaymentProvider interface)", c.PaymentProvider, sandboxProvider)
 	}
 	if c.ObserveEvery <= 0 {
 		return nil, errors.New("SECKILL_OBSERVE_EVERY must be a positive duration")
@@ -69,6 +70,29 @@ func loadConfig() (*config, error) {
 		return nil, errors.New("SECKILL_LIMIT_*_RPS must be 0 (off) or a positive number of requests per second")
 	}
 	return &c, nil
+}
+
+// sandboxProvider is the one payment provider built in: it refunds nothing
+// real (it records refunds in memory), so it must be asked for by name.
+const sandboxProvider = "sandbox"
+
+// requireProvider refuses to run refunds without a provider chosen
+// explicitly. A worker that defaulted to the sandbox in production would
+// mark every late payment REFUNDED while no money went back.
+func (c *config) requireProvider() error {
+	if c.PaymentProvider == "" {
+		return fmt.Errorf("refusing to start without SECKILL_PAYMENT_PROVIDER: refunds need a payment provider; "+
+			"set SECKILL_PAYMENT_PROVIDER=%s explicitly to use the in-memory sandbox (dev and tests only: it moves no money)", sandboxProvider)
+	}
+	return nil
+}
+
+// warnProvider says loudly, at start, that refunds go nowhere real.
+func (c *config) warnProvider(log *slog.Logger) {
+	if c.PaymentProvider == sandboxProvider {
+		log.Warn("SANDBOX PAYMENT PROVIDER: refunds are recorded in memory and move no money; never run this in production",
+			"SECKILL_PAYMENT_PROVIDER", c.PaymentProvider)
+	}
 }
 
 // requireSecrets names every missing secret, so an operator fixes them in one go.
@@ -111,10 +135,14 @@ type deps struct {
 	// metrics is the process's one registry: the API's series, the
 	// worker's, and the Temporal SDK's own.
 	metrics *metrics.Metrics
+	// policy is when reconcile calls an order stuck: the configured pay
+	// timeout and sweep grace.
+	policy seckill.ReconcilePolicy
 }
 
 func (c *config) connect(ctx context.Context, withTemporal bool) (*deps, error) {
-	d := &deps{log: c.logger(), metrics: metrics.New()}
+	d := &deps{log: c.logger(), metrics: metrics.New(),
+		policy: seckill.ReconcilePolicy{PayTimeout: c.PayTimeout, SweepGrace: c.SweepGrace}}
 	var err error
 	if d.db, err = mysql.Open(ctx, c.MySQLDSN); err != nil {
 		return nil, err
@@ -185,15 +213,16 @@ func (d *deps) observeSale(ctx context.Context) ([]seckill.Report, error) {
 }
 
 func (d *deps) reconciler() *activities.Reconciler {
-	return &activities.Reconciler{Store: d.db, Gate: d.gate}
+	return &activities.Reconciler{Store: d.db, Gate: d.gate, Policy: d.policy}
 }
 
 // refunds returns the refund activities with the configured provider.
 func (d *deps) refunds(c *config) *activities.Refunds {
-	return &activities.Refunds{Store: d.db, Gate: d.gate, Provider: d.provider(c)}
+	return &activities.Refunds{Store: d.db, Gate: d.gate, Provider: d.provider(c), Metrics: d.metrics}
 }
 
-// provider is the payment provider; the sandbox is the one built in.
+// provider is the payment provider; the sandbox is the one built in, and
+// requireProvider has made sure it was chosen on purpose.
 func (d *deps) provider(c *config) *sandbox.Provider {
 	if d.sandbox == nil {
 		d.sandbox = &sandbox.Provider{APIBase: c.apiBase(), Secret: []byte(c.WebhookSecret)}
