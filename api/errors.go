@@ -115,9 +115,12 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	buf := errorBufs.Get().(*[]byte)
 	*buf = ErrorBody{Code: code, Message: message, TraceID: trace}.AppendJSON((*buf)[:0])
 	c.Status(status).Response().Header.SetContentType(fiber.MIMEApplicationJSON)
-	err = c.Send(*buf) // copies into the response
+	// SetBody copies: Fiber's Send keeps the slice until the response is
+	// written, and this buffer goes back to the pool now (another request's
+	// body would be written into this one's).
+	c.Response().SetBody(*buf)
 	errorBufs.Put(buf)
-	return err
+	return nil
 }
 
 // errorBufs recycles the encoding buffers of error bodies.
