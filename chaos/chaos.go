@@ -161,8 +161,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			continue
 		}
 		res.add(r)
-		logf("sale %d (session %d): %d attempts, %d accepted, %d paid, %d unknown answers resolved, %d problems",
-			res.Sales, r.SessionID, r.Attempts, r.Accepted, r.Paid, r.Resolved, len(r.Problems))
+		logf("sale %d (session %d): %d attempts, %d accepted, %d paid, %d of %d undecided attempts resolved (answers %v), %d problems",
+			res.Sales, r.SessionID, r.Attempts, r.Accepted, r.Paid, r.Resolved, r.Unknown, r.Unknowns, len(r.Problems))
 	}
 	<-injected
 	logf("faults over, stack healed; final check of every session")
