@@ -275,6 +275,14 @@ func (r *runner) buy(ctx context.Context, a *attempt) answer {
 	r.res.Requests++
 	r.mu.Unlock()
 	ans := answer{status: code, err: err, retryIn: 200 * time.Millisecond}
+	defer func() {
+		if ans.unknown() {
+			r.mu.Lock()
+			r.res.Unknowns[ans.String()]++
+			r.mu.Unlock()
+			a.sawUnknown = true
+		}
+	}()
 	if err != nil {
 		return ans
 	}
@@ -294,12 +302,6 @@ func (r *runner) buy(ctx context.Context, a *attempt) answer {
 	if s, err := strconv.Atoi(hdr.Get("Retry-After")); err == nil && s > 0 {
 		// Honoured, but kept short: the drill is bounded in time.
 		ans.retryIn = min(time.Duration(s)*time.Second, time.Second)
-	}
-	if ans.unknown() {
-		r.mu.Lock()
-		r.res.Unknowns[ans.String()]++
-		r.mu.Unlock()
-		a.sawUnknown = true
 	}
 	if code >= 500 && code != http.StatusServiceUnavailable {
 		// Undecided all the same (retried with the key), but only 503 is
