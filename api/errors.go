@@ -112,9 +112,12 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	buf := errorBufs.Get().(*[]byte)
 	*buf = ErrorBody{Code: code, Message: message, TraceID: trace}.AppendJSON((*buf)[:0])
 	c.Status(status).Response().Header.SetContentType(fiber.MIMEApplicationJSON)
-	err = c.Send(*buf) // copies into the response
+	// SetBody copies into the response. (Fiber's Send keeps the slice
+	// itself, which would then be recycled under a response still being
+	// written: one shopper's error body showing another's.)
+	c.Response().SetBody(*buf)
 	errorBufs.Put(buf)
-	return err
+	return nil
 }
 
 // errorBufs recycles the encoding buffers of error bodies.
