@@ -106,7 +106,9 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 			c.Set(HeaderLayer, LayerTicket)
 		}
 	}
-	if code == seckill.ERATELIMITED && len(c.Response().Header.Peek(fiber.HeaderRetryAfter)) == 0 {
+	// Both mean "come back shortly": a rate limit, or a dependency (Redis,
+	// MySQL, Temporal) that is away.
+	if (code == seckill.ERATELIMITED || code == seckill.EUNAVAILABLE) && len(c.Response().Header.Peek(fiber.HeaderRetryAfter)) == 0 {
 		c.Set(fiber.HeaderRetryAfter, "1")
 	}
 	buf := errorBufs.Get().(*[]byte)
