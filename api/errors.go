@@ -94,7 +94,8 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		c.Set(headerRequestID, trace)
 	}
 	if status >= 500 {
-		s.log.Error("request failed", "trace_id", trace, "method", c.Method(), "path", c.Path(), "code", code, "error", err)
+		s.log.Error("request failed", "trace_id", trace, "method", c.Method(), "path", c.Path(),
+			"client_ip", s.clientIP(c).String(), "code", code, "error", err)
 	}
 	if len(c.Response().Header.Peek(HeaderLayer)) == 0 {
 		switch code {
