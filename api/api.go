@@ -200,7 +200,7 @@ func (s *Server) App() *fiber.App {
 		// No ProxyHeader: Fiber would believe it from any peer; the client
 		// IP comes from clientIP, which checks the peer first.
 	})
-	app.Use(requestID, s.observe)
+	app.Use(requestID, s.observe, s.recoverPanics())
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.ready)
