@@ -121,6 +121,8 @@ type Server struct {
 	starts chan struct{}
 	// pace decides whether a winner waits for its workflow start.
 	pace startPace
+	// orders is findOrder's MySQL fallback, with its negative cache.
+	orders *orderLookup
 	// reads limits the public reads per client IP (nil: off).
 	reads *readLimiter
 }
@@ -185,6 +187,9 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		return sess, err
 	})
 	s.reads = newReadLimiter(cfg.Limits.Read)
+	s.orders = newOrderLookup(func(ctx context.Context, orderNo string) (*seckill.Order, error) {
+		return store.Order(ctx, orderNo)
+	})
 	return s, nil
 }
 
