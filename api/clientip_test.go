@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -128,4 +129,49 @@ func TestProxyHeaderFromUntrustedPeerIsIgnored(t *testing.T) {
 	_, err := api.New(api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
 		AdminToken: testenv.AdminToken, ProxyHeader: "X-Forwarded-For"}, e.DB, e.Gate, e.Orders)
 	require.ErrorContains(t, err, "SECKILL_TRUSTED_PROXIES is empty")
+}
+
+// Whatever a client writes into the header, the answer is the peer or an
+// address the header really holds, never something made up, and an
+// untrusted peer's header is never read. `make test` runs it with -fuzz.
+func FuzzClientIP(f *testing.F) {
+	for _, s := range []string{"", "1.2.3.4", "6.6.6.6, 198.51.100.1, 10.1.1.1", "bogus, 10.7.7.7", " , ,",
+		"[2001:db8::7]:443", "::ffff:1.2.3.4", "fe80::1%eth0", "1.2.3.4:99999", "[]", "10.0.0.1,,10.0.0.2"} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	trusted, err := api.ParseTrustedProxies("10.0.0.0/8, 2001:db8:cafe::/48")
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, header string, fromProxy bool) {
+		peer := netip.MustParseAddr("203.0.113.9")
+		if fromProxy {
+			peer = netip.MustParseAddr("10.0.0.2")
+		}
+		got := api.ClientIP(peer, trusted, header, header)
+		if !fromProxy || got == peer {
+			require.Equal(t, peer, got)
+			return
+		}
+		require.True(t, got.IsValid())
+		require.Empty(t, got.Zone())
+		require.Contains(t, headerAddrs(header), got, "an address the header holds")
+	})
+}
+
+// headerAddrs is every address written in a header value, in any form.
+func headerAddrs(header string) []netip.Addr {
+	var out []netip.Addr
+	for _, e := range strings.Split(header, ",") {
+		e = strings.TrimSpace(e)
+		if a, err := netip.ParseAddr(e); err == nil {
+			out = append(out, a.Unmap())
+		}
+		if ap, err := netip.ParseAddrPort(e); err == nil {
+			out = append(out, ap.Addr().Unmap())
+		}
+		if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(e, "["), "]")); err == nil {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out
 }
