@@ -45,10 +45,19 @@ func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
 
 // CheckProxies refuses a proxy header without trusted proxies (believed
 // from any peer, it would let every client choose its IP: refusing to start
-// is safer than guessing who the proxies are) and trusted proxies without a
-// header (a setting that would silently do nothing).
+// is safer than guessing who the proxies are), trusted proxies without a
+// header (a setting that would silently do nothing), and a header that is
+// not a plain address list.
 func CheckProxies(header string, trusted []netip.Prefix) error {
+	for i := 0; i < len(header); i++ {
+		if c := header[i]; !(c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return fmt.Errorf("SECKILL_PROXY_HEADER=%q is not a header name (like X-Forwarded-For)", header)
+		}
+	}
 	switch {
+	case strings.EqualFold(header, "Forwarded"):
+		return errors.New("SECKILL_PROXY_HEADER=Forwarded (RFC 7239, for=...) is not supported: " +
+			"name a header that holds a plain address list, like X-Forwarded-For")
 	case header != "" && len(trusted) == 0:
 		return errors.New("SECKILL_PROXY_HEADER is set but SECKILL_TRUSTED_PROXIES is empty: list the proxies' addresses " +
 			"(CIDRs or IPs, e.g. 10.0.0.0/8), or unset the header; a header believed from any peer lets every client choose its IP")

@@ -38,6 +38,9 @@ func TestCheckProxies(t *testing.T) {
 	require.NoError(t, api.CheckProxies("X-Forwarded-For", some))
 	require.ErrorContains(t, api.CheckProxies("X-Forwarded-For", nil), "SECKILL_TRUSTED_PROXIES is empty")
 	require.ErrorContains(t, api.CheckProxies("", some), "SECKILL_PROXY_HEADER is not")
+	require.ErrorContains(t, api.CheckProxies("X-Forwarded-For:", some), "is not a header name")
+	require.ErrorContains(t, api.CheckProxies("forwarded", some), "not supported")
+	require.NoError(t, api.CheckProxies("X-Real-IP", some))
 }
 
 // The client is the right-most address that is not a trusted proxy, and
