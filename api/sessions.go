@@ -44,7 +44,9 @@ func sessionNotFound(id int64) error {
 	return seckill.Errorf(seckill.ENOTFOUND, "session %d not found", id)
 }
 
-// cached answers from memory: the session, or known-unknown (nil, true).
+// cached is what memory says about id: known when the session exists (e
+// holds it), and fresh when that answer, or a remembered "not found", is
+// recent enough to give without a load.
 func (c *sessionCache) cached(id int64, now time.Time) (e cachedSession, known, fresh bool) {
 	c.mu.RLock()
 	e, known = c.m[id]
