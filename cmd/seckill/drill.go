@@ -36,8 +36,9 @@ worker) and runs a command to bring it back (--restart-cmd), pays part of the
 accepted orders through signed webhooks, cancels the rest, pays one cancelled
 order late, and prints the result with the reconcile report. Exit status 2
 when an invariant is broken. It needs the stack's SECKILL_JWT_SECRET,
-SECKILL_WEBHOOK_SECRET and SECKILL_ADMIN_TOKEN, and the per-IP limit off
-(SECKILL_LIMIT_IP_RPS=0) on the API, since every shopper comes from here.`,
+SECKILL_WEBHOOK_SECRET and SECKILL_ADMIN_TOKEN, and the per-IP limits off
+(SECKILL_LIMIT_IP_RPS=0, SECKILL_LIMIT_READ_RPS=0) on the API, since every
+shopper comes from here.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := loadConfig()
 			if err != nil {
