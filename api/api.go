@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -82,9 +83,13 @@ type Config struct {
 	// Metrics collects the API's Prometheus metrics (a fresh set when nil).
 	Metrics *metrics.Metrics
 	// ProxyHeader names the header carrying the client IP when the API runs
-	// behind a proxy (e.g. X-Forwarded-For); empty uses the peer address.
+	// behind proxies (e.g. X-Forwarded-For); empty uses the peer address.
 	ProxyHeader string
 	Logger      *slog.Logger
+	// TrustedProxies are the peers whose ProxyHeader is believed (see
+	// ClientIP). Both or neither: a header believed from any peer would let
+	// every client choose its own address.
+	TrustedProxies []netip.Prefix
 	// Dev mounts the dev-only endpoints under /dev/v1 (a token for any
 	// user, payment through Payer) and shows their buttons on the shop
 	// page. Only `seckill dev` sets it: anyone could buy as anyone.
@@ -118,6 +123,10 @@ type Server struct {
 	starts chan struct{}
 	// pace decides whether a winner waits for its workflow start.
 	pace startPace
+	// orders is findOrder's MySQL fallback, with its negative cache.
+	orders *orderLookup
+	// reads limits the public reads per client IP (nil: off).
+	reads *readLimiter
 }
 
 // bodyLimit caps request bodies: every request of this API is a few hundred bytes.
@@ -138,6 +147,9 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		return nil, errors.New("SECKILL_ADMIN_TOKEN is required")
 	case (cfg.Limits.User > 0 || cfg.Limits.IP > 0) && cfg.Limiter == nil:
 		return nil, errors.New("per-user and per-IP limits need a Limiter")
+	}
+	if err := CheckProxies(cfg.ProxyHeader, cfg.TrustedProxies); err != nil {
+		return nil, err
 	}
 	if cfg.PayTimeout <= 0 {
 		cfg.PayTimeout = seckill.DefaultPayTimeout
@@ -176,6 +188,10 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		sess, _, err := store.Session(ctx, id)
 		return sess, err
 	})
+	s.reads = newReadLimiter(cfg.Limits.Read)
+	s.orders = newOrderLookup(func(ctx context.Context, orderNo string) (*seckill.Order, error) {
+		return store.Order(ctx, orderNo)
+	})
 	return s, nil
 }
 
@@ -188,9 +204,10 @@ func (s *Server) App() *fiber.App {
 		ErrorHandler:          s.errorHandler,
 		ReadTimeout:           10 * time.Second,
 		WriteTimeout:          10 * time.Second,
-		ProxyHeader:           s.cfg.ProxyHeader,
+		// No ProxyHeader: Fiber would believe it from any peer; the client
+		// IP comes from clientIP, which checks the peer first.
 	})
-	app.Use(requestID, s.observe)
+	app.Use(requestID, s.observe, s.recoverPanics())
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.ready)
@@ -199,11 +216,11 @@ func (s *Server) App() *fiber.App {
 	s.shop.Mount(app)
 
 	v1 := app.Group("/api/v1")
-	v1.Get("/sessions", s.listSessions)
-	v1.Get("/sessions/:id", s.getSession)
+	v1.Get("/sessions", s.readLimit, s.listSessions)
+	v1.Get("/sessions/:id", s.readLimit, s.getSession)
 	v1.Post("/sessions/:id/orders", s.globalLimit, s.soldOutFast, s.shopper, s.createOrder)
 	v1.Post("/sessions/:id/ticket", s.globalLimit, s.shopper, s.issueTicket)
-	v1.Get("/orders/:order_no", s.shopper, s.getOrder)
+	v1.Get("/orders/:order_no", s.readLimit, s.shopper, s.getOrder)
 	v1.Post("/orders/:order_no/cancel", s.shopper, s.cancelOrder)
 	v1.Post("/payments/webhook", s.webhook)
 

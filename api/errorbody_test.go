@@ -18,8 +18,9 @@ import (
 // carries another request's body or the tail of a longer one. (The error
 // bodies are encoded into pooled buffers; Fiber's Send keeps a reference
 // to the slice until the response is written, so a buffer handed back to
-// the pool too early is shared. Found by the slow-MySQL drill: 409s whose
-// body was another request's SOLD_OUT with a stranger's trace id after it.)
+// the pool too early is shared. The slow-MySQL drill saw it as 409s whose
+// body was another request's SOLD_OUT with a stranger's trace id after it;
+// this fails without the race detector on the code before the copy.)
 func TestErrorBodiesAreTheirOwn(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoWorker: true})
 	var wg sync.WaitGroup

@@ -95,7 +95,8 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		c.Set(headerRequestID, trace)
 	}
 	if status >= 500 {
-		s.log.Error("request failed", "trace_id", trace, "method", c.Method(), "path", c.Path(), "code", code, "error", err)
+		s.log.Error("request failed", "trace_id", trace, "method", c.Method(), "path", c.Path(),
+			"client_ip", s.clientIP(c).String(), "code", code, "error", err)
 	}
 	if len(c.Response().Header.Peek(HeaderLayer)) == 0 {
 		switch code {
@@ -107,17 +108,18 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 			c.Set(HeaderLayer, LayerTicket)
 		}
 	}
-	// Both are "try again": say when (an UNAVAILABLE purchase may have an
-	// outcome the retry with the same Idempotency-Key learns).
+	// Both mean "come back shortly": a rate limit, or a dependency (Redis,
+	// MySQL, Temporal) that is away; an UNAVAILABLE purchase may have an
+	// outcome that the retry with the same Idempotency-Key learns.
 	if (code == seckill.ERATELIMITED || code == seckill.EUNAVAILABLE) && len(c.Response().Header.Peek(fiber.HeaderRetryAfter)) == 0 {
 		c.Set(fiber.HeaderRetryAfter, "1")
 	}
 	buf := errorBufs.Get().(*[]byte)
 	*buf = ErrorBody{Code: code, Message: message, TraceID: trace}.AppendJSON((*buf)[:0])
 	c.Status(status).Response().Header.SetContentType(fiber.MIMEApplicationJSON)
-	// SetBody copies: Fiber's Send keeps the slice until the response is
-	// written, and this buffer goes back to the pool now (another request's
-	// body would be written into this one's).
+	// SetBody copies into the response. (Fiber's Send keeps the slice
+	// itself, which would then be recycled under a response still being
+	// written: one shopper's error body showing another's.)
 	c.Response().SetBody(*buf)
 	errorBufs.Put(buf)
 	return nil

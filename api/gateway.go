@@ -28,6 +28,9 @@ type Limits struct {
 	// User and IP are fleet-wide, in Redis.
 	User int
 	IP   int
+	// Read is per client IP on the public reads (the session list, one
+	// session, order polling), in each process's memory.
+	Read int
 }
 
 // globalLimit is the per-process token bucket, the first thing an
@@ -54,7 +57,7 @@ func (s *Server) distributedLimits(c *fiber.Ctx, user int64) error {
 		rps int
 	}{
 		{"user:" + strconv.FormatInt(user, 10), s.cfg.Limits.User},
-		{"ip:" + c.IP(), s.cfg.Limits.IP},
+		{"ip:" + limitKey(s.clientIP(c)).String(), s.cfg.Limits.IP},
 	} {
 		if l.rps <= 0 {
 			continue

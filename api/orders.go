@@ -269,17 +269,22 @@ type orderJSON struct {
 // findOrder returns an order by number from the Redis view (the common
 // path), falling back to MySQL, and fills in what a QUEUED view lacks from
 // the session. Orders of other users are NOT_FOUND: their existence is not
-// revealed.
+// revealed. A number that cannot be one of ours ("<session id>-<unique>")
+// is NOT_FOUND without a lookup, and MySQL sees at most one query per
+// unknown number per second (orderLookup).
 func (s *Server) findOrder(ctx context.Context, orderNo string, owner int64) (*seckill.Order, error) {
 	if len(orderNo) > 64 {
 		return nil, seckill.Errorf(seckill.EINVALID, "order_no is too long")
+	}
+	if _, ok := seckill.OrderNoSession(orderNo); !ok {
+		return nil, orderNotFound(orderNo)
 	}
 	// A path parameter is a view into the request buffer; the order found
 	// may carry it (a QUEUED view) into signals and logs.
 	orderNo = strings.Clone(orderNo)
 	o, err := s.gate.Order(ctx, orderNo)
 	if seckill.ErrorCode(err) == seckill.ENOTFOUND || seckill.ErrorCode(err) == seckill.EUNAVAILABLE {
-		o, err = s.store.Order(ctx, orderNo)
+		o, err = s.orders.get(ctx, orderNo)
 	}
 	if err != nil {
 		return nil, err

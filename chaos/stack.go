@@ -183,7 +183,7 @@ func (s *stack) env(l links, extra ...string) ([]string, error) {
 		// Payments come from the soak itself, signed with its own secret.
 		"SECKILL_PAYMENT_PROVIDER=sandbox",
 		"SECKILL_RECONCILE_EVERY=0",
-		"SECKILL_LIMIT_IP_RPS=0", "SECKILL_LIMIT_USER_RPS=0", "SECKILL_LIMIT_GLOBAL_RPS=0",
+		"SECKILL_LIMIT_IP_RPS=0", "SECKILL_LIMIT_USER_RPS=0", "SECKILL_LIMIT_GLOBAL_RPS=0", "SECKILL_LIMIT_READ_RPS=0",
 		"SECKILL_WORKER_HTTP_ADDR=127.0.0.1:0",
 		"SECKILL_LOG_LEVEL=WARN",
 	}, extra...)...), nil

@@ -49,7 +49,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	sqlDB.SetMaxOpenConns(32)
 	sqlDB.SetMaxIdleConns(32)
 	sqlDB.SetConnMaxLifetime(30 * time.Minute)
-	g, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: sqlDB}), &gorm.Config{
+	g, err := gorm.Open(newDialector(gormmysql.Config{Conn: sqlDB}), &gorm.Config{
 		Logger:                 logger.Discard,
 		SkipDefaultTransaction: true,
 		TranslateError:         true,
@@ -129,7 +129,12 @@ func (db *DB) Migrate(ctx context.Context) error {
 }
 
 // Ping checks that the database answers.
-func (db *DB) Ping(ctx context.Context) error { return db.sql.PingContext(ctx) }
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.sql.PingContext(ctx); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
 
 // Close closes the pool.
 func (db *DB) Close() error { return db.sql.Close() }

@@ -12,8 +12,8 @@ go build -o bin/seckill ./cmd/seckill
 secret() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 export SECKILL_REDIS_PREFIX="$run" SECKILL_TASK_QUEUE="$run" SECKILL_HTTP_ADDR="$addr"
 export SECKILL_JWT_SECRET="$(secret)" SECKILL_WEBHOOK_SECRET="$(secret)" SECKILL_ADMIN_TOKEN="$(secret)"
-# Every shopper comes from this machine: the per-IP limit must be off.
-export SECKILL_LIMIT_IP_RPS=0 SECKILL_RECONCILE_EVERY=0
+# Every shopper comes from this machine: the per-IP limits must be off.
+export SECKILL_LIMIT_IP_RPS=0 SECKILL_LIMIT_READ_RPS=0 SECKILL_RECONCILE_EVERY=0
 # A throwaway stack: refunds go to the in-memory sandbox, on purpose (the
 # worker refuses to start without a provider named explicitly).
 export SECKILL_PAYMENT_PROVIDER=sandbox

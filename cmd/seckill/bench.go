@@ -35,8 +35,9 @@ through signed webhooks, waits --pay-timeout for the rest to close, and
 checks the invariants through the reconcile report. --baselines measures,
 in the same run, a bare Fiber handler, the admission script alone and a
 no-op Temporal workflow, and reports the ratios. The stack must run with
-SECKILL_LIMIT_IP_RPS=0 (every shopper comes from here); the bench needs its
-SECKILL_JWT_SECRET, SECKILL_WEBHOOK_SECRET and SECKILL_ADMIN_TOKEN.`,
+SECKILL_LIMIT_IP_RPS=0 and SECKILL_LIMIT_READ_RPS=0 (every shopper comes
+from here); the bench needs its SECKILL_JWT_SECRET, SECKILL_WEBHOOK_SECRET
+and SECKILL_ADMIN_TOKEN.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := loadConfig()
 			if err != nil {

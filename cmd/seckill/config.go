@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"time"
 
@@ -39,7 +40,9 @@ type config struct {
 	LimitGlobalRPS    int           `env:"SECKILL_LIMIT_GLOBAL_RPS" envDefault:"20000"`
 	LimitUserRPS      int           `env:"SECKILL_LIMIT_USER_RPS" envDefault:"5"`
 	LimitIPRPS        int           `env:"SECKILL_LIMIT_IP_RPS" envDefault:"200"`
+	LimitReadRPS      int           `env:"SECKILL_LIMIT_READ_RPS" envDefault:"100"`
 	ProxyHeader       string        `env:"SECKILL_PROXY_HEADER"`
+	TrustedProxies    string        `env:"SECKILL_TRUSTED_PROXIES"`
 	PaymentProvider   string        `env:"SECKILL_PAYMENT_PROVIDER"`
 	ReconcileEvery    time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
 	EagerStart        bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
@@ -50,6 +53,9 @@ type config struct {
 	WebhookSecret     string        `env:"SECKILL_WEBHOOK_SECRET"`
 	AdminToken        string        `env:"SECKILL_ADMIN_TOKEN"`
 	LogLevel          slog.Level    `env:"SECKILL_LOG_LEVEL" envDefault:"INFO"`
+
+	// trusted is TrustedProxies parsed.
+	trusted []netip.Prefix
 }
 
 func loadConfig() (*config, error) {
@@ -66,8 +72,11 @@ func loadConfig() (*config, error) {
 	if c.ObserveEvery <= 0 {
 		return nil, errors.New("SECKILL_OBSERVE_EVERY must be a positive duration")
 	}
-	if c.LimitGlobalRPS < 0 || c.LimitUserRPS < 0 || c.LimitIPRPS < 0 {
+	if c.LimitGlobalRPS < 0 || c.LimitUserRPS < 0 || c.LimitIPRPS < 0 || c.LimitReadRPS < 0 {
 		return nil, errors.New("SECKILL_LIMIT_*_RPS must be 0 (off) or a positive number of requests per second")
+	}
+	if err := c.parseProxies(); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }
@@ -93,6 +102,21 @@ func (c *config) warnProvider(log *slog.Logger) {
 		log.Warn("SANDBOX PAYMENT PROVIDER: refunds are recorded in memory and move no money; never run this in production",
 			"SECKILL_PAYMENT_PROVIDER", c.PaymentProvider)
 	}
+}
+
+// parseProxies validates SECKILL_TRUSTED_PROXIES and SECKILL_PROXY_HEADER
+// together: a bad entry, or one without the other, stops the command with
+// the reason, before it connects to anything.
+func (c *config) parseProxies() error {
+	trusted, err := api.ParseTrustedProxies(c.TrustedProxies)
+	if err != nil {
+		return fmt.Errorf("SECKILL_TRUSTED_PROXIES: %w", err)
+	}
+	if err := api.CheckProxies(c.ProxyHeader, trusted); err != nil {
+		return err
+	}
+	c.trusted = trusted
+	return nil
 }
 
 // requireSecrets names every missing secret, so an operator fixes them in one go.
@@ -239,12 +263,13 @@ func (d *deps) apiServer(c *config, dev bool) (*api.Server, error) {
 		AdminToken:    c.AdminToken,
 		PayTimeout:    c.PayTimeout,
 		StartTimeout:  c.StartTimeout,
-		Limits:        api.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS},
+		Limits:        api.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS},
 		Limiter:       redis.NewLimiter(d.rdb, c.RedisPrefix),
 		ProxyHeader:   c.ProxyHeader,
 		Logger:        d.log,
 		Metrics:       d.metrics,
 	}
+	cfg.TrustedProxies = c.trusted
 	if dev {
 		cfg.Dev, cfg.Payer = true, d.provider(c)
 	}

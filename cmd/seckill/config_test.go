@@ -50,6 +50,42 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 	require.Error(t, err)
 }
 
+// The proxy settings are checked before anything connects: a bad entry,
+// or one setting without the other, stops the command with the reason.
+func TestProxyConfig(t *testing.T) {
+	for _, c := range []struct {
+		header, trusted, wantErr string
+	}{
+		{"", "", ""},
+		{"X-Forwarded-For", "10.0.0.0/8, 192.168.0.1", ""},
+		{"X-Forwarded-For", "10.0.0.0/33", `SECKILL_TRUSTED_PROXIES: trusted proxy "10.0.0.0/33" is not a CIDR`},
+		{"X-Forwarded-For", "10.0.0.0/8,lb.internal", `"lb.internal" is not a CIDR`},
+		{"X-Forwarded-For", "", "SECKILL_TRUSTED_PROXIES is empty"},
+		{"", "10.0.0.0/8", "SECKILL_PROXY_HEADER is not"},
+	} {
+		t.Setenv("SECKILL_PROXY_HEADER", c.header)
+		t.Setenv("SECKILL_TRUSTED_PROXIES", c.trusted)
+		cfg, err := loadConfig()
+		if c.wantErr != "" {
+			require.ErrorContains(t, err, c.wantErr, "%+v", c)
+			continue
+		}
+		require.NoError(t, err, "%+v", c)
+		if c.trusted != "" {
+			require.Len(t, cfg.trusted, 2)
+		}
+	}
+	t.Setenv("SECKILL_TRUSTED_PROXIES", "")
+	t.Setenv("SECKILL_LIMIT_READ_RPS", "")
+	os.Unsetenv("SECKILL_LIMIT_READ_RPS")
+	cfg, err := loadConfig()
+	require.NoError(t, err)
+	require.Equal(t, 100, cfg.LimitReadRPS)
+	t.Setenv("SECKILL_LIMIT_READ_RPS", "-1")
+	_, err = loadConfig()
+	require.Error(t, err)
+}
+
 // `seckill api` never mounts the dev-only endpoints (a token for anyone,
 // sandbox payment); `seckill dev` does. Nothing here connects: the routes
 // are decided when the server is built.

@@ -41,9 +41,10 @@ order late, and prints the result with the reconcile report. Each purchase
 attempt carries its own Idempotency-Key; an undecided answer (503, a network
 error) is retried with it until decided, and every answer is held against
 the order rows in MySQL (SECKILL_MYSQL_DSN) and asked again after the sale.
-Exit status 2 when an invariant is broken or an answer was wrong. It needs the stack's SECKILL_JWT_SECRET,
-SECKILL_WEBHOOK_SECRET and SECKILL_ADMIN_TOKEN, and the per-IP limit off
-(SECKILL_LIMIT_IP_RPS=0) on the API, since every shopper comes from here.`,
+Exit status 2 when an invariant is broken or an answer was wrong. It needs
+the stack's SECKILL_JWT_SECRET, SECKILL_WEBHOOK_SECRET and
+SECKILL_ADMIN_TOKEN, and the per-IP limits off (SECKILL_LIMIT_IP_RPS=0,
+SECKILL_LIMIT_READ_RPS=0) on the API, since every shopper comes from here.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := loadConfig()
 			if err != nil {

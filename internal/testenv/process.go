@@ -64,6 +64,8 @@ func (e *Env) ProcessEnv(extra ...string) []string {
 		"SECKILL_RECONCILE_EVERY=0",
 		// Spawned workers refund through the sandbox, on purpose.
 		"SECKILL_PAYMENT_PROVIDER=sandbox",
+		// A test's polls all come from one address.
+		"SECKILL_LIMIT_READ_RPS=0",
 		// A port of its own for each worker's ops HTTP: tests run side by side.
 		"SECKILL_WORKER_HTTP_ADDR=127.0.0.1:0",
 		"SECKILL_LOG_LEVEL=WARN",

@@ -189,7 +189,7 @@ func (e *Env) SpawnAPI(env []string) (*Process, string) {
 	addr := "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	ln.Close()
 	env = append(append([]string{}, env...), "SECKILL_HTTP_ADDR="+addr,
-		"SECKILL_LIMIT_IP_RPS=0", "SECKILL_LIMIT_USER_RPS=0", "SECKILL_LIMIT_GLOBAL_RPS=0")
+		"SECKILL_LIMIT_IP_RPS=0", "SECKILL_LIMIT_USER_RPS=0", "SECKILL_LIMIT_GLOBAL_RPS=0", "SECKILL_LIMIT_READ_RPS=0")
 	p := e.Spawn(env, "api")
 	base := "http://" + addr
 	e.Eventually(60*time.Second, "spawned API ready", func() error {

@@ -1,0 +1,23 @@
+package api
+
+// BoundUnknownForTest shrinks the negative caches of unknown session ids and
+// order numbers to n entries each, so a test can show the bound holds
+// without sending a production-sized flood. Call it before serving.
+func BoundUnknownForTest(s *Server, n int) {
+	s.sessions.unknown = newExpiring[int64, struct{}](n)
+	s.orders.unknown = newExpiring[string, struct{}](n)
+}
+
+// UnknownCachedForTest returns how many unknown session ids and order
+// numbers the server holds in memory.
+func UnknownCachedForTest(s *Server) (sessions, orders int) {
+	return s.sessions.unknown.len(), s.orders.unknown.len()
+}
+
+// ReadBucketsForTest returns how many per-IP read buckets the server holds.
+func ReadBucketsForTest(s *Server) int {
+	if s.reads == nil {
+		return 0
+	}
+	return s.reads.buckets.len()
+}

@@ -1,0 +1,68 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/mysql"
+)
+
+// A MySQL outage is 503 UNAVAILABLE with Retry-After, like Redis's: for the
+// admin's writes, for an order lookup that falls through to MySQL and for an
+// unknown session; never a 500, and never remembered as "not found". When
+// MySQL is back the same requests succeed with no restart.
+func TestMySQLOutageIsUnavailable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs MySQL and Redis")
+	}
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	x := testenv.StartToxi(t, "mysql", "127.0.0.1:3306")
+	cfg, err := mysqldriver.ParseDSN(e.DSN)
+	require.NoError(t, err)
+	cfg.Addr, cfg.Timeout = x.Addr, time.Second
+	db, err := mysql.Open(context.Background(), cfg.FormatDSN())
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	serve(t, e, newServer(t, e, api.Config{}, db))
+	tok := e.Token(1)
+
+	now := time.Now().UTC()
+	body := map[string]any{"sku_id": 1, "title": "t", "price_cents": 100, "stock": 3, "per_user_limit": 1,
+		"start_at": now.Add(time.Hour).Format(time.RFC3339), "end_at": now.Add(2 * time.Hour).Format(time.RFC3339)}
+	created := e.Do("POST", "/admin/v1/sessions", testenv.AdminToken, body)
+	require.Equal(t, http.StatusCreated, created.Status, "%s", created.Raw)
+	unknownOrder := fmt.Sprintf("%d-%032x", int64(created.Body["id"].(float64)), 7)
+
+	x.SetDown(true)
+	for _, r := range []*testenv.Response{
+		e.Do("POST", "/admin/v1/sessions", testenv.AdminToken, body),
+		e.Do("GET", "/api/v1/orders/"+unknownOrder, tok, nil),
+		e.Do("GET", "/api/v1/sessions/424242", "", nil),
+	} {
+		requireError(t, r, http.StatusServiceUnavailable, seckill.EUNAVAILABLE, "unavailable")
+		secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
+		require.NoError(t, err, "Retry-After")
+		require.GreaterOrEqual(t, secs, 1)
+	}
+	require.Equal(t, http.StatusServiceUnavailable, e.Do("GET", "/readyz", "", nil).Status)
+
+	x.SetDown(false)
+	e.Eventually(10*time.Second, "the API heals", func() error {
+		if r := e.Do("POST", "/admin/v1/sessions", testenv.AdminToken, body); r.Status != http.StatusCreated {
+			return fmt.Errorf("%d %s", r.Status, r.Raw)
+		}
+		return nil
+	})
+	requireError(t, e.Do("GET", "/api/v1/orders/"+unknownOrder, tok, nil), http.StatusNotFound, seckill.ENOTFOUND, "not found")
+	requireError(t, e.Do("GET", "/api/v1/sessions/424242", "", nil), http.StatusNotFound, seckill.ENOTFOUND, "not found")
+}
