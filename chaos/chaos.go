@@ -142,8 +142,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	sale.BaseURL, sale.AdminToken, sale.JWTSecret, sale.WebhookSecret = s.baseURL, cfg.AdminToken, cfg.JWTSecret, cfg.WebhookSecret
 	sale.PayTimeout, sale.IssueToken, sale.Owners = cfg.PayTimeout, cfg.IssueToken, db.OrderOwners
 	sale.DuringBurst = in.bursting
-	if sale.FaultAfter == 0 {
-		sale.FaultAfter = 0.1
+	if sale.FaultAt == 0 {
+		sale.FaultAt = max(sale.Ramp/5, 100*time.Millisecond)
 	}
 	if sale.HTTP == nil {
 		sale.HTTP = drill.NewHTTPClient(10 * time.Second)

@@ -60,8 +60,11 @@ type Config struct {
 	// left to sell.
 	Ramp time.Duration
 	// FaultAfter is the share of attempts answered before DuringBurst runs
-	// (default 0.25).
+	// (default 0.25); FaultAt, when set, runs it that long after the burst
+	// starts instead (the first answers of a fresh session can come all at
+	// once, late: a share answered says little about what is in flight).
 	FaultAfter float64
+	FaultAt    time.Duration
 	PayRatio   float64
 	// PayTimeout is the stack's SECKILL_PAY_TIMEOUT when it is short
 	// (seconds): then part of the unpaid orders are left to time out (the
@@ -373,7 +376,11 @@ func (r *runner) burst(ctx context.Context) ([]*attempt, error) {
 	}
 	close(start)
 	if r.cfg.DuringBurst != nil {
-		<-faultAt
+		if r.cfg.FaultAt > 0 {
+			<-time.After(r.cfg.FaultAt)
+		} else {
+			<-faultAt
+		}
 		r.logf("burst in flight: breaking something")
 		r.cfg.DuringBurst()
 	}
