@@ -6,11 +6,7 @@ GO       ?= go
 PKGS     := ./...
 TEMPORAL := scripts/temporal-dev.sh
 
-<<<<<<< HEAD
-.PHONY: all build bench chaos dev drill temporal temporal-stop test test-short lint fmt clean
-=======
-.PHONY: all build bench dev drill temporal temporal-stop test test-short test-offline lint fmt clean
->>>>>>> main
+.PHONY: all build bench chaos dev drill temporal temporal-stop test test-short test-offline lint fmt clean
 
 all: lint test
 
