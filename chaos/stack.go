@@ -88,6 +88,12 @@ func (p *proc) kill(hold bool) {
 	p.held = hold
 	cmd, exited := p.cmd, p.exited
 	p.mu.Unlock()
+	select {
+	case <-exited:
+		// Already gone (and reaped): its pid may belong to someone else now.
+		return
+	default:
+	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	select {
 	case <-exited:
