@@ -51,15 +51,21 @@ func TestIdempotencyKeyContract(t *testing.T) {
 	again = buyWithKey(e, sess.ID, 1, key, 1)
 	require.Equal(t, http.StatusAccepted, again.Status, "a key holding a reservation is never told SOLD_OUT: %s", again.Raw)
 	require.Equal(t, no, again.Str("order_no"))
-	requireError(t, buyWithKey(e, sess.ID, 1, "fresh-"+e.Prefix, 1), 409, "SOLD_OUT", "sold out")
+	// A fresh key while the session is flagged sold out: the script
+	// decides and pins SOLD_OUT, so the key never turns into a purchase.
+	fresh := buyWithKey(e, sess.ID, 4, "fresh-"+e.Prefix, 1)
+	requireError(t, fresh, 409, "SOLD_OUT", "sold out")
+	require.Equal(t, api.LayerRedis, fresh.Header.Get(api.HeaderLayer), "a keyed request is answered by the script, not the flag")
 
-	// The order closes: the key still names it.
+	// The order closes: the key still names it; the unit is back, yet the
+	// key pinned to SOLD_OUT stays SOLD_OUT (a new key buys it).
 	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
 	require.Equal(t, http.StatusAccepted, e.Do("POST", "/api/v1/orders/"+no+"/cancel", tok, nil).Status)
 	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusClosed)
 	again = buyWithKey(e, sess.ID, 1, key, 1)
 	require.Equal(t, http.StatusAccepted, again.Status, "%s", again.Raw)
 	require.Equal(t, no, again.Str("order_no"))
+	requireError(t, buyWithKey(e, sess.ID, 4, "fresh-"+e.Prefix, 1), 409, "SOLD_OUT", "sold out")
 
 	// The sale ends: the key still names it; a new key is ENDED.
 	db, err := sql.Open("mysql", e.DSN)

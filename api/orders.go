@@ -85,8 +85,8 @@ func idempotencyKey(c *fiber.Ctx) (string, error) {
 // later attempt with that key from the pin. Refusals before the script
 // (validation, auth, blocklist, rate limits, ticket, not started,
 // UNAVAILABLE) are not pinned: the request never ran, and its retry runs
-// afresh. The two refusals that could contradict a pinned answer, the
-// sold-out flag in memory and the end of the sale, look the pin up first.
+// afresh. The sold-out flag in memory never answers a keyed request (the
+// script does, and pins it), and the end of the sale looks the pin up first.
 func (s *Server) createOrder(c *fiber.Ctx) error {
 	id, err := pathID(c, "id")
 	if err != nil {
@@ -129,12 +129,14 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 		return seckill.Errorf(seckill.EINVALID, "quantity must be between 1 and %d", sess.PerUserLimit)
 	}
 	if key != "" && s.soldOut.has(id) {
-		// soldOutFast let it through: answer its pin, else sold out.
+		// soldOutFast let it through: a retry answers from its pin without
+		// meeting the rate limits again. A key with no pin goes on to the
+		// script, which decides and pins SOLD_OUT (or a unit that came
+		// back): a key is never told SOLD_OUT by this process's memory and
+		// then sold a unit by the script later.
 		if adm, perr := s.gate.Pinned(ctx, a); adm != nil || perr != nil {
 			return s.admitted(c, a, adm, perr)
 		}
-		c.Set(HeaderLayer, LayerSoldOutMemory)
-		return errSoldOut
 	}
 	if err := s.distributedLimits(c, user); err != nil {
 		return err

@@ -35,11 +35,10 @@ import (
 // HeaderIdempotencyKey is the header carrying a purchase attempt's key.
 const HeaderIdempotencyKey = "Idempotency-Key"
 
-// A SOLD_OUT the API answered from its in-memory sold-out flag (the layer
-// header, api.HeaderLayer) was decided before the admission script ran:
-// like a rate limit, it is not pinned to the key, and the same key asked
-// again once stock is back runs afresh. The drill does not ask such keys
-// again (it would buy); it counts them (Result.Unpinned).
+// A keyed purchase must never be answered from the API's in-memory
+// sold-out flag (the layer header, api.HeaderLayer): that answer pins
+// nothing, so the same key could buy once stock is back. The admission
+// script answers keyed requests, and pins its SOLD_OUT.
 const (
 	headerLayer        = "X-Seckill-Layer"
 	layerSoldOutMemory = "soldout_memory"
@@ -100,14 +99,11 @@ type Result struct {
 	// Unknown counts attempts that got an undecided answer (503 or a
 	// network error) at least once; Resolved those whose key later gave
 	// the truth (all of them, or a problem is reported).
-	Unknown  int            `json:"unknown"`
-	Resolved int            `json:"resolved"`
-	Unknowns map[string]int `json:"unknown_answers"` // undecided answers by kind
-	// Unpinned counts SOLD_OUT answers from the API's in-memory flag: not
-	// pinned to their key, so not asked again after the sale.
-	Unpinned  int            `json:"unpinned_refusals"`
-	Orders    int            `json:"orders"` // order rows in MySQL (-1 when not read)
-	Paid      int            `json:"paid"`   // orders that ended PAID
+	Unknown   int            `json:"unknown"`
+	Resolved  int            `json:"resolved"`
+	Unknowns  map[string]int `json:"unknown_answers"` // undecided answers by kind
+	Orders    int            `json:"orders"`          // order rows in MySQL (-1 when not read)
+	Paid      int            `json:"paid"`            // orders that ended PAID
 	Cancelled int            `json:"cancelled"`
 	TimedOut  int            `json:"timed_out"`
 	Refunds   int            `json:"refunds"` // payments that lost their order (late or racing the timeout)
@@ -622,8 +618,7 @@ func (r *runner) settle(ctx context.Context, won []order) error {
 }
 
 // replay asks every attempt's key once more, after the sale settled (stock
-// given back, orders closed): the same key always gets the same answer
-// (except refusals the admission script never saw: see layerSoldOutMemory).
+// given back, orders closed): the same key always gets the same answer.
 func (r *runner) replay(ctx context.Context, attempts []*attempt) {
 	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
@@ -633,7 +628,7 @@ func (r *runner) replay(ctx context.Context, attempts []*attempt) {
 			continue
 		}
 		if a.final.layer == layerSoldOutMemory {
-			r.res.Unpinned++
+			r.problem("key %s of user %d was answered %s from the API's in-memory sold-out flag, which pins nothing", a.key, a.user, a.final)
 			continue
 		}
 		wg.Add(1)
