@@ -93,6 +93,19 @@ func (a *Activities) release(ctx context.Context, l log.Logger, in workflows.Rel
 	return n, nil
 }
 
+// CloseAndRelease is the compensation in one activity: CloseOrder (the
+// compare-and-set to CLOSED with the MySQL stock back, one tx), then, only
+// if the order is closed, ReleaseReservation. Retried as a whole it stays
+// exactly-once: a retry finds the order CLOSED already (no stock moves
+// twice) and the reservation released already (0 units).
+func (a *Activities) CloseAndRelease(ctx context.Context, in workflows.CloseOrderInput) (workflows.CloseAndReleaseResult, error) {
+	closed, released, err := a.CloseLost(ctx, logger(ctx, in.Request.OrderNo, in.Request.TraceID), in.Request, in.Reason)
+	if err != nil {
+		return workflows.CloseAndReleaseResult{}, err
+	}
+	return workflows.CloseAndReleaseResult{Status: closed.Status, GaveBack: closed.GaveBack, Released: released}, nil
+}
+
 // CloseLost closes an order whose workflow is gone, exactly as the
 // workflow's compensation would: the CloseOrder step (compare-and-set to
 // CLOSED, MySQL stock back, ledger row with reason), then, if the order is

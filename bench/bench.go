@@ -48,6 +48,14 @@ type Config struct {
 	Settle     time.Duration
 	Baselines  *BaselineConfig
 	Progress   io.Writer
+	// TemporalAddr and TemporalNamespace: where the bench reads the
+	// histories of CostSample orders of each path (paid, timed out,
+	// cancelled: that many unpaid orders are cancelled by their shoppers)
+	// to count what an order costs in Temporal. No address or a sample of
+	// 0 skips it.
+	TemporalAddr      string
+	TemporalNamespace string
+	CostSample        int
 }
 
 // outcome names, the keys of Step.Latency.
@@ -122,9 +130,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		rep.Baselines = b
 	}
+	cs, err := dialCosts(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("temporal cost: %w", err)
+	}
+	defer cs.close()
 	c := &httpClient{base: cfg.BaseURL, hc: &fasthttp.Client{MaxConnsPerHost: 4096, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}}
 	for _, level := range steps {
-		r := &stepRunner{cfg: cfg, c: c, shoppers: shoppers, rep: rep}
+		r := &stepRunner{cfg: cfg, c: c, shoppers: shoppers, rep: rep, costs: cs}
 		st, err := r.run(ctx, level)
 		if err != nil {
 			return nil, err
@@ -134,6 +147,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.InvariantsOK = false
 		}
 	}
+	rep.Temporal = cs.report()
 	if rep.Baselines != nil {
 		last := rep.Steps[len(rep.Steps)-1]
 		b := rep.Baselines
@@ -205,6 +219,7 @@ type stepRunner struct {
 	c        *httpClient
 	shoppers []shopper
 	rep      *Report
+	costs    *costs // nil: the Temporal cost is not counted
 	step     *Step
 	// start is when the first burst began: the origin of the step's times.
 	start time.Time

@@ -24,6 +24,7 @@ func TestBenchSmallRun(t *testing.T) {
 		Stock: 20, Quantity: 1, Limit: 1, PayRatio: 0.5, PayTimeout: 8 * time.Second, Settle: 30 * time.Second,
 		Baselines: &bench.BaselineConfig{RedisAddr: "127.0.0.1:6379", TemporalAddr: "127.0.0.1:7233",
 			TemporalNamespace: "default", NoopWorkflows: 20},
+		TemporalAddr: "127.0.0.1:7233", TemporalNamespace: "default", CostSample: 2,
 	}
 	if testing.Verbose() {
 		cfg.Progress = os.Stderr
@@ -41,6 +42,7 @@ func TestBenchSmallRun(t *testing.T) {
 		require.Equal(t, 20, f.OrdersCreated)
 		require.Equal(t, 10, f.Paid)
 		require.Equal(t, 10, f.Closed)
+		require.Equal(t, 2, f.Cancelled)
 		require.Positive(t, s.Throughput)
 		require.Positive(t, s.SoldOutThroughput)
 		require.Positive(t, s.OrdersPerSecond)
@@ -50,10 +52,19 @@ func TestBenchSmallRun(t *testing.T) {
 	for _, k := range []string{"admission_vs_fiber", "soldout_vs_fiber", "orders_vs_temporal_noop"} {
 		require.Positive(t, rep.Ratios[k], k)
 	}
+	// What an order costs in Temporal, from the histories of 2 orders of
+	// each path per step (docs/temporal-actions.md).
+	require.NotNil(t, rep.Temporal)
+	require.Equal(t, map[string]float64{"paid": 6, "timeout": 5, "cancel": 6}, rep.Temporal.ActionsPerOrder)
+	require.Equal(t, map[string]int{"paid": 4, "timeout": 4, "cancel": 4}, rep.Temporal.Sampled)
+	for _, p := range []string{"paid", "timeout", "cancel"} {
+		require.Positive(t, rep.Temporal.EventsPerOrder[p], p)
+	}
 	var out strings.Builder
 	require.NoError(t, bench.WriteTable(&out, rep))
 	require.Contains(t, out.String(), "admission_vs_fiber")
 	require.Contains(t, out.String(), "invariants: ok")
+	require.Contains(t, out.String(), "Temporal cost per order")
 }
 
 // Open loop: arrivals on a clock (--rate), every winner paid.

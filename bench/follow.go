@@ -48,9 +48,23 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 		r.step.OrdersPerSecond = float64(len(won)) / r.step.TimeToAllWaitPaySeconds
 	}
 
+	// A few unpaid orders are cancelled by their shoppers, for the cost
+	// of the cancel path (at most half of them: the rest time out).
+	var cancelled []result
+	if r.costs != nil {
+		cancelled = rest[:min(r.cfg.CostSample, len(rest)/2)]
+		for _, x := range cancelled {
+			r.cancel(x)
+		}
+		f.Cancelled = len(cancelled)
+	}
 	f.Paid = len(r.waitAll(ctx, pay, r.cfg.Settle, nil, seckill.StatusPaid))
 	if f.Paid < len(pay) {
 		r.problem("%d paid orders never reached PAID", len(pay)-f.Paid)
+	}
+	r.count(ctx, pathPaid, pay[:min(r.cfg.CostSample, len(pay))])
+	if len(cancelled) > 0 && len(r.waitAll(ctx, cancelled, r.cfg.Settle, nil, seckill.StatusClosed)) == len(cancelled) {
+		r.count(ctx, pathCancel, cancelled)
 	}
 	if r.cfg.PayTimeout > 0 && len(rest) > 0 {
 		fmt.Fprintf(r.cfg.Progress, "  %s: waiting up to %s for %d unpaid orders to time out\n", r.levelName(), r.cfg.PayTimeout+r.cfg.Settle, len(rest))
@@ -58,6 +72,18 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 		if f.Closed < len(rest) {
 			r.problem("%d unpaid orders did not close after the pay timeout", len(rest)-f.Closed)
 		}
+		timedOut := rest[len(cancelled):]
+		r.count(ctx, pathTimeout, timedOut[:min(r.cfg.CostSample, len(timedOut))])
+	}
+}
+
+// cancel cancels an unpaid order as its shopper does.
+func (r *stepRunner) cancel(x result) {
+	code, err := r.c.json("POST", "/api/v1/orders/"+x.orderNo+"/cancel", r.shoppers[x.shopper].auth, nil, nil)
+	if err != nil || code != 202 {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.problem("cancel of %s: status %d: %v", x.orderNo, code, err)
 	}
 }
 

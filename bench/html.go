@@ -53,7 +53,33 @@ type htmlPage struct {
 	Ratios           []htmlRatioRow
 	Baselines        []htmlBaselineRow // nil: not measured
 	Steps            []htmlStep
-	Throughput       *svgChart // nil without steps
+	Throughput       *svgChart     // nil without steps
+	Cost             []htmlCostRow // nil: not counted
+}
+
+// htmlCostRow is one order path's cost in Temporal.
+type htmlCostRow struct{ Path, Actions, Events, Sampled, ByKind string }
+
+func htmlCostRows(t *TemporalCost) []htmlCostRow {
+	if t == nil {
+		return nil
+	}
+	var rows []htmlCostRow
+	for _, path := range []string{pathPaid, pathTimeout, pathCancel} {
+		a, ok := t.ActionsPerOrder[path]
+		if !ok {
+			continue
+		}
+		kinds := make([]string, 0, len(t.ActionsByKind[path]))
+		for k, v := range t.ActionsByKind[path] {
+			kinds = append(kinds, fmt.Sprintf("%s %.3g", k, v))
+		}
+		sort.Strings(kinds)
+		rows = append(rows, htmlCostRow{Path: path, Actions: fmt.Sprintf("%.2f", a),
+			Events: fmt.Sprintf("%.1f", t.EventsPerOrder[path]), Sampled: fmt.Sprint(t.Sampled[path]),
+			ByKind: strings.Join(kinds, ", ")})
+	}
+	return rows
 }
 
 type htmlKV struct{ Key, Value, Help string }
@@ -92,6 +118,7 @@ func buildHTMLPage(r *Report) htmlPage {
 		Ratios:     htmlRatioRows(r.Ratios),
 		Baselines:  htmlBaselineRows(r.Baselines),
 		Throughput: throughputChart(r.Steps, r.Baselines),
+		Cost:       htmlCostRows(r.Temporal),
 	}
 	for i, s := range r.Steps {
 		p.Steps = append(p.Steps, buildHTMLStep(i+1, s))
@@ -987,6 +1014,15 @@ requests per second do not. A ratio at or above its target means the design cost
 {{range .Baselines}}<tr><td><b>{{.Name}}</b></td><td class="num">{{.Value}}</td><td>{{.Unit}}</td><td>{{.Meaning}}</td></tr>
 {{end}}</table>
 {{else}}<p class="empty">Not measured.</p>
+{{end}}
+<h3>Temporal cost per order</h3>
+<p class="help">Temporal Cloud's billable actions and the history events of one order, per path, counted from the
+real histories of the sampled orders (docs/temporal-actions.md says what each action buys).</p>
+{{if .Cost}}<table>
+<tr><th>Path</th><th class="num">Actions</th><th class="num">Events</th><th class="num">Orders</th><th>Actions by kind</th></tr>
+{{range .Cost}}<tr><td><b>{{.Path}}</b></td><td class="num">{{.Actions}}</td><td class="num">{{.Events}}</td><td class="num">{{.Sampled}}</td><td>{{.ByKind}}</td></tr>
+{{end}}</table>
+{{else}}<p class="empty">Not counted (run with --cost-sample and a reachable Temporal).</p>
 {{end}}</section>
 
 <section id="steps">

@@ -14,9 +14,12 @@ type Report struct {
 	Baselines *Baselines `json:"baselines,omitempty"`
 	// Ratios against the baselines: admission_vs_fiber, soldout_vs_fiber,
 	// orders_vs_temporal_noop (absent without baselines).
-	Ratios       map[string]float64 `json:"ratios"`
-	InvariantsOK bool               `json:"invariants_ok"`
-	Problems     []string           `json:"problems"`
+	Ratios map[string]float64 `json:"ratios"`
+	// Temporal is the cost of an order in Temporal per path (absent when
+	// the bench has no Temporal address or --cost-sample is 0).
+	Temporal     *TemporalCost `json:"temporal,omitempty"`
+	InvariantsOK bool          `json:"invariants_ok"`
+	Problems     []string      `json:"problems"`
 }
 
 // Settings echoes the configuration of the run.
@@ -73,7 +76,10 @@ type Funnel struct {
 	Accepted      int `json:"accepted"`
 	OrdersCreated int `json:"orders_created"` // reached WAIT_PAY
 	Paid          int `json:"paid"`
-	Closed        int `json:"closed"`
+	// Cancelled unpaid orders (by their shoppers, for the cancel path's
+	// cost); they are counted in Closed too.
+	Cancelled int `json:"cancelled"`
+	Closed    int `json:"closed"`
 }
 
 // Percentiles of a latency distribution, milliseconds.

@@ -63,6 +63,7 @@ func WriteTable(w io.Writer, r *Report) error {
 			}
 		}
 	}
+	writeCost(w, r.Temporal)
 	fmt.Fprintf(w, "\ninvariants: %s\n", okWord(r.InvariantsOK))
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "  problem: %s\n", p)

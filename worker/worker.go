@@ -34,6 +34,7 @@ func Register(r Registry, acts *activities.Activities) {
 	r.RegisterActivityWithOptions(acts.ApplyPayment, activity.RegisterOptions{Name: workflows.ApplyPaymentActivity})
 	r.RegisterActivityWithOptions(acts.CloseOrder, activity.RegisterOptions{Name: workflows.CloseOrderActivity})
 	r.RegisterActivityWithOptions(acts.ReleaseReservation, activity.RegisterOptions{Name: workflows.ReleaseReservationActivity})
+	r.RegisterActivityWithOptions(acts.CloseAndRelease, activity.RegisterOptions{Name: workflows.CloseAndReleaseActivity})
 }
 
 // RegisterRefunds registers the refund workflow and its activities.

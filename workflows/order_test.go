@@ -34,6 +34,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -747,7 +748,7 @@ func TestOrderPaidBeforeTimeout(t *testing.T) {
 			assert.True(t, h.gate.live(req.OrderNo))
 			assert.Equal(t, 8, h.store.stockLeft())
 			assert.Equal(t, 8, h.gate.stockLeft())
-			assert.Equal(t, []string{"WAIT_PAY", "PAID"}, h.statuses())
+			assert.Equal(t, []string{"PAID"}, h.statuses())
 			h.assertInvariants()
 		})
 	}
@@ -786,7 +787,7 @@ func TestOrderTimeoutClosesAndGivesBackOnce(t *testing.T) {
 			assert.Equal(t, 3, res)
 			assert.Equal(t, 1, h.inj.count(mClose))
 			assert.Equal(t, 1, h.inj.count(mRelease))
-			assert.Equal(t, []string{"WAIT_PAY", "CLOSED"}, h.statuses())
+			assert.Equal(t, []string{"CLOSED"}, h.statuses())
 			h.assertInvariants()
 		})
 	}
@@ -820,7 +821,7 @@ func TestOrderCancelSignal(t *testing.T) {
 			assert.True(t, h.env.Now().Before(startTime.Add(payTimeout)), "cancel must not wait for the timer")
 			assert.Equal(t, 1, h.inj.count(mClose))
 			assert.Equal(t, 1, h.inj.count(mRelease))
-			assert.Equal(t, []string{"WAIT_PAY", "CLOSED"}, h.statuses())
+			assert.Equal(t, []string{"CLOSED"}, h.statuses())
 			h.assertInvariants()
 		})
 	}
@@ -903,7 +904,7 @@ func TestOrderPaymentRacesTimeout(t *testing.T) {
 				assert.Equal(t, []string{"pay-race"}, captured)
 				assert.Empty(t, refunds)
 				assert.Zero(t, h.inj.count(mClose))
-				assert.Equal(t, []string{"WAIT_PAY", "PAID"}, h.statuses())
+				assert.Equal(t, []string{"PAID"}, h.statuses())
 			} else {
 				assert.Equal(t, seckill.StatusRefundPending, h.store.status(req.OrderNo), "a late payment never reopens")
 				assert.Empty(t, captured)
@@ -914,10 +915,10 @@ func TestOrderPaymentRacesTimeout(t *testing.T) {
 				if inWorkflow {
 					assert.Equal(t, seckill.StatusRefundPending, st.Status)
 					assert.Equal(t, []string{"pay-race"}, st.LatePayments)
-					assert.Equal(t, []string{"WAIT_PAY", "CLOSED", "REFUND_PENDING"}, h.statuses())
+					assert.Equal(t, []string{"CLOSED", "REFUND_PENDING"}, h.statuses())
 				} else {
 					assert.Equal(t, seckill.StatusClosed, st.Status)
-					assert.Equal(t, []string{"WAIT_PAY", "CLOSED"}, h.statuses())
+					assert.Equal(t, []string{"CLOSED"}, h.statuses())
 				}
 			}
 			h.assertInvariants()
@@ -1048,7 +1049,7 @@ func TestOrderDuplicatePayments(t *testing.T) {
 			assert.Equal(t, tc.refunds, refunds)
 			assert.Equal(t, tc.applied, h.inj.count(mApply))
 			assert.Zero(t, h.inj.count(mClose))
-			assert.Equal(t, []string{"WAIT_PAY", "PAID"}, h.statuses())
+			assert.Equal(t, []string{"PAID"}, h.statuses())
 			h.assertInvariants()
 		})
 	}
@@ -1100,11 +1101,11 @@ func TestOrderActivityRetriesAreIdempotent(t *testing.T) {
 				captured, refunds := h.store.paymentsOf(req.OrderNo)
 				assert.Equal(t, []string{"pay-retry"}, captured)
 				assert.Empty(t, refunds, "a retried payment is not a second payment")
-				assert.Equal(t, []string{"WAIT_PAY", "PAID"}, h.statuses())
+				assert.Equal(t, []string{"PAID"}, h.statuses())
 			} else {
 				h.assertCompensated(req, st, workflows.ReasonTimeout)
 				assert.Equal(t, 2, res, "stock given back once")
-				assert.Equal(t, []string{"WAIT_PAY", "CLOSED"}, h.statuses())
+				assert.Equal(t, []string{"CLOSED"}, h.statuses())
 			}
 			h.assertInvariants()
 		})
@@ -1136,27 +1137,19 @@ func TestOrderActivityTimeoutsViaNamedMocks(t *testing.T) {
 			}
 			return r, err
 		})
-	h.env.OnActivity(workflows.CloseOrderActivity, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in workflows.CloseOrderInput) (workflows.CloseOrderResult, error) {
-			r, err := h.acts.CloseOrder(ctx, in)
-			if record(ctx, workflows.CloseOrderActivity) {
-				return workflows.CloseOrderResult{}, timeout
+	h.env.OnActivity(workflows.CloseAndReleaseActivity, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in workflows.CloseOrderInput) (workflows.CloseAndReleaseResult, error) {
+			r, err := h.acts.CloseAndRelease(ctx, in)
+			if record(ctx, workflows.CloseAndReleaseActivity) {
+				return workflows.CloseAndReleaseResult{}, timeout
 			}
 			return r, err
-		})
-	h.env.OnActivity(workflows.ReleaseReservationActivity, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in workflows.ReleaseInput) (int, error) {
-			n, err := h.acts.ReleaseReservation(ctx, in)
-			if record(ctx, workflows.ReleaseReservationActivity) {
-				return 0, timeout
-			}
-			return n, err
 		})
 
 	st := h.run(req)
 
 	h.assertCompensated(req, st, workflows.ReasonTimeout)
-	for _, name := range []string{workflows.CreateOrderActivity, workflows.CloseOrderActivity, workflows.ReleaseReservationActivity} {
+	for _, name := range []string{workflows.CreateOrderActivity, workflows.CloseAndReleaseActivity} {
 		assert.Equal(t, []int32{1, 2}, attempts[name], name)
 	}
 	dec, res := h.store.counts(req.OrderNo)
@@ -1191,7 +1184,49 @@ func TestOrderCreateOutageExhaustsRetries(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, seckill.StatusClosed, late.Status, "the tombstone guards the order number")
 	assert.Equal(t, h.store.total, h.store.stockLeft())
-	assert.Equal(t, []string{"CLOSED"}, h.statuses())
+	// Listed QUEUED (stuck before creation) once creating took long.
+	assert.Equal(t, []string{"QUEUED", "CLOSED"}, h.statuses())
+	h.assertInvariants()
+}
+
+// An order is listed WAIT_PAY from its start (no upsert): a create that
+// takes longer than a few seconds (MySQL slow or down) lists it QUEUED, the
+// ops view of orders stuck before creation, until the row exists.
+func TestSlowCreateIsListedQueued(t *testing.T) {
+	h := newHarness(t, 10)
+	req := h.admit("7-slow", 1024, 1)
+	// Seven failures: the retries' backoffs alone (0.2 s doubling) exceed
+	// the ten quick seconds.
+	h.inj.failNext(mCreate, times(7, transient())...)
+
+	st := h.run(req)
+
+	assert.Equal(t, 8, h.inj.count(mCreate))
+	h.assertCompensated(req, st, workflows.ReasonTimeout)
+	assert.Equal(t, []string{"QUEUED", "WAIT_PAY", "CLOSED"}, h.statuses())
+	h.assertInvariants()
+}
+
+// Runs started before the fewer-actions version replay their old way: the
+// WAIT_PAY upsert after CreateOrder, then CloseOrder and ReleaseReservation
+// as two activities.
+func TestFewerActionsIsVersioned(t *testing.T) {
+	h := newHarness(t, 10)
+	h.env.OnGetVersion("fewer-actions", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	var mu sync.Mutex
+	var acts []string
+	h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		mu.Lock()
+		defer mu.Unlock()
+		acts = append(acts, info.ActivityType.Name)
+	})
+	req := h.admit("7-v0", 1025, 1)
+
+	st := h.run(req)
+
+	h.assertCompensated(req, st, workflows.ReasonTimeout)
+	assert.Equal(t, []string{"WAIT_PAY", "CLOSED"}, h.statuses())
+	assert.Equal(t, []string{workflows.CloseOrderActivity, workflows.ReleaseReservationActivity}, acts)
 	h.assertInvariants()
 }
 
@@ -1422,7 +1457,7 @@ func TestOrderStateQuery(t *testing.T) {
 	assert.Equal(t, seckill.StatusRefundPending, final.Status)
 	assert.Equal(t, workflows.ReasonTimeout, final.CloseReason)
 	assert.Equal(t, []string{"pay-late"}, final.LatePayments)
-	assert.Equal(t, []string{"WAIT_PAY", "CLOSED", "REFUND_PENDING"}, h.statuses())
+	assert.Equal(t, []string{"CLOSED", "REFUND_PENDING"}, h.statuses())
 	h.assertInvariants()
 }
 

@@ -22,6 +22,9 @@ const (
 	ApplyPaymentActivity       = "ApplyPayment"
 	CloseOrderActivity         = "CloseOrder"
 	ReleaseReservationActivity = "ReleaseReservation"
+	// CloseAndReleaseActivity is CloseOrder then ReleaseReservation in one
+	// activity (runs since the fewer-actions version).
+	CloseAndReleaseActivity = "CloseAndRelease"
 
 	// PaymentSignal carries a seckill.Payment from the webhook.
 	PaymentSignal = "payment"
@@ -41,9 +44,13 @@ var (
 )
 
 // SearchAttributes are the attributes an order's workflow starts with.
+// Attributes given at the start are free, an upsert is a billable action:
+// the order is listed WAIT_PAY from the start, since its row is created in
+// the workflow's first task (the workflow lists it QUEUED if creating it
+// takes long).
 func SearchAttributes(req *seckill.OrderRequest) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(
-		OrderStatusKey.ValueSet(string(seckill.StatusQueued)),
+		OrderStatusKey.ValueSet(string(seckill.StatusWaitPay)),
 		SessionIDKey.ValueSet(req.SessionID),
 		UserIDKey.ValueSet(req.UserID),
 		TraceIDKey.ValueSet(req.TraceID),
@@ -98,6 +105,15 @@ type CloseOrderInput struct {
 type CloseOrderResult struct {
 	Status   seckill.Status `json:"status"`
 	GaveBack bool           `json:"gave_back"`
+}
+
+// CloseAndReleaseResult is the result of the CloseAndRelease activity:
+// the close's result and the units given back in Redis (0 when the order
+// was not closed, or was released before).
+type CloseAndReleaseResult struct {
+	Status   seckill.Status `json:"status"`
+	GaveBack bool           `json:"gave_back"`
+	Released int            `json:"released"`
 }
 
 // ReleaseInput names the reservation to give back in Redis.

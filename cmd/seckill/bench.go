@@ -34,7 +34,11 @@ fast path). It follows every winner to WAIT_PAY, pays --pay-ratio of them
 through signed webhooks, waits --pay-timeout for the rest to close, and
 checks the invariants through the reconcile report. --baselines measures,
 in the same run, a bare Fiber handler, the admission script alone and a
-no-op Temporal workflow, and reports the ratios. The stack must run with
+no-op Temporal workflow, and reports the ratios. It cancels --cost-sample
+unpaid orders and reads the Temporal histories of that many orders of each
+path (paid, timed out, cancelled) from SECKILL_TEMPORAL_ADDR to report the
+billable actions and history events per order (temporal.actions_per_order
+in the JSON; --cost-sample 0 skips it). The stack must run with
 SECKILL_LIMIT_IP_RPS=0 and SECKILL_LIMIT_READ_RPS=0 (every shopper comes
 from here); the bench needs its SECKILL_JWT_SECRET, SECKILL_WEBHOOK_SECRET
 and SECKILL_ADMIN_TOKEN.`,
@@ -63,6 +67,7 @@ and SECKILL_ADMIN_TOKEN.`,
 				cfg.Baselines = &bench.BaselineConfig{RedisAddr: c.RedisAddr, TemporalAddr: c.TemporalAddr,
 					TemporalNamespace: c.TemporalNamespace, NoopWorkflows: noopCount}
 			}
+			cfg.TemporalAddr, cfg.TemporalNamespace = c.TemporalAddr, c.TemporalNamespace
 			cfg.Progress = os.Stderr
 			rep, err := bench.Run(cmd.Context(), cfg)
 			if err != nil {
@@ -114,6 +119,7 @@ and SECKILL_ADMIN_TOKEN.`,
 	f.DurationVar(&cfg.Settle, "settle", time.Minute, "how long to wait for orders to settle")
 	f.BoolVar(&baselines, "baselines", false, "measure bare Fiber, the admission script alone and a no-op Temporal workflow in the same run")
 	f.IntVar(&noopCount, "noop-workflows", 500, "no-op workflows in the Temporal baseline")
+	f.IntVar(&cfg.CostSample, "cost-sample", 3, "orders of each path (paid, timed out, cancelled: that many unpaid orders are cancelled) whose Temporal histories are read to count the actions per order (0 = do not count)")
 	f.StringVar(&jsonPath, "json", "", "write the report as JSON to this file")
 	f.StringVar(&htmlPath, "html", "", "write the report as HTML with charts to this file")
 	return cmd

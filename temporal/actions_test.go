@@ -1,0 +1,116 @@
+package temporal_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/temporal"
+)
+
+// What an order costs in Temporal Cloud's billable actions, pinned per path
+// on the real dev server (docs/temporal-actions.md says what each one buys):
+// a change that adds an action to an order fails here. With
+// SECKILL_RECORD_HISTORIES=<dir> the three histories are also written there
+// (how workflows/testdata's *_v1 histories were recorded).
+func TestActionsPerOrder(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true})
+	sess := e.Session(3, 1, 100)
+	ctx := context.Background()
+	stamp := time.Now().UnixNano()
+	start := func(path string, user int64, payTimeout time.Duration) string {
+		no := fmt.Sprintf("%d-act%d-%s", sess.ID, stamp, path)
+		resv, _, err := e.Gate.Admit(ctx, sess, user, 1, no, "trace-act-"+path, time.Now())
+		require.NoError(t, err)
+		started, err := e.Orders.Start(ctx, &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: 100, PayTimeout: payTimeout})
+		require.NoError(t, err)
+		require.True(t, started)
+		e.Eventually(20*time.Second, no+" WAIT_PAY", func() error {
+			if st, err := e.Orders.State(ctx, no); err != nil || st.Status != seckill.StatusWaitPay {
+				return fmt.Errorf("%v %v", st, err)
+			}
+			return nil
+		})
+		return no
+	}
+	paid, cancelled, timedOut := start("paid", 1, time.Hour), start("cancel", 2, time.Hour), start("timeout", 3, 2*time.Second)
+	require.NoError(t, e.Orders.Pay(ctx, &seckill.Payment{EventID: "ev-" + paid, PaymentID: "pay-" + paid, OrderNo: paid, AmountCents: 100, TraceID: "trace-pay"}))
+	require.NoError(t, e.Orders.Cancel(ctx, cancelled, "trace-cancel"))
+
+	cost := func(no string) temporal.Cost {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		c, err := temporal.OrderCost(cctx, e.Temporal, no)
+		require.NoError(t, err)
+		t.Logf("%s: %d actions %v, %d events", no, c.Actions, c.ByKind, c.Events)
+		record(t, e, no)
+		return c
+	}
+	// start · CreateOrder (local activity) · pay timer · payment signal ·
+	// ApplyPayment · OrderStatus=PAID.
+	c := cost(paid)
+	require.Equal(t, map[string]int{"start": 1, "local_activities": 1, "timers": 1, "signals": 1,
+		"activities": 1, "search_attribute_upserts": 1}, c.ByKind)
+	require.Equal(t, 6, c.Actions)
+	// start · CreateOrder · pay timer · cancel signal · CloseAndRelease ·
+	// OrderStatus=CLOSED.
+	c = cost(cancelled)
+	require.Equal(t, map[string]int{"start": 1, "local_activities": 1, "timers": 1, "signals": 1,
+		"activities": 1, "search_attribute_upserts": 1}, c.ByKind)
+	require.Equal(t, 6, c.Actions)
+	// start · CreateOrder · pay timer · CloseAndRelease · OrderStatus=CLOSED.
+	c = cost(timedOut)
+	require.Equal(t, map[string]int{"start": 1, "local_activities": 1, "timers": 1,
+		"activities": 1, "search_attribute_upserts": 1}, c.ByKind)
+	require.Equal(t, 5, c.Actions)
+	e.RequireInvariants(sess.ID)
+}
+
+// record writes an order's history as JSON (the Temporal CLI's format,
+// which the replayer reads) when SECKILL_RECORD_HISTORIES names a directory.
+func record(t *testing.T, e *testenv.Env, orderNo string) {
+	dir := os.Getenv("SECKILL_RECORD_HISTORIES")
+	if dir == "" {
+		return
+	}
+	h := &historypb.History{}
+	it := e.Temporal.GetWorkflowHistory(context.Background(), seckill.WorkflowID(orderNo), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		h.Events = append(h.Events, ev)
+	}
+	b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(h)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "history_"+orderNo+".json"), b, 0o644))
+}
+
+// The rules on the recorded histories (no service needed): the runs
+// recorded before the fewer-actions version and after it.
+func TestCountActionsOfRecordedHistories(t *testing.T) {
+	for name, want := range map[string][2]int{ // actions, events
+		"history_paid.json": {7, 20}, "history_cancelled.json": {8, 26}, "history_timeout.json": {7, 25},
+		"history_paid_v1.json": {6, 21}, "history_cancelled_v1.json": {6, 21}, "history_timeout_v1.json": {5, 20},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, err := os.Open(filepath.Join("..", "workflows", "testdata", name))
+			require.NoError(t, err)
+			defer f.Close()
+			h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+			require.NoError(t, err)
+			c := temporal.CountActions(h.GetEvents())
+			require.Equal(t, want, [2]int{c.Actions, c.Events}, "%v", c.ByKind)
+		})
+	}
+}
