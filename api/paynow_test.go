@@ -225,3 +225,41 @@ func TestPaymentRacesTheRelay(t *testing.T) {
 	}
 	requirePaidOnce(t, e, sess.ID, tokens, orders)
 }
+
+// countedStarts counts the payments delivered with signal-with-start.
+type countedStarts struct {
+	api.Flow
+	n atomic.Int32
+}
+
+func (c *countedStarts) PayWithStart(ctx context.Context, req *seckill.OrderRequest, p *seckill.Payment) error {
+	c.n.Add(1)
+	return c.Flow.PayWithStart(ctx, req, p)
+}
+
+// A payment never starts the workflow of an order that has a row, even when
+// the order's cached view is gone and the API sees it QUEUED (made from its
+// reservation, which a PAID order keeps): after Temporal's retention such a
+// start would make a second workflow. A second payment of a paid order
+// whose view is lost is recorded for refund, the order stays PAID.
+func TestPaymentNeverStartsAnOrderWithARow(t *testing.T) {
+	c := &countedStarts{}
+	e := testenv.New(t, testenv.Options{WrapFlow: func(f api.Flow) api.Flow { c.Flow = f; return c }})
+	sess := e.Session(2, 1, 400)
+	tok, no := buyQueued(t, e, sess.ID, 1)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
+	payTwice(t, e, no, "pay-"+no, 400)
+	requirePaidOnce(t, e, sess.ID, []string{tok}, []string{no})
+
+	ctx := context.Background()
+	require.NoError(t, e.Redis.HDel(ctx, fmt.Sprintf("%s:{s%d}:orders", e.Prefix, sess.ID), no).Err())
+	require.Equal(t, "QUEUED", e.Do("GET", "/api/v1/orders/"+no, tok, nil).Str("status"), "the view is made from the reservation")
+	before := c.n.Load()
+	payTwice(t, e, no, "pay-2-"+no, 400)
+	require.Equal(t, before, c.n.Load(), "no signal-with-start for an order with a row")
+	o, err := e.DB.Order(ctx, no)
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusPaid, o.Status)
+	rep := e.RequireInvariants(sess.ID)
+	require.Equal(t, 1, rep.RefundsPending, "the second payment waits for its refund")
+}
