@@ -47,6 +47,7 @@ type Gate interface {
 	Preheat(ctx context.Context, sessionID int64, stock int) (int, error)
 	Rebuild(ctx context.Context, sessionID int64, stock int, holdings []seckill.Reservation) error
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
+	Reservation(ctx context.Context, orderNo string) (*seckill.Reservation, error)
 	PutOrder(ctx context.Context, o *seckill.Order) error
 	ConsumeTicket(ctx context.Context, sessionID int64, nonce, owner string, ttl time.Duration) (bool, error)
 	seckill.RedisSnapshotter
@@ -57,6 +58,10 @@ type Gate interface {
 type Flow interface {
 	Start(ctx context.Context, req *seckill.OrderRequest) (bool, error)
 	Pay(ctx context.Context, p *seckill.Payment) error
+	// PayWithStart delivers a payment with signal-with-start: it starts
+	// the order's workflow with req if it has not started; NOT_FOUND when
+	// the workflow has finished (it is never started again).
+	PayWithStart(ctx context.Context, req *seckill.OrderRequest, p *seckill.Payment) error
 	Cancel(ctx context.Context, orderNo, traceID string) error
 	Ping(ctx context.Context) error
 }

@@ -44,7 +44,8 @@ func (b *webhookBody) payment(trace string) (*seckill.Payment, error) {
 
 // webhook: POST /api/v1/payments/webhook. It answers 200 only once the
 // payment is durably handled: written to MySQL as RECEIVED and signalled
-// into the order's workflow, or, when the workflow has finished, recorded
+// into the order's workflow (started by this very signal when the order is
+// still QUEUED: see deliver), or, when the workflow has finished, recorded
 // in MySQL as a payment to refund. Replays answer 200 and change nothing.
 func (s *Server) webhook(c *fiber.Ctx) error {
 	body := c.Body()
@@ -81,10 +82,9 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	if err := s.store.RecordPayment(ctx, p); err != nil {
 		return err
 	}
-	err = s.flow.Pay(ctx, p)
+	err = s.deliver(ctx, o, p)
 	if seckill.ErrorCode(err) == seckill.ENOTFOUND {
-		// No running workflow: the order is finished (a late payment) or
-		// its workflow has not started yet.
+		// No running workflow: the order is finished (a late payment).
 		var outcome seckill.PaymentOutcome
 		outcome, _, err = s.store.ApplyPayment(ctx, p)
 		if seckill.ErrorCode(err) == seckill.ENOTFOUND {
@@ -101,6 +101,68 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	}
 	s.log.Info("payment received", "trace_id", trace, "order_no", p.OrderNo, "payment_id", p.PaymentID)
 	return c.JSON(fiber.Map{"received": true})
+}
+
+// deliver hands a payment to the order's workflow.
+//
+// A QUEUED order (reserved in Redis, no row yet) is paid with
+// signal-with-start, built from its reservation exactly as the API's start
+// and the relay build it: its workflow may not have started yet (the API's
+// start still running or lost, the relay not there yet), and a payment
+// never waits for it. If it has started, the same call only signals it, so
+// racing the API's start or the relay still makes one workflow with one
+// payment; the workflow applies the payment as soon as it has created the
+// row. The pending-start entry is cleared afterwards: the workflow exists.
+//
+// An order with a row has, or had, its workflow: it only gets a signal,
+// never a start. Temporal forgets a finished workflow after its retention,
+// and a start then would be a second workflow for the order. A QUEUED view
+// is not proof enough (it is made from the reservation when the cached
+// view is missing, and PAID and FAILED orders keep their reservation), so
+// MySQL, the guard that outlives the retention, is asked first: one
+// indexed read per payment of a QUEUED order.
+//
+// NOT_FOUND: no workflow runs for the order any more.
+func (s *Server) deliver(ctx context.Context, o *seckill.Order, p *seckill.Payment) error {
+	if o.Status != seckill.StatusQueued {
+		return s.flow.Pay(ctx, p)
+	}
+	if _, err := s.store.Order(ctx, o.OrderNo); err == nil {
+		return s.flow.Pay(ctx, p)
+	} else if seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		return err
+	}
+	req, err := s.orderRequest(ctx, o.OrderNo)
+	if seckill.ErrorCode(err) == seckill.ENOTFOUND {
+		// Released since the order was read: the order was created and
+		// closed meanwhile, and has a row now.
+		return s.flow.Pay(ctx, p)
+	} else if err != nil {
+		return err
+	}
+	if err := s.flow.PayWithStart(ctx, req, p); err != nil {
+		return err
+	}
+	if err := s.gate.Started(ctx, req.SessionID, req.OrderNo); err != nil {
+		// The relay will find the workflow started and clear it.
+		s.log.Warn("could not clear the pending-start entry", "order_no", req.OrderNo, "error", err)
+	}
+	return nil
+}
+
+// orderRequest is the workflow input of a QUEUED order: its reservation,
+// the session's SKU and price, the configured pay timeout.
+func (s *Server) orderRequest(ctx context.Context, orderNo string) (*seckill.OrderRequest, error) {
+	r, err := s.gate.Reservation(ctx, orderNo)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := s.sessions.get(ctx, r.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	return &seckill.OrderRequest{Reservation: *r, SKUID: sess.SKUID, PriceCents: sess.PriceCents,
+		PayTimeout: s.cfg.PayTimeout}, nil
 }
 
 // refreshView re-caches an order's view from its row after the API changed

@@ -538,6 +538,26 @@ func (g *Gate) Order(ctx context.Context, orderNo string) (*seckill.Order, error
 	}, nil
 }
 
+// Reservation returns the live reservation of an order by its number:
+// what the workflow is started with (the webhook starts a QUEUED order's
+// workflow with its payment). NOT_FOUND when there is none: never
+// admitted, or released since.
+func (g *Gate) Reservation(ctx context.Context, orderNo string) (*seckill.Reservation, error) {
+	sessionID, ok := seckill.OrderNoSession(orderNo)
+	if !ok {
+		return nil, seckill.Errorf(seckill.ENOTFOUND, "order %s not found", orderNo)
+	}
+	raw, err := idempotent(ctx, func(ctx context.Context) (string, error) {
+		return g.rdb.HGet(ctx, g.keys(sessionID).resv, orderNo).Result()
+	})
+	if errors.Is(err, goredis.Nil) {
+		return nil, seckill.Errorf(seckill.ENOTFOUND, "no reservation for order %s", orderNo)
+	} else if err != nil {
+		return nil, unavailable(err)
+	}
+	return parseReservation(sessionID, orderNo, raw)
+}
+
 // parseReservation decodes "user|qty|mask|unix ms|trace" as the scripts write it.
 func parseReservation(sessionID int64, orderNo, raw string) (*seckill.Reservation, error) {
 	f := strings.SplitN(raw, "|", 5)

@@ -199,3 +199,34 @@ func TestSnapshotChecksPerUserMarks(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, snap.MarkMismatches)
 }
+
+// Reservation reads back what the admission script wrote for an order (the
+// request its workflow is started with), and NOT_FOUND once it is
+// released or for a number never admitted.
+func TestReservationByOrderNumber(t *testing.T) {
+	e, sess := gateEnv(t, 5, 2)
+	ctx := context.Background()
+	no := fmt.Sprintf("%d-resv", sess.ID)
+	at := time.Now().Truncate(time.Millisecond)
+	want, _, err := e.Gate.Admit(ctx, sess, 77, 2, no, "trace-resv", at)
+	require.NoError(t, err)
+
+	got, err := e.Gate.Reservation(ctx, no)
+	require.NoError(t, err)
+	require.Equal(t, want.OrderNo, got.OrderNo)
+	require.Equal(t, sess.ID, got.SessionID)
+	require.Equal(t, int64(77), got.UserID)
+	require.Equal(t, 2, got.Quantity)
+	require.Equal(t, want.Slots, got.Slots)
+	require.True(t, at.Equal(got.ReservedAt), "%v vs %v", at, got.ReservedAt)
+	require.Equal(t, "trace-resv", got.TraceID)
+
+	_, err = e.Gate.Reservation(ctx, fmt.Sprintf("%d-never", sess.ID))
+	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(err))
+	_, err = e.Gate.Reservation(ctx, "not-an-order")
+	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(err))
+	_, err = e.Gate.Release(ctx, sess.ID, no)
+	require.NoError(t, err)
+	_, err = e.Gate.Reservation(ctx, no)
+	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(err))
+}

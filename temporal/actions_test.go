@@ -97,11 +97,15 @@ func record(t *testing.T, e *testenv.Env, orderNo string) {
 }
 
 // The rules on the recorded histories (no service needed): the runs
-// recorded before the fewer-actions version and after it.
+// recorded before the fewer-actions version and after it, and an order
+// paid by signal-with-start before and after pay-buffered-first.
 func TestCountActionsOfRecordedHistories(t *testing.T) {
 	for name, want := range map[string][2]int{ // actions, events
 		"history_paid.json": {7, 20}, "history_cancelled.json": {8, 26}, "history_timeout.json": {7, 25},
 		"history_paid_v1.json": {6, 21}, "history_cancelled_v1.json": {6, 21}, "history_timeout_v1.json": {5, 20},
+		// Paid by the webhook's signal-with-start, before and after
+		// pay-buffered-first (the payment applied before any pay timer).
+		"history_paid_sws.json": {5, 18}, "history_paid_sws_v2.json": {4, 18},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f, err := os.Open(filepath.Join("..", "workflows", "testdata", name))

@@ -54,7 +54,23 @@ func NewOrders(c client.Client, taskQueue string) *Orders {
 // already existed (a relay or retry raced the API): that is the detection of
 // a duplicate start, not an error.
 func (o *Orders) Start(ctx context.Context, req *seckill.OrderRequest) (started bool, err error) {
-	opts := client.StartWorkflowOptions{
+	opts := o.startOptions(req)
+	_, err = o.c.ExecuteWorkflow(ctx, opts, workflows.OrderWorkflowName, *req)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &already) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("start workflow %s: %w", opts.ID, err)
+	}
+	return true, nil
+}
+
+// startOptions are the options every start of an order's workflow uses,
+// Start's and PayWithStart's alike: a workflow is the same whichever path
+// started it.
+func (o *Orders) startOptions(req *seckill.OrderRequest) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
 		ID:        seckill.WorkflowID(req.OrderNo),
 		TaskQueue: o.taskQueue,
 		// An order number is used once, ever: a finished order's workflow
@@ -68,15 +84,32 @@ func (o *Orders) Start(ctx context.Context, req *seckill.OrderRequest) (started 
 		Memo:             map[string]any{"trace_id": req.TraceID},
 		EnableEagerStart: o.EagerStart,
 	}
-	_, err = o.c.ExecuteWorkflow(ctx, opts, workflows.OrderWorkflowName, *req)
+}
+
+// PayWithStart delivers a payment to the order's workflow, starting the
+// workflow with req when it has not started yet (signal-with-start): a
+// payment never waits for the API's start or the relay. A running workflow
+// just gets the signal, so it is safe against a start racing it; the one
+// workflow per order still holds (same workflow ID). NOT_FOUND means the
+// workflow has finished: it is never started again (REJECT_DUPLICATE), the
+// payment is the caller's to record as a late one.
+func (o *Orders) PayWithStart(ctx context.Context, req *seckill.OrderRequest, p *seckill.Payment) error {
+	opts := o.startOptions(req)
+	// Signal-with-start joins a running workflow by definition (the server
+	// refuses the FAIL conflict policy for it), and the SDK has no eager
+	// start for it: the first task goes through the task queue.
+	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
+	opts.WorkflowExecutionErrorWhenAlreadyStarted = false
+	opts.EnableEagerStart = false
+	_, err := o.c.SignalWithStartWorkflow(ctx, opts.ID, workflows.PaymentSignal, *p, opts, workflows.OrderWorkflowName, *req)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &already) {
-		return false, nil
+		return seckill.Errorf(seckill.ENOTFOUND, "the workflow of order %s has finished", req.OrderNo)
 	}
 	if err != nil {
-		return false, fmt.Errorf("start workflow %s: %w", opts.ID, err)
+		return fmt.Errorf("%w (temporal: %v)", seckill.Errorf(seckill.EUNAVAILABLE, "order service unavailable, retry shortly"), err)
 	}
-	return true, nil
+	return nil
 }
 
 // StartRefund starts a refund run of a payment; started is false when a run

@@ -121,10 +121,13 @@ func OrderWorkflow(ctx workflow.Context, req seckill.OrderRequest) (OrderState, 
 		return o.finish(ctx, steady, reason)
 	}
 	o.setStatus(ctx, created.Status)
+	o.applyBuffered(ctx, steady, payments)
 
 	closeReason := ""
 	if created.Status == seckill.StatusWaitPay {
-		closeReason = o.awaitPayment(ctx, steady, payments, cancels)
+		if o.state.Status == seckill.StatusWaitPay && o.err == nil {
+			closeReason = o.awaitPayment(ctx, steady, payments, cancels)
+		}
 	} else if !created.Status.HoldsStock() && created.Status != seckill.StatusFailed {
 		// Closed before (a workflow reset replays the creation): make sure
 		// the Redis side is given back too.
@@ -140,6 +143,34 @@ func OrderWorkflow(ctx workflow.Context, req seckill.OrderRequest) (OrderState, 
 // compensation is one CloseAndRelease activity instead of CloseOrder then
 // ReleaseReservation. Runs recorded before it replay their old way.
 const fewerActionsVersion = "fewer-actions"
+
+// payBufferedVersion guards applying the payments buffered when the row
+// comes into being before anything else (applyBuffered). Runs recorded
+// before it set the pay timer first and took the payment from the
+// selector after it.
+const payBufferedVersion = "pay-buffered-first"
+
+// applyBuffered applies, right after CreateOrder, every payment signal
+// that is already buffered: the webhook's signal-with-start delivers the
+// payment with the start (the order was still QUEUED), and a payment may
+// also come in while CreateOrder retries. Whatever the row says — WAIT_PAY
+// (captured: PAID), FAILED or closed before (recorded for refund) — the
+// payment is recorded as soon as the row exists, and before the pay timer
+// is set, so a timer that has nothing left to wait (creating took longer
+// than the pay timeout) can never close an order whose payment was
+// already here. Only runs that had a payment buffered pay for the version
+// marker, and it shares the workflow task (and the action) of
+// CreateOrder's marker when the payment came with the start.
+func (o *order) applyBuffered(ctx, steady workflow.Context, payments workflow.ReceiveChannel) {
+	if payments.Len() == 0 ||
+		workflow.GetVersion(ctx, payBufferedVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	var p seckill.Payment
+	for o.err == nil && payments.ReceiveAsync(&p) {
+		o.applyPayment(ctx, steady, p)
+	}
+}
 
 // quickCreate is how long CreateOrder may take (retries included) before
 // the order is listed QUEUED in the Web UI, the ops view of orders stuck

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1631,4 +1632,110 @@ func TestDrainOnFailureIsVersioned(t *testing.T) {
 
 	require.Error(t, h.env.GetWorkflowError())
 	assert.Zero(t, h.inj.count(mApply))
+}
+
+// (11) A payment already buffered when the row comes into being — the
+// webhook's signal-with-start delivers it with the start of a QUEUED order,
+// or it came while CreateOrder was retrying — is applied right after the
+// row exists, before the pay timer is even set: the timer can never win
+// against it, not even when creating took longer than the whole pay
+// timeout. On a row that cannot take it (FAILED, closed before) it is
+// recorded for refund, and a closed order still gives its Redis stock back.
+func TestPaymentBufferedAtCreationIsAppliedFirst(t *testing.T) {
+	cases := []struct {
+		name     string
+		setup    func(h *harness, req *seckill.OrderRequest)
+		payments []string
+		status   seckill.Status // the row at the end
+		paidBy   string
+		late     []string
+		listed   []string
+		timers   int
+	}{
+		{
+			name:     "with the start",
+			payments: []string{"pay-1"}, status: seckill.StatusPaid, paidBy: "pay-1", listed: []string{"PAID"},
+		},
+		{
+			name:     "a duplicate delivery and a second payment with it",
+			payments: []string{"pay-1", "pay-1", "pay-2"}, status: seckill.StatusPaid, paidBy: "pay-1",
+			late: []string{"pay-2"}, listed: []string{"PAID"},
+		},
+		{
+			name: "creating outlasted the pay timeout",
+			setup: func(h *harness, req *seckill.OrderRequest) {
+				req.PayTimeout = 5 * time.Second
+				h.inj.failNext(mCreate, times(7, transient())...)
+			},
+			payments: []string{"pay-1"}, status: seckill.StatusPaid, paidBy: "pay-1",
+			listed: []string{"QUEUED", "WAIT_PAY", "PAID"},
+		},
+		{
+			name: "closed before (a reset replays the creation)",
+			setup: func(h *harness, req *seckill.OrderRequest) {
+				h.store.mu.Lock()
+				h.store.orders[req.OrderNo] = req.Order(seckill.StatusClosed, time.Time{})
+				h.store.mu.Unlock()
+			},
+			payments: []string{"pay-1"}, status: seckill.StatusRefundPending, late: []string{"pay-1"},
+			listed: []string{"CLOSED", "REFUND_PENDING"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 10)
+			req := h.admit("7-early", 1030, 1)
+			if tc.setup != nil {
+				tc.setup(h, &req)
+			}
+			var created atomic.Bool
+			h.inj.on(mCreate, hooks{before: func(call int) {
+				if call == 1 {
+					for _, id := range tc.payments {
+						h.env.SignalWorkflow(workflows.PaymentSignal, payment(req, id))
+					}
+				}
+			}, after: func(int) { created.Store(true) }})
+			// Timers before the row exists are CreateOrder's retry backoffs.
+			var timers []time.Duration
+			h.env.SetOnTimerScheduledListener(func(_ string, d time.Duration) {
+				if created.Load() {
+					timers = append(timers, d)
+				}
+			})
+
+			st := h.run(req)
+
+			assert.Empty(t, timers, "no pay timer for an order whose payment was there")
+			assert.Equal(t, tc.status, h.store.status(req.OrderNo))
+			assert.Equal(t, tc.paidBy, st.PaymentID)
+			assert.Equal(t, tc.late, st.LatePayments)
+			captured, refunds := h.store.paymentsOf(req.OrderNo)
+			if tc.paidBy != "" {
+				assert.Equal(t, []string{tc.paidBy}, captured)
+			} else {
+				assert.Empty(t, captured)
+			}
+			assert.Equal(t, tc.late, refunds)
+			assert.Equal(t, tc.listed, h.statuses())
+			h.assertInvariants()
+		})
+	}
+}
+
+// Runs recorded before payBufferedVersion replay their old way: the pay
+// timer is set first, and the payment comes from the selector after it.
+func TestPayBufferedFirstIsVersioned(t *testing.T) {
+	h := newHarness(t, 10)
+	h.env.OnGetVersion("pay-buffered-first", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	req := h.admit("7-oldpay", 1031, 1)
+	h.inj.on(mCreate, hooks{before: func(int) { h.env.SignalWorkflow(workflows.PaymentSignal, payment(req, "pay-old")) }})
+	var timers []time.Duration
+	h.env.SetOnTimerScheduledListener(func(_ string, d time.Duration) { timers = append(timers, d) })
+
+	st := h.run(req)
+
+	assert.Equal(t, seckill.StatusPaid, st.Status)
+	assert.Equal(t, []time.Duration{payTimeout}, timers)
+	h.assertInvariants()
 }
