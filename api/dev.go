@@ -54,9 +54,9 @@ func (s *Server) devPay(c *fiber.Ctx) error {
 		return err
 	}
 	switch o.Status {
-	case seckill.StatusWaitPay:
-	case seckill.StatusQueued:
-		return seckill.Errorf(seckill.ECONFLICT, "order %s is still being created; pay in a moment", o.OrderNo)
+	case seckill.StatusWaitPay, seckill.StatusQueued:
+		// A QUEUED order is payable at once: the webhook starts its
+		// workflow with the payment if it has not started yet.
 	default:
 		return seckill.Errorf(seckill.ECONFLICT, "order %s is %s and cannot be paid", o.OrderNo, o.Status)
 	}

@@ -57,3 +57,20 @@ func TestDevSignInAndPay(t *testing.T) {
 	rep := e.RequireInvariants(sess.ID)
 	require.Equal(t, 1, rep.Orders[seckill.StatusPaid])
 }
+
+// A dev payment for an order still QUEUED (its workflow never started: no
+// start, no relay) goes through: the webhook starts the workflow with the
+// payment, and the order ends PAID.
+func TestDevPayQueued(t *testing.T) {
+	e := testenv.New(t, testenv.Options{Dev: true, WrapFlow: testenv.LoseStarts})
+	sess := e.Session(1, 1, 700)
+	tok := e.Token(5)
+	r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)
+	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	no := r.Str("order_no")
+	require.Equal(t, "QUEUED", e.Do("GET", "/api/v1/orders/"+no, tok, nil).Str("status"))
+	r = e.Do("POST", "/dev/v1/orders/"+no+"/pay", tok, nil)
+	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)
+	e.RequireInvariants(sess.ID)
+}
