@@ -285,8 +285,15 @@ func (s *Server) findOrder(ctx context.Context, orderNo string, owner int64) (*s
 	// may carry it (a QUEUED view) into signals and logs.
 	orderNo = strings.Clone(orderNo)
 	o, err := s.gate.Order(ctx, orderNo)
-	if seckill.ErrorCode(err) == seckill.ENOTFOUND || seckill.ErrorCode(err) == seckill.EUNAVAILABLE {
+	if code := seckill.ErrorCode(err); code == seckill.ENOTFOUND || code == seckill.EUNAVAILABLE {
+		redisErr := err
 		o, err = s.orders.get(ctx, orderNo)
+		if seckill.ErrorCode(err) == seckill.ENOTFOUND && code == seckill.EUNAVAILABLE {
+			// A QUEUED order lives in Redis alone, and Redis could not
+			// say: "not found" would be final for a payment provider (a
+			// payment dropped) and for a polling shopper. Unknown is 503.
+			return nil, redisErr
+		}
 	}
 	if err != nil {
 		return nil, err

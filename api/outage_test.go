@@ -66,3 +66,29 @@ func TestMySQLOutageIsUnavailable(t *testing.T) {
 	requireError(t, e.Do("GET", "/api/v1/orders/"+unknownOrder, tok, nil), http.StatusNotFound, seckill.ENOTFOUND, "not found")
 	requireError(t, e.Do("GET", "/api/v1/sessions/424242", "", nil), http.StatusNotFound, seckill.ENOTFOUND, "not found")
 }
+
+// With the API's Redis away, an order that exists in Redis alone (QUEUED:
+// no worker here creates its row) is unknown, not "not found": its
+// payment webhook and its poll answer 503, so the provider redelivers
+// instead of dropping the payment; with Redis back the webhook is taken.
+func TestQueuedOrderWhileRedisIsAwayIsUnavailable(t *testing.T) {
+	testenv.SkipShort(t, "MariaDB, Redis and the Temporal dev server")
+	x := testenv.StartToxi(t, "redis-"+t.Name(), "127.0.0.1:6379")
+	e := testenv.New(t, testenv.Options{NoWorker: true, RedisAddr: x.Addr, RedisReadTimeout: 200 * time.Millisecond})
+	sess := e.Session(1, 1, 300)
+	tok := e.Token(1)
+	r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)
+	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	no := r.Str("order_no")
+
+	x.SetDown(true)
+	requireError(t, e.Pay(no, "pay_"+no, "evt_"+no, 300), 503, "UNAVAILABLE", "")
+	requireError(t, e.Do("GET", "/api/v1/orders/"+no, tok, nil), 503, "UNAVAILABLE", "")
+	x.SetDown(false)
+	e.Eventually(10*time.Second, "the webhook is taken once Redis is back", func() error {
+		if p := e.Pay(no, "pay_"+no, "evt_"+no, 300); p.Status != http.StatusOK {
+			return fmt.Errorf("%d %s", p.Status, p.Raw)
+		}
+		return nil
+	})
+}
