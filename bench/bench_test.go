@@ -99,7 +99,7 @@ func TestBenchRepeat(t *testing.T) {
 		Stock: 10, Quantity: 1, Limit: 1, PayRatio: 1, Settle: 30 * time.Second,
 		Baselines: &bench.BaselineConfig{RedisAddr: "127.0.0.1:6379", TemporalAddr: "127.0.0.1:7233",
 			TemporalNamespace: "default", NoopWorkflows: 10},
-		Repeat: 2, RedisAOF: bench.AOFModes,
+		Repeat: 2, RedisAOF: bench.AOFModes, Warmup: true,
 	}
 	if testing.Verbose() {
 		cfg.Progress = os.Stderr
