@@ -172,7 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Warmup {
 		wcfg := cfg
 		wcfg.PayRatio, wcfg.PayTimeout = 1, 0
-		r := &stepRunner{cfg: wcfg, c: c, shoppers: shoppers, rep: rep}
+		r := &stepRunner{cfg: wcfg, c: c, shoppers: shoppers, rep: rep, label: "warm-up "}
 		fmt.Fprintln(cfg.Progress, "warm-up step (not recorded)")
 		st, err := r.run(ctx, steps[len(steps)-1])
 		if err != nil {
@@ -222,6 +222,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		var last Step
 		for _, level := range steps {
 			r := &stepRunner{cfg: cfg, c: c, shoppers: shoppers, rep: rep, costs: cs}
+			if rounds > 1 {
+				r.label = fmt.Sprintf("round %d ", n)
+			}
 			st, err := r.run(ctx, level)
 			if err != nil {
 				return nil, err
@@ -315,14 +318,17 @@ type stepRunner struct {
 	shoppers []shopper
 	rep      *Report
 	costs    *costs // nil: the Temporal cost is not counted
-	step     *Step
+	// label names the round in problems ("round 2 ", "warm-up "; "" in a
+	// single-round run).
+	label string
+	step  *Step
 	// start is when the first burst began: the origin of the step's times.
 	start time.Time
 	mu    sync.Mutex // guards problems found by concurrent followers
 }
 
 func (r *stepRunner) problem(format string, args ...any) {
-	r.rep.Problems = append(r.rep.Problems, fmt.Sprintf("step %d: ", r.step.Concurrency+r.step.Rate)+fmt.Sprintf(format, args...))
+	r.rep.Problems = append(r.rep.Problems, fmt.Sprintf("%sstep %d: ", r.label, r.step.Concurrency+r.step.Rate)+fmt.Sprintf(format, args...))
 	r.step.InvariantsOK = false
 }
 
