@@ -89,7 +89,14 @@ func TestComposeMatchesTheCode(t *testing.T) {
 		require.Equal(t, "sandbox", compose.Services[name].Environment["SECKILL_PAYMENT_PROVIDER"], name)
 	}
 
-	require.Contains(t, strings.Join(compose.Services["redis"].Command, " "), "--appendonly yes")
+	// The outbox (reservation + pending start) must survive a Redis restart:
+	// AOF on, fsync every second (docs/redis-persistence.md), data on a volume.
+	redisSvc := compose.Services["redis"]
+	redisCmd := strings.Join(redisSvc.Command, " ")
+	require.Contains(t, redisCmd, "--appendonly yes")
+	require.Contains(t, redisCmd, "--appendfsync everysec")
+	require.Contains(t, redisSvc.Volumes, "redis-data:/data", "Redis's AOF lives on a named volume")
+	require.Contains(t, compose.Volumes, "redis-data")
 	temporalCmd := strings.Join(compose.Services["temporal"].Command, " ")
 	for name, typ := range worker.SearchAttributes {
 		kind := map[string]string{"INDEXED_VALUE_TYPE_KEYWORD": "Keyword", "INDEXED_VALUE_TYPE_INT": "Int"}[typ.String()]

@@ -41,7 +41,7 @@ func measureBaselines(ctx context.Context, cfg BaselineConfig, conc, n int, prog
 		return nil, err
 	}
 	fmt.Fprintf(progress, "baseline: admission script alone, %d calls at c=%d\n", n, conc)
-	if b.LuaPerSecond, err = luaBaseline(ctx, cfg.RedisAddr, conc, n); err != nil {
+	if b.LuaPerSecond, _, err = luaBaseline(ctx, cfg.RedisAddr, conc, n); err != nil {
 		return nil, err
 	}
 	k := cfg.NoopWorkflows
@@ -113,8 +113,9 @@ func fiberBaseline(conc, n int) (float64, error) {
 }
 
 // luaBaseline: the admission script called directly through go-redis, one
-// call per shopper, half of them winning, on a scratch key prefix.
-func luaBaseline(ctx context.Context, addr string, conc, n int) (float64, error) {
+// call per shopper, half of them winning, on a scratch key prefix. It
+// returns calls/s and each call's latency in milliseconds.
+func luaBaseline(ctx context.Context, addr string, conc, n int) (float64, []float64, error) {
 	rdb := goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: conc})
 	defer rdb.Close()
 	prefix := "bench-baseline-" + strconv.Itoa(rand.IntN(1<<30))
@@ -126,20 +127,24 @@ func luaBaseline(ctx context.Context, addr string, conc, n int) (float64, error)
 	}()
 	g := redis.New(rdb, prefix)
 	if err := g.Load(ctx); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	sess := &seckill.Session{ID: 1, PerUserLimit: 1}
 	if _, err := g.Preheat(ctx, sess.ID, n/2); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	now := time.Now()
-	return closedLoop(conc, n, func(i int) error {
+	lat := make([]float64, n)
+	perSec, err := closedLoop(conc, n, func(i int) error {
+		t0 := time.Now()
 		_, _, err := g.Admit(ctx, sess, int64(i+1), 1, "1-b"+strconv.Itoa(i), "bench", now)
+		lat[i] = float64(time.Since(t0).Microseconds()) / 1000
 		if c := seckill.ErrorCode(err); c != "" && c != seckill.ESOLDOUT {
 			return err
 		}
 		return nil
 	})
+	return perSec, lat, err
 }
 
 // noopWorkflow is the Temporal baseline: one local activity, nothing else.

@@ -56,6 +56,21 @@ type Config struct {
 	TemporalAddr      string
 	TemporalNamespace string
 	CostSample        int
+	// Repeat runs the baselines and the subject's steps that many times,
+	// interleaved (baselines, steps, baselines, steps, …); the ratios are
+	// the medians over the rounds, with their spread. 0 means 1.
+	Repeat int
+	// RedisAOF lists Redis persistence settings ("no", "everysec",
+	// "always"): each round also runs the admission script against a
+	// private redis-server per setting, one after the other.
+	RedisAOF []string
+	// Pin, when set, pins the stack's processes for the whole run.
+	Pin *PinPlan
+	// Warmup runs one unrecorded step first (at the last load level, every
+	// winner paid, so nothing waits for the pay timeout): a fresh API's
+	// first burst pays for cold connections and caches and would widen
+	// the spread. Its invariants are still checked.
+	Warmup bool
 }
 
 // outcome names, the keys of Step.Latency.
@@ -117,18 +132,36 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Baselines != nil {
-		// Baselines first, on a quiet machine: after a step the stack is
-		// still closing orders and would slow them down.
-		conc := steps[len(steps)-1]
-		if cfg.Rate > 0 {
-			conc = 256
-		}
-		b, err := measureBaselines(ctx, *cfg.Baselines, conc, cfg.Users*cfg.PerUser, cfg.Progress)
+	rep.CPUPinning = CPUPinning{Mode: "off"}
+	if p := cfg.Pin; p != nil {
+		restore, err := p.apply()
 		if err != nil {
-			return nil, fmt.Errorf("baselines: %w", err)
+			return nil, fmt.Errorf("pin: %w", err)
 		}
-		rep.Baselines = b
+		defer restore()
+		rep.CPUPinning = CPUPinning{Mode: "pinned", FrontCPU: p.FrontCPU, BackCPU: p.BackCPU, Front: p.Front, Back: p.Back}
+		fmt.Fprintf(cfg.Progress, "pinned: %v on CPU %s, %v on CPU %s\n", p.Front, p.FrontCPU, p.Back, p.BackCPU)
+	}
+	conc := steps[len(steps)-1]
+	if cfg.Rate > 0 {
+		conc = 256
+	}
+	var aof []*privateRedis
+	defer func() {
+		for _, r := range aof {
+			r.stop()
+		}
+	}()
+	for _, m := range cfg.RedisAOF {
+		var prefix []string
+		if cfg.Pin != nil {
+			prefix = []string{"taskset", "-c", cfg.Pin.FrontCPU}
+		}
+		r, err := startPrivateRedis(ctx, m, prefix)
+		if err != nil {
+			return nil, err
+		}
+		aof = append(aof, r)
 	}
 	cs, err := dialCosts(ctx, cfg)
 	if err != nil {
@@ -136,28 +169,93 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer cs.close()
 	c := &httpClient{base: cfg.BaseURL, hc: &fasthttp.Client{MaxConnsPerHost: 4096, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}}
-	for _, level := range steps {
-		r := &stepRunner{cfg: cfg, c: c, shoppers: shoppers, rep: rep, costs: cs}
-		st, err := r.run(ctx, level)
+	if cfg.Warmup {
+		wcfg := cfg
+		wcfg.PayRatio, wcfg.PayTimeout = 1, 0
+		r := &stepRunner{cfg: wcfg, c: c, shoppers: shoppers, rep: rep, label: "warm-up "}
+		fmt.Fprintln(cfg.Progress, "warm-up step (not recorded)")
+		st, err := r.run(ctx, steps[len(steps)-1])
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("warm-up: %w", err)
 		}
-		rep.Steps = append(rep.Steps, *st)
 		if !st.InvariantsOK {
 			rep.InvariantsOK = false
 		}
 	}
+	rounds := max(1, cfg.Repeat)
+	var (
+		ratioRounds []map[string]float64
+		baselines   []*Baselines
+		aofRounds   []map[string]AOFRun
+	)
+	for n := 1; n <= rounds; n++ {
+		round := Repeat{N: n, InvariantsOK: true}
+		if rounds > 1 {
+			fmt.Fprintf(cfg.Progress, "round %d of %d\n", n, rounds)
+		}
+		if cfg.Baselines != nil {
+			// Baselines first, on a quiet machine: after a step the stack
+			// is still closing orders and would slow them down.
+			b, err := measureBaselines(ctx, *cfg.Baselines, conc, cfg.Users*cfg.PerUser, cfg.Progress)
+			if err != nil {
+				return nil, fmt.Errorf("baselines: %w", err)
+			}
+			round.Baselines = b
+			baselines = append(baselines, b)
+		}
+		if len(aof) > 0 {
+			round.RedisAOF = map[string]AOFRun{}
+			// Rotate the order each round so no setting always runs first.
+			for i := range aof {
+				r := aof[(i+n-1)%len(aof)]
+				fmt.Fprintf(cfg.Progress, "redis-aof=%s: admission script, %d calls at c=%d on %s\n", r.mode, cfg.Users*cfg.PerUser, conc, r.addr)
+				perSec, lat, err := luaBaseline(ctx, r.addr, conc, cfg.Users*cfg.PerUser)
+				if err != nil {
+					return nil, fmt.Errorf("redis-aof=%s: %w", r.mode, err)
+				}
+				p50, p99 := latencyPercentiles(lat)
+				round.RedisAOF[r.mode] = AOFRun{PerSecond: perSec, P50: p50, P99: p99}
+				fmt.Fprintf(cfg.Progress, "redis-aof=%s: %.0f calls/s, p50 %.2f ms, p99 %.2f ms\n", r.mode, perSec, p50, p99)
+			}
+			aofRounds = append(aofRounds, round.RedisAOF)
+		}
+		var last Step
+		for _, level := range steps {
+			r := &stepRunner{cfg: cfg, c: c, shoppers: shoppers, rep: rep, costs: cs}
+			if rounds > 1 {
+				r.label = fmt.Sprintf("round %d ", n)
+			}
+			st, err := r.run(ctx, level)
+			if err != nil {
+				return nil, err
+			}
+			if rounds > 1 {
+				st.Repeat = n
+			}
+			rep.Steps = append(rep.Steps, *st)
+			last = *st
+			if !st.InvariantsOK {
+				rep.InvariantsOK = false
+				round.InvariantsOK = false
+			}
+		}
+		round.Ratios = stepRatios(last, round.Baselines)
+		ratioRounds = append(ratioRounds, round.Ratios)
+		rep.Repeats = append(rep.Repeats, round)
+	}
 	rep.Temporal = cs.report()
-	if rep.Baselines != nil {
-		last := rep.Steps[len(rep.Steps)-1]
-		b := rep.Baselines
-		if b.FiberRPS > 0 {
-			rep.Ratios["admission_vs_fiber"] = last.Throughput / b.FiberRPS
-			rep.Ratios["soldout_vs_fiber"] = last.SoldOutThroughput / b.FiberRPS
-		}
-		if b.TemporalNoopPerSecond > 0 {
-			rep.Ratios["orders_vs_temporal_noop"] = last.OrdersPerSecond / b.TemporalNoopPerSecond
-		}
+	rep.Baselines = medianBaselines(baselines)
+	var spread map[string]float64
+	rep.Ratios, spread = AggregateRatios(ratioRounds)
+	if rounds > 1 {
+		rep.RatiosSpread = spread
+	}
+	if len(aofRounds) > 0 {
+		rep.RedisAOF = aofResults(aofRounds)
+	}
+	if rounds == 1 {
+		// One round: the steps and baselines say it all.
+		rep.Repeats = nil
 	}
 	return rep, nil
 }
@@ -220,14 +318,17 @@ type stepRunner struct {
 	shoppers []shopper
 	rep      *Report
 	costs    *costs // nil: the Temporal cost is not counted
-	step     *Step
+	// label names the round in problems ("round 2 ", "warm-up "; "" in a
+	// single-round run).
+	label string
+	step  *Step
 	// start is when the first burst began: the origin of the step's times.
 	start time.Time
 	mu    sync.Mutex // guards problems found by concurrent followers
 }
 
 func (r *stepRunner) problem(format string, args ...any) {
-	r.rep.Problems = append(r.rep.Problems, fmt.Sprintf("step %d: ", r.step.Concurrency+r.step.Rate)+fmt.Sprintf(format, args...))
+	r.rep.Problems = append(r.rep.Problems, fmt.Sprintf("%sstep %d: ", r.label, r.step.Concurrency+r.step.Rate)+fmt.Sprintf(format, args...))
 	r.step.InvariantsOK = false
 }
 

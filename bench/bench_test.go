@@ -86,3 +86,55 @@ func TestBenchOpenLoop(t *testing.T) {
 	// 120 arrivals at 300/s take at least 0.4 s whatever the answers do.
 	require.GreaterOrEqual(t, s.DurationSeconds, 0.39)
 }
+
+// --repeat 2 interleaves two rounds (baselines, then the step) and reports
+// the medians and spreads of the three ratios; --redis-aof measures the
+// admission script on a private redis-server per persistence setting. The
+// invariants are checked in every round. No timing is asserted.
+func TestBenchRepeat(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	cfg := bench.Config{
+		BaseURL: e.BaseURL, AdminToken: testenv.AdminToken, JWTSecret: testenv.JWTSecret,
+		WebhookSecret: testenv.WebhookSecret, Users: 40, PerUser: 2, Concurrency: 8,
+		Stock: 10, Quantity: 1, Limit: 1, PayRatio: 1, Settle: 30 * time.Second,
+		Baselines: &bench.BaselineConfig{RedisAddr: "127.0.0.1:6379", TemporalAddr: "127.0.0.1:7233",
+			TemporalNamespace: "default", NoopWorkflows: 10},
+		Repeat: 2, RedisAOF: bench.AOFModes, Warmup: true,
+	}
+	if testing.Verbose() {
+		cfg.Progress = os.Stderr
+	}
+	rep, err := bench.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	require.True(t, rep.InvariantsOK, "%v", rep.Problems)
+	require.Len(t, rep.Steps, 2)
+	require.Len(t, rep.Repeats, 2)
+	for i, rd := range rep.Repeats {
+		require.Equal(t, i+1, rd.N)
+		require.Equal(t, i+1, rep.Steps[i].Repeat)
+		require.True(t, rd.InvariantsOK)
+		require.NotNil(t, rd.Baselines)
+		require.Equal(t, 10, rep.Steps[i].Funnel.Paid)
+		for _, m := range bench.AOFModes {
+			require.Positive(t, rd.RedisAOF[m].PerSecond, m)
+		}
+	}
+	for _, k := range bench.RatioKeys {
+		require.Positive(t, rep.Ratios[k], k)
+		require.Contains(t, rep.RatiosSpread, k)
+		require.GreaterOrEqual(t, rep.RatiosSpread[k], 0.0, k)
+	}
+	for _, m := range bench.AOFModes {
+		require.Equal(t, 2, rep.RedisAOF[m].Rounds, m)
+		require.Positive(t, rep.RedisAOF[m].P99, m)
+	}
+	require.Equal(t, "off", rep.CPUPinning.Mode)
+	var out strings.Builder
+	require.NoError(t, bench.WriteTable(&out, rep))
+	require.Contains(t, out.String(), "spread")
+	require.Contains(t, out.String(), "appendfsync")
+	require.Contains(t, out.String(), "cpu pinning: off")
+	var html strings.Builder
+	require.NoError(t, bench.WriteHTML(&html, rep))
+	require.Contains(t, html.String(), "Redis persistence")
+}

@@ -55,6 +55,28 @@ type htmlPage struct {
 	Steps            []htmlStep
 	Throughput       *svgChart     // nil without steps
 	Cost             []htmlCostRow // nil: not counted
+	AOF              []htmlAOFRow  // nil: --redis-aof not used
+}
+
+// htmlAOFRow is one Redis persistence setting measured by --redis-aof.
+type htmlAOFRow struct{ Mode, PerSecond, Spread, P50, P99, Relative string }
+
+func htmlAOFRows(m map[string]AOFResult) []htmlAOFRow {
+	var rows []htmlAOFRow
+	base := m["no"].PerSecond
+	for _, mode := range AOFModes {
+		x, ok := m[mode]
+		if !ok {
+			continue
+		}
+		rel := "—"
+		if base > 0 {
+			rel = htmlNum(x.PerSecond/base, 2)
+		}
+		rows = append(rows, htmlAOFRow{Mode: mode, PerSecond: htmlRate(x.PerSecond), Spread: htmlNum(x.PerSecondSpread, 2),
+			P50: htmlMs(x.P50), P99: htmlMs(x.P99), Relative: rel})
+	}
+	return rows
 }
 
 // htmlCostRow is one order path's cost in Temporal.
@@ -86,6 +108,7 @@ type htmlKV struct{ Key, Value, Help string }
 
 type htmlRatioRow struct {
 	Name, Meaning, Value, Target string
+	Spread                       string // (max − min) / median over the rounds; "—" with one round
 	Status                       string // "met", "missed" or "absent"
 }
 
@@ -115,10 +138,15 @@ func buildHTMLPage(r *Report) htmlPage {
 		Problems:   r.Problems,
 		Config:     htmlConfigRows(r.Config),
 		HasRatios:  len(r.Ratios) > 0,
-		Ratios:     htmlRatioRows(r.Ratios),
+		Ratios:     htmlRatioRows(r.Ratios, r.RatiosSpread),
 		Baselines:  htmlBaselineRows(r.Baselines),
 		Throughput: throughputChart(r.Steps, r.Baselines),
 		Cost:       htmlCostRows(r.Temporal),
+		AOF:        htmlAOFRows(r.RedisAOF),
+	}
+	p.Config = append(p.Config, htmlKV{"CPU pinning", pinningWords(r.CPUPinning), "--pin: the API and Redis on one CPU, Temporal, the worker and MySQL on the other (taskset)"})
+	if len(r.Repeats) > 1 {
+		p.Config = append(p.Config, htmlKV{"Rounds", htmlInt(len(r.Repeats)) + ", interleaved", "--repeat: baselines then steps, each round; ratios are medians over the rounds"})
 	}
 	for i, s := range r.Steps {
 		p.Steps = append(p.Steps, buildHTMLStep(i+1, s))
@@ -159,13 +187,16 @@ var htmlRatioSpecs = []struct {
 	{"orders_vs_temporal_noop", "Orders vs Temporal no-op", "orders reaching WAIT_PAY per second against no-op workflows per second: order creation should be bound by Temporal itself", 0.9},
 }
 
-func htmlRatioRows(ratios map[string]float64) []htmlRatioRow {
+func htmlRatioRows(ratios, spread map[string]float64) []htmlRatioRow {
 	var rows []htmlRatioRow
 	known := map[string]bool{}
 	for _, spec := range htmlRatioSpecs {
 		known[spec.key] = true
 		row := htmlRatioRow{Name: spec.name, Meaning: spec.meaning, Value: "—",
-			Target: "≥ " + htmlNum(spec.target, 2), Status: "absent"}
+			Target: "≥ " + htmlNum(spec.target, 2), Status: "absent", Spread: "—"}
+		if sp, ok := spread[spec.key]; ok {
+			row.Spread = htmlNum(sp, 2)
+		}
 		if v, ok := ratios[spec.key]; ok {
 			row.Value = htmlNum(v, 2)
 			row.Status = "missed"
@@ -184,7 +215,11 @@ func htmlRatioRows(ratios map[string]float64) []htmlRatioRow {
 	}
 	sort.Strings(extra)
 	for _, k := range extra {
-		rows = append(rows, htmlRatioRow{Name: k, Value: htmlNum(ratios[k], 2), Target: "—", Status: "absent"})
+		row := htmlRatioRow{Name: k, Value: htmlNum(ratios[k], 2), Target: "—", Status: "absent", Spread: "—"}
+		if sp, ok := spread[k]; ok {
+			row.Spread = htmlNum(sp, 2)
+		}
+		rows = append(rows, row)
 	}
 	return rows
 }
@@ -1002,8 +1037,8 @@ the rest time out, and checks the invariants (nothing oversold, MySQL and Redis 
 <p class="help">The baselines run on the same machine in the same run, so the ratios hold across machines where raw
 requests per second do not. A ratio at or above its target means the design costs what it was meant to.</p>
 {{if .HasRatios}}<table>
-<tr><th>Ratio</th><th>What it compares</th><th class="num">Value</th><th class="num">Target</th><th>Met?</th></tr>
-{{range .Ratios}}<tr><td><b>{{.Name}}</b></td><td>{{.Meaning}}</td><td class="num">{{.Value}}</td><td class="num">{{.Target}}</td>
+<tr><th>Ratio</th><th>What it compares</th><th class="num">Value</th><th class="num">Spread</th><th class="num">Target</th><th>Met?</th></tr>
+{{range .Ratios}}<tr><td><b>{{.Name}}</b></td><td>{{.Meaning}}</td><td class="num">{{.Value}}</td><td class="num">{{.Spread}}</td><td class="num">{{.Target}}</td>
 <td class="{{.Status}}">{{if eq .Status "met"}}✓ met{{else if eq .Status "missed"}}✗ missed{{else}}not measured{{end}}</td></tr>
 {{end}}</table>
 {{else}}<p class="empty">No ratios: the run had no baselines (run with --baselines).</p>
@@ -1014,6 +1049,15 @@ requests per second do not. A ratio at or above its target means the design cost
 {{range .Baselines}}<tr><td><b>{{.Name}}</b></td><td class="num">{{.Value}}</td><td>{{.Unit}}</td><td>{{.Meaning}}</td></tr>
 {{end}}</table>
 {{else}}<p class="empty">Not measured.</p>
+{{end}}
+{{if .AOF}}<h3>Redis persistence</h3>
+<p class="help">The admission script against a private redis-server per persistence setting, interleaved in the same run
+(--redis-aof). Medians over the rounds; the spread is that of calls/s. A shared machine makes these noisy: compare
+the settings with each other, not with another run.</p>
+<table>
+<tr><th>appendfsync</th><th class="num">Calls/s</th><th class="num">Spread</th><th class="num">p50</th><th class="num">p99</th><th class="num">vs no persistence</th></tr>
+{{range .AOF}}<tr><td><b>{{.Mode}}</b></td><td class="num">{{.PerSecond}}</td><td class="num">{{.Spread}}</td><td class="num">{{.P50}}</td><td class="num">{{.P99}}</td><td class="num">{{.Relative}}</td></tr>
+{{end}}</table>
 {{end}}
 <h3>Temporal cost per order</h3>
 <p class="help">Temporal Cloud's billable actions and the history events of one order, per path, counted from the

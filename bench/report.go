@@ -15,6 +15,18 @@ type Report struct {
 	// Ratios against the baselines: admission_vs_fiber, soldout_vs_fiber,
 	// orders_vs_temporal_noop (absent without baselines).
 	Ratios map[string]float64 `json:"ratios"`
+	// RatiosSpread (with --repeat N > 1): per ratio, (max − min) / median
+	// over the rounds.
+	RatiosSpread map[string]float64 `json:"ratios_spread,omitempty"`
+	// Repeats are the rounds of an interleaved run (--repeat N > 1): each
+	// round's baselines, ratios and invariants. Steps holds every round's
+	// steps (Step.Repeat says which); Baselines holds the medians.
+	Repeats []Repeat `json:"repeats,omitempty"`
+	// RedisAOF (--redis-aof): the admission script against a private
+	// redis-server per persistence setting, medians over the rounds.
+	RedisAOF map[string]AOFResult `json:"redis_aof,omitempty"`
+	// CPUPinning says whether the stack ran pinned (--pin) and how.
+	CPUPinning CPUPinning `json:"cpu_pinning"`
 	// Temporal is the cost of an order in Temporal per path (absent when
 	// the bench has no Temporal address or --cost-sample is 0).
 	Temporal     *TemporalCost `json:"temporal,omitempty"`
@@ -39,6 +51,9 @@ type Settings struct {
 
 // Step is one load level: a fresh session sold out under that load.
 type Step struct {
+	// Repeat is the round of a --repeat run this step belongs to (absent
+	// in a single-round run).
+	Repeat      int    `json:"repeat,omitempty"`
 	Concurrency int    `json:"concurrency"`
 	Rate        int    `json:"rate,omitempty"`
 	SessionID   int64  `json:"session_id"`

@@ -18,13 +18,15 @@ var Targets = map[string]float64{
 // WriteTable prints the report for a terminal.
 func WriteTable(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "\nseckill bench on %s, %s\n\n", r.Machine, r.StartedAt.Format("2006-01-02 15:04:05Z"))
+	fmt.Fprintf(w, "\nseckill bench on %s, %s\n", r.Machine, r.StartedAt.Format("2006-01-02 15:04:05Z"))
+	fmt.Fprintf(w, "cpu pinning: %s\n", pinningWords(r.CPUPinning))
+	if len(r.Repeats) > 1 {
+		fmt.Fprintf(w, "rounds: %d, interleaved (baselines, then the steps, each round)\n", len(r.Repeats))
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(tw, "load\treq/s\tsold-out req/s\taccepted\taccept p99 ms\tsold out after s\tall WAIT_PAY after s\torders/s\tinvariants\t")
 	for _, s := range r.Steps {
-		load := fmt.Sprintf("c=%d", s.Concurrency)
-		if s.Rate > 0 {
-			load = fmt.Sprintf("%d/s", s.Rate)
-		}
+		load := stepLabel(s)
 		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%d\t%.1f\t%.2f\t%.2f\t%.0f\t%v\t\n", load, s.Throughput, s.SoldOutThroughput,
 			s.Funnel.Accepted, s.Latency[outAccepted].P99, s.TimeToSellOutSeconds, s.TimeToAllWaitPaySeconds,
 			s.OrdersPerSecond, okWord(s.InvariantsOK))
@@ -35,7 +37,7 @@ func WriteTable(w io.Writer, r *Report) error {
 	fmt.Fprintln(tw, "funnel\trequests\trate limited\twindow\tsold-out fast path\tRedis sold out\tlimit\terrors\taccepted\tcreated\tpaid\tclosed\t")
 	for _, s := range r.Steps {
 		f := s.Funnel
-		fmt.Fprintf(tw, "c=%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", s.Concurrency+s.Rate, f.Requests, f.RateLimited,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", stepLabel(s), f.Requests, f.RateLimited,
 			f.Window, f.SoldOutMemory, f.SoldOutRedis, f.LimitExceeded, f.OtherErrors, f.Accepted, f.OrdersCreated, f.Paid, f.Closed)
 	}
 	tw.Flush()
@@ -50,18 +52,55 @@ func WriteTable(w io.Writer, r *Report) error {
 		sort.Strings(outs)
 		for _, o := range outs {
 			p := s.Latency[o]
-			fmt.Fprintf(tw, "c=%d\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t\n", s.Concurrency+s.Rate, o, p.Count, p.P50, p.P95, p.P99, p.Max)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t\n", stepLabel(s), o, p.Count, p.P50, p.P95, p.P99, p.Max)
 		}
 	}
 	tw.Flush()
 	if b := r.Baselines; b != nil {
-		fmt.Fprintf(w, "\nbaselines (same run, same machine): bare Fiber %.0f req/s, admission script alone %.0f/s, Temporal no-op %.0f workflows/s\n",
-			b.FiberRPS, b.LuaPerSecond, b.TemporalNoopPerSecond)
-		for _, k := range []string{"admission_vs_fiber", "soldout_vs_fiber", "orders_vs_temporal_noop"} {
+		what := "same run, same machine"
+		if len(r.Repeats) > 1 {
+			what = fmt.Sprintf("same run, same machine, median of %d rounds", len(r.Repeats))
+		}
+		fmt.Fprintf(w, "\nbaselines (%s): bare Fiber %.0f req/s, admission script alone %.0f/s, Temporal no-op %.0f workflows/s\n",
+			what, b.FiberRPS, b.LuaPerSecond, b.TemporalNoopPerSecond)
+		for _, k := range RatioKeys {
 			if v, ok := r.Ratios[k]; ok {
-				fmt.Fprintf(w, "  %-24s %.2f   (target ≥ %.2f: %s)\n", k, v, Targets[k], metWord(v >= Targets[k]))
+				spread := ""
+				if sp, ok := r.RatiosSpread[k]; ok {
+					spread = fmt.Sprintf("   spread %.2f over %d rounds", sp, len(r.Repeats))
+				}
+				fmt.Fprintf(w, "  %-24s %.2f   (target ≥ %.2f: %s)%s\n", k, v, Targets[k], metWord(v >= Targets[k]), spread)
 			}
 		}
+		if len(r.Repeats) > 1 {
+			for _, rd := range r.Repeats {
+				fmt.Fprintf(w, "    round %d:", rd.N)
+				for _, k := range RatioKeys {
+					if v, ok := rd.Ratios[k]; ok {
+						fmt.Fprintf(w, " %s %.2f", k, v)
+					}
+				}
+				fmt.Fprintf(w, ", invariants %s\n", okWord(rd.InvariantsOK))
+			}
+		}
+	}
+	if len(r.RedisAOF) > 0 {
+		fmt.Fprintln(w, "\nRedis persistence (the admission script against a private redis-server per setting, same run; noisy on a shared machine):")
+		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "appendfsync\tcalls/s\tspread\tp50 ms\tp99 ms\tvs no persistence\t")
+		base := r.RedisAOF["no"].PerSecond
+		for _, m := range AOFModes {
+			x, ok := r.RedisAOF[m]
+			if !ok {
+				continue
+			}
+			rel := "—"
+			if base > 0 {
+				rel = fmt.Sprintf("%.2f", x.PerSecond/base)
+			}
+			fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.2f\t%s\t\n", m, x.PerSecond, x.PerSecondSpread, x.P50, x.P99, rel)
+		}
+		tw.Flush()
 	}
 	writeCost(w, r.Temporal)
 	fmt.Fprintf(w, "\ninvariants: %s\n", okWord(r.InvariantsOK))
@@ -83,4 +122,24 @@ func metWord(ok bool) string {
 		return "met"
 	}
 	return "missed"
+}
+
+// stepLabel names a step by its load (and round, in a --repeat run).
+func stepLabel(s Step) string {
+	load := fmt.Sprintf("c=%d", s.Concurrency)
+	if s.Rate > 0 {
+		load = fmt.Sprintf("%d/s", s.Rate)
+	}
+	if s.Repeat > 0 {
+		load = fmt.Sprintf("#%d %s", s.Repeat, load)
+	}
+	return load
+}
+
+func pinningWords(p CPUPinning) string {
+	if p.Mode != "pinned" {
+		return "off (every process on every CPU)"
+	}
+	return fmt.Sprintf("API and Redis on CPU %s %v; Temporal, worker and MySQL on CPU %s %v; the load generator unpinned",
+		p.FrontCPU, p.Front, p.BackCPU, p.Back)
 }

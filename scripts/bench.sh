@@ -2,8 +2,23 @@
 # make bench: a small, reproducible load test with baselines on a local
 # stack. Starts the Temporal dev server (if needed), an API and a worker as
 # separate processes (as in production) on a fresh Redis prefix and task
-# queue, runs `seckill bench --baselines`, writes bench-report.{json,html}
-# and stops what it started. Extra arguments go to `seckill bench`.
+# queue, and runs `seckill bench --baselines` twice:
+#
+#   1. 500 units, 5,000 shoppers × 2 requests, an unrecorded warm-up step,
+#      then BENCH_REPEAT (3) interleaved rounds (ratios are medians, ratios_spread their spread), and the
+#      admission script on private redis-servers with no persistence, AOF
+#      everysec and AOF always (--redis-aof): bench-report.{json,html};
+#   2. 5,000 units, 20,000 shoppers × 1 request, one round (the 5,000-winner
+#      scenario; BENCH_5K=0 skips it): bench-report-5k.{json,html}.
+#
+# Then it stops what it started. Extra arguments go to both runs of
+# `seckill bench`.
+#
+# Env: BENCH_REPEAT (3), BENCH_5K (1), BENCH_PIN=1 (taskset: the API and
+# Redis on CPU 0, Temporal, the worker and MySQL on CPU 1, put back
+# afterwards), BENCH_REDIS_AOF=no|everysec|always (run the whole stack on a
+# private redis-server with that setting instead of SECKILL_REDIS_ADDR),
+# BENCH_PAY_TIMEOUT (20s), BENCH_START_TIMEOUT (300ms), BENCH_ADDR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,8 +27,45 @@ export SECKILL_PAY_TIMEOUT="${BENCH_PAY_TIMEOUT:-20s}" SECKILL_START_TIMEOUT="${
 export SECKILL_LOG_LEVEL=WARN
 API_ENV="SECKILL_PPROF_ADDR=${BENCH_PPROF_ADDR:-}"
 run="bench-$(date +%s)" addr="${BENCH_ADDR:-127.0.0.1:18091}"
+
+redis_pid="" redis_dir=""
+stop_redis() {
+  if [ -n "$redis_pid" ]; then kill "$redis_pid" 2>/dev/null || true; wait "$redis_pid" 2>/dev/null || true; fi
+  if [ -n "$redis_dir" ]; then rm -rf "$redis_dir"; fi
+}
+if [ -n "${BENCH_REDIS_AOF:-}" ]; then
+  case "$BENCH_REDIS_AOF" in
+    no) aof=(--appendonly no) ;;
+    everysec|always) aof=(--appendonly yes --appendfsync "$BENCH_REDIS_AOF") ;;
+    *) echo "BENCH_REDIS_AOF must be no, everysec or always" >&2; exit 1 ;;
+  esac
+  command -v redis-server >/dev/null || { echo "BENCH_REDIS_AOF needs redis-server on the PATH" >&2; exit 1; }
+  redis_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+  redis_dir="$(mktemp -d -t seckill-bench-redis-XXXXXX)"
+  redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$redis_dir" --save "" --loglevel warning "${aof[@]}" \
+    >"$redis_dir/log" 2>&1 &
+  redis_pid=$!
+  trap stop_redis EXIT
+  for _ in $(seq 1 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  export SECKILL_REDIS_ADDR="127.0.0.1:$redis_port"
+  echo "bench: the stack's Redis is a private redis-server on $SECKILL_REDIS_ADDR (${aof[*]})"
+fi
+
 source scripts/local-stack.sh
+trap 'stop_stack; stop_redis' EXIT
+
+pin=()
+if [ "${BENCH_PIN:-0}" = 1 ]; then pin=(--pin --pin-worker "$worker"); fi
 
 bin/seckill bench --api "http://$SECKILL_HTTP_ADDR" --pay-timeout "$SECKILL_PAY_TIMEOUT" --baselines \
   --users 5000 --requests-per-user 2 --stock 500 --concurrency 256 \
+  --warmup --repeat "${BENCH_REPEAT:-3}" --redis-aof all "${pin[@]}" \
   --json bench-report.json --html bench-report.html "$@"
+
+if [ "${BENCH_5K:-1}" = 1 ]; then
+  # 5,000 winners: the order tier at real burst size. One round; a longer
+  # settle, since every winner must reach WAIT_PAY for the run to pass.
+  bin/seckill bench --api "http://$SECKILL_HTTP_ADDR" --pay-timeout "$SECKILL_PAY_TIMEOUT" --baselines \
+    --users 20000 --requests-per-user 1 --stock 5000 --concurrency 256 --settle 4m \
+    "${pin[@]}" --json bench-report-5k.json --html bench-report-5k.html "$@"
+fi

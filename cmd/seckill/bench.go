@@ -4,7 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +26,9 @@ func benchCmd() *cobra.Command {
 		jsonPath  string
 		htmlPath  string
 		noopCount int
+		redisAOF  string
+		pin       bool
+		pinWorker string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -38,7 +45,16 @@ no-op Temporal workflow, and reports the ratios. It cancels --cost-sample
 unpaid orders and reads the Temporal histories of that many orders of each
 path (paid, timed out, cancelled) from SECKILL_TEMPORAL_ADDR to report the
 billable actions and history events per order (temporal.actions_per_order
-in the JSON; --cost-sample 0 skips it). The stack must run with
+in the JSON; --cost-sample 0 skips it). --repeat N runs the baselines and
+the steps N times, interleaved, and reports each ratio's median (ratios)
+and spread, (max − min) / median (ratios_spread). --redis-aof
+no,everysec,always also runs, each round, the admission script against a
+private redis-server per persistence setting (free loopback port, temp
+--dir; never the stack's Redis) and reports calls/s and p50/p99 per
+setting (redis_aof). --pin pins the API and Redis to CPU 0 and Temporal,
+MySQL and the --pin-worker processes to CPU 1 for the run (taskset -a -p,
+found by the ports they listen on; every process is put back afterwards;
+cpu_pinning in the JSON says which mode ran). The stack must run with
 SECKILL_LIMIT_IP_RPS=0 and SECKILL_LIMIT_READ_RPS=0 (every shopper comes
 from here); the bench needs its SECKILL_JWT_SECRET, SECKILL_WEBHOOK_SECRET
 and SECKILL_ADMIN_TOKEN.`,
@@ -68,6 +84,28 @@ and SECKILL_ADMIN_TOKEN.`,
 					TemporalNamespace: c.TemporalNamespace, NoopWorkflows: noopCount}
 			}
 			cfg.TemporalAddr, cfg.TemporalNamespace = c.TemporalAddr, c.TemporalNamespace
+			if cfg.Repeat < 1 {
+				return errors.New("--repeat must be at least 1")
+			}
+			if redisAOF != "" {
+				if redisAOF == "all" {
+					redisAOF = strings.Join(bench.AOFModes, ",")
+				}
+				for _, m := range strings.Split(redisAOF, ",") {
+					m = strings.TrimSpace(m)
+					if !slices.Contains(bench.AOFModes, m) {
+						return fmt.Errorf("--redis-aof: %q is not one of no, everysec, always", m)
+					}
+					cfg.RedisAOF = append(cfg.RedisAOF, m)
+				}
+			}
+			if pin {
+				plan, err := pinPlan(cfg.BaseURL, c, pinWorker)
+				if err != nil {
+					return err
+				}
+				cfg.Pin = plan
+			}
 			cfg.Progress = os.Stderr
 			rep, err := bench.Run(cmd.Context(), cfg)
 			if err != nil {
@@ -120,7 +158,71 @@ and SECKILL_ADMIN_TOKEN.`,
 	f.BoolVar(&baselines, "baselines", false, "measure bare Fiber, the admission script alone and a no-op Temporal workflow in the same run")
 	f.IntVar(&noopCount, "noop-workflows", 500, "no-op workflows in the Temporal baseline")
 	f.IntVar(&cfg.CostSample, "cost-sample", 3, "orders of each path (paid, timed out, cancelled: that many unpaid orders are cancelled) whose Temporal histories are read to count the actions per order (0 = do not count)")
+	f.IntVar(&cfg.Repeat, "repeat", 1, "rounds: the baselines and the steps run this many times, interleaved; ratios are medians, ratios_spread their (max − min) / median")
+	f.BoolVar(&cfg.Warmup, "warmup", false, "run one unrecorded step first (every winner paid), so the first round does not pay for a cold API")
+	f.StringVar(&redisAOF, "redis-aof", "", "Redis persistence settings to compare on the admission script, each on a private redis-server: a list of no, everysec, always (or all)")
+	f.BoolVar(&pin, "pin", false, "pin the API and Redis to CPU 0, Temporal, MySQL and --pin-worker to CPU 1 (taskset) for the run")
+	f.StringVar(&pinWorker, "pin-worker", "", "with --pin: comma-separated PIDs of the worker processes (they listen on no port the bench knows)")
 	f.StringVar(&jsonPath, "json", "", "write the report as JSON to this file")
 	f.StringVar(&htmlPath, "html", "", "write the report as HTML with charts to this file")
 	return cmd
+}
+
+// pinPlan finds the stack's processes by the ports they listen on: the API
+// and Redis go on CPU 0, Temporal and MySQL (and the worker PIDs given) on
+// CPU 1.
+func pinPlan(apiURL string, c *config, workers string) (*bench.PinPlan, error) {
+	if err := bench.CheckPinning(); err != nil {
+		return nil, err
+	}
+	plan := &bench.PinPlan{FrontCPU: "0", BackCPU: "1"}
+	add := func(list *[]bench.PinnedProcess, role, addr string) error {
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("--pin: %s address %q: %w", role, addr, err)
+		}
+		n, err := strconv.Atoi(port)
+		if err != nil {
+			return fmt.Errorf("--pin: %s port %q: %w", role, port, err)
+		}
+		pid, err := bench.ListeningPID(n)
+		if err != nil {
+			return fmt.Errorf("--pin: %s: %w", role, err)
+		}
+		*list = append(*list, bench.PinnedProcess{Role: role, PID: pid})
+		return nil
+	}
+	u, err := url.Parse(apiURL)
+	if err != nil {
+		return nil, fmt.Errorf("--api: %w", err)
+	}
+	if err := add(&plan.Front, "api", u.Host); err != nil {
+		return nil, err
+	}
+	for _, a := range strings.Split(c.RedisAddr, ",") {
+		if err := add(&plan.Front, "redis", strings.TrimSpace(a)); err != nil {
+			return nil, err
+		}
+	}
+	if err := add(&plan.Back, "temporal", c.TemporalAddr); err != nil {
+		return nil, err
+	}
+	m := regexp.MustCompile(`@tcp\(([^)]+)\)`).FindStringSubmatch(c.MySQLDSN)
+	if m == nil {
+		return nil, errors.New("--pin: SECKILL_MYSQL_DSN has no tcp(host:port) address")
+	}
+	if err := add(&plan.Back, "mysql", m[1]); err != nil {
+		return nil, err
+	}
+	for _, f := range strings.Split(workers, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		pid, err := strconv.Atoi(f)
+		if err != nil || pid <= 0 {
+			return nil, fmt.Errorf("--pin-worker: %q is not a PID", f)
+		}
+		plan.Back = append(plan.Back, bench.PinnedProcess{Role: "worker", PID: pid})
+	}
+	return plan, nil
 }

@@ -1,0 +1,51 @@
+package bench
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestAggregateRatios(t *testing.T) {
+	med, spread := AggregateRatios([]map[string]float64{
+		{"admission_vs_fiber": 0.5, "soldout_vs_fiber": 0.8, "orders_vs_temporal_noop": 0.9},
+		{"admission_vs_fiber": 0.4, "soldout_vs_fiber": 1.0},
+		{"admission_vs_fiber": 0.6, "soldout_vs_fiber": 0.9, "orders_vs_temporal_noop": math.NaN()},
+	})
+	require.InDelta(t, 0.5, med["admission_vs_fiber"], 1e-9)
+	require.InDelta(t, 0.4, spread["admission_vs_fiber"], 1e-9) // (0.6−0.4)/0.5
+	require.InDelta(t, 0.9, med["soldout_vs_fiber"], 1e-9)
+	require.InDelta(t, 0.2/0.9, spread["soldout_vs_fiber"], 1e-9)
+	// Only one round measured it (the NaN is dropped): its value, spread 0.
+	require.InDelta(t, 0.9, med["orders_vs_temporal_noop"], 1e-9)
+	require.Zero(t, spread["orders_vs_temporal_noop"])
+
+	// An even count: the mean of the middle two.
+	med, spread = AggregateRatios([]map[string]float64{{"a": 1}, {"a": 4}, {"a": 2}, {"a": 3}})
+	require.InDelta(t, 2.5, med["a"], 1e-9)
+	require.InDelta(t, 3/2.5, spread["a"], 1e-9)
+
+	// A median of 0 has no finite spread: the key is left out.
+	med, spread = AggregateRatios([]map[string]float64{{"a": 0}, {"a": 0}})
+	require.Zero(t, med["a"])
+	require.NotContains(t, spread, "a")
+
+	med, spread = AggregateRatios(nil)
+	require.Empty(t, med)
+	require.Empty(t, spread)
+}
+
+func TestStepRatiosAndMedianBaselines(t *testing.T) {
+	b := medianBaselines([]*Baselines{
+		{FiberRPS: 100, LuaPerSecond: 10, TemporalNoopPerSecond: 1},
+		nil,
+		{FiberRPS: 300, LuaPerSecond: 30, TemporalNoopPerSecond: 3},
+		{FiberRPS: 200, LuaPerSecond: 20, TemporalNoopPerSecond: 2},
+	})
+	require.Equal(t, &Baselines{FiberRPS: 200, LuaPerSecond: 20, TemporalNoopPerSecond: 2}, b)
+	require.Nil(t, medianBaselines([]*Baselines{nil}))
+	r := stepRatios(Step{Throughput: 50, SoldOutThroughput: 150, OrdersPerSecond: 1}, b)
+	require.Equal(t, map[string]float64{"admission_vs_fiber": 0.25, "soldout_vs_fiber": 0.75, "orders_vs_temporal_noop": 0.5}, r)
+	require.Empty(t, stepRatios(Step{}, nil))
+}
