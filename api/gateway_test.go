@@ -191,7 +191,10 @@ func TestPurchaseTicket(t *testing.T) {
 
 	requireError(t, e.Do("POST", ordersPath(id), other, nil, api.HeaderTicket, ticket), 403, "FORBIDDEN", "ticket")
 	requireError(t, e.Do("POST", ordersPath(id), tok, nil, api.HeaderTicket, ticket+"x"), 403, "FORBIDDEN", "ticket")
-	require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(id), tok, nil, api.HeaderTicket, ticket).Status)
+	require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(id), tok, nil, api.HeaderTicket, ticket, "X-Request-ID", "same-id").Status)
 	requireError(t, e.Do("POST", ordersPath(id), tok, nil, api.HeaderTicket, ticket), 403, "FORBIDDEN", "already used")
+	// The client's own request id does not make a second purchase the
+	// "same" one: the ticket stays used.
+	requireError(t, e.Do("POST", ordersPath(id), tok, nil, api.HeaderTicket, ticket, "X-Request-ID", "same-id"), 403, "FORBIDDEN", "already used")
 	require.Equal(t, 4, e.Reconcile(id).RedisStock)
 }

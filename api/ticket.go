@@ -99,15 +99,18 @@ func (s *Server) issueTicket(c *fiber.Ctx) error {
 }
 
 // useTicket verifies and consumes the ticket of an order request. The
-// ticket is consumed by the purchase attempt (its Idempotency-Key, else its
-// trace id): the retry of the same attempt presents it again and is let
-// through; any other request finds it used.
+// ticket is consumed by the purchase attempt: its Idempotency-Key (the
+// retry of the same attempt presents it again and is let through; the
+// script replays that attempt's answer), else a value this request alone
+// holds, so that only the gate's own retry of the consuming command matches.
+// Never the trace id: the client chooses it, and two requests carrying the
+// same X-Request-ID are two purchases.
 func (s *Server) useTicket(c *fiber.Ctx, a *seckill.Attempt) error {
 	nonce, left, err := verifyTicket(s.ticketKey, c.Get(HeaderTicket), a.Session.ID, a.UserID, s.cfg.Now())
 	if err != nil {
 		return err
 	}
-	owner := a.TraceID
+	owner := "r:" + newTraceID()
 	if a.IdempotencyKey != "" {
 		owner = "k:" + a.IdempotencyKey
 	}
