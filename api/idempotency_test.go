@@ -1,10 +1,12 @@
 package api_test
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,4 +139,51 @@ func TestIdempotencyKeyWithTicket(t *testing.T) {
 	require.Equal(t, a.Str("order_no"), b.Str("order_no"))
 	requireError(t, buy("k2-"+e.Prefix), 403, "FORBIDDEN", "already used")
 	require.Equal(t, 4, e.Reconcile(id).RedisStock)
+}
+
+// countStarts counts the workflow starts the API asks for.
+type countStarts struct {
+	api.Flow
+	n *atomic.Int32
+}
+
+func (f countStarts) Start(ctx context.Context, req *seckill.OrderRequest) (bool, error) {
+	f.n.Add(1)
+	return f.Flow.Start(ctx, req)
+}
+
+// A replay of a key whose order has started (its pending-start entry is
+// gone) never asks Temporal to start it again: a start after Temporal's
+// retention would make a second workflow for a settled order.
+// Both paths replay: the script (stock left) and the pin lookup of a
+// session flagged sold out.
+func TestIdempotencyReplayNeverRestartsAStartedOrder(t *testing.T) {
+	for _, stock := range []int{2, 1} {
+		t.Run(fmt.Sprintf("stock %d", stock), func(t *testing.T) { replayNeverRestarts(t, stock) })
+	}
+}
+
+func replayNeverRestarts(t *testing.T, stock int) {
+	var starts atomic.Int32
+	e := testenv.New(t, testenv.Options{WrapFlow: func(f api.Flow) api.Flow { return countStarts{f, &starts} }})
+	sess := e.Session(stock, 1, 100)
+	key := "once-" + e.Prefix
+	first := buyWithKey(e, sess.ID, 1, key, 1)
+	require.Equal(t, http.StatusAccepted, first.Status, "%s", first.Raw)
+	no := first.Str("order_no")
+	e.WaitStatus(e.Token(1), no, 20*time.Second, seckill.StatusWaitPay)
+	e.Eventually(10*time.Second, "the pending-start entry is cleared", func() error {
+		if n, _, err := e.Gate.PendingStats(context.Background(), sess.ID); err != nil || n != 0 {
+			return fmt.Errorf("%d pending (%v)", n, err)
+		}
+		return nil
+	})
+	before := starts.Load()
+	for range 3 {
+		again := buyWithKey(e, sess.ID, 1, key, 1)
+		require.Equal(t, http.StatusAccepted, again.Status, "%s", again.Raw)
+		require.Equal(t, no, again.Str("order_no"))
+	}
+	require.Equal(t, before, starts.Load(), "a replay started the order's workflow again")
+	e.RequireInvariants(sess.ID)
 }

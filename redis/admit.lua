@@ -10,8 +10,8 @@
 -- per-user limit, -3 = not preheated, -4 = order number taken by another
 -- purchase, -5 = idempotency key reused with another body. The order
 -- number is the one holding the units (on a replay, the pinned one); the
--- reservation is its live record on a replay ('' otherwise, or when it has
--- already been released).
+-- reservation is its live record on a replay while its workflow start is
+-- still pending ('' otherwise).
 --
 -- Idempotency lives in the idem hash, written in the same step as what it
 -- describes, so it can never disagree with the stock:
@@ -32,7 +32,11 @@ local function replayKey(pinned, fp)
   if pfp ~= fp then return -5, stockNow(), 0, no, '' end
   code = tonumber(code)
   local resv = ''
-  if code == 0 then resv = redis.call('HGET', KEYS[3], no) or '' end
+  -- The record only while its start is pending: the caller starts the
+  -- workflow again then, never for an order already started (settled
+  -- orders keep their reservation; a start after Temporal's retention
+  -- would make a second workflow).
+  if code == 0 and redis.call('ZSCORE', KEYS[4], no) then resv = redis.call('HGET', KEYS[3], no) or '' end
   return code, stockNow(), tonumber(mask), no, resv
 end
 

@@ -243,7 +243,14 @@ func (g *Gate) Pinned(ctx context.Context, a *seckill.Attempt) (*seckill.Admissi
 		r.code, r.mask = -5, 0
 	}
 	if r.code == 0 {
-		resv, err := idempotent(ctx, func(ctx context.Context) (string, error) { return g.rdb.HGet(ctx, k.resv, r.orderNo).Result() })
+		// As the script does: the reservation only while its start is
+		// pending, so a replay never starts a started order again.
+		resv, err := idempotent(ctx, func(ctx context.Context) (string, error) {
+			if err := g.rdb.ZScore(ctx, k.pending, r.orderNo).Err(); err != nil {
+				return "", err
+			}
+			return g.rdb.HGet(ctx, k.resv, r.orderNo).Result()
+		})
 		if err != nil && !errors.Is(err, goredis.Nil) {
 			return nil, unavailable(err)
 		}
