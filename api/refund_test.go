@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/temporal"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -94,6 +95,11 @@ type lostPayments struct{ api.Flow }
 
 func (lostPayments) Pay(context.Context, *seckill.Payment) error { return nil }
 
+// lostRelaySignals is the same seam for the refund relay's own signals.
+type lostRelaySignals struct{ *temporal.Orders }
+
+func (lostRelaySignals) Pay(context.Context, *seckill.Payment) error { return nil }
+
 // A payment the webhook accepted is never lost with its workflow: written
 // as RECEIVED before the signal, it is settled by the refund relay once no
 // workflow runs for the order — captured when the order still waits for it
@@ -118,7 +124,7 @@ func TestPaymentNoWorkflowRecordedIsSettled(t *testing.T) {
 	require.Equal(t, 200, e.Pay(lostNo, payLost, "evt-"+payLost, 500).Status)
 	require.Equal(t, 200, e.Pay(closedNo, payClosed, "evt-"+payClosed, 500).Status)
 
-	refunds := &relay.Refunds{Store: e.DB, Starter: e.Orders, Views: e.Gate, Log: e.Log, ReceivedAge: time.Millisecond}
+	refunds := &relay.Refunds{Store: e.DB, Starter: lostRelaySignals{e.Orders}, Views: e.Gate, Log: e.Log, ReceivedAge: time.Millisecond}
 	_, err := refunds.Pass(ctx)
 	require.NoError(t, err)
 	states, err := e.DB.RefundStates(ctx, 10)
@@ -197,4 +203,32 @@ func TestWebhookRedeliveryAfterAFailedSignal(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, states)
 	e.RequireInvariants(sess.ID)
+}
+
+// A payment whose signal never reached its running workflow (the webhook
+// wrote RECEIVED, then the signal was lost and the provider gave up) is
+// signalled again by the refund relay: the order ends PAID, not closed at
+// its timeout with the money refunded.
+func TestReceivedPaymentIsSignalledAgain(t *testing.T) {
+	e := testenv.New(t, testenv.Options{WrapFlow: func(f api.Flow) api.Flow { return lostPayments{f} }})
+	sess := e.Session(1, 1, 500)
+	ctx := context.Background()
+	tok := e.Token(1)
+	r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)
+	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	no := r.Str("order_no")
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
+	pay := "pay-resignal-" + fmt.Sprint(time.Now().UnixNano())
+	require.Equal(t, 200, e.Pay(no, pay, "evt-"+pay, 500).Status)
+	require.Equal(t, "WAIT_PAY", e.Do("GET", "/api/v1/orders/"+no, tok, nil).Str("status"), "the signal was lost")
+
+	refunds := &relay.Refunds{Store: e.DB, Starter: e.Orders, Views: e.Gate, Log: e.Log, ReceivedAge: time.Millisecond}
+	_, err := refunds.Pass(ctx)
+	require.NoError(t, err)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)
+	states, err := e.DB.RefundStates(ctx, 10)
+	require.NoError(t, err)
+	require.Empty(t, states, "nothing left RECEIVED or to refund")
+	rep := e.RequireInvariants(sess.ID)
+	require.Equal(t, 1, rep.Orders[seckill.StatusPaid])
 }

@@ -28,6 +28,8 @@ type RefundStarter interface {
 	// StartRefund: started is false when a run is going on or completed.
 	StartRefund(ctx context.Context, r *seckill.Refund) (started bool, err error)
 	Running(ctx context.Context, orderNo string) (bool, error)
+	// Pay signals a payment to the order's running workflow again.
+	Pay(ctx context.Context, p *seckill.Payment) error
 }
 
 // Views caches order views for polls (the Redis gate).
@@ -72,6 +74,11 @@ type Refunds struct {
 	// DefaultReceivedAge.
 	Lease       time.Duration
 	ReceivedAge time.Duration
+
+	// resignalled remembers when this relay last signalled a RECEIVED
+	// payment again, so that a payment its workflow is slow to record is
+	// signalled once per ReceivedAge, not on every pass.
+	resignalled map[string]time.Time
 }
 
 // Pass settles the RECEIVED payments left over, starts the refunds due and
@@ -133,7 +140,13 @@ func (r *Refunds) settleReceived(ctx context.Context) error {
 			continue
 		}
 		if running {
-			continue // the workflow records it
+			// The workflow records it, if the signal reached it: the
+			// webhook may have answered 503 after writing RECEIVED, and a
+			// provider may give up redelivering. Signal it again (applying
+			// a payment twice changes nothing), lest the order time out
+			// and the money it already took be refunded.
+			r.resignal(ctx, l, p, age)
+			continue
 		}
 		outcome, status, err := r.Store.ApplyPayment(ctx, p)
 		if seckill.ErrorCode(err) == seckill.ENOTFOUND {
@@ -158,6 +171,30 @@ func (r *Refunds) settleReceived(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// resignal signals a RECEIVED payment to its running workflow again, at
+// most once per age.
+func (r *Refunds) resignal(ctx context.Context, l *slog.Logger, p *seckill.Payment, age time.Duration) {
+	now := time.Now()
+	if r.resignalled == nil {
+		r.resignalled = map[string]time.Time{}
+	}
+	for id, at := range r.resignalled {
+		if now.Sub(at) > 10*age {
+			delete(r.resignalled, id) // long recorded, or settled another way
+		}
+	}
+	if at, ok := r.resignalled[p.PaymentID]; ok && now.Sub(at) < age {
+		return
+	}
+	r.resignalled[p.PaymentID] = now
+	if err := r.Starter.Pay(ctx, p); err != nil {
+		l.Warn("refund relay: signalling a received payment again failed", "error", err)
+		return
+	}
+	r.count("resignalled")
+	l.Warn("payment still RECEIVED while its workflow runs: signalled again")
 }
 
 // observe refreshes the refunds-by-state gauge.
