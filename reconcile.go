@@ -95,7 +95,9 @@ type Report struct {
 	Problems             []string `json:"problems"`
 }
 
-// Defaults of ReconcilePolicy (SECKILL_SWEEP_GRACE, SECKILL_PREHEAT_LEAD).
+// Defaults of ReconcilePolicy: SECKILL_SWEEP_GRACE's, and how soon before
+// its start a session must be preheated (5 minutes; configurable once
+// sessions preheat themselves).
 const (
 	DefaultSweepGrace  = time.Minute
 	DefaultPreheatLead = 5 * time.Minute

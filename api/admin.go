@@ -143,7 +143,7 @@ func (s *Server) reconcile(c *fiber.Ctx) error {
 		}
 	}
 	if !repair {
-		r, err := seckill.ReconcilePolicy{PayTimeout: s.cfg.PayTimeout}.Reconcile(c.UserContext(), s.store, s.gate, id)
+		r, err := seckill.ReconcilePolicy{PayTimeout: s.cfg.PayTimeout, SweepGrace: s.cfg.SweepGrace}.Reconcile(c.UserContext(), s.store, s.gate, id)
 		if err != nil {
 			return err
 		}

@@ -73,6 +73,10 @@ type Config struct {
 	AdminToken    string
 	// PayTimeout is handed to each order's workflow (15m in production).
 	PayTimeout time.Duration
+	// SweepGrace is how long past its deadline an order may wait before
+	// reconcile calls it stuck (SECKILL_SWEEP_GRACE; the worker's sweep
+	// closes it then); seckill.DefaultSweepGrace when 0.
+	SweepGrace time.Duration
 	// StartTimeout bounds how long a winner's request waits for the
 	// workflow start before answering; the start goes on in the background.
 	StartTimeout time.Duration

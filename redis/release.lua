@@ -1,6 +1,8 @@
 -- Release: give one reservation back, exactly once. Deleting the
 -- reservation is the guard: a second call finds nothing and changes nothing.
--- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending; ARGV: 1 order number
+-- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending (5 idem, passed with the
+-- others, unused: the idempotency records outlive the release); ARGV: 1
+-- order number
 -- Returns the units given back (0 when already released or unknown).
 local r = redis.call('HGET', KEYS[3], ARGV[1])
 if not r then return 0 end

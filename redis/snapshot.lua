@@ -1,7 +1,8 @@
 -- Snapshot: the whole Redis side of one session at one instant, for
 -- reconcile. Read-only; the keys share the session's hash tag (one slot, so
 -- it also runs on Redis Cluster).
--- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending
+-- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending (5 idem, passed with the
+-- others, unused)
 -- Returns {stock or false, resv as a flat field/value list, pending count,
 -- oldest pending score or false, buyers as a flat field/value list}.
 -- It walks every reservation of the session while Redis waits: about a

@@ -262,6 +262,7 @@ func (d *deps) apiServer(c *config, dev bool) (*api.Server, error) {
 		WebhookSecret: []byte(c.WebhookSecret),
 		AdminToken:    c.AdminToken,
 		PayTimeout:    c.PayTimeout,
+		SweepGrace:    c.SweepGrace,
 		StartTimeout:  c.StartTimeout,
 		Limits:        api.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS},
 		Limiter:       redis.NewLimiter(d.rdb, c.RedisPrefix),
