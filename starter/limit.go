@@ -17,8 +17,13 @@ type Limit struct {
 	// Min and Max bound the limit; Initial is where it starts.
 	Min, Max, Initial int
 	// Tolerance is how far above the minimum latency a start may take and
-	// still count as "near the minimum"; Slack is an absolute allowance
-	// added to it (scheduling noise on a busy machine is milliseconds).
+	// still count as "near the minimum" (default 2); Slack is an absolute
+	// allowance added to it (default 50ms; a negative value means none).
+	// The slack matters: a busy server answers an idle-time minimum of a
+	// few milliseconds with tens of milliseconds whatever our concurrency
+	// (it is busy running the workflows), and without it the limit would
+	// shrink to Min and leave the server's capacity unused (measured: one
+	// start in flight, ≈ 30 starts/s against ≈ 190 no-op workflows/s).
 	Tolerance float64
 	Slack     time.Duration
 	// Window is how long the minimum latency is remembered (between one
@@ -42,7 +47,7 @@ func (l *Limit) setup(now time.Time) {
 	}
 	l.init = true
 	if l.Min <= 0 {
-		l.Min = 1
+		l.Min = 2
 	}
 	if l.Max < l.Min {
 		l.Max = 128
@@ -55,6 +60,12 @@ func (l *Limit) setup(now time.Time) {
 	}
 	if l.Tolerance <= 1 {
 		l.Tolerance = 2
+	}
+	switch {
+	case l.Slack == 0:
+		l.Slack = 50 * time.Millisecond
+	case l.Slack < 0:
+		l.Slack = 0
 	}
 	if l.Window <= 0 {
 		l.Window = 30 * time.Second

@@ -20,7 +20,7 @@ import (
 // fastest seen, shrinks when latency rises, halves on timeouts and
 // overload (once per congestion event), and grows back after.
 func TestLimitAdapts(t *testing.T) {
-	l := &starter.Limit{Min: 1, Max: 64, Initial: 4, Tolerance: 2}
+	l := &starter.Limit{Min: 1, Max: 64, Initial: 4, Tolerance: 2, Slack: -1}
 	t0 := time.Unix(1000, 0)
 	now := t0
 	// succeed sends a full window of starts taking rtt each.
