@@ -1,6 +1,6 @@
 // Package api is the HTTP front door of seckill, built on Fiber: shopper
 // auth, the sale window, admission through the Redis gate, the order start
-// bounded by a short deadline, order polling without MySQL, the signed
+// handed to the process's starter after the answer, order polling without MySQL, the signed
 // payment webhook and the admin endpoints. Every error leaves through one
 // mapper as {"code", "message", "trace_id"}.
 package api
@@ -18,7 +18,9 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/metrics"
+	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/shop"
+	"github.com/seckill/seckill/starter"
 )
 
 // Store is the MySQL side the API needs.
@@ -50,6 +52,10 @@ type Gate interface {
 	Reservation(ctx context.Context, orderNo string) (*seckill.Reservation, error)
 	PutOrder(ctx context.Context, o *seckill.Order) error
 	ConsumeTicket(ctx context.Context, sessionID int64, nonce, owner string, ttl time.Duration) (bool, error)
+	// The pending-start outbox, drained by the API's outbox relay.
+	Sessions(ctx context.Context) ([]int64, error)
+	Pending(ctx context.Context, sessionID int64, before time.Time, limit int) ([]seckill.Reservation, error)
+	Release(ctx context.Context, sessionID int64, orderNo string) (int, error)
 	seckill.RedisSnapshotter
 	Ping(ctx context.Context) error
 }
@@ -77,9 +83,13 @@ type Config struct {
 	// reconcile calls it stuck (SECKILL_SWEEP_GRACE; the worker's sweep
 	// closes it then); seckill.DefaultSweepGrace when 0.
 	SweepGrace time.Duration
-	// StartTimeout bounds how long a winner's request waits for the
-	// workflow start before answering; the start goes on in the background.
-	StartTimeout time.Duration
+	// Starter tunes the process's workflow starter (queue bound, call
+	// deadline, adaptive limit); Flow and Gate are the Server's own.
+	Starter starter.Config
+	// OutboxAge is how old a pending-start entry must be before the API's
+	// outbox relay starts it (DefaultOutboxAge): younger ones are still in
+	// some API's starter queue.
+	OutboxAge time.Duration
 	// SessionCacheTTL bounds how stale the in-process session metadata may be.
 	SessionCacheTTL time.Duration
 	// SoldOutRecheck is how often a process re-reads the stock of sessions
@@ -128,10 +138,14 @@ type Server struct {
 	ticketKey []byte
 	// series caches the metric children of the hot path.
 	series *series
-	// starts tracks background workflow starts so Shutdown can wait for them.
-	starts chan struct{}
-	// pace decides whether a winner waits for its workflow start.
-	pace startPace
+	// starts starts the winners' workflows after the answer; outbox
+	// drains the pending-start entries no starter holds.
+	starts *starter.Starter
+	outbox *relay.Relay
+	// stopStarts ends the starter's loop once Shutdown drained it (it
+	// outlives Start's context: the drain needs it running).
+	startsCtx  context.Context
+	stopStarts context.CancelFunc
 	// orders is findOrder's MySQL fallback, with its negative cache.
 	orders *orderLookup
 	// reads limits the public reads per client IP (nil: off).
@@ -141,9 +155,8 @@ type Server struct {
 // bodyLimit caps request bodies: every request of this API is a few hundred bytes.
 const bodyLimit = 8 << 10
 
-// maxPendingStarts bounds workflow starts in flight from one process; past
-// it a winner's start is left to the relay instead of piling up goroutines.
-const maxPendingStarts = 4096
+// DefaultOutboxAge is Config.OutboxAge's default.
+const DefaultOutboxAge = 3 * time.Second
 
 // New builds the server. It does not listen; call App().Listen.
 func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
@@ -163,8 +176,8 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	if cfg.PayTimeout <= 0 {
 		cfg.PayTimeout = seckill.DefaultPayTimeout
 	}
-	if cfg.StartTimeout <= 0 {
-		cfg.StartTimeout = 300 * time.Millisecond
+	if cfg.OutboxAge <= 0 {
+		cfg.OutboxAge = DefaultOutboxAge
 	}
 	if cfg.SessionCacheTTL <= 0 {
 		cfg.SessionCacheTTL = time.Second
@@ -182,13 +195,19 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger,
-		starts: make(chan struct{}, maxPendingStarts), global: newGlobalLimiter(cfg.Limits.Global),
+		global:    newGlobalLimiter(cfg.Limits.Global),
 		ticketKey: ticketKey(cfg.JWTSecret), series: newSeries(cfg.Metrics)}
 	page, err := shop.New(shop.Options{Dev: cfg.Dev})
 	if err != nil {
 		return nil, err
 	}
 	s.shop = page
+	sc := cfg.Starter
+	sc.Flow, sc.Gate, sc.Log, sc.Metrics, sc.Name = flow, gate, cfg.Logger, cfg.Metrics, "api"
+	s.starts = starter.New(sc)
+	s.startsCtx, s.stopStarts = context.WithCancel(context.Background())
+	s.outbox = &relay.Relay{Gate: gate, Store: store, Starts: s.starts, PayTimeout: cfg.PayTimeout,
+		MinAge: cfg.OutboxAge, Log: cfg.Logger, Metrics: cfg.Metrics, When: func() bool { return s.starts.Queued() == 0 }}
 	s.list = &sessionList{ttl: cfg.SessionCacheTTL, load: s.loadSessionList}
 	if cfg.Dev {
 		s.log.Warn("dev endpoints are mounted under /dev/v1: anyone can sign in as anyone; never in production")
@@ -252,17 +271,19 @@ func (s *Server) App() *fiber.App {
 	return app
 }
 
-// Shutdown waits (until ctx ends) for workflow starts still running in the
-// background, so a deploy does not leave them all to the relay.
+// Shutdown waits (until ctx ends) for the starter to drain its queue and
+// its starts in flight, so a deploy does not leave them to the outbox;
+// what is left when ctx ends waits there for another API or the worker's
+// relay.
 func (s *Server) Shutdown(ctx context.Context) {
-	for len(s.starts) > 0 {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(10 * time.Millisecond):
-		}
+	defer s.stopStarts()
+	if !s.starts.Drain(ctx) {
+		s.log.Warn("shutdown: workflow starts left to the outbox", "queued", s.starts.Queued(), "in_flight", s.starts.InFlight())
 	}
 }
+
+// Starter is the process's workflow starter (tests read its state).
+func (s *Server) Starter() *starter.Starter { return s.starts }
 
 // ready answers 200 when MySQL, Redis and Temporal all answer.
 func (s *Server) ready(c *fiber.Ctx) error {

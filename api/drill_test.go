@@ -19,7 +19,7 @@ import (
 // reconcile report shows the relay's backlog, and the relay starts every
 // workflow exactly once: all accepted orders reach WAIT_PAY.
 func TestDrillLostStartsAreRelayed(t *testing.T) {
-	e := testenv.New(t, testenv.Options{StartTimeout: 50 * time.Millisecond,
+	e := testenv.New(t, testenv.Options{
 		WrapFlow: testenv.LoseStarts})
 	sess := e.Session(10, 1, 100)
 	wins, codes := burst(t, e, sess.ID, 100, 30, 2)
@@ -136,7 +136,7 @@ func TestDrillPaymentBeforeTheOrderRow(t *testing.T) {
 		require.Equal(t, 1, rep.Orders[seckill.StatusPaid])
 	})
 	t.Run("no workflow yet", func(t *testing.T) {
-		e := testenv.New(t, testenv.Options{StartTimeout: 50 * time.Millisecond,
+		e := testenv.New(t, testenv.Options{
 			WrapFlow: testenv.LoseStarts})
 		sess := e.Session(2, 1, 100)
 		tok := e.Token(1)

@@ -200,6 +200,8 @@ func (s *Server) Start(ctx context.Context) {
 		}
 	})
 	go tick.Every(ctx, s.cfg.SoldOutRecheck, func() { s.watchSoldOut(ctx) })
+	go s.starts.Run(s.startsCtx)
+	go s.outbox.Run(ctx, time.Second)
 }
 
 // block: PUT /admin/v1/blocklist/{user_id}.

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -41,7 +39,9 @@ func TestMetrics(t *testing.T) {
 		`seckill_http_requests_total{method="POST",route="/api/v1/sessions/:id/orders",status="409"} 2`,
 		`seckill_redis_admit_duration_seconds_count 1`,
 		`seckill_workflow_start_duration_seconds_count 1`,
-		`seckill_workflow_start_failures_total 0`,
+		`seckill_workflow_start_failures_total{kind="timeout"} 0`,
+		`seckill_starter_limit{starter="api"}`,
+		`seckill_starter_queue{starter="api"} 0`,
 		`go_goroutines`,
 	} {
 		require.True(t, strings.Contains(text, want), "missing %q in:\n%s", want, grepSeckill(text))
@@ -59,55 +59,4 @@ func grepSeckill(text string) string {
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-// slowStarts makes every workflow start take a second, as a busy Temporal
-// server does during a sale.
-type slowStarts struct{ api.Flow }
-
-func (f slowStarts) Start(ctx context.Context, req *seckill.OrderRequest) (bool, error) {
-	time.Sleep(time.Second)
-	return f.Flow.Start(ctx, req)
-}
-
-// When workflow starts take longer than SECKILL_START_TIMEOUT, winners stop
-// waiting for them: the answer goes out at once, the start goes on in the
-// background, and every order still reaches WAIT_PAY exactly once.
-func TestWinnersStopWaitingForSlowStarts(t *testing.T) {
-	e := testenv.New(t, testenv.Options{StartTimeout: 50 * time.Millisecond,
-		WrapFlow: func(f api.Flow) api.Flow { return slowStarts{f} }})
-	sess := e.Session(5, 1, 100)
-	metric := func(name string) string {
-		for _, l := range strings.Split(string(e.Do("GET", "/metrics", "", nil).Raw), "\n") {
-			if strings.HasPrefix(l, name+" ") {
-				return strings.TrimPrefix(l, name+" ")
-			}
-		}
-		return "missing"
-	}
-	nowait := func() string { return metric("seckill_workflow_start_nowait_total") }
-	buy := func(user int64) string {
-		r := e.Do("POST", ordersPath(sess.ID), e.Token(user), nil)
-		require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
-		return r.Str("order_no")
-	}
-
-	// Nothing is known of starts yet: the first winner waits (in vain).
-	first := buy(1)
-	require.Equal(t, "0", nowait())
-	e.Eventually(10*time.Second, "the first start returned", func() error {
-		if n := metric("seckill_workflow_start_duration_seconds_count"); n != "1" {
-			return fmt.Errorf("starts observed: %s", n)
-		}
-		return nil
-	})
-	e.WaitStatus(e.Token(1), first, 30*time.Second, seckill.StatusWaitPay)
-	// That start took a second, far past the timeout: the next winners do
-	// not wait for theirs.
-	second, third := buy(2), buy(3)
-	require.Equal(t, "2", nowait())
-	e.WaitStatus(e.Token(2), second, 30*time.Second, seckill.StatusWaitPay)
-	e.WaitStatus(e.Token(3), third, 30*time.Second, seckill.StatusWaitPay)
-	r := e.RequireInvariants(sess.ID)
-	require.Equal(t, 3, r.Orders[seckill.StatusWaitPay])
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -14,10 +13,6 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/metrics"
 )
-
-// startDeadline bounds a workflow start that went on in the background
-// after the request answered. Past it, the relay takes over.
-const startDeadline = 10 * time.Second
 
 type orderBody struct {
 	Quantity *int `json:"quantity"`
@@ -158,6 +153,9 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 // admitted answers an admission: the refusal, or 202 with the order number
 // holding the units (on a replay, the pinned one, whose workflow is started
 // again if its reservation is still waiting: the start is idempotent).
+// The answer never waits for Temporal: the reservation and its
+// pending-start entry, written by the script, are the durable intent, and
+// the order goes to the process's starter (see startWorkflow).
 func (s *Server) admitted(c *fiber.Ctx, a *seckill.Attempt, adm *seckill.Admission, err error) error {
 	id := a.Session.ID
 	c.Set(HeaderLayer, LayerRedis)
@@ -186,74 +184,17 @@ func (s *Server) admitted(c *fiber.Ctx, a *seckill.Attempt, adm *seckill.Admissi
 
 var errSoldOut = seckill.Errorf(seckill.ESOLDOUT, "sold out")
 
-// startWorkflow starts the order's workflow, waiting at most StartTimeout.
-// The reservation and its pending-start entry are already durable in Redis,
-// so the answer does not depend on the start: a slow start goes on in the
-// background, a failed one is left to the relay, which starts the same
-// workflow ID (a duplicate start is detected, never doubled).
+// startWorkflow hands the order to the process's starter and returns at
+// once: the starter starts it after the answer, with as many starts in
+// flight as Temporal answers quickly. A full queue leaves the order to the
+// pending-start outbox, which the API's outbox relay drains a few seconds
+// later (and the worker's relay behind it); the workflow ID is the order
+// number, so a start is never doubled.
 func (s *Server) startWorkflow(req *seckill.OrderRequest) {
-	select {
-	case s.starts <- struct{}{}:
-	default:
-		s.log.Warn("too many workflow starts in flight; leaving this one to the relay", "order_no", req.OrderNo, "trace_id", req.TraceID)
-		return
-	}
-	done := make(chan struct{})
-	go func() {
-		defer func() { <-s.starts }()
-		defer close(done)
-		ctx, cancel := context.WithTimeout(context.Background(), startDeadline)
-		defer cancel()
-		t0 := time.Now()
-		started, err := s.flow.Start(ctx, req)
-		took := time.Since(t0)
-		s.pace.observe(took)
-		s.cfg.Metrics.WorkflowStart.Observe(took.Seconds())
-		if err != nil {
-			s.cfg.Metrics.WorkflowStartFailures.Inc()
-			s.log.Warn("workflow start failed; the relay will retry", "order_no", req.OrderNo, "trace_id", req.TraceID, "error", err)
-			return
-		}
-		if !started {
-			s.log.Info("workflow already started", "order_no", req.OrderNo, "trace_id", req.TraceID)
-		}
-		if err := s.gate.Started(ctx, req.SessionID, req.OrderNo); err != nil {
-			s.log.Warn("could not clear the pending-start entry", "order_no", req.OrderNo, "error", err)
-		}
-	}()
-	if s.pace.slowerThan(s.cfg.StartTimeout) {
-		s.cfg.Metrics.WorkflowStartNoWait.Inc()
-		return
-	}
-	select {
-	case <-done:
-	case <-time.After(s.cfg.StartTimeout):
+	if !s.starts.Offer(req) {
+		s.log.Warn("starter queue full; the order's start is left to the outbox", "order_no", req.OrderNo, "trace_id", req.TraceID)
 	}
 }
-
-// startPace follows how long workflow starts take: an exponentially
-// weighted average over roughly the last eight. When starts take longer
-// than StartTimeout, a winner gains nothing by waiting (the start will not
-// finish in time) and the wait only holds the shopper's connection while
-// Temporal is busy; the answer then goes out at once and the start goes on
-// in the background, the relay behind it. So the API never queues behind a
-// slow Temporal, and waits again as soon as starts are quick again.
-type startPace struct{ avg atomic.Int64 } // nanoseconds
-
-func (p *startPace) observe(d time.Duration) {
-	for {
-		old := p.avg.Load()
-		next := int64(d)
-		if old != 0 {
-			next = old + (int64(d)-old)/8
-		}
-		if p.avg.CompareAndSwap(old, next) {
-			return
-		}
-	}
-}
-
-func (p *startPace) slowerThan(d time.Duration) bool { return time.Duration(p.avg.Load()) > d }
 
 // orderJSON is the public shape of an order.
 type orderJSON struct {

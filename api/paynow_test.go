@@ -81,7 +81,7 @@ func requirePaidOnce(t *testing.T, e *testenv.Env, sessionID int64, tokens, orde
 // order ends PAID at once, without the relay. A relay pass afterwards finds
 // nothing to start.
 func TestPaymentBeforeTheStart(t *testing.T) {
-	e := testenv.New(t, testenv.Options{StartTimeout: 50 * time.Millisecond, WrapFlow: testenv.LoseStarts})
+	e := testenv.New(t, testenv.Options{WrapFlow: testenv.LoseStarts})
 	sess := e.Session(3, 1, 250)
 	tok, no := buyQueued(t, e, sess.ID, 1)
 	require.Equal(t, 1, e.Reconcile(sess.ID).PendingStarts)
@@ -144,7 +144,7 @@ func TestPaymentDuringTheStart(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			g := &gatedStarts{after: after, release: make(chan struct{}), started: map[string]bool{}}
-			e := testenv.New(t, testenv.Options{StartTimeout: 50 * time.Millisecond,
+			e := testenv.New(t, testenv.Options{
 				WrapFlow: func(f api.Flow) api.Flow { g.Flow = f; return g }})
 			sess := e.Session(3, 1, 300)
 			tok, no := buyQueued(t, e, sess.ID, 1)
@@ -183,7 +183,7 @@ func TestPaymentDuringTheStart(t *testing.T) {
 // workflow per order, one payment, every order PAID.
 func TestPaymentRacesTheRelay(t *testing.T) {
 	const n = 6
-	e := testenv.New(t, testenv.Options{StartTimeout: 50 * time.Millisecond, WrapFlow: testenv.LoseStarts})
+	e := testenv.New(t, testenv.Options{WrapFlow: testenv.LoseStarts})
 	sess := e.Session(n, 1, 120)
 	tokens, orders := make([]string, n), make([]string, n)
 	for i := range orders {

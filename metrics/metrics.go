@@ -36,13 +36,20 @@ type Metrics struct {
 	// (redis.Instrument fills them).
 	RedisCommands *prometheus.HistogramVec
 	RedisErrors   *prometheus.CounterVec
-	// WorkflowStart is the latency of StartWorkflow from the API;
-	// WorkflowStartFailures counts starts left to the relay.
+	// WorkflowStart is the latency of StartWorkflow from the starter (the
+	// API's, or the relay's in the worker); WorkflowStartFailures counts
+	// failed starts by kind (timeout, overloaded, unavailable, other): the
+	// order waits in the outbox for the next pass.
 	WorkflowStart         prometheus.Histogram
-	WorkflowStartFailures prometheus.Counter
-	// WorkflowStartNoWait counts winners answered without waiting for
-	// their start, because starts were slower than SECKILL_START_TIMEOUT.
-	WorkflowStartNoWait prometheus.Counter
+	WorkflowStartFailures *prometheus.CounterVec
+	// StarterInFlight, StarterLimit and StarterQueue are the starter's
+	// starts in flight, its adaptive limit on them and the orders waiting
+	// in its memory, by starter (api, relay); StarterDropped counts
+	// handoffs that found the queue full (left to the outbox).
+	StarterInFlight *prometheus.GaugeVec
+	StarterLimit    *prometheus.GaugeVec
+	StarterQueue    *prometheus.GaugeVec
+	StarterDropped  *prometheus.CounterVec
 
 	// RelayBacklog is the number of entries waiting for a relay (queue
 	// "starts": reservations whose workflow start is not confirmed;
@@ -99,15 +106,24 @@ func New() *Metrics {
 			Name: "seckill_redis_command_errors_total", Help: "Redis commands that failed (timeouts, refused connections; a missing key is not an error).",
 		}, []string{"command"}),
 		WorkflowStart: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "seckill_workflow_start_duration_seconds", Help: "Latency of StartWorkflow from the API.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+			Name: "seckill_workflow_start_duration_seconds", Help: "Latency of StartWorkflow from the starter (the API's; the relay's in the worker).",
+			Buckets: []float64{.0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}),
-		WorkflowStartFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_workflow_start_failures_total", Help: "Workflow starts that failed in the API and are left to the relay.",
-		}),
-		WorkflowStartNoWait: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_workflow_start_nowait_total", Help: "Winners answered without waiting for their workflow start: starts were slower than SECKILL_START_TIMEOUT (Temporal busy).",
-		}),
+		WorkflowStartFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_workflow_start_failures_total", Help: "Workflow starts that failed, by kind (timeout, overloaded, unavailable, other); the order waits in the pending-start outbox for the next pass.",
+		}, []string{"kind"}),
+		StarterInFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_starter_in_flight", Help: "Workflow starts in flight, by starter (api, relay).",
+		}, []string{"starter"}),
+		StarterLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_starter_limit", Help: "The starter's adaptive limit on starts in flight (grows while start latency stays near its minimum, shrinks when it rises, halves on timeouts and overload).",
+		}, []string{"starter"}),
+		StarterQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_starter_queue", Help: "Orders waiting in the starter's memory for their workflow start.",
+		}, []string{"starter"}),
+		StarterDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_starter_dropped_total", Help: "Winners the starter's queue had no room for: their start is left to the pending-start outbox.",
+		}, []string{"starter"}),
 		RelayBacklog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_relay_backlog", Help: "Entries waiting for a relay: queue=starts (reservations without a confirmed workflow start), queue=refunds (payments waiting for their refund).",
 		}, []string{"queue"}),
@@ -150,7 +166,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(m.Refunds, m.RefundFailures)
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Admissions, m.RedisAdmit, m.RedisCommands, m.RedisErrors, m.WorkflowStart,
-		m.WorkflowStartFailures, m.WorkflowStartNoWait, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.SweepActions, m.Orders, m.Stock, m.Drift,
+		m.WorkflowStartFailures, m.StarterInFlight, m.StarterLimit, m.StarterQueue, m.StarterDropped, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.SweepActions, m.Orders, m.Stock, m.Drift,
 		m.Stuck, m.Problems, m.InFlight, m.ReconcileRuns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

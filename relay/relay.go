@@ -1,20 +1,26 @@
 // Package relay closes the gap between the admission script and the
 // workflow start: the script writes each reservation with a pending-start
 // entry in the same atomic step (the outbox), and the relay starts the
-// workflow of every entry older than a few seconds. The workflow ID is the
-// order number, so a start that already happened is recognised, never
-// repeated. A reservation that can never become an order (its session is
-// gone) is released back to stock.
+// workflow of every entry older than MinAge. The API runs one over the
+// outbox with a short MinAge (winners whose handoff to its starter was
+// dropped, or whose API died); the worker runs one with a long MinAge as
+// the safety net. Both start through a starter.Starter: adaptive
+// concurrency, many starts in flight, fair across sessions. The workflow
+// ID is the order number, so a start that already happened is recognised,
+// never repeated. A reservation that can never become an order (its
+// session is gone) is released back to stock.
 package relay
 
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/tick"
 	"github.com/seckill/seckill/metrics"
+	"github.com/seckill/seckill/starter"
 )
 
 // Gate is the Redis side of the relay.
@@ -37,8 +43,12 @@ type Starter interface {
 
 // Relay starts the workflows that the API did not.
 type Relay struct {
-	Gate    Gate
-	Store   Store
+	Gate  Gate
+	Store Store
+	// Starts runs the starts (adaptive, concurrent, fair across sessions);
+	// when nil, the first pass builds one over Starter and runs it until
+	// the process ends.
+	Starts  *starter.Starter
 	Starter Starter
 	// PayTimeout is handed to the workflows the relay starts.
 	PayTimeout time.Duration
@@ -47,11 +57,17 @@ type Relay struct {
 	MinAge time.Duration
 	// Batch bounds the entries handled per session and tick.
 	Batch int
-	Log   *slog.Logger
+	// When, if set, gates each pass of Run: the API's outbox relay only
+	// runs while its own starter has nothing queued, so it drains its own
+	// winners before it helps with entries another API may still hold.
+	When func() bool
+	Log  *slog.Logger
 	// Metrics counts what each pass did (seckill_relay_actions_total); optional.
 	Metrics *metrics.Metrics
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	once sync.Once
 }
 
 // Stats is what one pass did.
@@ -60,21 +76,25 @@ type Stats struct {
 	Existed  int // entries whose workflow already existed (the API's start had worked)
 	Released int // reservations given back: they could never become orders
 	Failed   int // starts that failed; retried on the next pass
+	Busy     int // entries this process's starter already holds (queued or in flight)
 }
 
 // Run makes a pass every interval until ctx ends.
 func (r *Relay) Run(ctx context.Context, interval time.Duration) {
 	tick.Every(ctx, interval, func() {
+		if r.When != nil && !r.When() {
+			return
+		}
 		st, err := r.Pass(ctx)
 		if r.Metrics != nil {
-			for action, n := range map[string]int{"started": st.Started, "existed": st.Existed, "released": st.Released, "failed": st.Failed} {
+			for action, n := range map[string]int{"started": st.Started, "existed": st.Existed, "released": st.Released, "failed": st.Failed, "busy": st.Busy} {
 				r.Metrics.RelayActions.WithLabelValues("starts", action).Add(float64(n))
 			}
 		}
 		if err != nil {
 			r.Log.Warn("relay pass failed", "error", err)
-		} else if st != (Stats{}) {
-			r.Log.Info("relay pass", "started", st.Started, "existed", st.Existed, "released", st.Released, "failed", st.Failed)
+		} else if st != (Stats{Busy: st.Busy}) {
+			r.Log.Info("relay pass", "started", st.Started, "existed", st.Existed, "released", st.Released, "failed", st.Failed, "busy", st.Busy)
 		}
 	})
 }
@@ -94,6 +114,7 @@ func (r *Relay) Pass(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return st, err
 	}
+	var reqs []*seckill.OrderRequest
 	for _, id := range ids {
 		pending, err := r.Gate.Pending(ctx, id, now().Add(-r.MinAge), batch)
 		if err != nil {
@@ -115,25 +136,39 @@ func (r *Relay) Pass(ctx context.Context) (Stats, error) {
 			return st, err
 		}
 		for _, p := range pending {
-			req := &seckill.OrderRequest{Reservation: p, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: r.PayTimeout}
-			started, err := r.Starter.Start(ctx, req)
-			if err != nil {
-				st.Failed++
-				r.Log.Warn("relay: start failed", "order_no", p.OrderNo, "trace_id", p.TraceID, "error", err)
-				continue
-			}
-			if started {
-				st.Started++
-				r.Log.Info("relay started a workflow the API did not", "order_no", p.OrderNo, "trace_id", p.TraceID)
-			} else {
-				st.Existed++
-			}
-			if err := r.Gate.Started(ctx, id, p.OrderNo); err != nil {
-				return st, err
-			}
+			reqs = append(reqs, &seckill.OrderRequest{Reservation: p, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: r.PayTimeout})
+		}
+	}
+	if len(reqs) == 0 {
+		return st, nil
+	}
+	for i, res := range r.starts().Do(ctx, reqs) {
+		p := reqs[i]
+		switch {
+		case res.Busy:
+			st.Busy++
+		case res.Err != nil:
+			st.Failed++
+		case res.Started:
+			st.Started++
+			r.Log.Info("relay started a workflow the API did not", "order_no", p.OrderNo, "trace_id", p.TraceID)
+		default:
+			st.Existed++
 		}
 	}
 	return st, nil
+}
+
+// starts returns the starter of the relay, building one over Starter at
+// the first pass when none was given.
+func (r *Relay) starts() *starter.Starter {
+	r.once.Do(func() {
+		if r.Starts == nil {
+			r.Starts = starter.New(starter.Config{Flow: r.Starter, Gate: r.Gate, Name: "relay", Log: r.Log, Metrics: r.Metrics})
+			go r.Starts.Run(context.Background())
+		}
+	})
+	return r.Starts
 }
 
 // release gives back a reservation that can never become an order; the

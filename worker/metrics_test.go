@@ -25,10 +25,10 @@ import (
 // stores, orders by status, drift) and the Temporal SDK's own metrics.
 // The worker runs as the real binary, as it is deployed.
 func TestWorkerMetrics(t *testing.T) {
-	e := testenv.New(t, testenv.Options{NoWorker: true, StartTimeout: 50 * time.Millisecond,
+	e := testenv.New(t, testenv.Options{NoWorker: true,
 		WrapFlow: testenv.LoseStarts}) // the relay gets a backlog to show and work off
 	addr := freeAddr(t)
-	e.Spawn(e.ProcessEnv("SECKILL_WORKER_HTTP_ADDR="+addr, "SECKILL_OBSERVE_EVERY=200ms"), "worker")
+	e.Spawn(e.ProcessEnv("SECKILL_WORKER_HTTP_ADDR="+addr, "SECKILL_OBSERVE_EVERY=200ms", "SECKILL_RELAY_MIN_AGE=2s"), "worker")
 	base := "http://" + addr
 	e.Eventually(30*time.Second, "worker ready", func() error {
 		if code := get(base + "/readyz"); code != http.StatusOK {

@@ -17,6 +17,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/starter"
 	"github.com/seckill/seckill/sweep"
 	"github.com/seckill/seckill/temporal"
 	"github.com/seckill/seckill/worker"
@@ -85,6 +86,9 @@ func apiCmd() *cobra.Command {
 // runAPI serves the API (with an embedded worker for eager starts).
 func runAPI(ctx context.Context, c *config, d *deps) error {
 	servePprof(c.PprofAddr, d.log)
+	if c.StartTimeout != 0 {
+		d.log.Warn("SECKILL_START_TIMEOUT is deprecated and ignored: winners no longer wait for their workflow start (the API's starter starts it after the answer)")
+	}
 	if c.EagerStart {
 		c.warnProvider(d.log)
 	}
@@ -158,11 +162,6 @@ func preflightProvider(runsRefunds func(*config) bool) error {
 	return c.requireProvider()
 }
 
-// relayMinAge leaves a reservation to the API's own start for this long:
-// well past SECKILL_START_TIMEOUT, so the relay only picks up starts that
-// were lost or are stuck.
-const relayMinAge = 5 * time.Second
-
 // sweepEvery is how often the worker's sweep looks for stuck orders.
 const sweepEvery = 5 * time.Second
 
@@ -190,7 +189,11 @@ func runWorker(ctx context.Context, c *config, d *deps) error {
 		}
 	}
 	orders := temporal.NewOrders(d.temporal, c.TaskQueue)
-	r := &relay.Relay{Gate: d.gate, Store: d.db, Starter: orders, PayTimeout: c.PayTimeout, MinAge: relayMinAge, Log: d.log, Metrics: d.metrics}
+	// The relay starts at the server's pace: adaptive, concurrent, fair
+	// across sessions, like the API's starter.
+	starts := starter.New(starter.Config{Flow: orders, Gate: d.gate, Name: "relay", Log: d.log, Metrics: d.metrics})
+	go starts.Run(ctx)
+	r := &relay.Relay{Gate: d.gate, Store: d.db, Starts: starts, PayTimeout: c.PayTimeout, MinAge: c.RelayMinAge, Log: d.log, Metrics: d.metrics}
 	refunds := &relay.Refunds{Store: d.db, Starter: orders, Views: d.gate, Log: d.log, Metrics: d.metrics}
 	go refunds.Run(ctx, 2*time.Second)
 	sw := &sweep.Sweep{Store: d.db, Gate: d.gate, Workflows: orders, Steps: d.activities(),

@@ -35,24 +35,30 @@ type config struct {
 	TaskQueue         string        `env:"SECKILL_TASK_QUEUE" envDefault:"seckill-orders"`
 	HTTPAddr          string        `env:"SECKILL_HTTP_ADDR" envDefault:":8080"`
 	PayTimeout        time.Duration `env:"SECKILL_PAY_TIMEOUT" envDefault:"15m"`
-	StartTimeout      time.Duration `env:"SECKILL_START_TIMEOUT" envDefault:"300ms"`
-	SweepGrace        time.Duration `env:"SECKILL_SWEEP_GRACE" envDefault:"1m"`
-	LimitGlobalRPS    int           `env:"SECKILL_LIMIT_GLOBAL_RPS" envDefault:"20000"`
-	LimitUserRPS      int           `env:"SECKILL_LIMIT_USER_RPS" envDefault:"5"`
-	LimitIPRPS        int           `env:"SECKILL_LIMIT_IP_RPS" envDefault:"200"`
-	LimitReadRPS      int           `env:"SECKILL_LIMIT_READ_RPS" envDefault:"100"`
-	ProxyHeader       string        `env:"SECKILL_PROXY_HEADER"`
-	TrustedProxies    string        `env:"SECKILL_TRUSTED_PROXIES"`
-	PaymentProvider   string        `env:"SECKILL_PAYMENT_PROVIDER"`
-	ReconcileEvery    time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
-	EagerStart        bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
-	PprofAddr         string        `env:"SECKILL_PPROF_ADDR"`
-	WorkerHTTPAddr    string        `env:"SECKILL_WORKER_HTTP_ADDR" envDefault:":8081"`
-	ObserveEvery      time.Duration `env:"SECKILL_OBSERVE_EVERY" envDefault:"5s"`
-	JWTSecret         string        `env:"SECKILL_JWT_SECRET"`
-	WebhookSecret     string        `env:"SECKILL_WEBHOOK_SECRET"`
-	AdminToken        string        `env:"SECKILL_ADMIN_TOKEN"`
-	LogLevel          slog.Level    `env:"SECKILL_LOG_LEVEL" envDefault:"INFO"`
+	// StartTimeout is deprecated and ignored: no request waits for its
+	// workflow start any more (the API's starter starts it after the
+	// answer). Still parsed, so an old deployment that sets it starts.
+	StartTimeout time.Duration `env:"SECKILL_START_TIMEOUT"`
+	SweepGrace   time.Duration `env:"SECKILL_SWEEP_GRACE" envDefault:"1m"`
+	// RelayMinAge leaves a pending-start entry to the APIs for this long
+	// before the worker's relay (the safety net) starts it.
+	RelayMinAge     time.Duration `env:"SECKILL_RELAY_MIN_AGE" envDefault:"30s"`
+	LimitGlobalRPS  int           `env:"SECKILL_LIMIT_GLOBAL_RPS" envDefault:"20000"`
+	LimitUserRPS    int           `env:"SECKILL_LIMIT_USER_RPS" envDefault:"5"`
+	LimitIPRPS      int           `env:"SECKILL_LIMIT_IP_RPS" envDefault:"200"`
+	LimitReadRPS    int           `env:"SECKILL_LIMIT_READ_RPS" envDefault:"100"`
+	ProxyHeader     string        `env:"SECKILL_PROXY_HEADER"`
+	TrustedProxies  string        `env:"SECKILL_TRUSTED_PROXIES"`
+	PaymentProvider string        `env:"SECKILL_PAYMENT_PROVIDER"`
+	ReconcileEvery  time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
+	EagerStart      bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
+	PprofAddr       string        `env:"SECKILL_PPROF_ADDR"`
+	WorkerHTTPAddr  string        `env:"SECKILL_WORKER_HTTP_ADDR" envDefault:":8081"`
+	ObserveEvery    time.Duration `env:"SECKILL_OBSERVE_EVERY" envDefault:"5s"`
+	JWTSecret       string        `env:"SECKILL_JWT_SECRET"`
+	WebhookSecret   string        `env:"SECKILL_WEBHOOK_SECRET"`
+	AdminToken      string        `env:"SECKILL_ADMIN_TOKEN"`
+	LogLevel        slog.Level    `env:"SECKILL_LOG_LEVEL" envDefault:"INFO"`
 
 	// trusted is TrustedProxies parsed.
 	trusted []netip.Prefix
@@ -63,8 +69,8 @@ func loadConfig() (*config, error) {
 	if err := env.Parse(&c); err != nil {
 		return nil, err
 	}
-	if c.PayTimeout <= 0 || c.StartTimeout <= 0 || c.SweepGrace <= 0 {
-		return nil, errors.New("SECKILL_PAY_TIMEOUT, SECKILL_START_TIMEOUT and SECKILL_SWEEP_GRACE must be positive durations")
+	if c.PayTimeout <= 0 || c.SweepGrace <= 0 || c.RelayMinAge <= 0 {
+		return nil, errors.New("SECKILL_PAY_TIMEOUT, SECKILL_SWEEP_GRACE and SECKILL_RELAY_MIN_AGE must be positive durations")
 	}
 	if c.PaymentProvider != "" && c.PaymentProvider != sandboxProvider {
 		return nil, fmt.Errorf("SECKILL_PAYMENT_PROVIDER=%q: only %q is built in (see the seckill.PaymentProvider interface)", c.PaymentProvider, sandboxProvider)
@@ -263,7 +269,6 @@ func (d *deps) apiServer(c *config, dev bool) (*api.Server, error) {
 		AdminToken:    c.AdminToken,
 		PayTimeout:    c.PayTimeout,
 		SweepGrace:    c.SweepGrace,
-		StartTimeout:  c.StartTimeout,
 		Limits:        api.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS},
 		Limiter:       redis.NewLimiter(d.rdb, c.RedisPrefix),
 		ProxyHeader:   c.ProxyHeader,

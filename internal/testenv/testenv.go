@@ -27,6 +27,7 @@ import (
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/sandbox"
+	"github.com/seckill/seckill/starter"
 	"github.com/seckill/seckill/temporal"
 	"github.com/seckill/seckill/worker"
 )
@@ -64,10 +65,9 @@ type Env struct {
 
 // Options tune an Env.
 type Options struct {
-	PayTimeout   time.Duration // default 15m
-	StartTimeout time.Duration // default 300ms
-	NoWorker     bool          // start no worker (tests that start their own)
-	NoAPI        bool
+	PayTimeout time.Duration // default 15m
+	NoWorker   bool          // start no worker (tests that start their own)
+	NoAPI      bool
 	// TemporalAddr overrides the Temporal server (a drill's own server).
 	TemporalAddr string
 	// Limits are off unless a test sets them.
@@ -80,6 +80,8 @@ type Options struct {
 	WrapStore func(api.Store) api.Store
 	WrapGate  func(api.Gate) api.Gate
 	WrapFlow  func(api.Flow) api.Flow
+	// Starter tunes the API's workflow starter (e.g. a tiny queue).
+	Starter starter.Config
 	// Logger replaces the API's logger (a test reading its log lines).
 	Logger *slog.Logger
 	// RedisAddr points the API's Redis client (gate and limiter) at
@@ -239,7 +241,7 @@ func (e *Env) startAPI(o Options) {
 	}
 	cfg := api.Config{
 		JWTSecret: JWTSecret, WebhookSecret: WebhookSecret, AdminToken: AdminToken,
-		PayTimeout: o.PayTimeout, StartTimeout: o.StartTimeout, Logger: e.Log,
+		PayTimeout: o.PayTimeout, Logger: e.Log, Starter: o.Starter,
 		SessionCacheTTL: 50 * time.Millisecond,
 		Limits:          o.Limits, Limiter: limiter,
 	}

@@ -1,0 +1,384 @@
+// Package starter holds the workflow starts of one process: the queue of
+// orders whose workflow is still to be started, and the adaptive limit on
+// starts in flight (see Limit). The API hands each winner to it after
+// answering (Offer: never blocks, a full queue leaves the order to the
+// pending-start outbox), and the relays hand it what they find in the
+// outbox (Do). It drains round-robin across sessions, so one big sale does
+// not starve a small one, with as many starts in flight as the Temporal
+// frontend answers quickly; it clears the order's pending-start entry once
+// the start is confirmed (an "already started" is a confirmation: the
+// workflow ID is the order number, so a start is never doubled).
+package starter
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/metrics"
+)
+
+// Flow starts an order's workflow; started is false when it existed.
+type Flow interface {
+	Start(ctx context.Context, req *seckill.OrderRequest) (started bool, err error)
+}
+
+// Gate clears an order's pending-start entry once its start is confirmed.
+type Gate interface {
+	Started(ctx context.Context, sessionID int64, orderNo string) error
+}
+
+// Defaults of a Starter.
+const (
+	DefaultQueue       = 20000
+	DefaultCallTimeout = 5 * time.Second
+)
+
+// Config builds a Starter.
+type Config struct {
+	Flow Flow
+	Gate Gate
+	// Queue bounds the orders waiting in memory (DefaultQueue); Offer
+	// refuses past it and the order waits in the outbox instead.
+	Queue int
+	// CallTimeout is the deadline of one StartWorkflow call
+	// (DefaultCallTimeout). Past it the start counts as a timeout (the
+	// limit halves) and the order stays in the outbox for a later pass.
+	CallTimeout time.Duration
+	// Limit tunes the adaptive concurrency (zero values: its defaults).
+	Limit *Limit
+	// Name labels the starter's metrics ("api", "relay").
+	Name    string
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
+}
+
+// Result is what became of one start.
+type Result struct {
+	Started bool  // this call created the workflow
+	Existed bool  // the workflow already existed: a confirmed start too
+	Busy    bool  // the order was already queued or in flight here: not started twice
+	Err     error // the start failed; the order stays in the outbox
+}
+
+type item struct {
+	req  *seckill.OrderRequest
+	done func(Result) // nil for handoffs
+}
+
+// Starter drains workflow starts with adaptive concurrency.
+type Starter struct {
+	cfg   Config
+	limit *Limit
+
+	mu       sync.Mutex
+	queues   map[int64][]item // per session, FIFO
+	ring     []int64          // sessions with queued items, round-robin order
+	next     int
+	queued   int
+	known    map[string]struct{} // order numbers queued or in flight
+	inFlight int
+	wake     chan struct{}
+}
+
+// New returns a Starter; Run drains it.
+func New(cfg Config) *Starter {
+	if cfg.Queue <= 0 {
+		cfg.Queue = DefaultQueue
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+	}
+	if cfg.Limit == nil {
+		cfg.Limit = &Limit{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Name == "" {
+		cfg.Name = "api"
+	}
+	s := &Starter{cfg: cfg, limit: cfg.Limit, queues: map[int64][]item{}, known: map[string]struct{}{},
+		wake: make(chan struct{}, 1)}
+	if m := cfg.Metrics; m != nil {
+		for _, k := range FailureKinds {
+			m.WorkflowStartFailures.WithLabelValues(k)
+		}
+		m.StarterDropped.WithLabelValues(cfg.Name)
+	}
+	s.gauges()
+	return s
+}
+
+// Limit is the starter's adaptive limit.
+func (s *Starter) Limit() *Limit { return s.limit }
+
+// Offer hands an order over without waiting: false when the queue is full
+// (the order's pending-start entry is its way to a start). An order
+// already queued or in flight here is accepted and not queued twice.
+func (s *Starter) Offer(req *seckill.OrderRequest) bool {
+	s.mu.Lock()
+	if _, ok := s.known[req.OrderNo]; ok {
+		s.mu.Unlock()
+		return true
+	}
+	if s.queued >= s.cfg.Queue {
+		s.mu.Unlock()
+		if s.cfg.Metrics != nil {
+			s.cfg.Metrics.StarterDropped.WithLabelValues(s.cfg.Name).Inc()
+		}
+		return false
+	}
+	s.pushLocked(item{req: req})
+	s.mu.Unlock()
+	s.signal()
+	return true
+}
+
+// Do starts the given orders through the queue (fairly with everything
+// else queued, past the queue bound: the caller holds them anyway) and
+// waits for their results, in order, until ctx ends (an order not
+// finished by then reports ctx's error; its start still goes on).
+func (s *Starter) Do(ctx context.Context, reqs []*seckill.OrderRequest) []Result {
+	out := make([]Result, len(reqs))
+	results := make(chan struct {
+		i int
+		r Result
+	}, len(reqs))
+	waiting := 0
+	s.mu.Lock()
+	for i, req := range reqs {
+		if _, ok := s.known[req.OrderNo]; ok {
+			out[i].Busy = true
+			continue
+		}
+		i := i
+		s.pushLocked(item{req: req, done: func(r Result) {
+			results <- struct {
+				i int
+				r Result
+			}{i, r}
+		}})
+		waiting++
+	}
+	s.mu.Unlock()
+	s.signal()
+	pending := map[int]bool{}
+	for i := range reqs {
+		if !out[i].Busy {
+			pending[i] = true
+		}
+	}
+	for ; waiting > 0; waiting-- {
+		select {
+		case r := <-results:
+			out[r.i] = r.r
+			delete(pending, r.i)
+		case <-ctx.Done():
+			for i := range pending {
+				out[i].Err = ctx.Err()
+			}
+			return out
+		}
+	}
+	return out
+}
+
+func (s *Starter) pushLocked(it item) {
+	id := it.req.SessionID
+	if len(s.queues[id]) == 0 {
+		s.ring = append(s.ring, id)
+	}
+	s.queues[id] = append(s.queues[id], it)
+	s.known[it.req.OrderNo] = struct{}{}
+	s.queued++
+}
+
+// popLocked takes the next item round-robin across sessions.
+func (s *Starter) popLocked() (item, bool) {
+	if len(s.ring) == 0 {
+		return item{}, false
+	}
+	if s.next >= len(s.ring) {
+		s.next = 0
+	}
+	id := s.ring[s.next]
+	q := s.queues[id]
+	it := q[0]
+	q[0] = item{}
+	q = q[1:]
+	if len(q) == 0 {
+		delete(s.queues, id)
+		s.ring = append(s.ring[:s.next], s.ring[s.next+1:]...)
+	} else {
+		s.queues[id] = q
+		s.next++
+	}
+	s.queued--
+	return it, true
+}
+
+func (s *Starter) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Queued is the number of orders waiting in memory; InFlight the starts
+// running.
+func (s *Starter) Queued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queued
+}
+
+func (s *Starter) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight
+}
+
+// Holds tells whether an order is queued or in flight here.
+func (s *Starter) Holds(orderNo string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.known[orderNo]
+	return ok
+}
+
+// Run drains the queue until ctx ends; starts in flight then finish on
+// their own deadline.
+func (s *Starter) Run(ctx context.Context) {
+	for {
+		s.mu.Lock()
+		for s.inFlight < s.limit.Current() {
+			it, ok := s.popLocked()
+			if !ok {
+				break
+			}
+			s.inFlight++
+			n := s.inFlight
+			go s.start(it, n)
+		}
+		s.gaugesLocked()
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		}
+	}
+}
+
+// Drain waits until the queue is empty and no start is in flight, or ctx
+// ends (what is left waits in the outbox); false when ctx ended first.
+func (s *Starter) Drain(ctx context.Context) bool {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		empty := s.queued == 0 && s.inFlight == 0
+		s.mu.Unlock()
+		if empty {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// Failure kinds of seckill_workflow_start_failures_total.
+const (
+	KindTimeout     = "timeout"     // the call's deadline passed
+	KindOverloaded  = "overloaded"  // ResourceExhausted: the server sheds load
+	KindUnavailable = "unavailable" // Unavailable: the frontend is not reachable
+	KindOther       = "other"
+)
+
+// FailureKinds lists every kind.
+var FailureKinds = []string{KindTimeout, KindOverloaded, KindUnavailable, KindOther}
+
+// Kind classifies a start error; the first three say "slow down".
+func Kind(err error) string {
+	var re *serviceerror.ResourceExhausted
+	var un *serviceerror.Unavailable
+	var de *serviceerror.DeadlineExceeded
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &de):
+		return KindTimeout
+	case errors.As(err, &re):
+		return KindOverloaded
+	case errors.As(err, &un):
+		return KindUnavailable
+	}
+	return KindOther
+}
+
+func (s *Starter) start(it item, inFlight int) {
+	req := it.req
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CallTimeout)
+	defer cancel()
+	sent := time.Now()
+	started, err := s.cfg.Flow.Start(ctx, req)
+	done := time.Now()
+	m := s.cfg.Metrics
+	if m != nil {
+		m.WorkflowStart.Observe(done.Sub(sent).Seconds())
+	}
+	var res Result
+	if err != nil {
+		kind := Kind(err)
+		if kind != KindOther {
+			s.limit.Overloaded(sent, done)
+		}
+		if m != nil {
+			m.WorkflowStartFailures.WithLabelValues(kind).Inc()
+		}
+		s.cfg.Log.Warn("workflow start failed; the order waits in the outbox for the next pass",
+			"starter", s.cfg.Name, "order_no", req.OrderNo, "trace_id", req.TraceID, "kind", kind, "error", err)
+		res.Err = err
+	} else {
+		s.limit.Succeeded(sent, done, inFlight)
+		res.Started, res.Existed = started, !started
+		gctx, gcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := s.cfg.Gate.Started(gctx, req.SessionID, req.OrderNo)
+		gcancel()
+		if err != nil {
+			// Harmless: the next outbox pass meets "already started".
+			s.cfg.Log.Warn("could not clear the pending-start entry", "order_no", req.OrderNo, "error", err)
+		}
+	}
+	s.mu.Lock()
+	s.inFlight--
+	delete(s.known, req.OrderNo)
+	s.mu.Unlock()
+	if it.done != nil {
+		it.done(res)
+	}
+	s.signal()
+}
+
+func (s *Starter) gauges() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gaugesLocked()
+}
+
+func (s *Starter) gaugesLocked() {
+	m := s.cfg.Metrics
+	if m == nil {
+		return
+	}
+	m.StarterInFlight.WithLabelValues(s.cfg.Name).Set(float64(s.inFlight))
+	m.StarterLimit.WithLabelValues(s.cfg.Name).Set(float64(s.limit.Current()))
+	m.StarterQueue.WithLabelValues(s.cfg.Name).Set(float64(s.queued))
+}

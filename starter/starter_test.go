@@ -1,0 +1,289 @@
+package starter_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/starter"
+)
+
+// The limit follows start latency: it grows while starts answer near the
+// fastest seen, shrinks when latency rises, halves on timeouts and
+// overload (once per congestion event), and grows back after.
+func TestLimitAdapts(t *testing.T) {
+	l := &starter.Limit{Min: 1, Max: 64, Initial: 4, Tolerance: 2, Slack: -1}
+	t0 := time.Unix(1000, 0)
+	now := t0
+	// succeed sends a full window of starts taking rtt each.
+	succeed := func(rtt time.Duration) {
+		n := l.Current()
+		for i := 0; i < n; i++ {
+			l.Succeeded(now, now.Add(rtt), n)
+		}
+		now = now.Add(rtt)
+	}
+	for i := 0; i < 3; i++ {
+		succeed(10 * time.Millisecond)
+	}
+	require.Equal(t, 32, l.Current(), "slow start doubles per round trip while latency stays at its minimum")
+	succeed(10 * time.Millisecond)
+	require.Equal(t, 64, l.Current(), "capped at Max")
+
+	// Latency rises: the limit shrinks, a tenth per round trip.
+	for i := 0; i < 5; i++ {
+		succeed(80 * time.Millisecond)
+	}
+	shrunk := l.Current()
+	require.Less(t, shrunk, 64)
+	require.Greater(t, shrunk, 32, "a tenth per round trip, not per call")
+
+	// Timeouts: halved once per event, however many calls of it fail.
+	sent := now.Add(time.Millisecond)
+	for i := 0; i < 20; i++ {
+		l.Overloaded(sent, sent.Add(5*time.Second))
+	}
+	require.Equal(t, shrunk/2, l.Current())
+	now = now.Add(6 * time.Second)
+	l.Overloaded(now, now.Add(time.Second)) // a call sent after the cut: a new event
+	require.Equal(t, shrunk/4, l.Current())
+	now = now.Add(time.Second)
+
+	// Recovery: quick answers again grow it, by one per round trip now.
+	before := l.Current()
+	for i := 0; i < 10; i++ {
+		succeed(10 * time.Millisecond)
+	}
+	require.Equal(t, before+10, l.Current())
+
+	// An idle starter does not grow a limit it does not use.
+	idle := l.Current()
+	for i := 0; i < 100; i++ {
+		l.Succeeded(now, now.Add(10*time.Millisecond), 1)
+	}
+	require.Equal(t, idle, l.Current())
+}
+
+// fakeFlow starts "workflows" in memory: latency grows with the starts in
+// flight past capacity (a server saturating), and may fail on demand.
+type fakeFlow struct {
+	mu       sync.Mutex
+	inFlight int
+	peak     int
+	started  map[string]int
+	order    []int64 // session of each start, in order
+	latency  func(inFlight int) time.Duration
+	fail     func(req *seckill.OrderRequest) error
+}
+
+func (f *fakeFlow) Start(ctx context.Context, req *seckill.OrderRequest) (bool, error) {
+	f.mu.Lock()
+	f.inFlight++
+	if f.inFlight > f.peak {
+		f.peak = f.inFlight
+	}
+	lat, n := f.latency, f.inFlight
+	f.order = append(f.order, req.SessionID)
+	f.mu.Unlock()
+	d := lat(n)
+	defer func() {
+		f.mu.Lock()
+		f.inFlight--
+		f.mu.Unlock()
+	}()
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	if f.fail != nil {
+		if err := f.fail(req); err != nil {
+			return false, err
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.started[req.OrderNo]++
+	return f.started[req.OrderNo] == 1, nil
+}
+
+type fakeGate struct {
+	mu      sync.Mutex
+	cleared map[string]bool
+}
+
+func (g *fakeGate) Started(_ context.Context, _ int64, orderNo string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.cleared[orderNo] = true
+	return nil
+}
+
+func req(session int64, i int) *seckill.OrderRequest {
+	return &seckill.OrderRequest{Reservation: seckill.Reservation{SessionID: session, OrderNo: fmt.Sprintf("%d-%d", session, i), Quantity: 1}}
+}
+
+func newStarter(t *testing.T, f *fakeFlow, l *starter.Limit) (*starter.Starter, *fakeGate) {
+	t.Helper()
+	g := &fakeGate{cleared: map[string]bool{}}
+	s := starter.New(starter.Config{Flow: f, Gate: g, Limit: l, CallTimeout: time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go s.Run(ctx)
+	return s, g
+}
+
+// Against a server whose latency climbs once more than 8 starts are in
+// flight, the starter settles near 8 in flight, starts everything exactly
+// once and clears every pending entry.
+func TestStarterFindsTheServersPace(t *testing.T) {
+	f := &fakeFlow{started: map[string]int{}, latency: func(n int) time.Duration {
+		if n <= 8 {
+			return 5 * time.Millisecond
+		}
+		return time.Duration(n) * 5 * time.Millisecond / 8 * time.Duration(n) / 8
+	}}
+	s, g := newStarter(t, f, &starter.Limit{Min: 1, Max: 256, Initial: 2, Slack: time.Millisecond})
+	const n = 2000
+	for i := 0; i < n; i++ {
+		require.True(t, s.Offer(req(1, i)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.True(t, s.Drain(ctx))
+	require.Len(t, f.started, n)
+	for no, k := range f.started {
+		require.Equal(t, 1, k, no)
+	}
+	require.Len(t, g.cleared, n)
+	require.Greater(t, f.peak, 4, "many starts in flight")
+	require.Less(t, s.Limit().Current(), 40, "the limit stays near the server's knee, not at Max")
+}
+
+// Timeouts and ResourceExhausted halve the limit; the failed orders stay
+// pending (not cleared) for the outbox; quick answers bring it back.
+func TestStarterBacksOffAndRecovers(t *testing.T) {
+	var mu sync.Mutex
+	overloaded := false
+	f := &fakeFlow{started: map[string]int{}, latency: func(int) time.Duration { return 2 * time.Millisecond },
+		fail: func(*seckill.OrderRequest) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if overloaded {
+				return serviceerror.NewResourceExhausted(0, "busy")
+			}
+			return nil
+		}}
+	s, g := newStarter(t, f, &starter.Limit{Min: 1, Max: 64, Initial: 32})
+	ctx := context.Background()
+	var batch []*seckill.OrderRequest
+	for i := 0; i < 200; i++ {
+		batch = append(batch, req(1, i))
+	}
+	for _, r := range s.Do(ctx, batch) {
+		require.NoError(t, r.Err)
+	}
+	high := s.Limit().Current()
+	require.Equal(t, 64, high)
+
+	mu.Lock()
+	overloaded = true
+	mu.Unlock()
+	batch = batch[:0]
+	for i := 200; i < 300; i++ {
+		batch = append(batch, req(1, i))
+	}
+	for _, r := range s.Do(ctx, batch) {
+		require.Error(t, r.Err)
+		require.Equal(t, starter.KindOverloaded, starter.Kind(r.Err))
+	}
+	low := s.Limit().Current()
+	require.LessOrEqual(t, low, high/4, "halved once per round of overload")
+	for i := 200; i < 300; i++ {
+		require.False(t, g.cleared[req(1, i).OrderNo], "a failed start stays pending")
+	}
+
+	mu.Lock()
+	overloaded = false
+	mu.Unlock()
+	for round := 0; round < 20; round++ {
+		batch = batch[:0]
+		for i := 0; i < 100; i++ {
+			batch = append(batch, req(1, 1000+round*100+i))
+		}
+		s.Do(ctx, batch)
+	}
+	require.Greater(t, s.Limit().Current(), low, "recovers once the server answers quickly again")
+	require.Equal(t, starter.KindTimeout, starter.Kind(fmt.Errorf("start: %w", context.DeadlineExceeded)))
+	require.Equal(t, starter.KindUnavailable, starter.Kind(serviceerror.NewUnavailable("down")))
+}
+
+// Two sessions share the starter fairly: a small sale queued behind a big
+// one is started round-robin with it, not after it.
+func TestStarterIsFairAcrossSessions(t *testing.T) {
+	f := &fakeFlow{started: map[string]int{}, latency: func(int) time.Duration { return time.Millisecond }}
+	s, _ := newStarter(t, f, &starter.Limit{Min: 1, Max: 1, Initial: 1})
+	// Hold the starter's only slot while both queues fill.
+	block := make(chan struct{})
+	f.mu.Lock()
+	f.latency = func(int) time.Duration { <-block; return time.Millisecond }
+	f.mu.Unlock()
+	require.True(t, s.Offer(req(9, 0)))
+	time.Sleep(20 * time.Millisecond)
+	f.mu.Lock()
+	f.latency = func(int) time.Duration { return time.Millisecond }
+	f.mu.Unlock()
+	for i := 0; i < 100; i++ {
+		require.True(t, s.Offer(req(1, i)))
+	}
+	for i := 0; i < 10; i++ {
+		require.True(t, s.Offer(req(2, i)))
+	}
+	require.True(t, s.Offer(req(2, 0)), "an order already queued is accepted, not queued twice")
+	close(block)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.True(t, s.Drain(ctx))
+	require.Len(t, f.started, 111)
+	// Session 2's ten starts are all among the first 21 (alternating).
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	small := 0
+	for _, id := range f.order[1:22] {
+		if id == 2 {
+			small++
+		}
+	}
+	require.Equal(t, 10, small, "order: %v", f.order[:30])
+}
+
+// The queue is bounded: past it, Offer refuses at once (the caller's
+// order waits in the outbox) and never blocks.
+func TestOfferNeverBlocks(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	f := &fakeFlow{started: map[string]int{}, latency: func(int) time.Duration { <-block; return 0 }}
+	g := &fakeGate{cleared: map[string]bool{}}
+	s := starter.New(starter.Config{Flow: f, Gate: g, Queue: 10})
+	for i := 0; i < 10; i++ {
+		require.True(t, s.Offer(req(1, i)))
+	}
+	done := make(chan bool)
+	go func() { done <- s.Offer(req(1, 10)) }()
+	select {
+	case ok := <-done:
+		require.False(t, ok)
+	case <-time.After(time.Second):
+		t.Fatal("Offer blocked on a full queue")
+	}
+	require.Equal(t, 10, s.Queued())
+	require.True(t, s.Holds("1-3"))
+}
