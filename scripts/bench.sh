@@ -19,12 +19,12 @@
 # Redis on CPU 0, Temporal, the worker and MySQL on CPU 1, put back
 # afterwards), BENCH_REDIS_AOF=no|everysec|always (run the whole stack on a
 # private redis-server with that setting instead of SECKILL_REDIS_ADDR),
-# BENCH_PAY_TIMEOUT (20s), BENCH_START_TIMEOUT (300ms), BENCH_ADDR.
+# BENCH_PAY_TIMEOUT (20s), BENCH_ADDR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The per-user limit stays on (each shopper sends only a couple of requests).
-export SECKILL_PAY_TIMEOUT="${BENCH_PAY_TIMEOUT:-20s}" SECKILL_START_TIMEOUT="${BENCH_START_TIMEOUT:-300ms}"
+export SECKILL_PAY_TIMEOUT="${BENCH_PAY_TIMEOUT:-20s}"
 export SECKILL_LOG_LEVEL=WARN
 API_ENV="SECKILL_PPROF_ADDR=${BENCH_PPROF_ADDR:-}"
 run="bench-$(date +%s)" addr="${BENCH_ADDR:-127.0.0.1:18091}"
