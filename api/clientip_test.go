@@ -92,9 +92,7 @@ func TestClientIP(t *testing.T) {
 // its address by sending X-Forwarded-For, so it cannot escape a per-IP limit;
 // a trusted proxy's header does name the client. (app.Test's peer is 0.0.0.0.)
 func TestProxyHeaderFromUntrustedPeerIsIgnored(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs MySQL and Redis")
-	}
+	testenv.SkipShort(t, "MariaDB and Redis")
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
 	sess := e.Session(5, 1, 100)
 	get := func(srv *api.Server, xff string) int {

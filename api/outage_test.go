@@ -22,9 +22,7 @@ import (
 // unknown session; never a 500, and never remembered as "not found". When
 // MySQL is back the same requests succeed with no restart.
 func TestMySQLOutageIsUnavailable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs MySQL and Redis")
-	}
+	testenv.SkipShort(t, "MariaDB and Redis")
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
 	x := testenv.StartToxi(t, "mysql", "127.0.0.1:3306")
 	cfg, err := mysqldriver.ParseDSN(e.DSN)

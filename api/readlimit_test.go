@@ -19,9 +19,7 @@ import (
 // limits, and 0 turns the read limit off (testenv's default: every test's
 // load comes from one address).
 func TestPublicReadsAreRateLimited(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs MySQL and Redis")
-	}
+	testenv.SkipShort(t, "MariaDB and Redis")
 	e := testenv.New(t, testenv.Options{NoWorker: true, Limits: api.Limits{Read: 3}})
 	sess := e.Session(5, 1, 100)
 	tok := e.Token(1)

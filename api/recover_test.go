@@ -48,9 +48,7 @@ func (l *lockedBuffer) String() string {
 // A panic in a handler answers 500 INTERNAL in the error shape, logs the
 // stack with the trace id, and the process goes on serving.
 func TestPanicAnswers500AndKeepsServing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs MySQL and Redis")
-	}
+	testenv.SkipShort(t, "MariaDB and Redis")
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
 	sess := e.Session(5, 1, 100)
 	var logs lockedBuffer

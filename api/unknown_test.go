@@ -48,9 +48,7 @@ func (l *lookups) counts(session int64, order string) (int, int) {
 // flood of distinct ones costs bounded memory, and an order number that
 // cannot be one of ours never reaches MySQL.
 func TestUnknownIDsCostBoundedQueries(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs MySQL and Redis")
-	}
+	testenv.SkipShort(t, "MariaDB and Redis")
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
 	sess := e.Session(5, 1, 100)
 	db := &lookups{Store: e.DB, sessions: map[int64]int{}, orders: map[string]int{}}

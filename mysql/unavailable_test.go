@@ -17,9 +17,7 @@ import (
 // writes and transactions alike, the driver error kept in the chain; and
 // answers (not found) stay what they are, before, during and after.
 func TestOutageIsUnavailable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs MySQL")
-	}
+	testenv.SkipShort(t, "MariaDB")
 	e, sess := store(t, 5, 1)
 	x := testenv.StartToxi(t, "mysql", "127.0.0.1:3306")
 	cfg, err := mysqldriver.ParseDSN(e.DSN)
