@@ -69,17 +69,7 @@ func TestWinnersNeverWaitForStarts(t *testing.T) {
 	require.Equal(t, 3, rep.PendingStarts)
 
 	close(held.release)
-	for i, no := range orders {
-		e.WaitStatus(e.Token(int64(i+1)), no, 30*time.Second, seckill.StatusWaitPay)
-	}
-	e.Eventually(10*time.Second, "pending entries cleared", func() error {
-		if n := e.Reconcile(sess.ID).PendingStarts; n != 0 {
-			return fmt.Errorf("%d pending", n)
-		}
-		return nil
-	})
-	r := e.RequireInvariants(sess.ID)
-	require.Equal(t, 3, r.Orders[seckill.StatusWaitPay])
+	requireAllWaitPay(t, e, sess.ID, orders)
 }
 
 // A winner the starter's queue has no room for is not lost and not
@@ -116,17 +106,24 @@ func TestOutboxDrainsDroppedHandoffs(t *testing.T) {
 	require.Equal(t, "4", dropped)
 
 	close(held.release)
+	requireAllWaitPay(t, e, sess.ID, orders)
+}
+
+// requireAllWaitPay waits until every order (of users 1, 2, … in turn)
+// reaches WAIT_PAY and no start is pending, then checks the invariants.
+func requireAllWaitPay(t *testing.T, e *testenv.Env, sessionID int64, orders []string) {
+	t.Helper()
 	for i, no := range orders {
 		e.WaitStatus(e.Token(int64(i+1)), no, 30*time.Second, seckill.StatusWaitPay)
 	}
 	e.Eventually(10*time.Second, "pending entries cleared", func() error {
-		if n := e.Reconcile(sess.ID).PendingStarts; n != 0 {
+		if n := e.Reconcile(sessionID).PendingStarts; n != 0 {
 			return fmt.Errorf("%d pending", n)
 		}
 		return nil
 	})
-	r := e.RequireInvariants(sess.ID)
-	require.Equal(t, 6, r.Orders[seckill.StatusWaitPay])
+	r := e.RequireInvariants(sessionID)
+	require.Equal(t, len(orders), r.Orders[seckill.StatusWaitPay])
 }
 
 // metricValue returns the value of one series line of /metrics.

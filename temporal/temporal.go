@@ -107,7 +107,7 @@ func (o *Orders) PayWithStart(ctx context.Context, req *seckill.OrderRequest, p 
 		return seckill.Errorf(seckill.ENOTFOUND, "the workflow of order %s has finished", req.OrderNo)
 	}
 	if err != nil {
-		return fmt.Errorf("%w (temporal: %v)", seckill.Errorf(seckill.EUNAVAILABLE, "order service unavailable, retry shortly"), err)
+		return unavailable(err)
 	}
 	return nil
 }
@@ -137,6 +137,12 @@ func (o *Orders) StartRefund(ctx context.Context, r *seckill.Refund) (bool, erro
 	return true, nil
 }
 
+// unavailable wraps a Temporal failure in the error vocabulary: the caller
+// answers 503 and its client retries.
+func unavailable(err error) error {
+	return fmt.Errorf("%w (temporal: %v)", seckill.Errorf(seckill.EUNAVAILABLE, "order service unavailable, retry shortly"), err)
+}
+
 // Pay signals a payment to the order's running workflow. NOT_FOUND means no
 // workflow is running for it (never started, or already finished).
 func (o *Orders) Pay(ctx context.Context, p *seckill.Payment) error {
@@ -155,7 +161,7 @@ func (o *Orders) signal(ctx context.Context, orderNo, name string, arg any) erro
 		return seckill.Errorf(seckill.ENOTFOUND, "no running workflow for order %s", orderNo)
 	}
 	if err != nil {
-		return fmt.Errorf("%w (temporal: %v)", seckill.Errorf(seckill.EUNAVAILABLE, "order service unavailable, retry shortly"), err)
+		return unavailable(err)
 	}
 	return nil
 }
