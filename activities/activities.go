@@ -4,6 +4,16 @@
 // them after a timeout without doubling an order or a stock movement.
 // Business refusals become non-retryable application errors typed with the
 // domain's error code; anything else is retried.
+//
+// The inputs and results of the activities live here (types.go), next to
+// the methods, and not in package workflows: the workflows call the
+// activities by method value on a nil pointer (var a *Activities;
+// workflow.ExecuteActivity(ctx, a.CloseOrder, in)), so workflows imports
+// activities and activities must not import workflows. Imports point
+// inward, workflows → activities → seckill (the domain); the domain has no
+// business knowing the shape of one Temporal step. The types' JSON is part
+// of recorded histories: renaming a field breaks the replay of running
+// orders.
 package activities
 
 import (
@@ -16,7 +26,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/workflows"
 )
 
 // Store is the MySQL side the activities need.
@@ -41,51 +50,51 @@ type Activities struct {
 
 // CreateOrder creates the order row (WAIT_PAY, or FAILED when MySQL refuses
 // the stock or the user's slots) and caches its view for polls.
-func (a *Activities) CreateOrder(ctx context.Context, in workflows.CreateOrderInput) (workflows.CreateOrderResult, error) {
+func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (CreateOrderResult, error) {
 	l := logger(ctx, in.Request.OrderNo, in.Request.TraceID)
 	o, err := a.Store.CreateOrder(ctx, &in.Request, in.PayDeadline)
 	if err != nil {
-		return workflows.CreateOrderResult{}, failed(l, "create order", err)
+		return CreateOrderResult{}, failed(l, "create order", err)
 	}
 	if o.Status == seckill.StatusFailed {
 		l.Warn("database refused an order Redis admitted (drift)")
 	}
 	l.Debug("order row", "status", o.Status)
-	return workflows.CreateOrderResult{Status: o.Status}, a.publish(ctx, l, o.OrderNo)
+	return CreateOrderResult{Status: o.Status}, a.publish(ctx, l, o.OrderNo)
 }
 
 // ApplyPayment records a payment: PAID, or a refund to come.
-func (a *Activities) ApplyPayment(ctx context.Context, p seckill.Payment) (workflows.PaymentResult, error) {
+func (a *Activities) ApplyPayment(ctx context.Context, p seckill.Payment) (PaymentResult, error) {
 	l := log.With(logger(ctx, p.OrderNo, p.TraceID), "payment_id", p.PaymentID)
 	outcome, status, err := a.Store.ApplyPayment(ctx, &p)
 	if err != nil {
-		return workflows.PaymentResult{}, failed(l, "apply payment", err)
+		return PaymentResult{}, failed(l, "apply payment", err)
 	}
 	l.Info("payment applied", "outcome", outcome, "status", status)
-	return workflows.PaymentResult{Outcome: outcome, Status: status}, a.publish(ctx, l, p.OrderNo)
+	return PaymentResult{Outcome: outcome, Status: status}, a.publish(ctx, l, p.OrderNo)
 }
 
 // CloseOrder closes an unpaid order and gives its MySQL stock back.
-func (a *Activities) CloseOrder(ctx context.Context, in workflows.CloseOrderInput) (workflows.CloseOrderResult, error) {
+func (a *Activities) CloseOrder(ctx context.Context, in CloseOrderInput) (CloseOrderResult, error) {
 	return a.closeOrder(ctx, logger(ctx, in.Request.OrderNo, in.Request.TraceID), in)
 }
 
-func (a *Activities) closeOrder(ctx context.Context, l log.Logger, in workflows.CloseOrderInput) (workflows.CloseOrderResult, error) {
+func (a *Activities) closeOrder(ctx context.Context, l log.Logger, in CloseOrderInput) (CloseOrderResult, error) {
 	status, gaveBack, err := a.Store.CloseOrder(ctx, &in.Request, in.Reason)
 	if err != nil {
-		return workflows.CloseOrderResult{}, failed(l, "close order", err)
+		return CloseOrderResult{}, failed(l, "close order", err)
 	}
 	l.Debug("close", "reason", in.Reason, "status", status, "gave_back", gaveBack)
-	return workflows.CloseOrderResult{Status: status, GaveBack: gaveBack}, a.publish(ctx, l, in.Request.OrderNo)
+	return CloseOrderResult{Status: status, GaveBack: gaveBack}, a.publish(ctx, l, in.Request.OrderNo)
 }
 
 // ReleaseReservation gives the Redis reservation back (stock and the
 // user's limit), exactly once however often it runs.
-func (a *Activities) ReleaseReservation(ctx context.Context, in workflows.ReleaseInput) (int, error) {
+func (a *Activities) ReleaseReservation(ctx context.Context, in ReleaseInput) (int, error) {
 	return a.release(ctx, logger(ctx, in.OrderNo, in.TraceID), in)
 }
 
-func (a *Activities) release(ctx context.Context, l log.Logger, in workflows.ReleaseInput) (int, error) {
+func (a *Activities) release(ctx context.Context, l log.Logger, in ReleaseInput) (int, error) {
 	n, err := a.Gate.Release(ctx, in.SessionID, in.OrderNo)
 	if err != nil {
 		return 0, failed(l, "release reservation", err)
@@ -98,12 +107,12 @@ func (a *Activities) release(ctx context.Context, l log.Logger, in workflows.Rel
 // if the order is closed, ReleaseReservation. Retried as a whole it stays
 // exactly-once: a retry finds the order CLOSED already (no stock moves
 // twice) and the reservation released already (0 units).
-func (a *Activities) CloseAndRelease(ctx context.Context, in workflows.CloseOrderInput) (workflows.CloseAndReleaseResult, error) {
+func (a *Activities) CloseAndRelease(ctx context.Context, in CloseOrderInput) (CloseAndReleaseResult, error) {
 	closed, released, err := a.CloseLost(ctx, logger(ctx, in.Request.OrderNo, in.Request.TraceID), in.Request, in.Reason)
 	if err != nil {
-		return workflows.CloseAndReleaseResult{}, err
+		return CloseAndReleaseResult{}, err
 	}
-	return workflows.CloseAndReleaseResult{Status: closed.Status, GaveBack: closed.GaveBack, Released: released}, nil
+	return CloseAndReleaseResult{Status: closed.Status, GaveBack: closed.GaveBack, Released: released}, nil
 }
 
 // CloseLost closes an order whose workflow is gone, exactly as the
@@ -114,13 +123,13 @@ func (a *Activities) CloseAndRelease(ctx context.Context, in workflows.CloseOrde
 // compensates too gives nothing back twice. It is not an activity: the
 // worker's sweep calls it, with l carrying the order's log fields. released
 // is the units given back in Redis.
-func (a *Activities) CloseLost(ctx context.Context, l log.Logger, req seckill.OrderRequest, reason string) (closed workflows.CloseOrderResult, released int, err error) {
-	closed, err = a.closeOrder(ctx, l, workflows.CloseOrderInput{Request: req, Reason: reason})
+func (a *Activities) CloseLost(ctx context.Context, l log.Logger, req seckill.OrderRequest, reason string) (closed CloseOrderResult, released int, err error) {
+	closed, err = a.closeOrder(ctx, l, CloseOrderInput{Request: req, Reason: reason})
 	if err != nil || closed.Status.HoldsStock() || closed.Status == seckill.StatusFailed {
 		// Paid meanwhile, or never held stock: nothing to give back.
 		return closed, 0, err
 	}
-	released, err = a.release(ctx, l, workflows.ReleaseInput{SessionID: req.SessionID, OrderNo: req.OrderNo, TraceID: req.TraceID})
+	released, err = a.release(ctx, l, ReleaseInput{SessionID: req.SessionID, OrderNo: req.OrderNo, TraceID: req.TraceID})
 	return closed, released, err
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/metrics"
-	"github.com/seckill/seckill/workflows"
 )
 
 // RefundStore is the MySQL side of refunds.
@@ -60,7 +59,7 @@ func (a *Refunds) MarkRefunded(ctx context.Context, r seckill.Refund, refundID s
 
 // RecordRefundFailure counts a refund run whose provider call failed: the
 // next run waits its backoff, or the refund is parked for ops.
-func (a *Refunds) RecordRefundFailure(ctx context.Context, in workflows.RefundFailure) (seckill.RefundState, error) {
+func (a *Refunds) RecordRefundFailure(ctx context.Context, in RefundFailure) (seckill.RefundState, error) {
 	l := refundLogger(ctx, in.Refund)
 	policy := a.Retry
 	if policy == (seckill.RefundRetry{}) {

@@ -16,9 +16,9 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/tick"
 	"github.com/seckill/seckill/metrics"
-	"github.com/seckill/seckill/workflows"
 )
 
 // Reason is the close reason the sweep records on the order and its ledger row.
@@ -46,7 +46,7 @@ type Workflows interface {
 // (activities.Activities): the compensation, and the refresh of an order's
 // cached view.
 type Steps interface {
-	CloseLost(ctx context.Context, l log.Logger, req seckill.OrderRequest, reason string) (workflows.CloseOrderResult, int, error)
+	CloseLost(ctx context.Context, l log.Logger, req seckill.OrderRequest, reason string) (activities.CloseOrderResult, int, error)
 	RefreshView(ctx context.Context, l log.Logger, orderNo string) error
 }
 

@@ -30,25 +30,25 @@ type Registry interface {
 // Register registers the order workflow and the activities of acts.
 func Register(r Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.OrderWorkflow, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
-	r.RegisterActivityWithOptions(acts.CreateOrder, activity.RegisterOptions{Name: workflows.CreateOrderActivity})
-	r.RegisterActivityWithOptions(acts.ApplyPayment, activity.RegisterOptions{Name: workflows.ApplyPaymentActivity})
-	r.RegisterActivityWithOptions(acts.CloseOrder, activity.RegisterOptions{Name: workflows.CloseOrderActivity})
-	r.RegisterActivityWithOptions(acts.ReleaseReservation, activity.RegisterOptions{Name: workflows.ReleaseReservationActivity})
-	r.RegisterActivityWithOptions(acts.CloseAndRelease, activity.RegisterOptions{Name: workflows.CloseAndReleaseActivity})
+	r.RegisterActivityWithOptions(acts.CreateOrder, activity.RegisterOptions{Name: activities.CreateOrderName})
+	r.RegisterActivityWithOptions(acts.ApplyPayment, activity.RegisterOptions{Name: activities.ApplyPaymentName})
+	r.RegisterActivityWithOptions(acts.CloseOrder, activity.RegisterOptions{Name: activities.CloseOrderName})
+	r.RegisterActivityWithOptions(acts.ReleaseReservation, activity.RegisterOptions{Name: activities.ReleaseReservationName})
+	r.RegisterActivityWithOptions(acts.CloseAndRelease, activity.RegisterOptions{Name: activities.CloseAndReleaseName})
 }
 
 // RegisterRefunds registers the refund workflow and its activities.
 func RegisterRefunds(r Registry, refunds *activities.Refunds) {
 	r.RegisterWorkflowWithOptions(workflows.RefundWorkflow, workflow.RegisterOptions{Name: workflows.RefundWorkflowName})
-	r.RegisterActivityWithOptions(refunds.RefundPayment, activity.RegisterOptions{Name: workflows.RefundPaymentActivity})
-	r.RegisterActivityWithOptions(refunds.MarkRefunded, activity.RegisterOptions{Name: workflows.MarkRefundedActivity})
-	r.RegisterActivityWithOptions(refunds.RecordRefundFailure, activity.RegisterOptions{Name: workflows.RecordRefundFailureActivity})
+	r.RegisterActivityWithOptions(refunds.RefundPayment, activity.RegisterOptions{Name: activities.RefundPaymentName})
+	r.RegisterActivityWithOptions(refunds.MarkRefunded, activity.RegisterOptions{Name: activities.MarkRefundedName})
+	r.RegisterActivityWithOptions(refunds.RecordRefundFailure, activity.RegisterOptions{Name: activities.RecordRefundFailureName})
 }
 
 // RegisterReconcile registers the scheduled reconcile workflow and its activity.
 func RegisterReconcile(r Registry, rec *activities.Reconciler) {
 	r.RegisterWorkflowWithOptions(workflows.ReconcileWorkflow, workflow.RegisterOptions{Name: workflows.ReconcileWorkflowName})
-	r.RegisterActivityWithOptions(rec.ReconcileAll, activity.RegisterOptions{Name: workflows.ReconcileAllActivity})
+	r.RegisterActivityWithOptions(rec.ReconcileAll, activity.RegisterOptions{Name: activities.ReconcileAllName})
 }
 
 // New returns a worker on taskQueue with the order, refund and reconcile

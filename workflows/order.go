@@ -11,7 +11,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/activities"
 )
+
+// steps names the order's activities by method value: nil, since only the
+// worker's registered instance ever runs (the SDK resolves a method value
+// to its registered name and uses the registered function).
+var steps *activities.Activities
 
 // stepOptions run the steps of the happy path. Business refusals come back
 // as results or non-retryable errors; infrastructure failures (MySQL or
@@ -108,8 +114,8 @@ func OrderWorkflow(ctx workflow.Context, req seckill.OrderRequest) (OrderState, 
 	}
 
 	o.state.PayDeadline = workflow.Now(ctx).Add(req.PayTimeout)
-	var created CreateOrderResult
-	err := o.create(ctx, CreateOrderInput{Request: req, PayDeadline: o.state.PayDeadline}, &created)
+	var created activities.CreateOrderResult
+	err := o.create(ctx, activities.CreateOrderInput{Request: req, PayDeadline: o.state.PayDeadline}, &created)
 	if err != nil {
 		// Cancelled, or MySQL stayed down past the retry budget: close the
 		// order (a tombstone if the row never came) and give the stock back.
@@ -186,7 +192,7 @@ const quickCreate = 10 * time.Second
 // CreateOrder has not succeeded within quickCreate (MySQL down or slow) the
 // order is listed QUEUED while it keeps trying for the rest of its budget,
 // so that the "stuck before creation" filter still finds it.
-func (o *order) create(ctx workflow.Context, in CreateOrderInput, created *CreateOrderResult) error {
+func (o *order) create(ctx workflow.Context, in activities.CreateOrderInput, created *activities.CreateOrderResult) error {
 	if !o.fewer {
 		return createOrder(ctx, in, stepOptions.ScheduleToCloseTimeout).Get(ctx, created)
 	}
@@ -200,13 +206,13 @@ func (o *order) create(ctx workflow.Context, in CreateOrderInput, created *Creat
 	return createOrder(ctx, in, stepOptions.ScheduleToCloseTimeout-quickCreate).Get(ctx, created)
 }
 
-func createOrder(ctx workflow.Context, in CreateOrderInput, budget time.Duration) workflow.Future {
+func createOrder(ctx workflow.Context, in activities.CreateOrderInput, budget time.Duration) workflow.Future {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    stepOptions.StartToCloseTimeout,
 		ScheduleToCloseTimeout: budget,
 		RetryPolicy:            stepOptions.RetryPolicy,
 	})
-	return workflow.ExecuteLocalActivity(lctx, CreateOrderActivity, in)
+	return workflow.ExecuteLocalActivity(lctx, steps.CreateOrder, in)
 }
 
 // awaitPayment waits in WAIT_PAY until the order is paid (returns "") or
@@ -302,9 +308,9 @@ func (o *order) compensate(ctx workflow.Context, reason string) error {
 	if o.fewer {
 		return o.closeAndRelease(dctx, reason)
 	}
-	var closed CloseOrderResult
-	if err := workflow.ExecuteActivity(dctx, CloseOrderActivity,
-		CloseOrderInput{Request: o.req, Reason: reason}).Get(dctx, &closed); err != nil {
+	var closed activities.CloseOrderResult
+	if err := workflow.ExecuteActivity(dctx, steps.CloseOrder,
+		activities.CloseOrderInput{Request: o.req, Reason: reason}).Get(dctx, &closed); err != nil {
 		return err
 	}
 	o.setStatus(dctx, closed.Status)
@@ -317,8 +323,8 @@ func (o *order) compensate(ctx workflow.Context, reason string) error {
 	o.state.CloseReason = reason
 	o.describe(dctx)
 	var released int
-	if err := workflow.ExecuteActivity(dctx, ReleaseReservationActivity,
-		ReleaseInput{SessionID: o.req.SessionID, OrderNo: o.req.OrderNo, TraceID: o.req.TraceID}).Get(dctx, &released); err != nil {
+	if err := workflow.ExecuteActivity(dctx, steps.ReleaseReservation,
+		activities.ReleaseInput{SessionID: o.req.SessionID, OrderNo: o.req.OrderNo, TraceID: o.req.TraceID}).Get(dctx, &released); err != nil {
 		return err
 	}
 	o.log.Info("stock given back", "reason", reason, "mysql", closed.GaveBack, "redis_units", released)
@@ -332,9 +338,9 @@ func (o *order) compensate(ctx workflow.Context, reason string) error {
 // release still never runs unless the close left the order CLOSED. One
 // activity instead of two saves an action per closed order.
 func (o *order) closeAndRelease(dctx workflow.Context, reason string) error {
-	var res CloseAndReleaseResult
-	if err := workflow.ExecuteActivity(dctx, CloseAndReleaseActivity,
-		CloseOrderInput{Request: o.req, Reason: reason}).Get(dctx, &res); err != nil {
+	var res activities.CloseAndReleaseResult
+	if err := workflow.ExecuteActivity(dctx, steps.CloseAndRelease,
+		activities.CloseOrderInput{Request: o.req, Reason: reason}).Get(dctx, &res); err != nil {
 		return err
 	}
 	if res.Status.HoldsStock() || res.Status == seckill.StatusFailed {
@@ -356,8 +362,8 @@ func (o *order) applyPayment(ctx, steady workflow.Context, p seckill.Payment) {
 	// The webhook is a request of its own with its own trace id: log both,
 	// so either id finds the other.
 	o.log.Info("payment received", "payment_id", p.PaymentID, "payment_trace_id", p.TraceID)
-	var res PaymentResult
-	err := workflow.ExecuteActivity(steady, ApplyPaymentActivity, p).Get(steady, &res)
+	var res activities.PaymentResult
+	err := workflow.ExecuteActivity(steady, steps.ApplyPayment, p).Get(steady, &res)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.NonRetryable() {
 		o.log.Warn("payment refused", "payment_id", p.PaymentID, "error", err)

@@ -1130,19 +1130,19 @@ func TestOrderActivityTimeoutsViaNamedMocks(t *testing.T) {
 		mu.Unlock()
 		return a == 1
 	}
-	h.env.OnActivity(workflows.CreateOrderActivity, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in workflows.CreateOrderInput) (workflows.CreateOrderResult, error) {
+	h.env.OnActivity(activities.CreateOrderName, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.CreateOrderInput) (activities.CreateOrderResult, error) {
 			r, err := h.acts.CreateOrder(ctx, in)
-			if record(ctx, workflows.CreateOrderActivity) {
-				return workflows.CreateOrderResult{}, timeout
+			if record(ctx, activities.CreateOrderName) {
+				return activities.CreateOrderResult{}, timeout
 			}
 			return r, err
 		})
-	h.env.OnActivity(workflows.CloseAndReleaseActivity, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in workflows.CloseOrderInput) (workflows.CloseAndReleaseResult, error) {
+	h.env.OnActivity(activities.CloseAndReleaseName, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.CloseOrderInput) (activities.CloseAndReleaseResult, error) {
 			r, err := h.acts.CloseAndRelease(ctx, in)
-			if record(ctx, workflows.CloseAndReleaseActivity) {
-				return workflows.CloseAndReleaseResult{}, timeout
+			if record(ctx, activities.CloseAndReleaseName) {
+				return activities.CloseAndReleaseResult{}, timeout
 			}
 			return r, err
 		})
@@ -1150,7 +1150,7 @@ func TestOrderActivityTimeoutsViaNamedMocks(t *testing.T) {
 	st := h.run(req)
 
 	h.assertCompensated(req, st, workflows.ReasonTimeout)
-	for _, name := range []string{workflows.CreateOrderActivity, workflows.CloseAndReleaseActivity} {
+	for _, name := range []string{activities.CreateOrderName, activities.CloseAndReleaseName} {
 		assert.Equal(t, []int32{1, 2}, attempts[name], name)
 	}
 	dec, res := h.store.counts(req.OrderNo)
@@ -1227,7 +1227,7 @@ func TestFewerActionsIsVersioned(t *testing.T) {
 
 	h.assertCompensated(req, st, workflows.ReasonTimeout)
 	assert.Equal(t, []string{"WAIT_PAY", "CLOSED"}, h.statuses())
-	assert.Equal(t, []string{workflows.CloseOrderActivity, workflows.ReleaseReservationActivity}, acts)
+	assert.Equal(t, []string{activities.CloseOrderName, activities.ReleaseReservationName}, acts)
 	h.assertInvariants()
 }
 
@@ -1405,8 +1405,8 @@ func TestOrderCreateErrorCompensatesWithTombstone(t *testing.T) {
 		{
 			name: "activity cancelled",
 			setup: func(h *harness) {
-				h.env.OnActivity(workflows.CreateOrderActivity, mock.Anything, mock.Anything).
-					Return(workflows.CreateOrderResult{}, temporal.NewCanceledError("injected"))
+				h.env.OnActivity(activities.CreateOrderName, mock.Anything, mock.Anything).
+					Return(activities.CreateOrderResult{}, temporal.NewCanceledError("injected"))
 			},
 			reason: workflows.ReasonWorkflowStopped, calls: 0,
 		},

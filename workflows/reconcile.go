@@ -7,13 +7,14 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/activities"
 )
 
-// Reconcile workflow and activity names.
-const (
-	ReconcileWorkflowName = "ReconcileWorkflow"
-	ReconcileAllActivity  = "ReconcileAll"
-)
+// ReconcileWorkflowName is the reconcile workflow's registered name.
+const ReconcileWorkflowName = "ReconcileWorkflow"
+
+// reconciler names the reconcile activity by method value (see steps).
+var reconciler *activities.Reconciler
 
 // ReconcileWorkflow runs reconcile over every preheated session; a Temporal
 // Schedule starts it periodically, so ops find each run, its reports and
@@ -26,7 +27,7 @@ func ReconcileWorkflow(ctx workflow.Context) ([]seckill.Report, error) {
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
 	var reports []seckill.Report
-	if err := workflow.ExecuteActivity(ctx, ReconcileAllActivity).Get(ctx, &reports); err != nil {
+	if err := workflow.ExecuteActivity(ctx, reconciler.ReconcileAll).Get(ctx, &reports); err != nil {
 		return nil, err
 	}
 	var broken []int64

@@ -8,15 +8,14 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/activities"
 )
 
-// Refund workflow and activity names.
-const (
-	RefundWorkflowName          = "RefundWorkflow"
-	RefundPaymentActivity       = "RefundPayment"
-	MarkRefundedActivity        = "MarkRefunded"
-	RecordRefundFailureActivity = "RecordRefundFailure"
-)
+// RefundWorkflowName is the refund workflow's registered name.
+const RefundWorkflowName = "RefundWorkflow"
+
+// refundSteps names the refund activities by method value (see steps).
+var refundSteps *activities.Refunds
 
 // refundProviderOptions call the payment provider. One refund run rides
 // out a blip (three tries over a few seconds) and no more: a longer
@@ -42,13 +41,6 @@ type RefundResult struct {
 	OrderStatus seckill.Status `json:"order_status"`
 }
 
-// RefundFailure is the input of RecordRefundFailure: a refund run whose
-// provider call failed.
-type RefundFailure struct {
-	Refund seckill.Refund `json:"refund"`
-	Error  string         `json:"error"`
-}
-
 // refundFailureVersion guards recording a failed run: before it, the
 // provider call retried forever inside one run.
 const refundFailureVersion = "refund-failure-recorded"
@@ -62,18 +54,18 @@ func RefundWorkflow(ctx workflow.Context, r seckill.Refund) (RefundResult, error
 	pctx := workflow.WithActivityOptions(ctx, refundProviderOptions)
 	sctx := workflow.WithActivityOptions(ctx, refundStoreOptions)
 	var res RefundResult
-	if err := workflow.ExecuteActivity(pctx, RefundPaymentActivity, r).Get(pctx, &res.RefundID); err != nil {
+	if err := workflow.ExecuteActivity(pctx, refundSteps.RefundPayment, r).Get(pctx, &res.RefundID); err != nil {
 		if workflow.GetVersion(ctx, refundFailureVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 			return res, err
 		}
 		var st seckill.RefundState
-		if rerr := workflow.ExecuteActivity(sctx, RecordRefundFailureActivity,
-			RefundFailure{Refund: r, Error: failureText(err)}).Get(sctx, &st); rerr != nil {
+		if rerr := workflow.ExecuteActivity(sctx, refundSteps.RecordRefundFailure,
+			activities.RefundFailure{Refund: r, Error: failureText(err)}).Get(sctx, &st); rerr != nil {
 			workflow.GetLogger(ctx).Error("refund failure not recorded", "payment_id", r.PaymentID, "error", rerr)
 		}
 		return res, err
 	}
-	err := workflow.ExecuteActivity(sctx, MarkRefundedActivity, r, res.RefundID).Get(sctx, &res.OrderStatus)
+	err := workflow.ExecuteActivity(sctx, refundSteps.MarkRefunded, r, res.RefundID).Get(sctx, &res.OrderStatus)
 	return res, err
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -21,12 +22,12 @@ func refundEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(workflows.RefundWorkflow, workflow.RegisterOptions{Name: workflows.RefundWorkflowName})
 	env.RegisterActivityWithOptions(func(context.Context, seckill.Refund) (string, error) { return "", nil },
-		activity.RegisterOptions{Name: workflows.RefundPaymentActivity})
+		activity.RegisterOptions{Name: activities.RefundPaymentName})
 	env.RegisterActivityWithOptions(func(context.Context, seckill.Refund, string) (seckill.Status, error) { return "", nil },
-		activity.RegisterOptions{Name: workflows.MarkRefundedActivity})
-	env.RegisterActivityWithOptions(func(context.Context, workflows.RefundFailure) (seckill.RefundState, error) {
+		activity.RegisterOptions{Name: activities.MarkRefundedName})
+	env.RegisterActivityWithOptions(func(context.Context, activities.RefundFailure) (seckill.RefundState, error) {
 		return seckill.RefundState{}, nil
-	}, activity.RegisterOptions{Name: workflows.RecordRefundFailureActivity})
+	}, activity.RegisterOptions{Name: activities.RecordRefundFailureName})
 	return env
 }
 
@@ -37,10 +38,10 @@ var testRefund = seckill.Refund{PaymentID: "pay-1", OrderNo: "7-1", AmountCents:
 // and fails: the relay starts the next run when it is due.
 func TestRefundRunRecordsItsFailure(t *testing.T) {
 	env := refundEnv(t)
-	env.OnActivity(workflows.RefundPaymentActivity, mock.Anything, testRefund).Return("", errors.New("provider: 503"))
-	var got workflows.RefundFailure
-	env.OnActivity(workflows.RecordRefundFailureActivity, mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
-		got = args.Get(1).(workflows.RefundFailure)
+	env.OnActivity(activities.RefundPaymentName, mock.Anything, testRefund).Return("", errors.New("provider: 503"))
+	var got activities.RefundFailure
+	env.OnActivity(activities.RecordRefundFailureName, mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
+		got = args.Get(1).(activities.RefundFailure)
 	}).Return(seckill.RefundState{State: seckill.RefundDue, Attempts: 1}, nil)
 
 	env.ExecuteWorkflow(workflows.RefundWorkflowName, testRefund)
@@ -55,8 +56,8 @@ func TestRefundRunRecordsItsFailure(t *testing.T) {
 // A refund that goes through is marked refunded; no failure is recorded.
 func TestRefundRunMarksRefunded(t *testing.T) {
 	env := refundEnv(t)
-	env.OnActivity(workflows.RefundPaymentActivity, mock.Anything, testRefund).Return("re-1", nil)
-	env.OnActivity(workflows.MarkRefundedActivity, mock.Anything, testRefund, "re-1").Return(seckill.StatusRefunded, nil)
+	env.OnActivity(activities.RefundPaymentName, mock.Anything, testRefund).Return("re-1", nil)
+	env.OnActivity(activities.MarkRefundedName, mock.Anything, testRefund, "re-1").Return(seckill.StatusRefunded, nil)
 
 	env.ExecuteWorkflow(workflows.RefundWorkflowName, testRefund)
 
@@ -70,9 +71,9 @@ func TestRefundRunMarksRefunded(t *testing.T) {
 func TestRefundFailureRecordingIsVersioned(t *testing.T) {
 	env := refundEnv(t)
 	env.OnGetVersion("refund-failure-recorded", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	env.OnActivity(workflows.RefundPaymentActivity, mock.Anything, testRefund).Return("", errors.New("provider: 503"))
+	env.OnActivity(activities.RefundPaymentName, mock.Anything, testRefund).Return("", errors.New("provider: 503"))
 	recorded := false
-	env.OnActivity(workflows.RecordRefundFailureActivity, mock.Anything, mock.Anything).Run(func(mock.Arguments) {
+	env.OnActivity(activities.RecordRefundFailureName, mock.Anything, mock.Anything).Run(func(mock.Arguments) {
 		recorded = true
 	}).Return(seckill.RefundState{}, nil)
 

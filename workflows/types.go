@@ -2,7 +2,10 @@
 // create the row, wait for the payment against the pay timer, and on timeout
 // or cancellation compensate exactly once. It is deterministic code only: no
 // I/O, no clocks but the workflow's, no imports of the adapters. Activities
-// are called by their registered names with the types declared here.
+// are called by method value on a nil pointer (var a *activities.Activities;
+// workflow.ExecuteActivity(ctx, a.CloseOrder, in)), with the input and
+// result types declared next to them in package activities; the worker
+// registers each under its method's name.
 package workflows
 
 import (
@@ -17,14 +20,6 @@ import (
 // breaks replay of running orders.
 const (
 	OrderWorkflowName = "OrderWorkflow"
-
-	CreateOrderActivity        = "CreateOrder"
-	ApplyPaymentActivity       = "ApplyPayment"
-	CloseOrderActivity         = "CloseOrder"
-	ReleaseReservationActivity = "ReleaseReservation"
-	// CloseAndReleaseActivity is CloseOrder then ReleaseReservation in one
-	// activity (runs since the fewer-actions version).
-	CloseAndReleaseActivity = "CloseAndRelease"
 
 	// PaymentSignal carries a seckill.Payment from the webhook.
 	PaymentSignal = "payment"
@@ -73,55 +68,6 @@ type OrderState struct {
 	// LatePayments are payments that came when the order could not take
 	// them; each waits for its refund.
 	LatePayments []string `json:"late_payments,omitempty"`
-}
-
-// CreateOrderInput is the input of the CreateOrder activity.
-type CreateOrderInput struct {
-	Request     seckill.OrderRequest `json:"request"`
-	PayDeadline time.Time            `json:"pay_deadline"`
-}
-
-// CreateOrderResult tells the status the order row has after CreateOrder:
-// WAIT_PAY, or FAILED when the database refused it (then Reason says why);
-// another status when the order was already decided before (a retry).
-type CreateOrderResult struct {
-	Status seckill.Status `json:"status"`
-}
-
-// PaymentResult is the result of the ApplyPayment activity.
-type PaymentResult struct {
-	Outcome seckill.PaymentOutcome `json:"outcome"`
-	Status  seckill.Status         `json:"status"`
-}
-
-// CloseOrderInput is the input of the CloseOrder activity.
-type CloseOrderInput struct {
-	Request seckill.OrderRequest `json:"request"`
-	Reason  string               `json:"reason"`
-}
-
-// CloseOrderResult tells the order's status after the close and whether
-// this close gave the database stock back.
-type CloseOrderResult struct {
-	Status   seckill.Status `json:"status"`
-	GaveBack bool           `json:"gave_back"`
-}
-
-// CloseAndReleaseResult is the result of the CloseAndRelease activity:
-// the close's result and the units given back in Redis (0 when the order
-// was not closed, or was released before).
-type CloseAndReleaseResult struct {
-	Status   seckill.Status `json:"status"`
-	GaveBack bool           `json:"gave_back"`
-	Released int            `json:"released"`
-}
-
-// ReleaseInput names the reservation to give back in Redis.
-type ReleaseInput struct {
-	SessionID int64  `json:"session_id"`
-	OrderNo   string `json:"order_no"`
-	// TraceID is for the activity's logs only (absent in older histories).
-	TraceID string `json:"trace_id,omitempty"`
 }
 
 // Close reasons.

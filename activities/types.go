@@ -1,0 +1,85 @@
+package activities
+
+import (
+	"time"
+
+	"github.com/seckill/seckill"
+)
+
+// Registered names of the activities. They are part of every recorded
+// history: renaming one breaks the replay of running orders. Each is the
+// name of its method, so that a workflow's method value (a.CloseOrder)
+// resolves to it even where nothing is registered (the replayer);
+// worker/names_test.go checks both sides, and the recorded histories.
+const (
+	CreateOrderName        = "CreateOrder"
+	ApplyPaymentName       = "ApplyPayment"
+	CloseOrderName         = "CloseOrder"
+	ReleaseReservationName = "ReleaseReservation"
+	// CloseAndReleaseName is CloseOrder then ReleaseReservation in one
+	// activity (runs since the fewer-actions version).
+	CloseAndReleaseName = "CloseAndRelease"
+
+	RefundPaymentName       = "RefundPayment"
+	MarkRefundedName        = "MarkRefunded"
+	RecordRefundFailureName = "RecordRefundFailure"
+
+	ReconcileAllName = "ReconcileAll"
+)
+
+// CreateOrderInput is the input of the CreateOrder activity.
+type CreateOrderInput struct {
+	Request     seckill.OrderRequest `json:"request"`
+	PayDeadline time.Time            `json:"pay_deadline"`
+}
+
+// CreateOrderResult tells the status the order row has after CreateOrder:
+// WAIT_PAY, or FAILED when the database refused it (the row's reason says
+// why); another status when the order was already decided before (a retry).
+type CreateOrderResult struct {
+	Status seckill.Status `json:"status"`
+}
+
+// PaymentResult is the result of the ApplyPayment activity.
+type PaymentResult struct {
+	Outcome seckill.PaymentOutcome `json:"outcome"`
+	Status  seckill.Status         `json:"status"`
+}
+
+// CloseOrderInput is the input of the CloseOrder and CloseAndRelease
+// activities.
+type CloseOrderInput struct {
+	Request seckill.OrderRequest `json:"request"`
+	Reason  string               `json:"reason"`
+}
+
+// CloseOrderResult tells the order's status after the close and whether
+// this close gave the database stock back.
+type CloseOrderResult struct {
+	Status   seckill.Status `json:"status"`
+	GaveBack bool           `json:"gave_back"`
+}
+
+// CloseAndReleaseResult is the result of the CloseAndRelease activity:
+// the close's result and the units given back in Redis (0 when the order
+// was not closed, or was released before).
+type CloseAndReleaseResult struct {
+	Status   seckill.Status `json:"status"`
+	GaveBack bool           `json:"gave_back"`
+	Released int            `json:"released"`
+}
+
+// ReleaseInput names the reservation to give back in Redis.
+type ReleaseInput struct {
+	SessionID int64  `json:"session_id"`
+	OrderNo   string `json:"order_no"`
+	// TraceID is for the activity's logs only (absent in older histories).
+	TraceID string `json:"trace_id,omitempty"`
+}
+
+// RefundFailure is the input of RecordRefundFailure: a refund run whose
+// provider call failed.
+type RefundFailure struct {
+	Refund seckill.Refund `json:"refund"`
+	Error  string         `json:"error"`
+}
