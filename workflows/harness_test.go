@@ -137,6 +137,16 @@ func (h *harness) signalAt(d time.Duration, name string, arg any) {
 	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(name, arg) }, d)
 }
 
+// payDuring delivers the payment signal p from inside the first call of c
+// (on the activity's goroutine, while that step is in flight).
+func (h *harness) payDuring(c storetest.Call, p seckill.Payment) {
+	h.inj.On(c, storetest.Hooks{Before: func(call int) {
+		if call == 1 {
+			h.env.SignalWorkflow(workflows.PaymentSignal, p)
+		}
+	}})
+}
+
 // queryAt records the state query's answer at workflow time d.
 func (h *harness) queryAt(d time.Duration) *workflows.OrderState {
 	st := &workflows.OrderState{}

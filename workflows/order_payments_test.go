@@ -78,11 +78,7 @@ func TestBufferedPaymentRecordedWhenCompensationGivesUp(t *testing.T) {
 	h := newHarness(t, 10)
 	req := h.admit("7-compfail", 1019, 1)
 	h.inj.FailAlways(storetest.CloseOrder, storetest.Transient())
-	h.inj.On(storetest.CloseOrder, storetest.Hooks{Before: func(call int) {
-		if call == 1 {
-			h.env.SignalWorkflow(workflows.PaymentSignal, payment(req, "pay-cf"))
-		}
-	}})
+	h.payDuring(storetest.CloseOrder, payment(req, "pay-cf"))
 
 	h.execute(req)
 
@@ -102,11 +98,7 @@ func TestBufferedPaymentRecordedWhenReleaseGivesUp(t *testing.T) {
 	h := newHarness(t, 10)
 	req := h.admit("7-relfail", 1020, 1)
 	h.inj.FailAlways(storetest.Release, storetest.Transient())
-	h.inj.On(storetest.Release, storetest.Hooks{Before: func(call int) {
-		if call == 1 {
-			h.env.SignalWorkflow(workflows.PaymentSignal, payment(req, "pay-rf"))
-		}
-	}})
+	h.payDuring(storetest.Release, payment(req, "pay-rf"))
 
 	h.execute(req)
 
@@ -125,11 +117,7 @@ func TestUnrecordablePaymentStillDrainsTheOthers(t *testing.T) {
 	h := newHarness(t, 2)
 	req := h.admit("7-drain", 1021, 1)
 	h.inj.FailNext(storetest.ApplyPayment, storetest.Times(10, storetest.Transient())...) // every attempt of the first payment
-	h.inj.On(storetest.ApplyPayment, storetest.Hooks{Before: func(call int) {
-		if call == 1 {
-			h.env.SignalWorkflow(workflows.PaymentSignal, payment(req, "pay-2"))
-		}
-	}})
+	h.payDuring(storetest.ApplyPayment, payment(req, "pay-2"))
 	h.signalAt(time.Minute, workflows.PaymentSignal, payment(req, "pay-1"))
 
 	h.execute(req)
@@ -151,11 +139,7 @@ func TestBufferedPaymentTriedWhenCreateAndCompensationFail(t *testing.T) {
 	req := h.admit("7-allfail", 1022, 1)
 	h.inj.FailAlways(storetest.CreateOrder, storetest.Transient())
 	h.inj.FailAlways(storetest.CloseOrder, storetest.Transient())
-	h.inj.On(storetest.CreateOrder, storetest.Hooks{Before: func(call int) {
-		if call == 1 {
-			h.env.SignalWorkflow(workflows.PaymentSignal, payment(req, "pay-cr"))
-		}
-	}})
+	h.payDuring(storetest.CreateOrder, payment(req, "pay-cr"))
 
 	h.execute(req)
 

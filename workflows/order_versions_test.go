@@ -52,11 +52,7 @@ func TestDrainOnFailureIsVersioned(t *testing.T) {
 	h.env.OnGetVersion("drain-payments-on-failure", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	req := h.admit("7-oldrun", 1023, 1)
 	h.inj.FailAlways(storetest.CloseOrder, storetest.Transient())
-	h.inj.On(storetest.CloseOrder, storetest.Hooks{Before: func(call int) {
-		if call == 1 {
-			h.env.SignalWorkflow(workflows.PaymentSignal, payment(req, "pay-old"))
-		}
-	}})
+	h.payDuring(storetest.CloseOrder, payment(req, "pay-old"))
 
 	h.execute(req)
 
