@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/seckill/seckill"
@@ -112,7 +113,7 @@ func (c *Client) DevToken(ctx context.Context, userID int64) (*DevToken, error) 
 // DevPay has `seckill dev`'s sandbox provider pay one of the shopper's
 // orders through the real signed webhook (dev only).
 func (c *Client) DevPay(ctx context.Context, orderNo string) (*Accepted, error) {
-	return c.accepted(ctx, "/dev/v1/orders/"+orderNo+"/pay", c.Token, nil)
+	return c.accepted(ctx, "/dev/v1/orders/"+url.PathEscape(orderNo)+"/pay", c.Token, nil)
 }
 
 // Healthy returns nil when the API process answers /healthz.
