@@ -72,6 +72,15 @@ type Session struct {
 	RequireTicket bool `json:"require_ticket"`
 }
 
+// SessionView is the public shape of a session in the HTTP API (GET
+// /api/v1/sessions/{id}, the session list, the admin answers): the session
+// with its remaining stock and state at the instant of the answer.
+type SessionView struct {
+	*Session
+	RemainingStock int          `json:"remaining_stock"`
+	State          SessionState `json:"state"`
+}
+
 // SessionState is the public state of a session at one instant.
 type SessionState string
 

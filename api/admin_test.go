@@ -3,13 +3,13 @@ package api_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -46,29 +46,34 @@ func TestAdminSessionLifecycle(t *testing.T) {
 	missing := map[string]any{"sku_id": 9}
 	requireError(t, e.Do("POST", "/admin/v1/sessions", admin, missing), 400, "INVALID_ARGUMENT", `"title" is required`)
 
-	c := e.Do("POST", "/admin/v1/sessions", admin, body)
-	require.Equal(t, http.StatusCreated, c.Status, "%s", c.Raw)
-	id := int64(c.Body["id"].(float64))
-	require.Equal(t, "Phone", c.Str("title"))
-	require.Equal(t, float64(0), c.Body["remaining_stock"], "not preheated yet")
+	ctx := context.Background()
+	cl := e.Client()
+	created, err := cl.CreateSession(ctx, &seckill.Session{SKUID: 9, Title: "Phone", PriceCents: 4999, TotalStock: 3,
+		PerUserLimit: 1, StartAt: time.Now().Add(-time.Second), EndAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	id := created.ID
+	require.Equal(t, "Phone", created.Title)
+	require.Equal(t, 0, created.RemainingStock, "not preheated yet")
 	path := fmt.Sprintf("/admin/v1/sessions/%d", id)
 
-	requireError(t, e.Do("POST", "/admin/v1/sessions/777/preheat", admin, nil), 404, "NOT_FOUND", "not found")
-	p := e.Do("POST", path+"/preheat", admin, nil)
-	require.Equal(t, 200, p.Status, "%s", p.Raw)
-	require.Equal(t, float64(3), p.Body["stock"])
+	_, err = cl.Preheat(ctx, 777, false)
+	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(err), "%v", err)
+	p, err := cl.Preheat(ctx, id, false)
+	require.NoError(t, err)
+	require.Equal(t, 3, p.Stock)
 
 	// Sell one unit, then preheat again: live stock is never overwritten.
 	tok := e.Token(5)
-	o := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", id), tok, nil)
-	require.Equal(t, http.StatusAccepted, o.Status, "%s", o.Raw)
-	no := o.Str("order_no")
-	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
-	p = e.Do("POST", path+"/preheat", admin, nil)
-	require.Equal(t, float64(2), p.Body["stock"])
-	g := e.Do("GET", fmt.Sprintf("/api/v1/sessions/%d", id), "", nil)
-	require.Equal(t, float64(2), g.Body["remaining_stock"])
-	require.Equal(t, "ACTIVE", g.Str("state"))
+	o, err := cl.WithToken(tok).Buy(ctx, id, client.BuyOptions{})
+	require.NoError(t, err)
+	e.WaitStatus(tok, o.OrderNo, 20*time.Second, seckill.StatusWaitPay)
+	p, err = cl.Preheat(ctx, id, false)
+	require.NoError(t, err)
+	require.Equal(t, 2, p.Stock)
+	g, err := cl.Session(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, 2, g.RemainingStock)
+	require.Equal(t, seckill.SessionActive, g.State)
 
 	// Redis loses its data: plain preheat refuses (orders exist), force
 	// rebuilds from MySQL, and the invariants hold again.
@@ -78,9 +83,10 @@ func TestAdminSessionLifecycle(t *testing.T) {
 	}
 	requireError(t, e.Do("POST", path+"/preheat", admin, nil), 409, "CONFLICT", "force=true")
 	requireError(t, e.Do("POST", path+"/preheat?force=maybe", admin, nil), 400, "INVALID_ARGUMENT", "force")
-	f := e.Do("POST", path+"/preheat?force=true", admin, nil)
-	require.Equal(t, 200, f.Status, "%s", f.Raw)
-	require.Equal(t, float64(2), f.Body["stock"])
+	f, err := cl.Preheat(ctx, id, true)
+	require.NoError(t, err)
+	require.Equal(t, 2, f.Stock)
+	require.True(t, f.Rebuilt)
 	// The rebuilt reservation keeps the user's limit.
 	requireError(t, e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", id), tok, nil), 409, "LIMIT_EXCEEDED", "at most 1")
 

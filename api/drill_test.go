@@ -79,12 +79,13 @@ func TestDrillRedisLosesEverything(t *testing.T) {
 	require.False(t, rep.Preheated, "reconcile sees Redis lost the session")
 	requireError(t, e.Do("POST", ordersPath(sess.ID), e.Token(900), nil), 503, "UNAVAILABLE", "not preheated")
 
-	fix := e.Do("GET", fmt.Sprintf("/admin/v1/sessions/%d/reconcile?repair=true", sess.ID), testenv.AdminToken, nil)
-	require.Equal(t, 200, fix.Status, "%s", fix.Raw)
-	require.Equal(t, true, fix.Body["ok"], "%s", fix.Raw)
-	require.Equal(t, true, fix.Body["repair"].(map[string]any)["repaired"], "%s", fix.Raw)
-	again := e.Do("GET", fmt.Sprintf("/admin/v1/sessions/%d/reconcile?repair=true", sess.ID), testenv.AdminToken, nil)
-	require.Equal(t, false, again.Body["repair"].(map[string]any)["repaired"], "nothing left to repair: %s", again.Raw)
+	fixed, fix, err := e.Client().Repair(context.Background(), sess.ID)
+	require.NoError(t, err)
+	require.True(t, fixed.OK, "%+v", fixed)
+	require.True(t, fix.Repaired, "%+v", fix)
+	_, again, err := e.Client().Repair(context.Background(), sess.ID)
+	require.NoError(t, err)
+	require.False(t, again.Repaired, "nothing left to repair: %+v", again)
 
 	// The three unpaid orders time out and give back; the rebuilt
 	// reservations make the Redis release count exactly once.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redis"
 )
@@ -172,26 +173,30 @@ func TestSoldOutFastPath(t *testing.T) {
 // single-use ticket bound to the user and the session.
 func TestPurchaseTicket(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoWorker: true})
-	start := time.Now().UTC().Add(-time.Second).Format(time.RFC3339)
-	end := time.Now().UTC().Add(time.Hour).Format(time.RFC3339)
-	c := e.Do("POST", "/admin/v1/sessions", testenv.AdminToken, map[string]any{"sku_id": 1, "title": "t",
-		"price_cents": 10, "stock": 5, "per_user_limit": 2, "start_at": start, "end_at": end, "require_ticket": true})
-	require.Equal(t, http.StatusCreated, c.Status, "%s", c.Raw)
-	require.Equal(t, true, c.Body["require_ticket"])
-	id := int64(c.Body["id"].(float64))
-	require.Equal(t, 200, e.Do("POST", fmt.Sprintf("/admin/v1/sessions/%d/preheat", id), testenv.AdminToken, nil).Status)
+	ctx := context.Background()
+	admin := e.Client()
+	c, err := admin.CreateSession(ctx, &seckill.Session{SKUID: 1, Title: "t", PriceCents: 10, TotalStock: 5,
+		PerUserLimit: 2, StartAt: time.Now().Add(-time.Second), EndAt: time.Now().Add(time.Hour), RequireTicket: true})
+	require.NoError(t, err)
+	require.True(t, c.RequireTicket)
+	id := c.ID
+	_, err = admin.Preheat(ctx, id, false)
+	require.NoError(t, err)
 	tok, other := e.Token(1), e.Token(2)
+	shopper := admin.WithToken(tok)
 
 	requireError(t, e.Do("POST", ordersPath(id), tok, nil), 403, "FORBIDDEN", "ticket")
 	requireError(t, e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/ticket", id), "", nil), 401, "UNAUTHENTICATED", "missing")
-	tk := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/ticket", id), tok, nil)
-	require.Equal(t, 200, tk.Status, "%s", tk.Raw)
-	ticket := tk.Str("ticket")
+	tk, err := shopper.Ticket(ctx, id)
+	require.NoError(t, err)
+	ticket := tk.Ticket
 	require.NotEmpty(t, ticket)
 
 	requireError(t, e.Do("POST", ordersPath(id), other, nil, api.HeaderTicket, ticket), 403, "FORBIDDEN", "ticket")
 	requireError(t, e.Do("POST", ordersPath(id), tok, nil, api.HeaderTicket, ticket+"x"), 403, "FORBIDDEN", "ticket")
-	require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(id), tok, nil, api.HeaderTicket, ticket, "X-Request-ID", "same-id").Status)
+	placed, err := shopper.Buy(client.WithRequestID(ctx, "same-id"), id, client.BuyOptions{Ticket: ticket})
+	require.NoError(t, err)
+	require.Equal(t, "same-id", placed.RequestID())
 	requireError(t, e.Do("POST", ordersPath(id), tok, nil, api.HeaderTicket, ticket), 403, "FORBIDDEN", "already used")
 	// The client's own request id does not make a second purchase the
 	// "same" one: the ticket stays used.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/relay"
 )
@@ -30,10 +31,10 @@ import (
 func buyQueued(t *testing.T, e *testenv.Env, sessionID, user int64) (token, orderNo string) {
 	t.Helper()
 	token = e.Token(user)
-	r := e.Do("POST", ordersPath(sessionID), token, nil)
-	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
-	require.Equal(t, "QUEUED", r.Str("status"))
-	return token, r.Str("order_no")
+	r, err := e.Client().WithToken(token).Buy(context.Background(), sessionID, client.BuyOptions{})
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusQueued, r.Status)
+	return token, r.OrderNo
 }
 
 // payTwice delivers one payment twice, as a provider retrying would; both

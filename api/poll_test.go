@@ -2,8 +2,6 @@ package api_test
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -36,19 +35,24 @@ func TestPollNeedsNoMySQL(t *testing.T) {
 	}})
 	sess := e.Session(2, 1, 250)
 	tok := e.Token(3)
-	r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)
-	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
-	no := r.Str("order_no")
-	first := e.Do("GET", "/api/v1/orders/"+no, tok, nil)
-	require.Equal(t, 200, first.Status)
-	require.Contains(t, []string{"QUEUED", "WAIT_PAY"}, first.Str("status"))
-	require.Equal(t, float64(250), first.Body["amount_cents"])
-	require.Equal(t, float64(42), first.Body["sku_id"])
-	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
-	w := e.Do("GET", "/api/v1/orders/"+no, tok, nil)
-	require.NotNil(t, w.Body["pay_deadline"])
-	require.Equal(t, http.StatusOK, e.Pay(no, "p", "e", 250).Status)
-	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)
+	shopper := e.Client().WithToken(tok)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := shopper.Buy(ctx, sess.ID, client.BuyOptions{})
+	require.NoError(t, err)
+	no := r.OrderNo
+	first, err := shopper.Order(ctx, no)
+	require.NoError(t, err)
+	require.Contains(t, []seckill.Status{seckill.StatusQueued, seckill.StatusWaitPay}, first.Status)
+	require.Equal(t, int64(250), first.AmountCents)
+	require.Equal(t, int64(42), first.SKUID)
+	w, err := shopper.WaitOrder(ctx, no, seckill.StatusWaitPay)
+	require.NoError(t, err)
+	require.False(t, w.PayDeadline.IsZero())
+	_, err = e.Client().Pay(ctx, seckill.Payment{EventID: "e", PaymentID: "p", OrderNo: no, AmountCents: 250})
+	require.NoError(t, err)
+	_, err = shopper.WaitOrder(ctx, no, seckill.StatusPaid)
+	require.NoError(t, err)
 	require.Zero(t, reads.n.Load(), "polls and the webhook's order lookup read MySQL")
 
 	// Another shopper cannot see it; an unknown number is a 404.

@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -60,26 +60,31 @@ func TestReconcileIsOKThroughoutASale(t *testing.T) {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
 				u := users.Add(1)
-				tok := e.Token(u)
-				r := e.Do("POST", ordersPath(sess.ID), tok, map[string]int{"quantity": 1 + int(u%2)})
-				if r.Status != http.StatusAccepted {
+				shopper := e.Shopper(u)
+				r, err := shopper.Buy(ctx, sess.ID, client.BuyOptions{Quantity: 1 + int(u%2)})
+				if err != nil {
 					time.Sleep(50 * time.Millisecond) // sold out until timeouts give back
 					continue
 				}
 				n := accepted.Add(1)
-				no := r.Str("order_no")
+				no := r.OrderNo
+				pay := seckill.Payment{EventID: "e-" + no, PaymentID: "p-" + no, OrderNo: no, AmountCents: 100 * (1 + u%2)}
 				switch n % 5 {
 				case 0: // cancel while QUEUED: the workflow takes it after the row exists
-					if e.Do("POST", "/api/v1/orders/"+no+"/cancel", tok, nil).Status == http.StatusAccepted {
+					if _, err := shopper.Cancel(ctx, no); err == nil {
 						cancelled.Add(1)
 					}
 				case 1, 2: // pay once it waits for payment
-					if waitWaitPay(e, tok, no) && e.Pay(no, "p-"+no, "e-"+no, 100*(1+u%2)).Status == http.StatusOK {
-						paid.Add(1)
+					if waitWaitPay(shopper, no) {
+						if _, err := e.Client().Pay(ctx, pay); err == nil {
+							paid.Add(1)
+						}
 					}
 				case 3: // cancel while WAIT_PAY
-					if waitWaitPay(e, tok, no) && e.Do("POST", "/api/v1/orders/"+no+"/cancel", tok, nil).Status == http.StatusAccepted {
-						cancelled.Add(1)
+					if waitWaitPay(shopper, no) {
+						if _, err := shopper.Cancel(ctx, no); err == nil {
+							cancelled.Add(1)
+						}
 					}
 				default: // left to time out
 				}
@@ -109,16 +114,12 @@ func TestReconcileIsOKThroughoutASale(t *testing.T) {
 }
 
 // waitWaitPay polls an order until it waits for payment; false when it
-// does not within 20s (safe in a goroutine, unlike Env.WaitStatus).
-func waitWaitPay(e *testenv.Env, tok, orderNo string) bool {
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		switch e.Do("GET", "/api/v1/orders/"+orderNo, tok, nil).Str("status") {
-		case string(seckill.StatusWaitPay):
-			return true
-		case string(seckill.StatusQueued):
-		default:
-			return false
-		}
-	}
-	return false
+// ends otherwise or does not within 20s (safe in a goroutine, unlike
+// Env.WaitStatus).
+func waitWaitPay(shopper *client.Client, orderNo string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	o, err := shopper.WaitOrder(ctx, orderNo, seckill.StatusWaitPay, seckill.StatusPaid, seckill.StatusClosed,
+		seckill.StatusFailed, seckill.StatusRefundPending, seckill.StatusRefunded)
+	return err == nil && o.Status == seckill.StatusWaitPay
 }

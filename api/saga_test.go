@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -32,19 +34,20 @@ func burst(t *testing.T, e *testenv.Env, sessionID int64, firstUser int64, users
 	gate := make(chan struct{})
 	for u := firstUser; u < firstUser+int64(users); u++ {
 		tok := e.Token(u)
+		shopper := e.Client().WithToken(tok)
 		for i := 0; i < tries; i++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				<-gate
-				r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sessionID), tok, map[string]int{"quantity": 1})
+				a, err := shopper.Buy(context.Background(), sessionID, client.BuyOptions{Quantity: 1})
 				mu.Lock()
 				defer mu.Unlock()
-				if r.Status == http.StatusAccepted {
-					require.Equal(t, "QUEUED", r.Str("status"))
-					wins = append(wins, accepted{user: u, token: tok, orderNo: r.Str("order_no")})
+				if err == nil {
+					assert.Equal(t, seckill.StatusQueued, a.Status)
+					wins = append(wins, accepted{user: u, token: tok, orderNo: a.OrderNo})
 				} else {
-					codes[fmt.Sprintf("%d %s", r.Status, r.Str("code"))]++
+					codes[fmt.Sprintf("%d %s", client.StatusCode(err), seckill.ErrorCode(err))]++
 				}
 			}()
 		}
@@ -88,9 +91,9 @@ func TestBurstPayTimeoutAndResell(t *testing.T) {
 		res := e.Pay(w.orderNo, fmt.Sprintf("pay-%d", i), fmt.Sprintf("evt-%d", i), 1500)
 		require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
 	}
-	replay := e.Pay(paid[0].orderNo, "pay-0", "evt-0", 1500)
-	require.Equal(t, http.StatusOK, replay.Status, "%s", replay.Raw)
-	require.Equal(t, true, replay.Body["received"])
+	replay, err := e.Client().Pay(context.Background(), seckill.Payment{EventID: "evt-0", PaymentID: "pay-0", OrderNo: paid[0].orderNo, AmountCents: 1500})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, replay.StatusCode)
 	for _, w := range paid {
 		e.WaitStatus(w.token, w.orderNo, 20*time.Second, seckill.StatusPaid)
 	}
@@ -135,38 +138,48 @@ func TestBurstPayTimeoutAndResell(t *testing.T) {
 func TestCancelGivesStockBack(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	sess := e.Session(3, 1, 700)
-	owner, other := e.Token(1), e.Token(2)
+	owner, other := e.Shopper(1), e.Shopper(2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 
-	r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), owner, nil)
-	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
-	no := r.Str("order_no")
-	e.WaitStatus(owner, no, 20*time.Second, seckill.StatusWaitPay)
+	r, err := owner.Buy(ctx, sess.ID, client.BuyOptions{})
+	require.NoError(t, err)
+	no := r.OrderNo
+	_, err = owner.WaitOrder(ctx, no, seckill.StatusWaitPay)
+	require.NoError(t, err)
 
-	require.Equal(t, http.StatusNotFound, e.Do("GET", "/api/v1/orders/"+no, other, nil).Status)
-	require.Equal(t, http.StatusNotFound, e.Do("POST", "/api/v1/orders/"+no+"/cancel", other, nil).Status)
+	_, err = other.Order(ctx, no)
+	require.Equal(t, http.StatusNotFound, client.StatusCode(err))
+	_, err = other.Cancel(ctx, no)
+	require.Equal(t, http.StatusNotFound, client.StatusCode(err))
 
-	c := e.Do("POST", "/api/v1/orders/"+no+"/cancel", owner, nil)
-	require.Equal(t, http.StatusAccepted, c.Status, "%s", c.Raw)
-	require.Equal(t, no, c.Str("order_no"))
-	e.WaitStatus(owner, no, 20*time.Second, seckill.StatusClosed)
+	c, err := owner.Cancel(ctx, no)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, c.StatusCode)
+	require.Equal(t, no, c.OrderNo)
+	_, err = owner.WaitOrder(ctx, no, seckill.StatusClosed)
+	require.NoError(t, err)
 	e.Eventually(10*time.Second, "stock back", func() error {
 		if s, _, _ := e.Gate.Stock(context.Background(), sess.ID); s != 3 {
 			return fmt.Errorf("redis stock %d", s)
 		}
 		return nil
 	})
-	again := e.Do("POST", "/api/v1/orders/"+no+"/cancel", owner, nil)
-	require.Equal(t, http.StatusConflict, again.Status, "%s", again.Raw)
-	require.Equal(t, "CONFLICT", again.Str("code"))
+	_, err = owner.Cancel(ctx, no)
+	require.Equal(t, http.StatusConflict, client.StatusCode(err), "%v", err)
+	require.Equal(t, seckill.ECONFLICT, seckill.ErrorCode(err))
 
 	// The limit came back with the stock: the owner may buy again, and pay.
-	r = e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), owner, nil)
-	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
-	no2 := r.Str("order_no")
-	e.WaitStatus(owner, no2, 20*time.Second, seckill.StatusWaitPay)
-	require.Equal(t, http.StatusOK, e.Pay(no2, "p-1", "e-1", 700).Status)
-	e.WaitStatus(owner, no2, 20*time.Second, seckill.StatusPaid)
-	paidCancel := e.Do("POST", "/api/v1/orders/"+no2+"/cancel", owner, nil)
-	require.Equal(t, http.StatusConflict, paidCancel.Status)
+	r, err = owner.Buy(ctx, sess.ID, client.BuyOptions{})
+	require.NoError(t, err)
+	no2 := r.OrderNo
+	_, err = owner.WaitOrder(ctx, no2, seckill.StatusWaitPay)
+	require.NoError(t, err)
+	_, err = e.Client().Pay(ctx, seckill.Payment{EventID: "e-1", PaymentID: "p-1", OrderNo: no2, AmountCents: 700})
+	require.NoError(t, err)
+	_, err = owner.WaitOrder(ctx, no2, seckill.StatusPaid)
+	require.NoError(t, err)
+	_, err = owner.Cancel(ctx, no2)
+	require.Equal(t, http.StatusConflict, client.StatusCode(err))
 	e.RequireInvariants(sess.ID)
 }

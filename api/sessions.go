@@ -113,11 +113,7 @@ func (c *sessionCache) forget(id int64) {
 }
 
 // sessionJSON is the public shape of a session.
-type sessionJSON struct {
-	*seckill.Session
-	RemainingStock int                  `json:"remaining_stock"`
-	State          seckill.SessionState `json:"state"`
-}
+type sessionJSON = seckill.SessionView
 
 func (s *Server) sessionView(ctx context.Context, sess *seckill.Session) (*sessionJSON, error) {
 	stock, preheated, err := s.gate.Stock(ctx, sess.ID)

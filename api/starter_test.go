@@ -14,6 +14,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/starter"
 )
@@ -57,11 +58,14 @@ func TestWinnersNeverWaitForStarts(t *testing.T) {
 	sess := e.Session(5, 1, 100)
 	var orders []string
 	for u := int64(1); u <= 3; u++ {
-		r := e.Do("POST", ordersPath(sess.ID), e.Token(u), nil)
-		require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
-		no := r.Str("order_no")
+		shopper := e.Shopper(u)
+		r, err := shopper.Buy(context.Background(), sess.ID, client.BuyOptions{})
+		require.NoError(t, err)
+		no := r.OrderNo
 		orders = append(orders, no)
-		require.Equal(t, "QUEUED", e.Do("GET", "/api/v1/orders/"+no, e.Token(u), nil).Str("status"))
+		o, err := shopper.Order(context.Background(), no)
+		require.NoError(t, err)
+		require.Equal(t, seckill.StatusQueued, o.Status)
 		require.True(t, e.API.Starter().Holds(no), "the start is the starter's, after the answer")
 	}
 	require.Zero(t, held.finished(), "every 202 came back while its start was still pending")

@@ -24,6 +24,8 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/drill"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/redis"
@@ -56,19 +58,19 @@ type Config struct {
 
 // Result is what the soak did and found.
 type Result struct {
-	Seed      uint64           `json:"seed"`
-	Duration  string           `json:"duration"`
-	Sales     int              `json:"sales"`
-	Requests  int              `json:"requests"`
-	Unknown   int              `json:"unknown"`  // purchase attempts that met an undecided answer
-	Resolved  int              `json:"resolved"` // ... and got the truth with their key
-	Orders    int              `json:"orders"`
-	Payments  int              `json:"payments"` // orders that ended PAID
-	Refunds   int              `json:"refunds"`  // payments that lost their order
-	Faults    map[string]int   `json:"faults"`
-	Results   []*drill.Result  `json:"sales_results"`
-	Problems  []string         `json:"problems"`
-	Reconcile []map[string]any `json:"final_reconcile"`
+	Seed      uint64            `json:"seed"`
+	Duration  string            `json:"duration"`
+	Sales     int               `json:"sales"`
+	Requests  int               `json:"requests"`
+	Unknown   int               `json:"unknown"`  // purchase attempts that met an undecided answer
+	Resolved  int               `json:"resolved"` // ... and got the truth with their key
+	Orders    int               `json:"orders"`
+	Payments  int               `json:"payments"` // orders that ended PAID
+	Refunds   int               `json:"refunds"`  // payments that lost their order
+	Faults    map[string]int    `json:"faults"`
+	Results   []*drill.Result   `json:"sales_results"`
+	Problems  []string          `json:"problems"`
+	Reconcile []*seckill.Report `json:"final_reconcile"`
 }
 
 // Violations is the number of broken invariants and wrong answers found.
@@ -146,7 +148,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		sale.FaultAt = max(sale.Ramp/5, 100*time.Millisecond)
 	}
 	if sale.HTTP == nil {
-		sale.HTTP = drill.NewHTTPClient(10 * time.Second)
+		sale.HTTP = client.NewHTTPClient(10 * time.Second)
 	}
 	for fctx.Err() == nil {
 		r, err := drill.Run(ctx, sale)
@@ -176,11 +178,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 		res.Reconcile = append(res.Reconcile, rep)
-		if ok, _ := rep["ok"].(bool); !ok {
-			final.Problems = append(final.Problems, fmt.Sprintf("session %d: reconcile: %v", r.SessionID, rep["problems"]))
+		if !rep.OK {
+			final.Problems = append(final.Problems, fmt.Sprintf("session %d: reconcile: %v", r.SessionID, rep.Problems))
 		}
-		if v, _ := rep["in_flight"].(float64); v != 0 {
-			final.Problems = append(final.Problems, fmt.Sprintf("session %d: %v reservations in flight", r.SessionID, v))
+		if rep.InFlight != 0 {
+			final.Problems = append(final.Problems, fmt.Sprintf("session %d: %d reservations in flight", r.SessionID, rep.InFlight))
 		}
 	}
 	res.Problems = append(res.Problems, final.Problems...)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"go.temporal.io/sdk/client"
 
+	apiclient "github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/toxi"
 )
 
@@ -300,12 +300,8 @@ func (s *stack) waitTemporal(ctx context.Context, timeout time.Duration) error {
 func (s *stack) waitReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(s.baseURL + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if apiclient.New(s.baseURL).Ready(ctx) == nil {
+			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -18,9 +18,8 @@
 package drill
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,19 +29,14 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/client"
 )
-
-// HeaderIdempotencyKey is the header carrying a purchase attempt's key.
-const HeaderIdempotencyKey = "Idempotency-Key"
 
 // A keyed purchase must never be answered from the API's in-memory
 // sold-out flag (the layer header, api.HeaderLayer): that answer pins
 // nothing, so the same key could buy once stock is back. The admission
 // script answers keyed requests, and pins its SOLD_OUT.
-const (
-	headerLayer        = "X-Seckill-Layer"
-	layerSoldOutMemory = "soldout_memory"
-)
+const layerSoldOutMemory = "soldout_memory"
 
 // Config describes one drill.
 type Config struct {
@@ -85,8 +79,9 @@ type Config struct {
 	Owners func(ctx context.Context, sessionID int64) (map[string]int64, error)
 	// IssueToken mints a shopper token (the api package's IssueToken).
 	IssueToken func(secret []byte, user int64, ttl time.Duration, now time.Time) (string, error)
-	HTTP       *http.Client
-	Progress   io.Writer
+	// HTTP sends the requests (client.NewHTTPClient(30s) when nil).
+	HTTP     *http.Client
+	Progress io.Writer
 }
 
 // Result is what the drill saw.
@@ -99,24 +94,24 @@ type Result struct {
 	// Unknown counts attempts that got an undecided answer (503 or a
 	// network error) at least once; Resolved those whose key later gave
 	// the truth (all of them, or a problem is reported).
-	Unknown   int            `json:"unknown"`
-	Resolved  int            `json:"resolved"`
-	Unknowns  map[string]int `json:"unknown_answers"` // undecided answers by kind
-	Orders    int            `json:"orders"`          // order rows in MySQL (-1 when not read)
-	Paid      int            `json:"paid"`            // orders that ended PAID
-	Cancelled int            `json:"cancelled"`
-	TimedOut  int            `json:"timed_out"`
-	Refunds   int            `json:"refunds"` // payments that lost their order (late or racing the timeout)
-	LateOrder string         `json:"late_payment_order,omitempty"`
-	Report    map[string]any `json:"reconcile"`
-	Problems  []string       `json:"problems"`
-	OK        bool           `json:"ok"`
+	Unknown   int             `json:"unknown"`
+	Resolved  int             `json:"resolved"`
+	Unknowns  map[string]int  `json:"unknown_answers"` // undecided answers by kind
+	Orders    int             `json:"orders"`          // order rows in MySQL (-1 when not read)
+	Paid      int             `json:"paid"`            // orders that ended PAID
+	Cancelled int             `json:"cancelled"`
+	TimedOut  int             `json:"timed_out"`
+	Refunds   int             `json:"refunds"` // payments that lost their order (late or racing the timeout)
+	LateOrder string          `json:"late_payment_order,omitempty"`
+	Report    *seckill.Report `json:"reconcile"`
+	Problems  []string        `json:"problems"`
+	OK        bool            `json:"ok"`
 }
 
 type order struct {
-	user  int64
-	token string
-	no    string
+	user int64
+	api  *client.Client // the shopper's
+	no   string
 }
 
 // answer is what the API said to one purchase request.
@@ -148,7 +143,7 @@ func (a answer) String() string {
 // attempt is one purchase attempt (one click): a key, retried until decided.
 type attempt struct {
 	user  int64
-	token string
+	api   *client.Client // the shopper's
 	key   string
 	final answer
 	// sawUnknown: some answer on the way was undecided.
@@ -159,6 +154,7 @@ type attempt struct {
 
 type runner struct {
 	cfg Config
+	api *client.Client // admin and payment provider
 	mu  sync.Mutex
 	res *Result
 }
@@ -168,27 +164,11 @@ type runner struct {
 // is resolved once the fault is gone.
 const burstRetries = 3
 
-// NewHTTPClient is the drill's client: keep-alive connections to the API,
-// dropped after 5 s idle, before the API's own idle timeout (10 s) closes
-// them: a request sent on a connection the server is closing at that
-// instant gets the server's timeout answer instead of its own.
-func NewHTTPClient(timeout time.Duration) *http.Client {
-	return &http.Client{Timeout: timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 512, IdleConnTimeout: 5 * time.Second}}
-}
-
 // Run runs the drill. An error means the drill could not run; a drill that
 // ran and found broken invariants returns a Result with OK false.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	if cfg.HTTP == nil {
-		cfg.HTTP = NewHTTPClient(30 * time.Second)
-	}
-	if cfg.Settle <= 0 {
-		cfg.Settle = 2 * time.Minute
-	}
-	if cfg.Progress == nil {
-		cfg.Progress = io.Discard
-	}
-	r := &runner{cfg: cfg, res: &Result{Refusals: map[string]int{}, Unknowns: map[string]int{}, Problems: []string{}, Orders: -1}}
+	r := newRunner(cfg)
+	r.res = &Result{Refusals: map[string]int{}, Unknowns: map[string]int{}, Problems: []string{}, Orders: -1}
 	if err := r.createSession(ctx); err != nil {
 		return nil, err
 	}
@@ -216,51 +196,48 @@ func (r *runner) problem(format string, args ...any) {
 
 func (r *runner) logf(format string, args ...any) { fmt.Fprintf(r.cfg.Progress, format+"\n", args...) }
 
-// call sends a JSON request and decodes the JSON answer.
-func (r *runner) call(ctx context.Context, method, path, auth string, body []byte, hdr map[string]string) (int, map[string]any, http.Header, error) {
-	req, err := http.NewRequestWithContext(ctx, method, r.cfg.BaseURL+path, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, nil, err
+// newRunner fills cfg's defaults and makes the API client.
+func newRunner(cfg Config) *runner {
+	if cfg.HTTP == nil {
+		cfg.HTTP = client.NewHTTPClient(30 * time.Second)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if auth != "" {
-		req.Header.Set("Authorization", "Bearer "+auth)
+	if cfg.Settle <= 0 {
+		cfg.Settle = 2 * time.Minute
 	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
 	}
-	resp, err := r.cfg.HTTP.Do(req)
-	if err != nil {
-		return 0, nil, nil, err
+	return &runner{cfg: cfg, api: &client.Client{BaseURL: cfg.BaseURL, HTTP: cfg.HTTP, AdminToken: cfg.AdminToken,
+		WebhookSecret: cfg.WebhookSecret, PollInterval: 100 * time.Millisecond}}
+}
+
+// status is the HTTP status of a call's outcome: ok when it succeeded, the
+// answer's when the API refused, 0 with the error when it was not reached.
+func status(ok int, err error) (int, error) {
+	switch code := client.StatusCode(err); {
+	case code != 0:
+		return code, nil
+	case err != nil:
+		return 0, err
 	}
-	defer resp.Body.Close()
-	var out map[string]any
-	raw, _ := io.ReadAll(resp.Body)
-	if json.Unmarshal(raw, &out) != nil || out == nil {
-		out = map[string]any{"raw": string(raw)}
-	}
-	return resp.StatusCode, out, resp.Header, nil
+	return ok, nil
 }
 
 func (r *runner) createSession(ctx context.Context) error {
 	now := time.Now().UTC()
-	body, _ := json.Marshal(map[string]any{
-		"sku_id": 9000, "title": "fault drill", "price_cents": 100, "stock": r.cfg.Stock,
-		"per_user_limit": r.cfg.PerUserLimit, "start_at": now.Add(-time.Second).Format(time.RFC3339),
-		"end_at": now.Add(time.Hour).Format(time.RFC3339),
-	})
-	code, out, _, err := r.call(ctx, "POST", "/admin/v1/sessions", r.cfg.AdminToken, body, nil)
-	if err != nil || code != http.StatusCreated {
-		return fmt.Errorf("create session: %d %v %v", code, out, err)
+	sess, err := r.api.CreateSession(ctx, &seckill.Session{SKUID: 9000, Title: "fault drill", PriceCents: 100,
+		TotalStock: r.cfg.Stock, PerUserLimit: r.cfg.PerUserLimit, StartAt: now.Add(-time.Second), EndAt: now.Add(time.Hour)})
+	if err != nil {
+		return fmt.Errorf("create session: %w", err)
 	}
-	r.res.SessionID = int64(out["id"].(float64))
+	r.res.SessionID = sess.ID
 	// Preheating is idempotent: retried while the API cannot reach Redis.
-	code, err = r.until(ctx, "preheat", func() (int, error) {
-		code, out, _, err = r.call(ctx, "POST", fmt.Sprintf("/admin/v1/sessions/%d/preheat", r.res.SessionID), r.cfg.AdminToken, nil, nil)
-		return code, err
+	code, err := r.until(ctx, "preheat", func() (int, error) {
+		_, err := r.api.Preheat(ctx, r.res.SessionID, false)
+		return status(http.StatusOK, err)
 	})
 	if err != nil || code != http.StatusOK {
-		return fmt.Errorf("preheat: %d %v %v", code, out, err)
+		return fmt.Errorf("preheat: %d %v", code, err)
 	}
 	r.logf("session %d: %d units, %d per shopper", r.res.SessionID, r.cfg.Stock, r.cfg.PerUserLimit)
 	return nil
@@ -268,12 +245,11 @@ func (r *runner) createSession(ctx context.Context) error {
 
 // buy sends one purchase request of an attempt.
 func (r *runner) buy(ctx context.Context, a *attempt) answer {
-	path := fmt.Sprintf("/api/v1/sessions/%d/orders", r.res.SessionID)
-	code, out, hdr, err := r.call(ctx, "POST", path, a.token, []byte(`{"quantity":1}`), map[string]string{HeaderIdempotencyKey: a.key})
+	placed, err := a.api.Buy(ctx, r.res.SessionID, client.BuyOptions{Quantity: 1, IdempotencyKey: a.key})
 	r.mu.Lock()
 	r.res.Requests++
 	r.mu.Unlock()
-	ans := answer{status: code, err: err, retryIn: 200 * time.Millisecond}
+	ans := answer{retryIn: 200 * time.Millisecond}
 	defer func() {
 		if ans.unknown() {
 			r.mu.Lock()
@@ -282,27 +258,27 @@ func (r *runner) buy(ctx context.Context, a *attempt) answer {
 			a.sawUnknown = true
 		}
 	}()
-	if err != nil {
+	var m client.Meta
+	var refused *client.Error
+	switch {
+	case err == nil:
+		m, ans.orderNo = placed.Meta, placed.OrderNo
+	case errors.As(err, &refused):
+		m, ans.code = refused.Meta, refused.Err.Code
+		if refused.Body != nil {
+			// Not the error shape: keep what came, for the report.
+			ans.code = fmt.Sprintf("(body %q)", truncate(string(refused.Body), 120))
+		}
+	default:
+		ans.err = err
 		return ans
 	}
-	ans.layer = hdr.Get(headerLayer)
-	ans.code, _ = out["code"].(string)
-	if ans.code == "" && code != http.StatusAccepted {
-		// Not the error shape: keep what came, for the report.
-		body := any(out)
-		if raw, ok := out["raw"]; ok {
-			body = raw
-		}
-		ans.code = fmt.Sprintf("(body %q)", truncate(body, 120))
-	}
-	if code == http.StatusAccepted {
-		ans.orderNo, _ = out["order_no"].(string)
-	}
-	if s, err := strconv.Atoi(hdr.Get("Retry-After")); err == nil && s > 0 {
+	ans.status, ans.layer = m.StatusCode, m.Layer()
+	if d := m.RetryAfter(); d > 0 {
 		// Honoured, but kept short: the drill is bounded in time.
-		ans.retryIn = min(time.Duration(s)*time.Second, time.Second)
+		ans.retryIn = min(d, time.Second)
 	}
-	if code >= 500 && code != http.StatusServiceUnavailable {
+	if ans.status >= 500 && ans.status != http.StatusServiceUnavailable {
 		// Undecided all the same (retried with the key), but only 503 is
 		// the contract's answer for it.
 		r.problem("purchase %s answered %s: an undecided outcome must be 503 UNAVAILABLE", a.key, ans)
@@ -338,7 +314,7 @@ func (r *runner) burst(ctx context.Context) ([]*attempt, error) {
 			return nil, err
 		}
 		for i := 0; i < r.cfg.Tries; i++ {
-			attempts = append(attempts, &attempt{user: user, token: tok, key: fmt.Sprintf("drill-%s-%d-%d", stamp, user, i)})
+			attempts = append(attempts, &attempt{user: user, api: r.api.WithToken(tok), key: fmt.Sprintf("drill-%s-%d-%d", stamp, user, i)})
 		}
 	}
 	n := len(attempts)
@@ -442,7 +418,7 @@ func (r *runner) accepted(attempts []*attempt) []order {
 			continue
 		}
 		seen[no] = a.key
-		won = append(won, order{user: a.user, token: a.token, no: no})
+		won = append(won, order{user: a.user, api: a.api, no: no})
 		perUser[a.user]++
 		if perUser[a.user] > r.cfg.PerUserLimit {
 			r.problem("user %d accepted %d times, limit %d", a.user, perUser[a.user], r.cfg.PerUserLimit)
@@ -465,25 +441,13 @@ func (r *runner) accepted(attempts []*attempt) []order {
 
 // waitStatus polls an order until it has one of want.
 func (r *runner) waitStatus(ctx context.Context, o order, want ...seckill.Status) (seckill.Status, error) {
-	deadline := time.Now().Add(r.cfg.Settle)
-	var last string
-	for time.Now().Before(deadline) {
-		_, out, _, err := r.call(ctx, "GET", "/api/v1/orders/"+o.no, o.token, nil, nil)
-		if err == nil {
-			last, _ = out["status"].(string)
-			for _, w := range want {
-				if last == string(w) {
-					return w, nil
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	wctx, cancel := context.WithTimeout(ctx, r.cfg.Settle)
+	defer cancel()
+	got, err := o.api.WaitOrder(wctx, o.no, want...)
+	if err != nil {
+		return "", err
 	}
-	return seckill.Status(last), fmt.Errorf("order %s still %q after %s, want %v", o.no, last, r.cfg.Settle, want)
+	return got.Status, nil
 }
 
 // until repeats a request while the API answers 5xx (or the network
@@ -512,19 +476,16 @@ func (r *runner) until(ctx context.Context, what string, send func() (int, error
 }
 
 func (r *runner) pay(ctx context.Context, o order, paymentID string) (int, error) {
-	body, _ := json.Marshal(map[string]any{"event_id": "evt_" + paymentID, "payment_id": paymentID,
-		"order_no": o.no, "amount_cents": 100, "status": "SUCCEEDED"})
 	return r.until(ctx, "payment of "+o.no, func() (int, error) {
-		code, _, _, err := r.call(ctx, "POST", "/api/v1/payments/webhook", "", body,
-			map[string]string{seckill.HeaderSignature: seckill.SignWebhook(r.cfg.WebhookSecret, time.Now(), body)})
-		return code, err
+		_, err := r.api.Pay(ctx, seckill.Payment{PaymentID: paymentID, OrderNo: o.no, AmountCents: 100})
+		return status(http.StatusOK, err)
 	})
 }
 
 func (r *runner) cancel(ctx context.Context, o order) (int, error) {
 	return r.until(ctx, "cancel of "+o.no, func() (int, error) {
-		code, _, _, err := r.call(ctx, "POST", "/api/v1/orders/"+o.no+"/cancel", o.token, nil, nil)
-		return code, err
+		_, err := o.api.Cancel(ctx, o.no)
+		return status(http.StatusAccepted, err)
 	})
 }
 
@@ -690,54 +651,42 @@ func (r *runner) check(ctx context.Context, attempts []*attempt) error {
 		return err
 	}
 	r.res.Report = rep
-	if ok, _ := rep["ok"].(bool); !ok {
-		r.problem("reconcile: %v", rep["problems"])
+	if !rep.OK {
+		r.problem("reconcile: %v", rep.Problems)
 	}
-	if v, _ := rep["in_flight"].(float64); v != 0 {
-		r.problem("%v reservations still in flight", v)
+	if rep.InFlight != 0 {
+		r.problem("%d reservations still in flight", rep.InFlight)
 	}
-	orders, _ := rep["orders"].(map[string]any)
-	count := func(s seckill.Status) int { v, _ := orders[string(s)].(float64); return int(v) }
-	if got := count(seckill.StatusPaid); got != r.res.Paid {
+	if got := rep.Orders[seckill.StatusPaid]; got != r.res.Paid {
 		r.problem("%d PAID orders, %d paid", got, r.res.Paid)
 	}
-	closed := count(seckill.StatusClosed) + count(seckill.StatusRefundPending) + count(seckill.StatusRefunded)
+	closed := rep.Orders[seckill.StatusClosed] + rep.Orders[seckill.StatusRefundPending] + rep.Orders[seckill.StatusRefunded]
 	if want := r.res.Accepted - r.res.Paid; closed != want {
 		r.problem("%d closed orders, %d accepted and not paid", closed, want)
 	}
-	if got, want := num(rep["db_stock"]), r.cfg.Stock-r.res.Paid; got != want {
+	if got, want := rep.DBStock, r.cfg.Stock-r.res.Paid; got != want {
 		r.problem("db_stock %d, want %d", got, want)
 	}
-	if got, want := num(rep["redis_stock"]), r.cfg.Stock-r.res.Paid; got != want {
+	if got, want := rep.RedisStock, r.cfg.Stock-r.res.Paid; got != want {
 		r.problem("redis_stock %d, want %d", got, want)
 	}
 	return nil
 }
 
-func num(v any) int { f, _ := v.(float64); return int(f) }
-
 // Reconcile reads a session's reconcile report through the admin API of
-// cfg's stack, retrying while the API is unreachable or answers 503 (a
-// soak checks every session once its faults are over).
-func Reconcile(ctx context.Context, cfg Config, sessionID int64) (map[string]any, error) {
-	if cfg.HTTP == nil {
-		cfg.HTTP = http.DefaultClient
-	}
-	if cfg.Settle <= 0 {
-		cfg.Settle = 2 * time.Minute
-	}
-	r := &runner{cfg: cfg}
-	path := fmt.Sprintf("/admin/v1/sessions/%d/reconcile", sessionID)
-	deadline := time.Now().Add(cfg.Settle)
+// cfg's stack, retrying while the API is unreachable or answers 503 and
+// while reservations are in flight, up to cfg.Settle (a soak checks every
+// session once its faults are over).
+func Reconcile(ctx context.Context, cfg Config, sessionID int64) (*seckill.Report, error) {
+	r := newRunner(cfg)
+	deadline := time.Now().Add(r.cfg.Settle)
 	for {
-		code, out, _, err := r.call(ctx, "GET", path, cfg.AdminToken, nil, nil)
-		if err == nil && code == http.StatusOK {
-			if inFlight, _ := out["in_flight"].(float64); inFlight == 0 || time.Now().After(deadline) {
-				return out, nil
-			}
+		rep, err := r.api.Reconcile(ctx, sessionID)
+		if err == nil && (rep.InFlight == 0 || time.Now().After(deadline)) {
+			return rep, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("reconcile session %d: %d %v", sessionID, code, err)
+			return nil, fmt.Errorf("reconcile session %d: %w", sessionID, err)
 		}
 		select {
 		case <-ctx.Done():

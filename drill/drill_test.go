@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"sync"
 	"testing"
@@ -13,7 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/drill"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/relay"
@@ -79,58 +80,51 @@ func TestDrillPaymentRacesTimeout(t *testing.T) {
 	e := testenv.New(t, testenv.Options{PayTimeout: 2 * time.Second})
 	const n = 30
 	sess := e.Session(n, 1, 100)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	type placed struct {
-		no, token string
-		deadline  time.Time
+		no       string
+		shopper  *client.Client
+		deadline time.Time
 	}
 	var orders []placed
 	for u := int64(1); u <= n; u++ {
-		tok := e.Token(u)
-		r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)
-		require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
-		orders = append(orders, placed{no: r.Str("order_no"), token: tok})
+		shopper := e.Shopper(u)
+		a, err := shopper.Buy(ctx, sess.ID, client.BuyOptions{})
+		require.NoError(t, err)
+		orders = append(orders, placed{no: a.OrderNo, shopper: shopper})
 	}
-	for i := range orders {
-		e.Eventually(20*time.Second, "WAIT_PAY", func() error {
-			r := e.Do("GET", "/api/v1/orders/"+orders[i].no, orders[i].token, nil)
-			d, err := time.Parse(time.RFC3339Nano, r.Str("pay_deadline"))
-			if r.Str("status") != "WAIT_PAY" || err != nil {
-				return fmt.Errorf("%s", r.Raw)
-			}
-			orders[i].deadline = d
-			return nil
-		})
+	for i, o := range orders {
+		w, err := o.shopper.WaitOrder(ctx, o.no, seckill.StatusWaitPay)
+		require.NoError(t, err)
+		orders[i].deadline = w.PayDeadline
 	}
 	var wg sync.WaitGroup
 	stamp := time.Now().UnixNano()
+	provider := e.Client()
 	for i, o := range orders {
 		jitter := time.Duration(rand.Int64N(int64(300*time.Millisecond))) - 150*time.Millisecond
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			time.Sleep(time.Until(o.deadline.Add(jitter)))
-			r := e.Pay(o.no, fmt.Sprintf("race-%d-%d", stamp, i), fmt.Sprintf("race-evt-%d-%d", stamp, i), 100)
+			p := seckill.Payment{EventID: fmt.Sprintf("race-evt-%d-%d", stamp, i), PaymentID: fmt.Sprintf("race-%d-%d", stamp, i), OrderNo: o.no, AmountCents: 100}
+			_, err := provider.Pay(ctx, p)
 			// 200, or 503 when the order's workflow had just ended and the
 			// provider must retry: a provider retries until 200.
-			for r.Status == http.StatusServiceUnavailable {
+			for seckill.ErrorCode(err) == seckill.EUNAVAILABLE {
 				time.Sleep(100 * time.Millisecond)
-				r = e.Pay(o.no, fmt.Sprintf("race-%d-%d", stamp, i), fmt.Sprintf("race-evt-%d-%d", stamp, i), 100)
+				_, err = provider.Pay(ctx, p)
 			}
-			assert.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+			assert.NoError(t, err)
 		}()
 	}
 	wg.Wait()
-	outcomes := map[string]int{}
+	outcomes := map[seckill.Status]int{}
 	for _, o := range orders {
-		var st string
-		e.Eventually(20*time.Second, "settled", func() error {
-			st = e.Do("GET", "/api/v1/orders/"+o.no, o.token, nil).Str("status")
-			if st == "PAID" || st == "REFUND_PENDING" {
-				return nil
-			}
-			return fmt.Errorf("status %s", st)
-		})
-		outcomes[st]++
+		settled, err := o.shopper.WaitOrder(ctx, o.no, seckill.StatusPaid, seckill.StatusRefundPending)
+		require.NoError(t, err)
+		outcomes[settled.Status]++
 	}
 	t.Logf("outcomes: %v", outcomes)
 	e.Eventually(10*time.Second, "releases done", func() error {
@@ -140,10 +134,10 @@ func TestDrillPaymentRacesTimeout(t *testing.T) {
 		return nil
 	})
 	rep := e.RequireInvariants(sess.ID)
-	require.Equal(t, outcomes["PAID"], rep.Orders["PAID"])
-	require.Equal(t, n-outcomes["PAID"], rep.DBStock, "every order that did not end PAID gave its unit back")
-	require.Equal(t, n-outcomes["PAID"], rep.RedisStock)
-	require.Equal(t, outcomes["REFUND_PENDING"], rep.RefundsPending, "every payment that lost waits for its refund")
+	require.Equal(t, outcomes[seckill.StatusPaid], rep.Orders[seckill.StatusPaid])
+	require.Equal(t, n-outcomes[seckill.StatusPaid], rep.DBStock, "every order that did not end PAID gave its unit back")
+	require.Equal(t, n-outcomes[seckill.StatusPaid], rep.RedisStock)
+	require.Equal(t, outcomes[seckill.StatusRefundPending], rep.RefundsPending, "every payment that lost waits for its refund")
 }
 
 // The Temporal server (file-backed) is killed mid-burst and restarted:

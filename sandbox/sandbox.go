@@ -5,16 +5,13 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/client"
 )
 
 // Provider is the sandbox payment provider.
@@ -56,30 +53,15 @@ func (p *Provider) Refunds() map[string]seckill.Refund {
 }
 
 // Pay sends the signed SUCCEEDED webhook of a payment and returns the
-// API's status code.
+// API's status code; an error only when the API could not be reached.
 func (p *Provider) Pay(ctx context.Context, orderNo, paymentID string, amountCents int64) (int, error) {
-	body, err := json.Marshal(map[string]any{
-		"event_id": "evt_" + paymentID, "payment_id": paymentID, "order_no": orderNo,
-		"amount_cents": amountCents, "status": "SUCCEEDED",
-	})
-	if err != nil {
-		return 0, err
+	c := &client.Client{BaseURL: p.APIBase, HTTP: p.Client, WebhookSecret: p.Secret}
+	m, err := c.Pay(ctx, seckill.Payment{PaymentID: paymentID, OrderNo: orderNo, AmountCents: amountCents})
+	if code := client.StatusCode(err); code != 0 {
+		return code, nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.APIBase+"/api/v1/payments/webhook", bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(seckill.HeaderSignature, seckill.SignWebhook(p.Secret, time.Now(), body))
-	c := p.Client
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("sandbox webhook: %w", err)
 	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, nil
+	return m.StatusCode, nil
 }

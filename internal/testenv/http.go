@@ -2,21 +2,19 @@ package testenv
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"io"
 	"net/http"
 	"time"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/client"
 )
 
 // client is shared by every test: keep-alive connections to the loopback API.
-var httpClient = &http.Client{
-	Timeout:   30 * time.Second,
-	Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0},
-}
+var httpClient = client.NewHTTPClient(30 * time.Second)
 
 // Response is a decoded API answer.
 type Response struct {
@@ -75,31 +73,53 @@ func (e *Env) Do(method, path, auth string, body any, headers ...string) *Respon
 	return r
 }
 
+// Client returns a client of the Env's API with the admin token and the
+// webhook secret; Shopper one that acts as a user.
+func (e *Env) Client() *client.Client {
+	return &client.Client{BaseURL: e.BaseURL, HTTP: httpClient, AdminToken: AdminToken, WebhookSecret: WebhookSecret}
+}
+
+// Shopper returns a client of the Env's API signed in as user.
+func (e *Env) Shopper(user int64) *client.Client { return e.Client().WithToken(e.Token(user)) }
+
+// response turns a client call's outcome into a Response: the answer's
+// status and headers, and for an error answer its body.
+func (e *Env) response(m client.Meta, err error) *Response {
+	e.T.Helper()
+	var ce *client.Error
+	switch {
+	case errors.As(err, &ce):
+		m = ce.Meta
+		body := seckill.ErrorBody{Code: ce.Err.Code, Message: ce.Err.Message, TraceID: ce.TraceID}
+		raw := ce.Body
+		if raw == nil {
+			raw = body.AppendJSON(nil)
+		}
+		return &Response{Status: m.StatusCode, Header: m.Header, Raw: raw,
+			Body: map[string]any{"code": body.Code, "message": body.Message, "trace_id": body.TraceID}}
+	case err != nil:
+		e.T.Errorf("%v", err)
+		return &Response{}
+	}
+	return &Response{Status: m.StatusCode, Header: m.Header, Body: map[string]any{}}
+}
+
 // Pay sends a correctly signed webhook for an order.
 func (e *Env) Pay(orderNo, paymentID, eventID string, amountCents int64) *Response {
 	e.T.Helper()
-	body, _ := json.Marshal(map[string]any{
-		"event_id": eventID, "payment_id": paymentID, "order_no": orderNo,
-		"amount_cents": amountCents, "status": "SUCCEEDED",
-	})
-	return e.Do("POST", "/api/v1/payments/webhook", "", body,
-		api.HeaderSignature, api.SignWebhook(WebhookSecret, time.Now(), body))
+	return e.response(e.Client().Pay(context.Background(), seckill.Payment{
+		EventID: eventID, PaymentID: paymentID, OrderNo: orderNo, AmountCents: amountCents}))
 }
 
 // WaitStatus polls an order through the API until it has one of want, and
 // returns the status it reached.
 func (e *Env) WaitStatus(token, orderNo string, timeout time.Duration, want ...seckill.Status) seckill.Status {
 	e.T.Helper()
-	var last string
-	e.Eventually(timeout, "order "+orderNo+" reaches "+fmt.Sprint(want), func() error {
-		r := e.Do("GET", "/api/v1/orders/"+orderNo, token, nil)
-		last = r.Str("status")
-		for _, w := range want {
-			if last == string(w) {
-				return nil
-			}
-		}
-		return fmt.Errorf("status %d %s", r.Status, r.Raw)
-	})
-	return seckill.Status(last)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	o, err := e.Client().WithToken(token).WaitOrder(ctx, orderNo, want...)
+	if err != nil {
+		e.T.Fatalf("%v", err)
+	}
+	return o.Status
 }

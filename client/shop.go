@@ -1,0 +1,197 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/seckill/seckill"
+)
+
+// Session returns a session with its remaining stock and state (public).
+func (c *Client) Session(ctx context.Context, id int64) (*seckill.SessionView, error) {
+	var v seckill.SessionView
+	if err := c.get(ctx, "/api/v1/sessions/"+strconv.FormatInt(id, 10), "", &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// Sessions returns the sessions not yet ended, soonest first (public).
+func (c *Client) Sessions(ctx context.Context) ([]*seckill.SessionView, error) {
+	var v struct {
+		Sessions []*seckill.SessionView `json:"sessions"`
+	}
+	if err := c.get(ctx, "/api/v1/sessions", "", &v); err != nil {
+		return nil, err
+	}
+	return v.Sessions, nil
+}
+
+// BuyOptions are a purchase's optional parts.
+type BuyOptions struct {
+	// Quantity is the units to buy; 0 sends no body (the API's default, 1).
+	Quantity int
+	// IdempotencyKey makes retries safe: the same key (same shopper,
+	// session and quantity) always gets the same answer and order number.
+	// Retry an UNAVAILABLE answer or a lost one with it.
+	IdempotencyKey string
+	// Ticket is the purchase ticket of a session that requires one.
+	Ticket string
+}
+
+// Accepted is a 202 answer about an order: a purchase (always QUEUED),
+// a cancel, a dev payment.
+type Accepted struct {
+	OrderNo string         `json:"order_no"`
+	Status  seckill.Status `json:"status"`
+	Meta    `json:"-"`
+}
+
+// Buy places an order in a session as the client's shopper. Refusals are
+// errors with the API's code: SOLD_OUT, LIMIT_EXCEEDED, NOT_STARTED,
+// ENDED, RATE_LIMITED, IDEMPOTENCY_MISMATCH (the key was used with another
+// quantity), UNAVAILABLE (the outcome is not known: retry with the same
+// key after the error's RetryAfter). The answer's Meta tells the layer
+// that decided. X-Request-ID comes from the context (WithRequestID).
+func (c *Client) Buy(ctx context.Context, sessionID int64, o BuyOptions) (*Accepted, error) {
+	r := request{method: http.MethodPost, path: fmt.Sprintf("/api/v1/sessions/%d/orders", sessionID),
+		auth: c.Token, header: http.Header{}}
+	if o.Quantity != 0 {
+		r.body = map[string]int{"quantity": o.Quantity}
+	}
+	if o.IdempotencyKey != "" {
+		r.header.Set(HeaderIdempotencyKey, o.IdempotencyKey)
+	}
+	if o.Ticket != "" {
+		r.header.Set(HeaderTicket, o.Ticket)
+	}
+	var a Accepted
+	r.out = &a
+	m, err := c.do(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	a.Meta = m
+	return &a, nil
+}
+
+// Order returns one of the shopper's orders (anyone else's is NOT_FOUND).
+func (c *Client) Order(ctx context.Context, orderNo string) (*seckill.Order, error) {
+	var o seckill.Order
+	if err := c.get(ctx, "/api/v1/orders/"+url.PathEscape(orderNo), c.Token, &o); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// DefaultPollInterval is WaitOrder's pause between two polls when the
+// client's PollInterval is 0.
+const DefaultPollInterval = 50 * time.Millisecond
+
+// WaitOrder polls one of the shopper's orders, every PollInterval, until
+// its status is one of want, and returns it. Errors on the way (the order
+// not visible yet, an API restarting) are polled through; when ctx ends
+// first, the error says the last status or error seen.
+func (c *Client) WaitOrder(ctx context.Context, orderNo string, want ...seckill.Status) (*seckill.Order, error) {
+	var last error
+	var lastStatus seckill.Status
+	every := c.PollInterval
+	if every <= 0 {
+		every = DefaultPollInterval
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		o, err := c.Order(ctx, orderNo)
+		if err == nil {
+			lastStatus = o.Status
+			for _, w := range want {
+				if o.Status == w {
+					return o, nil
+				}
+			}
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return nil, fmt.Errorf("order %s (last status %q) never reached %v: %w (last answer: %v)", orderNo, lastStatus, want, ctx.Err(), last)
+			}
+			return nil, fmt.Errorf("order %s still %s, never reached %v: %w", orderNo, lastStatus, want, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Cancel asks to cancel one of the shopper's unpaid orders: 202 with the
+// status it had; CONFLICT when it is paid, closed, or not cancellable yet.
+func (c *Client) Cancel(ctx context.Context, orderNo string) (*Accepted, error) {
+	return c.accepted(ctx, "/api/v1/orders/"+url.PathEscape(orderNo)+"/cancel", c.Token, nil)
+}
+
+func (c *Client) accepted(ctx context.Context, path, auth string, body any) (*Accepted, error) {
+	var a Accepted
+	m, err := c.do(ctx, request{method: http.MethodPost, path: path, auth: auth, body: body, out: &a})
+	if err != nil {
+		return nil, err
+	}
+	a.Meta = m
+	return &a, nil
+}
+
+// Ticket is a purchase ticket for a session that requires one.
+type Ticket struct {
+	Ticket    string    `json:"ticket"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Ticket asks for the shopper's purchase ticket of a session (send it
+// with BuyOptions.Ticket).
+func (c *Client) Ticket(ctx context.Context, sessionID int64) (*Ticket, error) {
+	var t Ticket
+	if err := c.post(ctx, fmt.Sprintf("/api/v1/sessions/%d/ticket", sessionID), c.Token, nil, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// PaymentBody is the provider's webhook body for a captured payment:
+// {"event_id", "payment_id", "order_no", "amount_cents", "status":
+// "SUCCEEDED"}. An empty EventID becomes "evt_" + PaymentID.
+func PaymentBody(p seckill.Payment) []byte {
+	if p.EventID == "" {
+		p.EventID = "evt_" + p.PaymentID
+	}
+	b, _ := json.Marshal(struct {
+		EventID     string `json:"event_id"`
+		PaymentID   string `json:"payment_id"`
+		OrderNo     string `json:"order_no"`
+		AmountCents int64  `json:"amount_cents"`
+		Status      string `json:"status"`
+	}{p.EventID, p.PaymentID, p.OrderNo, p.AmountCents, "SUCCEEDED"})
+	return b
+}
+
+// Pay sends the payment provider's webhook for a captured payment, signed
+// with WebhookSecret (seckill.SignWebhook). Replays (same event or payment
+// id) succeed and change nothing; AMOUNT_MISMATCH when the amount is not
+// the order's, NOT_FOUND for an unknown order.
+func (c *Client) Pay(ctx context.Context, p seckill.Payment) (Meta, error) {
+	return c.Webhook(ctx, PaymentBody(p))
+}
+
+// Webhook sends a raw webhook body signed with WebhookSecret now.
+func (c *Client) Webhook(ctx context.Context, body []byte) (Meta, error) {
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	h := http.Header{}
+	h.Set(seckill.HeaderSignature, seckill.SignWebhook(c.WebhookSecret, now(), body))
+	return c.do(ctx, request{method: http.MethodPost, path: "/api/v1/payments/webhook", body: body, header: h})
+}
