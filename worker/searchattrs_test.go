@@ -22,5 +22,4 @@ func TestSearchAttributeKeysAreWhatTheWorkflowWrites(t *testing.T) {
 		"the design's list (DESIGN.md, Temporal): change it there first")
 	require.Equal(t, []string{"--search-attribute", "OrderStatus=Keyword", "--search-attribute", "SessionID=Int",
 		"--search-attribute", "UserID=Int", "--search-attribute", "TraceID=Keyword"}, worker.DevServerFlags())
-	require.Len(t, worker.SearchAttributes, len(worker.SearchAttributeKeys))
 }

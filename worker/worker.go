@@ -81,15 +81,6 @@ var SearchAttributeKeys = []temporal.SearchAttributeKey{
 	workflows.TraceIDKey,
 }
 
-// SearchAttributes are SearchAttributeKeys by name, with their types.
-var SearchAttributes = func() map[string]enumspb.IndexedValueType {
-	m := make(map[string]enumspb.IndexedValueType, len(SearchAttributeKeys))
-	for _, k := range SearchAttributeKeys {
-		m[k.GetName()] = k.GetValueType()
-	}
-	return m
-}()
-
 // SearchAttributeSpecs are SearchAttributeKeys as the Temporal CLI spells
 // them: "Name=Type" ("OrderStatus=Keyword"), for `temporal server
 // start-dev --search-attribute` and `temporal operator search-attribute
