@@ -5,8 +5,12 @@
 GO       ?= go
 PKGS     := ./...
 TEMPORAL := scripts/temporal-dev.sh
+# The dev server's port (scripts/temporal-dev.sh reads it): another port
+# keeps a run apart from a server someone else started on 7233.
+TEMPORAL_PORT ?= 7233
+export TEMPORAL_PORT
 
-.PHONY: all build bench chaos dev drill temporal temporal-stop test test-short test-offline lint fmt clean
+.PHONY: all build bench chaos dev drill temporal temporal-stop test test-on-temporal test-short test-offline lint fmt clean
 
 all: lint test
 
@@ -14,10 +18,10 @@ build: ## the seckill binary in bin/
 	$(GO) build -o bin/seckill ./cmd/seckill
 
 temporal: ## start the Temporal dev server (in memory, Web UI on :8233) unless one runs
-	$(TEMPORAL)
+	$(TEMPORAL) start
 
-temporal-stop:
-	@if [ -f .temporal/server.pid ]; then kill $$(cat .temporal/server.pid) 2>/dev/null || true; rm -f .temporal/server.pid; fi
+temporal-stop: ## stop the dev server `make temporal` started (never one it found running)
+	@$(TEMPORAL) stop
 
 dev: build temporal ## migrations, API on :8080, worker and a demo session in one process
 	bin/seckill dev
@@ -28,8 +32,11 @@ FUZZ_TARGETS := FuzzDecodeOrderBody FuzzDecodeSessionBody FuzzParseToken FuzzVer
 # and fails with a bare "context deadline exceeded".
 FUZZ_TIME    ?= 5000x
 
-test: temporal ## every test, on the real MariaDB, Redis and Temporal dev server, then the fuzzers briefly
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+test: ## every test, on the real MariaDB, Redis and Temporal dev server, then the fuzzers briefly; stops the dev server if it started it
+	$(TEMPORAL) run $(MAKE) --no-print-directory test-on-temporal
+
+test-on-temporal: # make test's body, once the dev server on TEMPORAL_PORT answers
+	SECKILL_TEST_TEMPORAL_ADDR=$${SECKILL_TEST_TEMPORAL_ADDR:-127.0.0.1:$(TEMPORAL_PORT)} $(GO) test -count=1 -timeout 20m $(PKGS)
 	@for f in $(FUZZ_TARGETS); do \
 	  echo "fuzz $$f ($(FUZZ_TIME))"; \
 	  $(GO) test ./api/ -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZ_TIME) >/tmp/seckill-fuzz.log 2>&1 || { cat /tmp/seckill-fuzz.log; exit 1; }; \

@@ -98,9 +98,8 @@ func TestComposeMatchesTheCode(t *testing.T) {
 	require.Contains(t, redisSvc.Volumes, "redis-data:/data", "Redis's AOF lives on a named volume")
 	require.Contains(t, compose.Volumes, "redis-data")
 	temporalCmd := strings.Join(compose.Services["temporal"].Command, " ")
-	for name, typ := range worker.SearchAttributes {
-		kind := map[string]string{"INDEXED_VALUE_TYPE_KEYWORD": "Keyword", "INDEXED_VALUE_TYPE_INT": "Int"}[typ.String()]
-		require.Contains(t, temporalCmd, "--search-attribute "+name+"="+kind)
+	for _, spec := range worker.SearchAttributeSpecs() {
+		require.Contains(t, temporalCmd, "--search-attribute "+spec)
 	}
 	require.Contains(t, strings.Join(compose.Services["temporal"].Ports, " "), "8233:8233", "the Web UI is published")
 

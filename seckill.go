@@ -40,16 +40,6 @@ var Statuses = []Status{StatusQueued, StatusWaitPay, StatusPaid, StatusClosed, S
 // before its payment arrived, so it holds none.
 func (s Status) HoldsStock() bool { return s == StatusWaitPay || s == StatusPaid }
 
-// Valid reports whether s is one of the known statuses.
-func (s Status) Valid() bool {
-	for _, v := range Statuses {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
-
 // DefaultPayTimeout is how long an order waits for its payment in production.
 const DefaultPayTimeout = 15 * time.Minute
 

@@ -13,10 +13,9 @@ import (
 
 // Reasons recorded on orders and ledger rows.
 const (
-	ReasonCreated     = "created"
-	ReasonDBSoldOut   = "db_sold_out"   // the conditional decrement refused: Redis and MySQL drifted
-	ReasonDBLimit     = "db_user_limit" // the slot primary key refused: the per-user limit held in MySQL
-	ReasonUnknownSess = "unknown_session"
+	ReasonCreated   = "created"
+	ReasonDBSoldOut = "db_sold_out"   // the conditional decrement refused: Redis and MySQL drifted
+	ReasonDBLimit   = "db_user_limit" // the slot primary key refused: the per-user limit held in MySQL
 )
 
 // errRefused carries a business refusal out of a transaction so that the

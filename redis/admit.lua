@@ -71,6 +71,7 @@ local function decide(user, qty, limit, orderNo, now, trace)
   if need > 0 then return -2, stock, 0 end
   local left = redis.call('DECRBY', KEYS[1], qty)
   redis.call('HSET', KEYS[2], user, held + qty, slotsField, bit.bor(mask, mine))
+  -- The reservation record: redis.ReservationRecord in Go, trace id last.
   redis.call('HSET', KEYS[3], orderNo, user .. '|' .. qty .. '|' .. mine .. '|' .. now .. '|' .. trace)
   redis.call('ZADD', KEYS[4], now, orderNo)
   redis.call('HSET', KEYS[5], 'o:' .. orderNo, user .. '|' .. qty .. '|' .. mine)

@@ -181,10 +181,9 @@ func (g *Gate) admission(a *seckill.Attempt, r admitResult) (*seckill.Admission,
 	}
 	switch {
 	case !replayed:
-		adm.Reservation = &seckill.Reservation{
-			OrderNo: a.OrderNo, SessionID: s.ID, UserID: a.UserID, Quantity: a.Quantity,
-			Slots: maskSlots(r.mask), ReservedAt: time.UnixMilli(a.Now.UnixMilli()).UTC(), TraceID: a.TraceID,
-		}
+		// What the script just wrote, without reading it back.
+		adm.Reservation = ReservationRecord{UserID: a.UserID, Quantity: a.Quantity, Mask: r.mask, At: a.Now, TraceID: a.TraceID}.
+			Reservation(s.ID, a.OrderNo)
 	case r.resv != "":
 		resv, err := parseReservation(s.ID, r.orderNo, r.resv)
 		if err != nil {
@@ -468,8 +467,7 @@ func (g *Gate) Rebuild(ctx context.Context, sessionID int64, stock int, holdings
 		for _, h := range holdings {
 			units[h.UserID] += h.Quantity
 			masks[h.UserID] |= slotsMask(h.Slots)
-			p.HSet(ctx, k.resv, h.OrderNo, fmt.Sprintf("%d|%d|%d|%d|%s",
-				h.UserID, h.Quantity, slotsMask(h.Slots), h.ReservedAt.UnixMilli(), h.TraceID))
+			p.HSet(ctx, k.resv, h.OrderNo, NewReservationRecord(&h).Encode())
 		}
 		for u, n := range units {
 			p.HSet(ctx, k.buyers, strconv.FormatInt(u, 10), n, fmt.Sprintf("%d:slots", u), masks[u])
@@ -563,25 +561,6 @@ func (g *Gate) Reservation(ctx context.Context, orderNo string) (*seckill.Reserv
 		return nil, unavailable(err)
 	}
 	return parseReservation(sessionID, orderNo, raw)
-}
-
-// parseReservation decodes "user|qty|mask|unix ms|trace" as the scripts write it.
-func parseReservation(sessionID int64, orderNo, raw string) (*seckill.Reservation, error) {
-	f := strings.SplitN(raw, "|", 5)
-	if len(f) != 5 {
-		return nil, fmt.Errorf("reservation %s: malformed %q", orderNo, raw)
-	}
-	user, err1 := strconv.ParseInt(f[0], 10, 64)
-	qty, err2 := strconv.Atoi(f[1])
-	mask, err3 := strconv.ParseInt(f[2], 10, 64)
-	ms, err4 := strconv.ParseInt(f[3], 10, 64)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return nil, fmt.Errorf("reservation %s: %w", orderNo, err)
-	}
-	return &seckill.Reservation{
-		OrderNo: orderNo, SessionID: sessionID, UserID: user, Quantity: qty,
-		Slots: maskSlots(mask), ReservedAt: time.UnixMilli(ms).UTC(), TraceID: f[4],
-	}, nil
 }
 
 // SessionSnapshot reads the Redis side of a session for reconcile with one

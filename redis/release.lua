@@ -6,6 +6,7 @@
 -- Returns the units given back (0 when already released or unknown).
 local r = redis.call('HGET', KEYS[3], ARGV[1])
 if not r then return 0 end
+-- The first fields of the record (redis.ReservationRecord: user|qty|mask|ms|trace).
 local user, qty, mine = string.match(r, '^([^|]*)|([^|]*)|([^|]*)|')
 qty, mine = tonumber(qty), tonumber(mine)
 redis.call('HDEL', KEYS[3], ARGV[1])

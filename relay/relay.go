@@ -41,6 +41,11 @@ type Starter interface {
 	Start(ctx context.Context, req *seckill.OrderRequest) (started bool, err error)
 }
 
+// DefaultMinAge is the worker's relay's MinAge (SECKILL_RELAY_MIN_AGE's
+// default): long enough that the APIs' starters and outbox relays (3 s)
+// have had their turn, so the safety net does not race them.
+const DefaultMinAge = 30 * time.Second
+
 // Relay starts the workflows that the API did not.
 type Relay struct {
 	Gate  Gate

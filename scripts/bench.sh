@@ -46,14 +46,13 @@ if [ -n "${BENCH_REDIS_AOF:-}" ]; then
   redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$redis_dir" --save "" --loglevel warning "${aof[@]}" \
     >"$redis_dir/log" 2>&1 &
   redis_pid=$!
-  trap stop_redis EXIT
   for _ in $(seq 1 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
   export SECKILL_REDIS_ADDR="127.0.0.1:$redis_port"
   echo "bench: the stack's Redis is a private redis-server on $SECKILL_REDIS_ADDR (${aof[*]})"
 fi
 
+stack_on_exit() { stop_redis; }
 source scripts/local-stack.sh
-trap 'stop_stack; stop_redis' EXIT
 
 pin=()
 if [ "${BENCH_PIN:-0}" = 1 ]; then pin=(--pin --pin-worker "$worker"); fi

@@ -8,9 +8,9 @@ cd "$(dirname "$0")/.."
 
 export SECKILL_LIMIT_USER_RPS=0
 run="drill-$(date +%s)" addr="${DRILL_ADDR:-127.0.0.1:18090}"
-source scripts/local-stack.sh
 second=".temporal/$run.worker2"
-trap 'stop_stack; if [ -f "$second" ]; then kill "$(cat "$second")" 2>/dev/null || true; rm -f "$second"; fi' EXIT
+stack_on_exit() { if [ -f "$second" ]; then kill "$(cat "$second")" 2>/dev/null || true; rm -f "$second"; fi; }
+source scripts/local-stack.sh
 
 bin/seckill drill --api "http://$SECKILL_HTTP_ADDR" "$@" \
   --kill-pid "$worker" \

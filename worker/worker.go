@@ -69,13 +69,38 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, refunds
 	return w
 }
 
-// SearchAttributes are the custom search attributes the order workflow
-// writes, with their types.
-var SearchAttributes = map[string]enumspb.IndexedValueType{
-	workflows.OrderStatusKey.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	workflows.SessionIDKey.GetName():   enumspb.INDEXED_VALUE_TYPE_INT,
-	workflows.UserIDKey.GetName():      enumspb.INDEXED_VALUE_TYPE_INT,
-	workflows.TraceIDKey.GetName():     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+// SearchAttributeKeys is the one list of the custom search attributes the
+// order workflow writes, name and type, in the order ops read them. Every
+// other spelling is generated from it (`seckill search-attributes` for
+// scripts/temporal-dev.sh, DevServerFlags for servers started from Go) or
+// checked against it (docker-compose.yml, by a test).
+var SearchAttributeKeys = []temporal.SearchAttributeKey{
+	workflows.OrderStatusKey,
+	workflows.SessionIDKey,
+	workflows.UserIDKey,
+	workflows.TraceIDKey,
+}
+
+// SearchAttributeSpecs are SearchAttributeKeys as the Temporal CLI spells
+// them: "Name=Type" ("OrderStatus=Keyword"), for `temporal server
+// start-dev --search-attribute` and `temporal operator search-attribute
+// create --name Name --type Type`.
+func SearchAttributeSpecs() []string {
+	out := make([]string, len(SearchAttributeKeys))
+	for i, k := range SearchAttributeKeys {
+		out[i] = k.GetName() + "=" + k.GetValueType().String()
+	}
+	return out
+}
+
+// DevServerFlags are the `temporal server start-dev` flags that register
+// SearchAttributeKeys: "--search-attribute", "OrderStatus=Keyword", ….
+func DevServerFlags() []string {
+	var out []string
+	for _, spec := range SearchAttributeSpecs() {
+		out = append(out, "--search-attribute", spec)
+	}
+	return out
 }
 
 // CheckSearchAttributes fails, naming what is missing, unless the namespace
@@ -86,7 +111,8 @@ func CheckSearchAttributes(ctx context.Context, c client.Client, namespace strin
 	if err != nil {
 		return fmt.Errorf("list search attributes of namespace %s: %w", namespace, err)
 	}
-	for name, typ := range SearchAttributes {
+	for _, k := range SearchAttributeKeys {
+		name, typ := k.GetName(), k.GetValueType()
 		got, ok := resp.GetCustomAttributes()[name]
 		if !ok {
 			return fmt.Errorf("search attribute %s (%s) is not registered in namespace %s: start the dev server with `make temporal` or run `temporal operator search-attribute create --name %s --type %s`",

@@ -24,13 +24,21 @@ import (
 )
 
 func migrateCmd() *cobra.Command {
-	return &cobra.Command{
+	var drop bool
+	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Create the database if missing and apply the embedded migrations",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := loadConfig()
 			if err != nil {
 				return err
+			}
+			if drop {
+				if err := mysql.DropDatabase(cmd.Context(), c.MySQLDSN); err != nil {
+					return err
+				}
+				fmt.Println("database dropped")
+				return nil
 			}
 			db, err := mysql.Open(cmd.Context(), c.MySQLDSN)
 			if err != nil {
@@ -44,6 +52,11 @@ func migrateCmd() *cobra.Command {
 			return nil
 		},
 	}
+	// For throwaway stacks (scripts/local-stack.sh), which migrate a
+	// database of their own and drop it when done; hidden from the help.
+	cmd.Flags().BoolVar(&drop, "drop", false, "drop the database SECKILL_MYSQL_DSN names instead (throwaway stacks only)")
+	_ = cmd.Flags().MarkHidden("drop")
+	return cmd
 }
 
 // allSecrets are the secrets the long-running commands refuse to start without.

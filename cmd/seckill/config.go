@@ -20,12 +20,15 @@ import (
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/redis"
+	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/sandbox"
 	"github.com/seckill/seckill/temporal"
 	"github.com/seckill/seckill/worker"
 )
 
 // config is read from the environment; the defaults serve a local machine.
+// Defaults that are facts of another package have no envDefault tag: they
+// come from that package (defaultConfig), so each is defined once.
 type config struct {
 	MySQLDSN          string        `env:"SECKILL_MYSQL_DSN" envDefault:"root:@tcp(127.0.0.1:3306)/seckill?parseTime=true"`
 	RedisAddr         string        `env:"SECKILL_REDIS_ADDR" envDefault:"127.0.0.1:6379"`
@@ -34,15 +37,15 @@ type config struct {
 	TemporalNamespace string        `env:"SECKILL_TEMPORAL_NAMESPACE" envDefault:"default"`
 	TaskQueue         string        `env:"SECKILL_TASK_QUEUE" envDefault:"seckill-orders"`
 	HTTPAddr          string        `env:"SECKILL_HTTP_ADDR" envDefault:":8080"`
-	PayTimeout        time.Duration `env:"SECKILL_PAY_TIMEOUT" envDefault:"15m"`
+	PayTimeout        time.Duration `env:"SECKILL_PAY_TIMEOUT"` // seckill.DefaultPayTimeout
 	// StartTimeout is deprecated and ignored: no request waits for its
 	// workflow start any more (the API's starter starts it after the
 	// answer). Still parsed, so an old deployment that sets it starts.
 	StartTimeout time.Duration `env:"SECKILL_START_TIMEOUT"`
-	SweepGrace   time.Duration `env:"SECKILL_SWEEP_GRACE" envDefault:"1m"`
+	SweepGrace   time.Duration `env:"SECKILL_SWEEP_GRACE"` // seckill.DefaultSweepGrace
 	// RelayMinAge leaves a pending-start entry to the APIs for this long
 	// before the worker's relay (the safety net) starts it.
-	RelayMinAge     time.Duration `env:"SECKILL_RELAY_MIN_AGE" envDefault:"30s"`
+	RelayMinAge     time.Duration `env:"SECKILL_RELAY_MIN_AGE"` // relay.DefaultMinAge
 	LimitGlobalRPS  int           `env:"SECKILL_LIMIT_GLOBAL_RPS" envDefault:"20000"`
 	LimitUserRPS    int           `env:"SECKILL_LIMIT_USER_RPS" envDefault:"5"`
 	LimitIPRPS      int           `env:"SECKILL_LIMIT_IP_RPS" envDefault:"200"`
@@ -64,8 +67,18 @@ type config struct {
 	trusted []netip.Prefix
 }
 
+// defaultConfig is the configuration before the environment is read: the
+// defaults owned by other packages. An unset or empty variable keeps them.
+func defaultConfig() config {
+	return config{
+		PayTimeout:  seckill.DefaultPayTimeout,
+		SweepGrace:  seckill.DefaultSweepGrace,
+		RelayMinAge: relay.DefaultMinAge,
+	}
+}
+
 func loadConfig() (*config, error) {
-	var c config
+	c := defaultConfig()
 	if err := env.Parse(&c); err != nil {
 		return nil, err
 	}

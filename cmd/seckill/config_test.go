@@ -1,16 +1,23 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/relay"
 )
 
 // api and worker refuse to start without their secrets, naming each one.
@@ -158,4 +165,56 @@ func TestSandboxProviderWarnsAtStart(t *testing.T) {
 	(&config{PaymentProvider: "sandbox"}).warnProvider(log)
 	require.Contains(t, buf.String(), "level=WARN")
 	require.Contains(t, buf.String(), "SANDBOX PAYMENT PROVIDER")
+}
+
+// Every default has one definition: the binary's (an envDefault tag, or
+// the owning package's constant through defaultConfig). The README's
+// configuration table and docker-compose.yml's fallbacks spell them again,
+// so they are checked against what loadConfig yields with nothing set.
+func TestDefaultsAreSpelledAsTheBinaryHasThem(t *testing.T) {
+	fields := map[string]reflect.Value{} // env name → field, of the defaults
+	typ := reflect.TypeOf(config{})
+	for i := 0; i < typ.NumField(); i++ {
+		if name := typ.Field(i).Tag.Get("env"); name != "" {
+			t.Setenv(name, "") // restored after the test
+			os.Unsetenv(name)
+		}
+	}
+	c, err := loadConfig()
+	require.NoError(t, err)
+	v := reflect.ValueOf(c).Elem()
+	for i := 0; i < typ.NumField(); i++ {
+		if name := typ.Field(i).Tag.Get("env"); name != "" {
+			fields[name] = v.Field(i)
+		}
+	}
+	same := func(where, name, spelled string) {
+		t.Helper()
+		f, ok := fields[name]
+		require.True(t, ok, "%s names %s, which the binary does not read", where, name)
+		switch x := f.Interface().(type) {
+		case time.Duration:
+			d, err := time.ParseDuration(spelled)
+			require.NoError(t, err, "%s: %s default %q", where, name, spelled)
+			require.Equal(t, x, d, "%s: %s default", where, name)
+		default:
+			require.Equal(t, fmt.Sprint(x), spelled, "%s: %s default", where, name)
+		}
+	}
+
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	rows := regexp.MustCompile("(?m)^\\| `(SECKILL_[A-Z0-9_]+)` \\| `([^`]*)` \\|").FindAllStringSubmatch(string(readme), -1)
+	require.GreaterOrEqual(t, len(rows), 15, "the README's configuration table")
+	for _, r := range rows {
+		same("README.md", r[1], r[2])
+	}
+	compose, err := os.ReadFile("../../docker-compose.yml")
+	require.NoError(t, err)
+	for _, m := range regexp.MustCompile(`\$\{(SECKILL_[A-Z0-9_]+):-([^}]*)\}`).FindAllStringSubmatch(string(compose), -1) {
+		same("docker-compose.yml", m[1], m[2])
+	}
+	require.Equal(t, seckill.DefaultPayTimeout, c.PayTimeout)
+	require.Equal(t, seckill.DefaultSweepGrace, c.SweepGrace)
+	require.Equal(t, relay.DefaultMinAge, c.RelayMinAge)
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+
+	"github.com/seckill/seckill/worker"
 )
 
 // TemporalServer is a file-backed Temporal dev server of a test's own, so a
@@ -59,10 +61,8 @@ func TemporalBin(t testing.TB) string {
 func (s *TemporalServer) Start() {
 	s.t.Helper()
 	port := s.Addr[len("127.0.0.1:"):]
-	s.cmd = exec.Command(s.bin, "server", "start-dev", "--ip", "127.0.0.1", "--port", port, "--headless",
-		"--db-filename", s.db, "--log-level", "error",
-		"--search-attribute", "OrderStatus=Keyword", "--search-attribute", "SessionID=Int",
-		"--search-attribute", "UserID=Int", "--search-attribute", "TraceID=Keyword")
+	s.cmd = exec.Command(s.bin, append([]string{"server", "start-dev", "--ip", "127.0.0.1", "--port", port, "--headless",
+		"--db-filename", s.db, "--log-level", "error"}, worker.DevServerFlags()...)...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start temporal: %v", err)
 	}
