@@ -60,7 +60,7 @@ func FuzzVerifyWebhook(f *testing.F) {
 	secret := []byte("fuzz-secret")
 	now := time.Unix(1_800_000_000, 0)
 	body := []byte(`{"event_id":"e","payment_id":"p","order_no":"1-a","amount_cents":1,"status":"SUCCEEDED"}`)
-	f.Add(SignWebhook(secret, now, body), body)
+	f.Add(seckill.SignWebhook(secret, now, body), body)
 	f.Add("t=,v1=", []byte{})
 	f.Add("v1=00,t=99999999999999999999", body)
 	f.Fuzz(func(t *testing.T, header string, body []byte) {

@@ -141,12 +141,12 @@ func TestWebhookRules(t *testing.T) {
 	}
 	now := time.Now()
 	requireError(t, send(body, ""), 401, "UNAUTHENTICATED", "Seckill-Signature")
-	requireError(t, send(body, api.SignWebhook([]byte("wrong"), now, body)), 401, "UNAUTHENTICATED", "does not match")
-	requireError(t, send(body, api.SignWebhook(testenv.WebhookSecret, now.Add(-6*time.Minute), body)), 401, "UNAUTHENTICATED", "tolerance")
+	requireError(t, send(body, seckill.SignWebhook([]byte("wrong"), now, body)), 401, "UNAUTHENTICATED", "does not match")
+	requireError(t, send(body, seckill.SignWebhook(testenv.WebhookSecret, now.Add(-6*time.Minute), body)), 401, "UNAUTHENTICATED", "tolerance")
 	tampered := []byte(strings.Replace(string(body), "990", "1", 1))
-	requireError(t, send(tampered, api.SignWebhook(testenv.WebhookSecret, now, body)), 401, "UNAUTHENTICATED", "does not match")
+	requireError(t, send(tampered, seckill.SignWebhook(testenv.WebhookSecret, now, body)), 401, "UNAUTHENTICATED", "does not match")
 	signed := func(b string) *testenv.Response {
-		return send([]byte(b), api.SignWebhook(testenv.WebhookSecret, time.Now(), []byte(b)))
+		return send([]byte(b), seckill.SignWebhook(testenv.WebhookSecret, time.Now(), []byte(b)))
 	}
 	requireError(t, signed(`{"event_id":"e1"`), 400, "INVALID_ARGUMENT", "not valid JSON")
 	requireError(t, signed(fmt.Sprintf(`{"event_id":"e1","payment_id":"p1","order_no":%q,"amount_cents":990,"status":"FAILED"}`, no)), 400, "INVALID_ARGUMENT", "status")

@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/redis"
 )
 
 // A slow Redis, not a dead one: at the start of a burst, the API's Redis
@@ -101,10 +101,9 @@ func TestSlowRedisBurstTellsEveryShopperTheTruth(t *testing.T) {
 	resv, err := e.Redis.HGetAll(t.Context(), fmt.Sprintf("%s:{s%d}:resv", e.Prefix, sess.ID)).Result()
 	require.NoError(t, err)
 	for _, raw := range resv {
-		var u int64
-		_, err := fmt.Sscanf(strings.SplitN(raw, "|", 2)[0], "%d", &u)
+		rec, err := redis.ParseReservationRecord(raw)
 		require.NoError(t, err)
-		if holders[u] == 0 {
+		if u := rec.UserID; holders[u] == 0 {
 			holders[u] = 1 // a reservation that is no order (yet)
 		}
 	}

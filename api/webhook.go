@@ -11,9 +11,6 @@ import (
 // HeaderSignature is the webhook signature header (see seckill.SignWebhook).
 const HeaderSignature = seckill.HeaderSignature
 
-// SignWebhook is seckill.SignWebhook, for callers of the API package.
-var SignWebhook = seckill.SignWebhook
-
 // webhookBody is the provider's notification.
 type webhookBody struct {
 	EventID     *string `json:"event_id"`

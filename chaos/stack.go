@@ -18,6 +18,7 @@ import (
 
 	apiclient "github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/toxi"
+	"github.com/seckill/seckill/worker"
 )
 
 // proc is one process of the stack under a supervisor: when it dies (a
@@ -208,11 +209,10 @@ func startStack(ctx context.Context, cfg *Config) (*stack, error) {
 		return nil, err
 	}
 	port := s.tempAddr[len("127.0.0.1:"):]
-	s.temporal = &proc{name: "temporal", log: tlog, env: os.Environ(), args: []string{cfg.TemporalBin,
+	s.temporal = &proc{name: "temporal", log: tlog, env: os.Environ(), args: append([]string{cfg.TemporalBin,
 		"server", "start-dev", "--ip", "127.0.0.1", "--port", port, "--headless",
-		"--db-filename", filepath.Join(cfg.Dir, "temporal.db"), "--log-level", "error",
-		"--search-attribute", "OrderStatus=Keyword", "--search-attribute", "SessionID=Int",
-		"--search-attribute", "UserID=Int", "--search-attribute", "TraceID=Keyword"}}
+		"--db-filename", filepath.Join(cfg.Dir, "temporal.db"), "--log-level", "error"},
+		worker.DevServerFlags()...)}
 	if err := s.temporal.start(); err != nil {
 		return nil, err
 	}

@@ -234,6 +234,9 @@ func (o *order) awaitPayment(ctx, steady workflow.Context, payments, cancels wor
 		sel.AddReceive(cancels, func(c workflow.ReceiveChannel, _ bool) {
 			var r CancelRequest
 			c.Receive(ctx, &r)
+			// The cancel's own trace id beside the purchase's: one grep
+			// of either finds who closed the order and why.
+			o.log.Info("cancel received", "by", r.Reason, "cancel_trace_id", r.TraceID)
 			reason = ReasonCancelled
 		})
 		sel.AddFuture(timer, func(f workflow.Future) {

@@ -52,7 +52,8 @@ func SearchAttributes(req *seckill.OrderRequest) temporal.SearchAttributes {
 	)
 }
 
-// CancelRequest asks an unpaid order to close.
+// CancelRequest asks an unpaid order to close. Reason says who asked
+// ("shopper", "ops"); both fields are logged, never decided on.
 type CancelRequest struct {
 	Reason  string `json:"reason"`
 	TraceID string `json:"trace_id"`
