@@ -13,7 +13,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	goredis "github.com/redis/go-redis/v9"
-	"github.com/valyala/fasthttp"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -31,6 +30,11 @@ type BaselineConfig struct {
 	TemporalNamespace string
 	// NoopWorkflows is how many no-op workflows the Temporal baseline runs.
 	NoopWorkflows int
+	// MySQLDSN is the stack's database, for the admission-only baseline
+	// (empty: that baseline and its ratios are skipped). Limits are the
+	// stack's admission rate limits, which that baseline's API applies too.
+	MySQLDSN string
+	Limits   api.Limits
 }
 
 func measureBaselines(ctx context.Context, cfg BaselineConfig, conc, n int, progress io.Writer) (*Baselines, error) {
@@ -101,10 +105,10 @@ func fiberBaseline(conc, n int) (float64, error) {
 	}
 	go func() { _ = app.Listener(ln) }()
 	defer app.Shutdown()
-	c := &httpClient{base: "http://" + ln.Addr().String(), hc: &fasthttp.Client{MaxConnsPerHost: 4096}}
+	c := newLoadClient("http://" + ln.Addr().String())
 	body := []byte(`{"quantity":1}`)
 	return closedLoop(conc, n, func(int) error {
-		code, _, _, err := c.do("POST", "/api/v1/sessions/1/orders", "Bearer x", body, nil)
+		code, _, _, err := c.do("POST", "/api/v1/sessions/1/orders", "Bearer x", body)
 		if err == nil && code != fiber.StatusConflict {
 			err = fmt.Errorf("bare fiber answered %d", code)
 		}
@@ -119,12 +123,7 @@ func luaBaseline(ctx context.Context, addr string, conc, n int) (float64, []floa
 	rdb := goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: conc})
 	defer rdb.Close()
 	prefix := "bench-baseline-" + strconv.Itoa(rand.IntN(1<<30))
-	defer func() {
-		iter := rdb.Scan(context.Background(), 0, prefix+":*", 1000).Iterator()
-		for iter.Next(context.Background()) {
-			rdb.Del(context.Background(), iter.Val())
-		}
-	}()
+	defer deletePrefix(rdb, prefix)
 	g := redis.New(rdb, prefix)
 	if err := g.Load(ctx); err != nil {
 		return 0, nil, err

@@ -25,6 +25,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/client"
 )
 
 // Config describes a bench run.
@@ -73,16 +74,46 @@ type Config struct {
 	Warmup bool
 }
 
-// outcome names, the keys of Step.Latency.
+// Outcome codes: how one admission request ended, the keys of Step.Latency
+// and of Outcomes.
 const (
-	outAccepted      = "accepted"
-	outSoldOutMemory = "soldout_memory"
-	outSoldOutRedis  = "soldout_redis"
-	outLimit         = "limit"
-	outRateLimited   = "rate_limited"
-	outWindow        = "window"
-	outError         = "error"
+	OutAccepted      = "accepted"
+	OutSoldOutMemory = "soldout_memory"
+	OutSoldOutRedis  = "soldout_redis"
+	OutLimit         = "limit"
+	OutRateLimited   = "rate_limited"
+	OutWindow        = "window"
+	OutError         = "error"
 )
+
+// Outcome names an outcome code for people.
+type Outcome struct{ Code, Name string }
+
+// Outcomes are every outcome, in the order a request meets them from the
+// happy path outwards; the reports list them so.
+var Outcomes = []Outcome{
+	{OutAccepted, "Accepted"},
+	{OutSoldOutMemory, "Sold out (fast path)"},
+	{OutSoldOutRedis, "Sold out (Redis)"},
+	{OutLimit, "Per-user limit exceeded"},
+	{OutRateLimited, "Rate limited"},
+	{OutWindow, "Outside the sale window"},
+	{OutError, "Other errors"},
+}
+
+// OutcomeName is the name of an outcome code; the code itself for one this
+// build does not know (a report written by another version).
+func OutcomeName(code string) string {
+	for _, o := range Outcomes {
+		if o.Code == code {
+			return o.Name
+		}
+	}
+	return code
+}
+
+// priceCents is the price of the bench sessions' unit: payments must match it.
+const priceCents = 100
 
 // result is one request's fate.
 type result struct {
@@ -93,10 +124,13 @@ type result struct {
 	shopper int
 }
 
+// shopper is one simulated user: the Authorization header of the load
+// loop's requests, and a typed client acting as that user for the rest.
 type shopper struct {
 	user  int64
 	auth  string
 	index int
+	api   *client.Client
 }
 
 // Run runs the bench and returns its report.
@@ -128,7 +162,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			steps = []int{cfg.Rate}
 		}
 	}
-	shoppers, err := makeShoppers(cfg)
+	admin := client.New(cfg.BaseURL)
+	admin.AdminToken, admin.WebhookSecret, admin.PollInterval = cfg.AdminToken, cfg.WebhookSecret, pollEvery
+	shoppers, err := makeShoppers(cfg, admin)
 	if err != nil {
 		return nil, err
 	}
@@ -168,11 +204,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("temporal cost: %w", err)
 	}
 	defer cs.close()
-	c := &httpClient{base: cfg.BaseURL, hc: &fasthttp.Client{MaxConnsPerHost: 4096, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}}
+	c := newLoadClient(cfg.BaseURL)
 	if cfg.Warmup {
 		wcfg := cfg
 		wcfg.PayRatio, wcfg.PayTimeout = 1, 0
-		r := &stepRunner{cfg: wcfg, c: c, shoppers: shoppers, rep: rep, label: "warm-up "}
+		r := &stepRunner{cfg: wcfg, c: c, api: admin, shoppers: shoppers, rep: rep, label: "warm-up "}
 		fmt.Fprintln(cfg.Progress, "warm-up step (not recorded)")
 		st, err := r.run(ctx, steps[len(steps)-1])
 		if err != nil {
@@ -200,6 +236,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if err != nil {
 				return nil, fmt.Errorf("baselines: %w", err)
 			}
+			if cfg.Baselines.MySQLDSN != "" {
+				level := steps[len(steps)-1]
+				fmt.Fprintf(cfg.Progress, "baseline: admission only, the same burst at %d through an in-process API with no order tier\n", level)
+				if b.AdmissionOnly, err = admissionOnlyBaseline(ctx, cfg, shoppers, level); err != nil {
+					return nil, fmt.Errorf("admission-only baseline: %w", err)
+				}
+				fmt.Fprintf(cfg.Progress, "baseline: admission only %.0f req/s, winners' p50 %.1f ms, p99 %.1f ms\n",
+					b.AdmissionOnly.RequestsPerSecond, b.AdmissionOnly.AcceptedP50, b.AdmissionOnly.AcceptedP99)
+			}
 			round.Baselines = b
 			baselines = append(baselines, b)
 		}
@@ -221,7 +266,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		var last Step
 		for _, level := range steps {
-			r := &stepRunner{cfg: cfg, c: c, shoppers: shoppers, rep: rep, costs: cs}
+			r := &stepRunner{cfg: cfg, c: c, api: admin, shoppers: shoppers, rep: rep, costs: cs}
 			if rounds > 1 {
 				r.label = fmt.Sprintf("round %d ", n)
 			}
@@ -260,7 +305,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-func makeShoppers(cfg Config) ([]shopper, error) {
+func makeShoppers(cfg Config, as *client.Client) ([]shopper, error) {
 	out := make([]shopper, cfg.Users)
 	base := int64(rand.IntN(1_000_000_000)) * 1000
 	for i := range out {
@@ -269,19 +314,26 @@ func makeShoppers(cfg Config) ([]shopper, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[i] = shopper{user: user, auth: "Bearer " + tok, index: i}
+		out[i] = shopper{user: user, auth: "Bearer " + tok, index: i, api: as.WithToken(tok)}
 	}
 	return out, nil
 }
 
-// httpClient is a thin JSON client on fasthttp: the load generator must cost
-// far less than the server it measures.
+// httpClient is the load loop's client, on fasthttp: the load generator
+// must cost far less than the server it measures. Everything else goes
+// through the typed client.
 type httpClient struct {
 	base string
 	hc   *fasthttp.Client
 }
 
-func (c *httpClient) do(method, path, auth string, body []byte, hdr map[string]string) (int, []byte, string, error) {
+// newLoadClient is the load loop's client of the API at base: as many
+// connections as requests in flight.
+func newLoadClient(base string) *httpClient {
+	return &httpClient{base: base, hc: &fasthttp.Client{MaxConnsPerHost: 4096, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}}
+}
+
+func (c *httpClient) do(method, path, auth string, body []byte) (int, []byte, string, error) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
@@ -291,30 +343,18 @@ func (c *httpClient) do(method, path, auth string, body []byte, hdr map[string]s
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
 	req.SetBody(body)
 	if err := c.hc.Do(req, resp); err != nil {
 		return 0, nil, "", err
 	}
-	return resp.StatusCode(), append([]byte(nil), resp.Body()...), string(resp.Header.Peek(api.HeaderLayer)), nil
-}
-
-func (c *httpClient) json(method, path, auth string, body []byte, out any) (int, error) {
-	code, raw, _, err := c.do(method, path, auth, body, nil)
-	if err != nil {
-		return 0, err
-	}
-	if out != nil && len(raw) > 0 {
-		_ = json.Unmarshal(raw, out)
-	}
-	return code, nil
+	return resp.StatusCode(), append([]byte(nil), resp.Body()...), string(resp.Header.Peek(client.HeaderLayer)), nil
 }
 
 type stepRunner struct {
-	cfg      Config
-	c        *httpClient
+	cfg Config
+	c   *httpClient // the load loop's
+	// api is the typed client with the admin token and webhook secret.
+	api      *client.Client
 	shoppers []shopper
 	rep      *Report
 	costs    *costs // nil: the Temporal cost is not counted
@@ -339,7 +379,7 @@ func (r *stepRunner) run(ctx context.Context, level int) (*Step, error) {
 	} else {
 		r.step.Concurrency = level
 	}
-	if err := r.createSession(); err != nil {
+	if err := r.createSession(ctx); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(r.cfg.Progress, "step %s: session %d, %d units, %d shoppers × %d requests\n",
@@ -371,23 +411,16 @@ func (r *stepRunner) levelName() string {
 	return fmt.Sprintf("c=%d", r.step.Concurrency)
 }
 
-func (r *stepRunner) createSession() error {
+func (r *stepRunner) createSession(ctx context.Context) error {
 	now := time.Now().UTC()
-	body, _ := json.Marshal(map[string]any{
-		"sku_id": 7000, "title": "bench", "price_cents": 100, "stock": r.cfg.Stock, "per_user_limit": r.cfg.Limit,
-		"start_at": now.Add(-time.Second).Format(time.RFC3339), "end_at": now.Add(2 * time.Hour).Format(time.RFC3339),
-	})
-	var out struct {
-		ID int64 `json:"id"`
+	sess, err := r.api.CreateSession(ctx, &seckill.Session{SKUID: 7000, Title: "bench", PriceCents: priceCents,
+		TotalStock: r.cfg.Stock, PerUserLimit: r.cfg.Limit, StartAt: now.Add(-time.Second), EndAt: now.Add(2 * time.Hour)})
+	if err != nil {
+		return fmt.Errorf("create session: %w (is the API at %s, with this admin token?)", err, r.cfg.BaseURL)
 	}
-	code, err := r.c.json("POST", "/admin/v1/sessions", "Bearer "+r.cfg.AdminToken, body, &out)
-	if err != nil || code != 201 {
-		return fmt.Errorf("create session: status %d: %v (is the API at %s, with this admin token?)", code, err, r.cfg.BaseURL)
-	}
-	r.step.SessionID = out.ID
-	code, err = r.c.json("POST", fmt.Sprintf("/admin/v1/sessions/%d/preheat", out.ID), "Bearer "+r.cfg.AdminToken, nil, nil)
-	if err != nil || code != 200 {
-		return fmt.Errorf("preheat: status %d: %v", code, err)
+	r.step.SessionID = sess.ID
+	if _, err := r.api.Preheat(ctx, sess.ID, false); err != nil {
+		return fmt.Errorf("preheat: %w", err)
 	}
 	return nil
 }
@@ -409,9 +442,9 @@ func (r *stepRunner) burst(ctx context.Context, level int, name string) ([]resul
 	one := func(i int) {
 		s := r.shoppers[order[i]]
 		t0 := time.Now()
-		code, raw, layer, err := r.c.do("POST", path, s.auth, body, nil)
+		code, raw, layer, err := r.c.do("POST", path, s.auth, body)
 		res := result{at: t0.Sub(start), latency: time.Since(t0), shopper: s.index, outcome: classify(code, raw, layer, err)}
-		if res.outcome == outAccepted {
+		if res.outcome == OutAccepted {
 			var v struct {
 				OrderNo string `json:"order_no"`
 			}
@@ -485,33 +518,33 @@ func (r *stepRunner) progress(name string, done *atomic.Int64, n int) func() {
 // and the layer the API says decided it.
 func classify(code int, body []byte, layer string, err error) string {
 	if err != nil {
-		return outError
+		return OutError
 	}
 	if code == 202 {
-		return outAccepted
+		return OutAccepted
 	}
-	var e api.ErrorBody
+	var e seckill.ErrorBody
 	_ = json.Unmarshal(body, &e)
 	switch {
 	case layer == api.LayerSoldOutMemory:
-		return outSoldOutMemory
+		return OutSoldOutMemory
 	case e.Code == seckill.ESOLDOUT:
-		return outSoldOutRedis
+		return OutSoldOutRedis
 	case e.Code == seckill.ELIMIT:
-		return outLimit
+		return OutLimit
 	case e.Code == seckill.ERATELIMITED:
-		return outRateLimited
+		return OutRateLimited
 	case e.Code == seckill.ENOTSTARTED || e.Code == seckill.EENDED:
-		return outWindow
+		return OutWindow
 	default:
-		return outError
+		return OutError
 	}
 }
 
 func accepted(rs []result) []result {
 	var out []result
 	for _, r := range rs {
-		if r.outcome == outAccepted {
+		if r.outcome == OutAccepted {
 			out = append(out, r)
 		}
 	}
@@ -529,7 +562,7 @@ func (r *stepRunner) tally(rs []result) {
 	var lastWin time.Duration
 	for _, x := range rs {
 		switch x.outcome {
-		case outAccepted:
+		case OutAccepted:
 			f.Accepted++
 			perShopper[x.shopper] += r.cfg.Quantity
 			if seen[x.orderNo] {
@@ -539,15 +572,15 @@ func (r *stepRunner) tally(rs []result) {
 			if end := x.at + x.latency; end > lastWin {
 				lastWin = end
 			}
-		case outSoldOutMemory:
+		case OutSoldOutMemory:
 			f.SoldOutMemory++
-		case outSoldOutRedis:
+		case OutSoldOutRedis:
 			f.SoldOutRedis++
-		case outLimit:
+		case OutLimit:
 			f.LimitExceeded++
-		case outRateLimited:
+		case OutRateLimited:
 			f.RateLimited++
-		case outWindow:
+		case OutWindow:
 			f.Window++
 		default:
 			f.OtherErrors++
@@ -567,9 +600,9 @@ func (r *stepRunner) tally(rs []result) {
 		}
 	}
 	r.step.TimeToSellOutSeconds = lastWin.Seconds()
-	for _, o := range []string{outAccepted, outSoldOutMemory, outSoldOutRedis, outLimit, outRateLimited, outWindow, outError} {
-		if p := percentiles(rs, o); p.Count > 0 {
-			r.step.Latency[o] = p
+	for _, o := range Outcomes {
+		if p := percentiles(rs, o.Code); p.Count > 0 {
+			r.step.Latency[o.Code] = p
 		}
 	}
 	r.step.Timeline = timeline(rs)

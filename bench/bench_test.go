@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/bench"
+	"github.com/seckill/seckill/bench/htmlreport"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -23,7 +24,7 @@ func TestBenchSmallRun(t *testing.T) {
 		WebhookSecret: testenv.WebhookSecret, Users: 80, PerUser: 2, Concurrency: 16, Steps: []int{8, 32},
 		Stock: 20, Quantity: 1, Limit: 1, PayRatio: 0.5, PayTimeout: 8 * time.Second, Settle: 30 * time.Second,
 		Baselines: &bench.BaselineConfig{RedisAddr: "127.0.0.1:6379", TemporalAddr: "127.0.0.1:7233",
-			TemporalNamespace: "default", NoopWorkflows: 20},
+			TemporalNamespace: "default", NoopWorkflows: 20, MySQLDSN: e.DSN},
 		TemporalAddr: "127.0.0.1:7233", TemporalNamespace: "default", CostSample: 2,
 	}
 	if testing.Verbose() {
@@ -49,7 +50,13 @@ func TestBenchSmallRun(t *testing.T) {
 		require.NotEmpty(t, s.Timeline)
 		require.Equal(t, 20, s.Latency["accepted"].Count)
 	}
-	for _, k := range []string{"admission_vs_fiber", "soldout_vs_fiber", "orders_vs_temporal_noop"} {
+	// The admission-only baseline: the same burst through an in-process
+	// API with no order tier.
+	require.NotNil(t, rep.Baselines.AdmissionOnly)
+	require.Positive(t, rep.Baselines.AdmissionOnly.RequestsPerSecond)
+	require.Positive(t, rep.Baselines.AdmissionOnly.AcceptedP50)
+	require.Positive(t, rep.Baselines.AdmissionOnly.AcceptedP99)
+	for _, k := range bench.RatioKeys {
 		require.Positive(t, rep.Ratios[k], k)
 	}
 	// What an order costs in Temporal, from the histories of 2 orders of
@@ -63,6 +70,7 @@ func TestBenchSmallRun(t *testing.T) {
 	var out strings.Builder
 	require.NoError(t, bench.WriteTable(&out, rep))
 	require.Contains(t, out.String(), "admission_vs_fiber")
+	require.Contains(t, out.String(), "accept_p99_vs_admission_only")
 	require.Contains(t, out.String(), "invariants: ok")
 	require.Contains(t, out.String(), "Temporal cost per order")
 }
@@ -98,7 +106,7 @@ func TestBenchRepeat(t *testing.T) {
 		WebhookSecret: testenv.WebhookSecret, Users: 40, PerUser: 2, Concurrency: 8,
 		Stock: 10, Quantity: 1, Limit: 1, PayRatio: 1, Settle: 30 * time.Second,
 		Baselines: &bench.BaselineConfig{RedisAddr: "127.0.0.1:6379", TemporalAddr: "127.0.0.1:7233",
-			TemporalNamespace: "default", NoopWorkflows: 10},
+			TemporalNamespace: "default", NoopWorkflows: 10, MySQLDSN: e.DSN},
 		Repeat: 2, RedisAOF: bench.AOFModes, Warmup: true,
 	}
 	if testing.Verbose() {
@@ -114,6 +122,7 @@ func TestBenchRepeat(t *testing.T) {
 		require.Equal(t, i+1, rep.Steps[i].Repeat)
 		require.True(t, rd.InvariantsOK)
 		require.NotNil(t, rd.Baselines)
+		require.NotNil(t, rd.Baselines.AdmissionOnly)
 		require.Equal(t, 10, rep.Steps[i].Funnel.Paid)
 		for _, m := range bench.AOFModes {
 			require.Positive(t, rd.RedisAOF[m].PerSecond, m)
@@ -135,6 +144,6 @@ func TestBenchRepeat(t *testing.T) {
 	require.Contains(t, out.String(), "appendfsync")
 	require.Contains(t, out.String(), "cpu pinning: off")
 	var html strings.Builder
-	require.NoError(t, bench.WriteHTML(&html, rep))
+	require.NoError(t, htmlreport.WriteHTML(&html, rep))
 	require.Contains(t, html.String(), "Redis persistence")
 }

@@ -20,6 +20,10 @@ const (
 	pathCancel  = "cancel"
 )
 
+// CostPaths are the order paths whose cost the bench counts, in the order
+// the reports list them.
+var CostPaths = []string{pathPaid, pathTimeout, pathCancel}
+
 // TemporalCost is what an order costs in Temporal, counted from the real
 // histories of a few orders of each path (temporal.CountActions): Temporal
 // Cloud's billable actions (a default Cloud namespace allows 500 actions/s)

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -31,7 +30,7 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 	// timeout of the first ones.
 	reached := r.waitAll(ctx, won, r.cfg.Settle, func(x result) {
 		if toPay[x.orderNo] {
-			r.pay(x)
+			r.pay(ctx, x)
 		}
 	}, seckill.StatusWaitPay, seckill.StatusPaid, seckill.StatusClosed)
 	var last time.Time
@@ -54,7 +53,7 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 	if r.costs != nil {
 		cancelled = rest[:min(r.cfg.CostSample, len(rest)/2)]
 		for _, x := range cancelled {
-			r.cancel(x)
+			r.cancel(ctx, x)
 		}
 		f.Cancelled = len(cancelled)
 	}
@@ -78,24 +77,21 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 }
 
 // cancel cancels an unpaid order as its shopper does.
-func (r *stepRunner) cancel(x result) {
-	code, err := r.c.json("POST", "/api/v1/orders/"+x.orderNo+"/cancel", r.shoppers[x.shopper].auth, nil, nil)
-	if err != nil || code != 202 {
+func (r *stepRunner) cancel(ctx context.Context, x result) {
+	if _, err := r.shoppers[x.shopper].api.Cancel(ctx, x.orderNo); err != nil {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		r.problem("cancel of %s: status %d: %v", x.orderNo, code, err)
+		r.problem("cancel of %s: %v", x.orderNo, err)
 	}
 }
 
 // pay sends an order's signed SUCCEEDED webhook, retrying as a provider
-// does while the API answers 503 (the order is still being created).
-func (r *stepRunner) pay(x result) {
-	body, _ := json.Marshal(map[string]any{"event_id": "evt_" + x.orderNo, "payment_id": "pay_" + x.orderNo,
-		"order_no": x.orderNo, "amount_cents": 100 * r.cfg.Quantity, "status": "SUCCEEDED"})
-	for attempt := 0; attempt < 50; attempt++ {
-		code, _, _, err := r.c.do("POST", "/api/v1/payments/webhook", "", body,
-			map[string]string{seckill.HeaderSignature: seckill.SignWebhook(r.cfg.WebhookSecret, time.Now(), body)})
-		if err == nil && code == 200 {
+// does while the API does not answer 200 (the order is still being created).
+func (r *stepRunner) pay(ctx context.Context, x result) {
+	p := seckill.Payment{EventID: "evt_" + x.orderNo, PaymentID: "pay_" + x.orderNo, OrderNo: x.orderNo,
+		AmountCents: priceCents * int64(r.cfg.Quantity)}
+	for attempt := 0; attempt < 50 && ctx.Err() == nil; attempt++ {
+		if _, err := r.api.Pay(ctx, p); err == nil {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -105,33 +101,23 @@ func (r *stepRunner) pay(x result) {
 	r.problem("payment of %s was never accepted", x.orderNo)
 }
 
-// waitAll polls the orders until each has one of want (or the timeout),
-// calls reached (if any) for each as it gets there, and returns when each
-// was first seen so.
+// waitAll polls the orders (every pollEvery, as their shoppers) until each
+// has one of want (or the timeout), calls reached (if any) for each as it
+// gets there, and returns when each was first seen so.
 func (r *stepRunner) waitAll(ctx context.Context, orders []result, timeout time.Duration, reached func(result), want ...seckill.Status) map[string]time.Time {
 	var mu sync.Mutex
 	seen := map[string]time.Time{}
-	deadline := time.Now().Add(timeout)
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	r.parallel(orders, func(x result) {
-		auth := r.shoppers[x.shopper].auth
-		for time.Now().Before(deadline) && ctx.Err() == nil {
-			var v struct {
-				Status seckill.Status `json:"status"`
-			}
-			if code, err := r.c.json("GET", "/api/v1/orders/"+x.orderNo, auth, nil, &v); err == nil && code == 200 {
-				for _, w := range want {
-					if v.Status == w {
-						mu.Lock()
-						seen[x.orderNo] = time.Now()
-						mu.Unlock()
-						if reached != nil {
-							reached(x)
-						}
-						return
-					}
-				}
-			}
-			time.Sleep(pollEvery)
+		if _, err := r.shoppers[x.shopper].api.WaitOrder(wctx, x.orderNo, want...); err != nil {
+			return // the timeout: the caller counts who never got there
+		}
+		mu.Lock()
+		seen[x.orderNo] = time.Now()
+		mu.Unlock()
+		if reached != nil {
+			reached(x)
 		}
 	})
 	return seen
@@ -159,27 +145,28 @@ func (r *stepRunner) parallel(xs []result, f func(result)) {
 
 // reconcile reads the session's reconcile report once nothing is in flight.
 func (r *stepRunner) reconcile(ctx context.Context) {
-	path := fmt.Sprintf("/admin/v1/sessions/%d/reconcile", r.step.SessionID)
 	deadline := time.Now().Add(r.cfg.Settle)
-	var rep map[string]any
+	var rep *seckill.Report
 	for ctx.Err() == nil {
-		code, err := r.c.json("GET", path, "Bearer "+r.cfg.AdminToken, nil, &rep)
-		if err != nil || code != 200 {
-			r.problem("reconcile: status %d: %v", code, err)
+		var err error
+		if rep, err = r.api.Reconcile(ctx, r.step.SessionID); err != nil {
+			r.problem("reconcile: %v", err)
 			return
 		}
-		if inFlight, _ := rep["in_flight"].(float64); inFlight == 0 || time.Now().After(deadline) {
+		if rep.InFlight == 0 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	r.step.Reconcile = rep
-	if ok, _ := rep["ok"].(bool); !ok {
-		r.problem("reconcile: %v", rep["problems"])
+	if rep == nil {
+		r.problem("reconcile: %v", ctx.Err())
+		return
 	}
-	if orders, _ := rep["orders"].(map[string]any); orders != nil {
-		if paid, _ := orders["PAID"].(float64); int(paid) != r.step.Funnel.Paid {
-			r.problem("reconcile counts %v PAID orders, the bench paid %d", paid, r.step.Funnel.Paid)
-		}
+	r.step.Reconcile = rep
+	if !rep.OK {
+		r.problem("reconcile: %v", rep.Problems)
+	}
+	if paid := rep.Orders[seckill.StatusPaid]; paid != r.step.Funnel.Paid {
+		r.problem("reconcile counts %d PAID orders, the bench paid %d", paid, r.step.Funnel.Paid)
 	}
 }

@@ -5,9 +5,6 @@ import (
 	"sort"
 )
 
-// RatioKeys are the ratios a run with baselines reports (DESIGN.md, Tests).
-var RatioKeys = []string{"admission_vs_fiber", "soldout_vs_fiber", "orders_vs_temporal_noop"}
-
 // Repeat is one round of an interleaved run (--repeat): the baselines, then
 // the subject's load steps, and the ratios of that round.
 type Repeat struct {
@@ -16,23 +13,6 @@ type Repeat struct {
 	Ratios       map[string]float64 `json:"ratios"`
 	RedisAOF     map[string]AOFRun  `json:"redis_aof,omitempty"`
 	InvariantsOK bool               `json:"invariants_ok"`
-}
-
-// stepRatios are one round's ratios: the last step against that round's
-// baselines (nil baselines: none).
-func stepRatios(last Step, b *Baselines) map[string]float64 {
-	out := map[string]float64{}
-	if b == nil {
-		return out
-	}
-	if b.FiberRPS > 0 {
-		out["admission_vs_fiber"] = last.Throughput / b.FiberRPS
-		out["soldout_vs_fiber"] = last.SoldOutThroughput / b.FiberRPS
-	}
-	if b.TemporalNoopPerSecond > 0 {
-		out["orders_vs_temporal_noop"] = last.OrdersPerSecond / b.TemporalNoopPerSecond
-	}
-	return out
 }
 
 // AggregateRatios returns, for every key present in any round, the median
@@ -85,16 +65,25 @@ func minMax(vs []float64) (lo, hi float64) {
 	return lo, hi
 }
 
-// medianBaselines is the baseline of each kind, median over the rounds.
+// medianBaselines is the baseline of each kind, median over the rounds
+// (the admission-only one over the rounds that measured it).
 func medianBaselines(bs []*Baselines) *Baselines {
-	var f, l, t []float64
+	var f, l, t, aRPS, a50, a99 []float64
 	for _, b := range bs {
-		if b != nil {
-			f, l, t = append(f, b.FiberRPS), append(l, b.LuaPerSecond), append(t, b.TemporalNoopPerSecond)
+		if b == nil {
+			continue
+		}
+		f, l, t = append(f, b.FiberRPS), append(l, b.LuaPerSecond), append(t, b.TemporalNoopPerSecond)
+		if a := b.AdmissionOnly; a != nil {
+			aRPS, a50, a99 = append(aRPS, a.RequestsPerSecond), append(a50, a.AcceptedP50), append(a99, a.AcceptedP99)
 		}
 	}
 	if len(f) == 0 {
 		return nil
 	}
-	return &Baselines{FiberRPS: medianOf(f), LuaPerSecond: medianOf(l), TemporalNoopPerSecond: medianOf(t)}
+	m := &Baselines{FiberRPS: medianOf(f), LuaPerSecond: medianOf(l), TemporalNoopPerSecond: medianOf(t)}
+	if len(aRPS) > 0 {
+		m.AdmissionOnly = &AdmissionOnly{RequestsPerSecond: medianOf(aRPS), AcceptedP50: medianOf(a50), AcceptedP99: medianOf(a99)}
+	}
+	return m
 }

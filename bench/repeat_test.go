@@ -38,14 +38,24 @@ func TestAggregateRatios(t *testing.T) {
 
 func TestStepRatiosAndMedianBaselines(t *testing.T) {
 	b := medianBaselines([]*Baselines{
-		{FiberRPS: 100, LuaPerSecond: 10, TemporalNoopPerSecond: 1},
+		{FiberRPS: 100, LuaPerSecond: 10, TemporalNoopPerSecond: 1, AdmissionOnly: &AdmissionOnly{RequestsPerSecond: 80, AcceptedP50: 4, AcceptedP99: 20}},
 		nil,
 		{FiberRPS: 300, LuaPerSecond: 30, TemporalNoopPerSecond: 3},
-		{FiberRPS: 200, LuaPerSecond: 20, TemporalNoopPerSecond: 2},
+		{FiberRPS: 200, LuaPerSecond: 20, TemporalNoopPerSecond: 2, AdmissionOnly: &AdmissionOnly{RequestsPerSecond: 120, AcceptedP50: 6, AcceptedP99: 40}},
 	})
-	require.Equal(t, &Baselines{FiberRPS: 200, LuaPerSecond: 20, TemporalNoopPerSecond: 2}, b)
+	require.Equal(t, &Baselines{FiberRPS: 200, LuaPerSecond: 20, TemporalNoopPerSecond: 2,
+		AdmissionOnly: &AdmissionOnly{RequestsPerSecond: 100, AcceptedP50: 5, AcceptedP99: 30}}, b)
 	require.Nil(t, medianBaselines([]*Baselines{nil}))
-	r := stepRatios(Step{Throughput: 50, SoldOutThroughput: 150, OrdersPerSecond: 1}, b)
-	require.Equal(t, map[string]float64{"admission_vs_fiber": 0.25, "soldout_vs_fiber": 0.75, "orders_vs_temporal_noop": 0.5}, r)
+	r := stepRatios(Step{Throughput: 50, SoldOutThroughput: 150, OrdersPerSecond: 1,
+		Latency: map[string]Percentiles{"accepted": {P50: 10, P99: 45}}}, b)
+	require.Equal(t, map[string]float64{"admission_vs_fiber": 0.25, "soldout_vs_fiber": 0.75, "orders_vs_temporal_noop": 0.5,
+		"burst_vs_admission_only": 0.5, "accept_p50_vs_admission_only": 2, "accept_p99_vs_admission_only": 1.5}, r)
+	p50, ok := RatioByKey("accept_p50_vs_admission_only")
+	require.True(t, ok)
+	require.True(t, p50.Met(1.5)) // an upper bound
+	require.False(t, p50.Met(1.6))
+	fiber, _ := RatioByKey("admission_vs_fiber")
+	require.True(t, fiber.Met(0.5)) // a lower bound
+	require.False(t, fiber.Met(math.NaN()))
 	require.Empty(t, stepRatios(Step{}, nil))
 }

@@ -1,6 +1,10 @@
 package bench
 
-import "time"
+import (
+	"time"
+
+	"github.com/seckill/seckill"
+)
 
 // Report is everything one `seckill bench` run measured. It is written as
 // JSON (--json), rendered as HTML (--html) and printed as a table.
@@ -12,8 +16,8 @@ type Report struct {
 	Steps []Step `json:"steps"`
 	// Baselines measured in the same run on the same machine (--baselines).
 	Baselines *Baselines `json:"baselines,omitempty"`
-	// Ratios against the baselines: admission_vs_fiber, soldout_vs_fiber,
-	// orders_vs_temporal_noop (absent without baselines).
+	// Ratios against the baselines, keyed by Ratio.Key (see Ratios; absent
+	// without baselines).
 	Ratios map[string]float64 `json:"ratios"`
 	// RatiosSpread (with --repeat N > 1): per ratio, (max − min) / median
 	// over the rounds.
@@ -74,9 +78,10 @@ type Step struct {
 	TimeToAllWaitPaySeconds float64 `json:"time_to_all_wait_pay_seconds"`
 	OrdersPerSecond         float64 `json:"orders_per_second"`
 	// Timeline is the burst in 100 ms buckets, for the latency-over-time chart.
-	Timeline     []Bucket       `json:"timeline"`
-	Reconcile    map[string]any `json:"reconcile,omitempty"`
-	InvariantsOK bool           `json:"invariants_ok"`
+	Timeline []Bucket `json:"timeline"`
+	// Reconcile is the session's reconcile report once the step settled.
+	Reconcile    *seckill.Report `json:"reconcile,omitempty"`
+	InvariantsOK bool            `json:"invariants_ok"`
 }
 
 // Funnel counts where each request ended.
@@ -125,4 +130,18 @@ type Baselines struct {
 	// TemporalNoopPerSecond: no-op workflows with one local activity,
 	// started and completed per second on the same Temporal server.
 	TemporalNoopPerSecond float64 `json:"temporal_noop_per_second"`
+	// AdmissionOnly: the same burst through the same API code with the
+	// order tier switched off (absent when the bench has no MySQL DSN).
+	AdmissionOnly *AdmissionOnly `json:"admission_only,omitempty"`
+}
+
+// AdmissionOnly is the admission-only baseline: the last step's burst (same
+// shoppers, requests and load) against an API built in the bench process
+// with api.New on the stack's MySQL and Redis (a scratch key prefix), whose
+// order starts do nothing. What the real burst loses against it is what
+// the order tier (the starter, Temporal, the worker) costs the front door.
+type AdmissionOnly struct {
+	RequestsPerSecond float64 `json:"requests_per_second"`
+	AcceptedP50       float64 `json:"accepted_p50_ms"`
+	AcceptedP99       float64 `json:"accepted_p99_ms"`
 }

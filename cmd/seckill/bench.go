@@ -15,7 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/bench"
+	"github.com/seckill/seckill/bench/htmlreport"
 )
 
 func benchCmd() *cobra.Command {
@@ -40,8 +42,18 @@ stack) at each load step: --users shoppers with their own JWTs send
 fast path). It follows every winner to WAIT_PAY, pays --pay-ratio of them
 through signed webhooks, waits --pay-timeout for the rest to close, and
 checks the invariants through the reconcile report. --baselines measures,
-in the same run, a bare Fiber handler, the admission script alone and a
-no-op Temporal workflow, and reports the ratios. It cancels --cost-sample
+in the same run, a bare Fiber handler, the admission script alone, a
+no-op Temporal workflow and the admission-only API (the last step's burst,
+same shoppers, requests and load, through an API built in the bench process
+from the same code on SECKILL_MYSQL_DSN and SECKILL_REDIS_ADDR under a
+scratch key prefix, with the order tier switched off: no workflow is
+started; baselines.admission_only in the JSON), and reports the ratios
+against them with their targets: admission_vs_fiber ≥ 0.5,
+soldout_vs_fiber ≥ 0.85, burst_vs_admission_only ≥ 0.8 (the burst's
+requests/s within 1.25× of the admission-only API's),
+accept_p50_vs_admission_only ≤ 1.5 and accept_p99_vs_admission_only ≤ 1.5
+(winners' 202 latency against the admission-only API's: a winner's answer
+must not wait for Temporal), orders_vs_temporal_noop ≥ 0.9. It cancels --cost-sample
 unpaid orders and reads the Temporal histories of that many orders of each
 path (paid, timed out, cancelled) from SECKILL_TEMPORAL_ADDR to report the
 billable actions and history events per order (temporal.actions_per_order
@@ -81,7 +93,8 @@ and SECKILL_ADMIN_TOKEN.`,
 			}
 			if baselines {
 				cfg.Baselines = &bench.BaselineConfig{RedisAddr: c.RedisAddr, TemporalAddr: c.TemporalAddr,
-					TemporalNamespace: c.TemporalNamespace, NoopWorkflows: noopCount}
+					TemporalNamespace: c.TemporalNamespace, NoopWorkflows: noopCount, MySQLDSN: c.MySQLDSN,
+					Limits: api.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS}}
 			}
 			cfg.TemporalAddr, cfg.TemporalNamespace = c.TemporalAddr, c.TemporalNamespace
 			if cfg.Repeat < 1 {
@@ -128,7 +141,7 @@ and SECKILL_ADMIN_TOKEN.`,
 				if err != nil {
 					return err
 				}
-				if err := bench.WriteHTML(f, rep); err != nil {
+				if err := htmlreport.WriteHTML(f, rep); err != nil {
 					f.Close()
 					return err
 				}
@@ -155,7 +168,7 @@ and SECKILL_ADMIN_TOKEN.`,
 	f.Float64Var(&cfg.PayRatio, "pay-ratio", 0.5, "share of accepted orders paid through signed webhooks")
 	f.DurationVar(&cfg.PayTimeout, "pay-timeout", 0, "the stack's SECKILL_PAY_TIMEOUT: wait that long for unpaid orders to close (0 = do not wait)")
 	f.DurationVar(&cfg.Settle, "settle", time.Minute, "how long to wait for orders to settle")
-	f.BoolVar(&baselines, "baselines", false, "measure bare Fiber, the admission script alone and a no-op Temporal workflow in the same run")
+	f.BoolVar(&baselines, "baselines", false, "measure bare Fiber, the admission script alone, a no-op Temporal workflow and the admission-only API (order tier off) in the same run")
 	f.IntVar(&noopCount, "noop-workflows", 500, "no-op workflows in the Temporal baseline")
 	f.IntVar(&cfg.CostSample, "cost-sample", 3, "orders of each path (paid, timed out, cancelled: that many unpaid orders are cancelled) whose Temporal histories are read to count the actions per order (0 = do not count)")
 	f.IntVar(&cfg.Repeat, "repeat", 1, "rounds: the baselines and the steps run this many times, interleaved; ratios are medians, ratios_spread their (max − min) / median")

@@ -1,4 +1,4 @@
-package bench
+package htmlreport
 
 import (
 	"bytes"
@@ -10,25 +10,28 @@ import (
 	"time"
 
 	"golang.org/x/net/html"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/bench"
 )
 
 // sampleHTMLReport is a plausible two-step run: 5,000 shoppers × 2
 // requests against 500 units, closed loop at 128 then 512 in flight, with
 // baselines, ratios (one of them missed) and 30-bucket timelines.
-func sampleHTMLReport() *Report {
-	return &Report{
+func sampleHTMLReport() *bench.Report {
+	return &bench.Report{
 		StartedAt: time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC),
 		Machine:   "linux/amd64, 2 CPUs",
-		Config: Settings{BaseURL: "http://127.0.0.1:8080", Users: 5000, PerUser: 2, Concurrency: 128,
+		Config: bench.Settings{BaseURL: "http://127.0.0.1:8080", Users: 5000, PerUser: 2, Concurrency: 128,
 			Stock: 500, Quantity: 1, Limit: 1, PayRatio: 0.5, PayTimeout: "30s"},
-		Steps: []Step{
+		Steps: []bench.Step{
 			{
 				Concurrency: 128, SessionID: 41,
-				Funnel: Funnel{Requests: 10000, RateLimited: 37, Window: 0, SoldOutMemory: 8120, SoldOutRedis: 1290,
+				Funnel: bench.Funnel{Requests: 10000, RateLimited: 37, Window: 0, SoldOutMemory: 8120, SoldOutRedis: 1290,
 					LimitExceeded: 12, OtherErrors: 41, Accepted: 500, OrdersCreated: 500, Paid: 250, Closed: 250},
 				DurationSeconds: 1.0961, Throughput: 9123.4, SoldOutThroughput: 14210.7,
 				TimeToSellOutSeconds: 0.734, TimeToAllWaitPaySeconds: 2.31, OrdersPerSecond: 216.5,
-				Latency: map[string]Percentiles{
+				Latency: map[string]bench.Percentiles{
 					"accepted":       {Count: 500, P50: 9.8, P95: 21.4, P99: 34.7, Max: 61.2},
 					"soldout_memory": {Count: 8120, P50: 2.1, P95: 5.3, P99: 9.9, Max: 27.5},
 					"soldout_redis":  {Count: 1290, P50: 8.7, P95: 18.2, P99: 29.3, Max: 48.0},
@@ -37,16 +40,16 @@ func sampleHTMLReport() *Report {
 					"error":          {Count: 41, P50: 103.5, P95: 240.1, P99: 251.0, Max: 251.0},
 				},
 				Timeline:     sampleHTMLTimeline(30, 330, 8, 12),
-				Reconcile:    map[string]any{"ok": true, "total_stock": 500.0, "held_qty": 250.0, "drift": 0.0},
+				Reconcile:    &seckill.Report{OK: true, TotalStock: 500, HeldQty: 250},
 				InvariantsOK: true,
 			},
 			{
 				Concurrency: 512, SessionID: 42,
-				Funnel: Funnel{Requests: 10000, RateLimited: 153, Window: 0, SoldOutMemory: 8840, SoldOutRedis: 471,
+				Funnel: bench.Funnel{Requests: 10000, RateLimited: 153, Window: 0, SoldOutMemory: 8840, SoldOutRedis: 471,
 					LimitExceeded: 3, OtherErrors: 33, Accepted: 500, OrdersCreated: 498, Paid: 247, Closed: 251},
 				DurationSeconds: 0.842, Throughput: 11876.2, SoldOutThroughput: 15033.9,
 				TimeToSellOutSeconds: 0.41, TimeToAllWaitPaySeconds: 2.05, OrdersPerSecond: 243.9,
-				Latency: map[string]Percentiles{
+				Latency: map[string]bench.Percentiles{
 					"accepted":       {Count: 500, P50: 31.2, P95: 70.4, P99: 98.6, Max: 140.3},
 					"soldout_memory": {Count: 8840, P50: 6.4, P95: 17.0, P99: 28.8, Max: 66.1},
 					"soldout_redis":  {Count: 471, P50: 27.5, P95: 55.9, P99: 80.2, Max: 101.7},
@@ -58,7 +61,7 @@ func sampleHTMLReport() *Report {
 				InvariantsOK: true,
 			},
 		},
-		Baselines: &Baselines{FiberRPS: 17480.3, LuaPerSecond: 42115.8, TemporalNoopPerSecond: 329.6},
+		Baselines: &bench.Baselines{FiberRPS: 17480.3, LuaPerSecond: 42115.8, TemporalNoopPerSecond: 329.6},
 		Ratios: map[string]float64{
 			"admission_vs_fiber":      0.68,
 			"soldout_vs_fiber":        0.86,
@@ -71,10 +74,10 @@ func sampleHTMLReport() *Report {
 // sampleHTMLTimeline makes n 100 ms buckets of about perBucket requests, the
 // first soldAfter of them winning stock, latency rising with load (base ms)
 // and one empty bucket near the end (a gap the lines must break at).
-func sampleHTMLTimeline(n, perBucket, soldAfter int, base float64) []Bucket {
-	tl := make([]Bucket, n)
+func sampleHTMLTimeline(n, perBucket, soldAfter int, base float64) []bench.Bucket {
+	tl := make([]bench.Bucket, n)
 	for i := range tl {
-		b := Bucket{AtSeconds: float64(i) / 10}
+		b := bench.Bucket{AtSeconds: float64(i) / 10}
 		if i != n-4 {
 			b.Requests = perBucket + int(60*math.Sin(float64(i)/3))
 			wave := 1 + 0.4*math.Sin(float64(i)/2)
@@ -90,7 +93,7 @@ func sampleHTMLTimeline(n, perBucket, soldAfter int, base float64) []Bucket {
 	return tl
 }
 
-func renderHTMLPage(t *testing.T, r *Report) (string, *html.Node) {
+func renderHTMLPage(t *testing.T, r *bench.Report) (string, *html.Node) {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := WriteHTML(&buf, r); err != nil {
@@ -164,7 +167,7 @@ func TestWriteHTMLRealistic(t *testing.T) {
 	steps := htmlTextOf(htmlByID(t, doc, "steps"))
 	tput := htmlCharts(doc, "throughput")
 	for i, s := range r.Steps {
-		want := htmlRate(s.Throughput)
+		want := fmtRate(s.Throughput)
 		if !strings.Contains(steps, want) {
 			t.Errorf("step %d: throughput %s missing from the summary table", i+1, want)
 		}
@@ -183,8 +186,8 @@ func TestWriteHTMLRealistic(t *testing.T) {
 	}
 	for i, s := range r.Steps {
 		var want []string
-		for _, row := range htmlFunnelRows(s.Funnel) {
-			want = append(want, htmlInt(row.Count))
+		for _, row := range funnelRows(s.Funnel) {
+			want = append(want, fmtInt(row.Count))
 		}
 		got := htmlSVGTexts(funnels[i], "count")
 		if strings.Join(got, "|") != strings.Join(want, "|") {
@@ -226,7 +229,7 @@ func TestWriteHTMLRealistic(t *testing.T) {
 }
 
 func TestWriteHTMLEmptyReport(t *testing.T) {
-	page, doc := renderHTMLPage(t, &Report{})
+	page, doc := renderHTMLPage(t, &bench.Report{})
 	checkHTMLWellFormed(t, page, doc)
 	if out := os.Getenv("BENCH_HTML_OUT"); out != "" {
 		if err := os.WriteFile(strings.TrimSuffix(out, ".html")+"-empty.html", []byte(page), 0o644); err != nil {
@@ -250,18 +253,18 @@ func TestWriteHTMLEmptyReport(t *testing.T) {
 // a division by a zero duration upstream) must still give a valid page.
 func TestWriteHTMLDegenerateData(t *testing.T) {
 	nan, inf := math.NaN(), math.Inf(1)
-	r := &Report{
+	r := &bench.Report{
 		InvariantsOK: true,
-		Steps: []Step{
+		Steps: []bench.Step{
 			{Concurrency: 1}, // all zero, no timeline
 			{Rate: 200, Throughput: nan, SoldOutThroughput: inf, OrdersPerSecond: nan,
 				TimeToSellOutSeconds: inf, DurationSeconds: nan,
-				Funnel:   Funnel{Requests: 3, Accepted: 0, OrdersCreated: 0},
-				Latency:  map[string]Percentiles{"accepted": {Count: 1, P50: nan, P99: inf}, "teapot": {}},
-				Timeline: []Bucket{{AtSeconds: 0}, {AtSeconds: nan, Requests: 2, P50: nan, P99: inf}, {AtSeconds: 0.2, Requests: 1, P50: 0, P99: 0}},
+				Funnel:   bench.Funnel{Requests: 3, Accepted: 0, OrdersCreated: 0},
+				Latency:  map[string]bench.Percentiles{"accepted": {Count: 1, P50: nan, P99: inf}, "teapot": {}},
+				Timeline: []bench.Bucket{{AtSeconds: 0}, {AtSeconds: nan, Requests: 2, P50: nan, P99: inf}, {AtSeconds: 0.2, Requests: 1, P50: 0, P99: 0}},
 			},
 		},
-		Baselines: &Baselines{FiberRPS: inf, LuaPerSecond: nan},
+		Baselines: &bench.Baselines{FiberRPS: inf, LuaPerSecond: nan},
 		Ratios:    map[string]float64{"admission_vs_fiber": nan, "new_ratio": 1.5},
 	}
 	page, doc := renderHTMLPage(t, r)
@@ -341,7 +344,7 @@ func TestHTMLSVGScaleNiceTicks(t *testing.T) {
 	// Degenerate domains still give a usable, finite scale.
 	for _, c := range [][2]float64{{0, 0}, {5, 5}, {math.NaN(), math.NaN()}, {0, math.Inf(1)}, {10, 0}} {
 		s := newSVGScale(c[0], c[1], 0, 100, 5)
-		if !(s.Hi > s.Lo) || !htmlFinite(s.At(c[1])) || !htmlFinite(s.At(math.NaN())) || len(s.Ticks()) < 2 {
+		if !(s.Hi > s.Lo) || !finite(s.At(c[1])) || !finite(s.At(math.NaN())) || len(s.Ticks()) < 2 {
 			t.Errorf("domain %v: scale %+v", c, s)
 		}
 	}
@@ -362,24 +365,24 @@ func TestHTMLSVGScaleNiceTicks(t *testing.T) {
 
 func TestHTMLNumberFormats(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
-		{htmlNum(1234567, 0), "1,234,567"},
-		{htmlNum(-1234.5, 1), "-1,234.5"},
-		{htmlNum(-0.001, 0), "0"},
-		{htmlNum(math.NaN(), 2), "—"},
-		{htmlInt(100), "100"},
-		{htmlRate(9123.4), "9,123"},
-		{htmlRate(42.26), "42.3"},
-		{htmlRate(0), "0"},
-		{htmlMs(3.14159), "3.14"},
-		{htmlMs(34.72), "34.7"},
-		{htmlMs(450.9), "451"},
-		{htmlSeconds(0), "—"},
-		{htmlSeconds(0.734), "0.73 s"},
-		{htmlPercent(0.0037), "0.4%"},
-		{htmlPercent(0.5), "50%"},
-		{htmlPercent(0), "0%"},
-		{htmlPercent(0.0003), "<0.1%"},
-		{htmlPercent(math.Inf(1)), "—%"},
+		{fmtNum(1234567, 0), "1,234,567"},
+		{fmtNum(-1234.5, 1), "-1,234.5"},
+		{fmtNum(-0.001, 0), "0"},
+		{fmtNum(math.NaN(), 2), "—"},
+		{fmtInt(100), "100"},
+		{fmtRate(9123.4), "9,123"},
+		{fmtRate(42.26), "42.3"},
+		{fmtRate(0), "0"},
+		{fmtMs(3.14159), "3.14"},
+		{fmtMs(34.72), "34.7"},
+		{fmtMs(450.9), "451"},
+		{fmtSeconds(0), "—"},
+		{fmtSeconds(0.734), "0.73 s"},
+		{fmtPercent(0.0037), "0.4%"},
+		{fmtPercent(0.5), "50%"},
+		{fmtPercent(0), "0%"},
+		{fmtPercent(0.0003), "<0.1%"},
+		{fmtPercent(math.Inf(1)), "—%"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)

@@ -1,0 +1,272 @@
+package htmlreport
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/bench"
+)
+
+// The view model: the page as already formatted strings and built charts,
+// so that the template holds no logic beyond loops and conditionals.
+
+type page struct {
+	Machine, Started string
+	OK               bool
+	Problems         []string
+	Config           []kv
+	HasRatios        bool
+	Ratios           []ratioRow
+	Baselines        []baselineRow // nil: not measured
+	Steps            []stepView
+	Throughput       *svgChart // nil without steps
+	Cost             []costRow // nil: not counted
+	AOF              []aofRow  // nil: --redis-aof not used
+}
+
+// aofRow is one Redis persistence setting measured by --redis-aof.
+type aofRow struct{ Mode, PerSecond, Spread, P50, P99, Relative string }
+
+func aofRows(m map[string]bench.AOFResult) []aofRow {
+	var rows []aofRow
+	base := m["no"].PerSecond
+	for _, mode := range bench.AOFModes {
+		x, ok := m[mode]
+		if !ok {
+			continue
+		}
+		rel := "—"
+		if base > 0 {
+			rel = fmtNum(x.PerSecond/base, 2)
+		}
+		rows = append(rows, aofRow{Mode: mode, PerSecond: fmtRate(x.PerSecond), Spread: fmtNum(x.PerSecondSpread, 2),
+			P50: fmtMs(x.P50), P99: fmtMs(x.P99), Relative: rel})
+	}
+	return rows
+}
+
+// costRow is one order path's cost in Temporal.
+type costRow struct{ Path, Actions, Events, Sampled, ByKind string }
+
+func costRows(t *bench.TemporalCost) []costRow {
+	if t == nil {
+		return nil
+	}
+	var rows []costRow
+	for _, path := range bench.CostPaths {
+		a, ok := t.ActionsPerOrder[path]
+		if !ok {
+			continue
+		}
+		kinds := make([]string, 0, len(t.ActionsByKind[path]))
+		for k, v := range t.ActionsByKind[path] {
+			kinds = append(kinds, fmt.Sprintf("%s %.3g", k, v))
+		}
+		sort.Strings(kinds)
+		rows = append(rows, costRow{Path: path, Actions: fmt.Sprintf("%.2f", a),
+			Events: fmt.Sprintf("%.1f", t.EventsPerOrder[path]), Sampled: fmt.Sprint(t.Sampled[path]),
+			ByKind: strings.Join(kinds, ", ")})
+	}
+	return rows
+}
+
+type kv struct{ Key, Value, Help string }
+
+type ratioRow struct {
+	Name, Meaning, Value, Target string
+	Spread                       string // (max − min) / median over the rounds; "—" with one round
+	Status                       string // "met", "missed" or "absent"
+}
+
+type baselineRow struct{ Name, Value, Unit, Meaning string }
+
+type stepView struct {
+	N                                    int
+	Load                                 string
+	Requests, Duration                   string
+	Throughput, SoldOutThroughput        string
+	SellOut, AllWaitPay, OrdersPerSecond string
+	AcceptedP99                          string
+	OK                                   bool
+	Latency                              *svgChart // nil: empty timeline
+	Funnel                               *svgChart
+	Outcomes                             []outcomeRow
+	Reconcile                            []kv
+}
+
+type outcomeRow struct{ Name, Code, Count, P50, P95, P99, Max string }
+
+func buildPage(r *bench.Report) page {
+	p := page{
+		Machine:    fmtOrDash(r.Machine),
+		Started:    fmtTime(r.StartedAt),
+		OK:         r.InvariantsOK,
+		Problems:   r.Problems,
+		Config:     configRows(r.Config),
+		HasRatios:  len(r.Ratios) > 0,
+		Ratios:     ratioRows(r.Ratios, r.RatiosSpread),
+		Baselines:  baselineRows(r.Baselines),
+		Throughput: throughputChart(r.Steps, r.Baselines),
+		Cost:       costRows(r.Temporal),
+		AOF:        aofRows(r.RedisAOF),
+	}
+	p.Config = append(p.Config, kv{"CPU pinning", r.CPUPinning.Words(), "--pin: the API and Redis on one CPU, Temporal, the worker and MySQL on the other (taskset)"})
+	if len(r.Repeats) > 1 {
+		p.Config = append(p.Config, kv{"Rounds", fmtInt(len(r.Repeats)) + ", interleaved", "--repeat: baselines then steps, each round; ratios are medians over the rounds"})
+	}
+	for i, s := range r.Steps {
+		p.Steps = append(p.Steps, buildStep(i+1, s))
+	}
+	return p
+}
+
+func configRows(c bench.Settings) []kv {
+	load := "closed loop, " + fmtInt(c.Concurrency) + " requests in flight"
+	if c.Rate > 0 {
+		load = "open loop, " + fmtInt(c.Rate) + " requests/s"
+	}
+	if len(c.Steps) > 0 {
+		// With --steps the load is the step's, not the single-run setting.
+		load = strings.SplitN(load, ",", 2)[0] + ", stepped (see Steps)"
+	}
+	return []kv{
+		{"API", fmtOrDash(c.BaseURL), "the running stack that was loaded"},
+		{"Shoppers", fmtInt(c.Users), "simulated users, each with its own JWT"},
+		{"Requests per shopper", fmtInt(c.PerUser), "orders each shopper sends"},
+		{"Load", load, "closed loop: a fixed number of requests in flight; open loop: a fixed arrival rate"},
+		{"Stock", fmtInt(c.Stock), "units on sale in each step's fresh session"},
+		{"Units per order", fmtInt(c.Quantity), ""},
+		{"Per-user limit", fmtInt(c.Limit), "units one shopper may win"},
+		{"Pay ratio", fmtPercent(c.PayRatio), "share of accepted orders the bench pays"},
+		{"Pay timeout", fmtOrDash(c.PayTimeout), "unpaid orders close after this"},
+	}
+}
+
+// ratioRows lists bench.Ratios in their order, then any ratio of the report
+// this build does not know (written by another version), without a target.
+func ratioRows(ratios, spread map[string]float64) []ratioRow {
+	var rows []ratioRow
+	for _, rt := range bench.Ratios {
+		row := ratioRow{Name: rt.Name, Meaning: rt.Meaning, Value: "—", Target: rt.TargetWords(), Status: "absent", Spread: "—"}
+		if sp, ok := spread[rt.Key]; ok {
+			row.Spread = fmtNum(sp, 2)
+		}
+		if v, ok := ratios[rt.Key]; ok {
+			row.Value = fmtNum(v, 2)
+			row.Status = "missed"
+			if rt.Met(v) { // NaN compares false: a NaN ratio is never "met"
+				row.Status = "met"
+			}
+		}
+		rows = append(rows, row)
+	}
+	var extra []string
+	for k := range ratios {
+		if _, known := bench.RatioByKey(k); !known {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(extra)
+	for _, k := range extra {
+		row := ratioRow{Name: k, Value: fmtNum(ratios[k], 2), Target: "—", Status: "absent", Spread: "—"}
+		if sp, ok := spread[k]; ok {
+			row.Spread = fmtNum(sp, 2)
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func baselineRows(b *bench.Baselines) []baselineRow {
+	if b == nil {
+		return nil
+	}
+	return []baselineRow{
+		{"Bare Fiber handler", fmtRate(b.FiberRPS), "req/s", "a no-op handler answering the same JSON under the same load: the ceiling for any route here"},
+		{"Admission script alone", fmtRate(b.LuaPerSecond), "calls/s", "the Redis admission Lua script called directly through go-redis at the same concurrency"},
+		{"Temporal no-op workflow", fmtRate(b.TemporalNoopPerSecond), "workflows/s", "no-op workflows with one local activity, started and completed on the same Temporal server"},
+	}
+}
+
+func buildStep(n int, s bench.Step) stepView {
+	v := stepView{
+		N:                 n,
+		Load:              loadLabel(s),
+		Requests:          fmtInt(s.Funnel.Requests),
+		Duration:          fmtSeconds(s.DurationSeconds),
+		Throughput:        fmtRate(s.Throughput),
+		SoldOutThroughput: fmtRate(s.SoldOutThroughput),
+		SellOut:           fmtSeconds(s.TimeToSellOutSeconds),
+		AllWaitPay:        fmtSeconds(s.TimeToAllWaitPaySeconds),
+		OrdersPerSecond:   fmtRate(s.OrdersPerSecond),
+		AcceptedP99:       "—",
+		OK:                s.InvariantsOK,
+		Latency:           latencyChart(n, s),
+		Funnel:            funnelChart(n, s.Funnel),
+		Outcomes:          outcomeRows(s.Latency),
+		Reconcile:         reconcileRows(s.Reconcile),
+	}
+	if p, ok := s.Latency[bench.OutAccepted]; ok && p.Count > 0 {
+		v.AcceptedP99 = fmtMs(p.P99)
+	}
+	return v
+}
+
+// loadLabel names a step's load level; closed and open loop read differently.
+func loadLabel(s bench.Step) string {
+	if s.Rate > 0 {
+		return fmtInt(s.Rate) + " req/s"
+	}
+	return fmtInt(s.Concurrency) + " in flight"
+}
+
+// outcomeRows lists the step's outcomes in bench.Outcomes' order, then any
+// code this build does not know, by name.
+func outcomeRows(lat map[string]bench.Percentiles) []outcomeRow {
+	var codes []string
+	for _, o := range bench.Outcomes {
+		if _, ok := lat[o.Code]; ok {
+			codes = append(codes, o.Code)
+		}
+	}
+	var extra []string
+	for k := range lat {
+		if bench.OutcomeName(k) == k {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(extra)
+	codes = append(codes, extra...)
+
+	rows := make([]outcomeRow, 0, len(codes))
+	for _, c := range codes {
+		p := lat[c]
+		rows = append(rows, outcomeRow{Name: bench.OutcomeName(c), Code: c, Count: fmtInt(p.Count),
+			P50: fmtMs(p.P50), P95: fmtMs(p.P95), P99: fmtMs(p.P99), Max: fmtMs(p.Max)})
+	}
+	return rows
+}
+
+// reconcileRows lists the reconcile report's fields by their JSON
+// names, as the API answers them and the JSON report holds them.
+func reconcileRows(r *seckill.Report) []kv {
+	if r == nil {
+		return nil
+	}
+	var m map[string]any
+	raw, _ := json.Marshal(r)
+	_ = json.Unmarshal(raw, &m)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // map order is random; the page must be reproducible
+	rows := make([]kv, 0, len(keys))
+	for _, k := range keys {
+		rows = append(rows, kv{Key: k, Value: fmtAny(m[k])})
+	}
+	return rows
+}

@@ -1,0 +1,119 @@
+package bench
+
+import "fmt"
+
+// Ratio is one figure of the subject divided by a baseline measured in the
+// same run: on a shared, noisy machine the absolute figures move a lot from
+// run to run, their ratios much less. The table, the HTML report and the
+// --repeat aggregation all read this one list, so a ratio and its target are
+// spelled once.
+type Ratio struct {
+	// Key names the ratio in the JSON (ratios, ratios_spread).
+	Key string
+	// Name and Meaning say it for people (the HTML report).
+	Name, Meaning string
+	// Target is the bound the design sets (issues 6 and 10); AtMost says
+	// it is an upper bound (latencies: lower is better), otherwise a lower one.
+	Target float64
+	AtMost bool
+	// of computes the ratio from a round's last step and baselines; false
+	// when a figure it needs is missing or zero.
+	of func(last Step, b *Baselines) (float64, bool)
+}
+
+// Met says whether v meets the target; NaN never does.
+func (r Ratio) Met(v float64) bool {
+	if r.AtMost {
+		return v <= r.Target
+	}
+	return v >= r.Target
+}
+
+// TargetWords is the target as the reports print it, e.g. "≥ 0.50".
+func (r Ratio) TargetWords() string {
+	if r.AtMost {
+		return fmt.Sprintf("≤ %.2f", r.Target)
+	}
+	return fmt.Sprintf("≥ %.2f", r.Target)
+}
+
+// Ratios are the ratios a run with baselines reports, in the order of the
+// request path: admission, the sold-out fast path, the winners' answer
+// against the admission-only API, order creation.
+var Ratios = []Ratio{
+	{Key: "admission_vs_fiber", Name: "Admission vs bare Fiber",
+		Meaning: "burst throughput of the real order route against a no-op Fiber handler on the same machine",
+		Target:  0.5, of: func(s Step, b *Baselines) (float64, bool) { return div(s.Throughput, b.FiberRPS) }},
+	{Key: "soldout_vs_fiber", Name: "Sold-out vs bare Fiber",
+		Meaning: "once sold out, rejections come from memory and should be nearly as cheap as a no-op handler",
+		Target:  0.85, of: func(s Step, b *Baselines) (float64, bool) { return div(s.SoldOutThroughput, b.FiberRPS) }},
+	{Key: "burst_vs_admission_only", Name: "Burst vs admission only",
+		Meaning: "requests/s of the burst against the same burst through the same API code with the order tier switched off: what starting the orders costs the front door (within 1.25×)",
+		Target:  0.8, of: vsAdmissionOnly(func(s Step) float64 { return s.Throughput },
+			func(a *AdmissionOnly) float64 { return a.RequestsPerSecond })},
+	{Key: "accept_p50_vs_admission_only", Name: "Winners' p50 vs admission only",
+		Meaning: "winners' accept p50 against the same burst with the order tier switched off: a winner's answer must not wait for Temporal",
+		Target:  1.5, AtMost: true, of: vsAdmissionOnly(func(s Step) float64 { return s.Latency[OutAccepted].P50 },
+			func(a *AdmissionOnly) float64 { return a.AcceptedP50 })},
+	{Key: "accept_p99_vs_admission_only", Name: "Winners' p99 vs admission only",
+		Meaning: "winners' accept p99 against the same burst with the order tier switched off",
+		Target:  1.5, AtMost: true, of: vsAdmissionOnly(func(s Step) float64 { return s.Latency[OutAccepted].P99 },
+			func(a *AdmissionOnly) float64 { return a.AcceptedP99 })},
+	{Key: "orders_vs_temporal_noop", Name: "Orders vs Temporal no-op",
+		Meaning: "orders reaching WAIT_PAY per second against no-op workflows per second: order creation should be bound by Temporal itself",
+		Target:  0.9, of: func(s Step, b *Baselines) (float64, bool) { return div(s.OrdersPerSecond, b.TemporalNoopPerSecond) }},
+}
+
+// RatioKeys are the keys of Ratios, in order.
+var RatioKeys = func() []string {
+	keys := make([]string, len(Ratios))
+	for i, r := range Ratios {
+		keys[i] = r.Key
+	}
+	return keys
+}()
+
+// RatioByKey returns the ratio named key, false for one this build does
+// not know (a report written by another version).
+func RatioByKey(key string) (Ratio, bool) {
+	for _, r := range Ratios {
+		if r.Key == key {
+			return r, true
+		}
+	}
+	return Ratio{}, false
+}
+
+// vsAdmissionOnly is a ratio of a figure of the step to the same figure of
+// the admission-only baseline, absent when that baseline was not measured.
+func vsAdmissionOnly(subject func(Step) float64, base func(*AdmissionOnly) float64) func(Step, *Baselines) (float64, bool) {
+	return func(s Step, b *Baselines) (float64, bool) {
+		if b.AdmissionOnly == nil {
+			return 0, false
+		}
+		return div(subject(s), base(b.AdmissionOnly))
+	}
+}
+
+// div is a/b, false when b is not positive (no baseline: no ratio).
+func div(a, b float64) (float64, bool) {
+	if b <= 0 {
+		return 0, false
+	}
+	return a / b, true
+}
+
+// stepRatios are one round's ratios: the last step against that round's
+// baselines (nil baselines: none).
+func stepRatios(last Step, b *Baselines) map[string]float64 {
+	out := map[string]float64{}
+	if b == nil {
+		return out
+	}
+	for _, r := range Ratios {
+		if v, ok := r.of(last, b); ok {
+			out[r.Key] = v
+		}
+	}
+	return out
+}
