@@ -61,11 +61,15 @@ func sampleHTMLReport() *bench.Report {
 				InvariantsOK: true,
 			},
 		},
-		Baselines: &bench.Baselines{FiberRPS: 17480.3, LuaPerSecond: 42115.8, TemporalNoopPerSecond: 329.6},
+		Baselines: &bench.Baselines{FiberRPS: 17480.3, LuaPerSecond: 42115.8, TemporalNoopPerSecond: 329.6,
+			AdmissionOnly: &bench.AdmissionOnly{RequestsPerSecond: 13020.7, AcceptedP50: 24.1, AcceptedP99: 61.3}},
 		Ratios: map[string]float64{
 			"admission_vs_fiber":      0.68,
 			"soldout_vs_fiber":        0.86,
 			"orders_vs_temporal_noop": 0.74,
+			// An upper bound: met at 1.61 ≤ 1.5 is false, so missed.
+			"accept_p99_vs_admission_only": 1.61,
+			"accept_p50_vs_admission_only": 1.29,
 		},
 		InvariantsOK: true,
 	}
@@ -197,13 +201,14 @@ func TestWriteHTMLRealistic(t *testing.T) {
 
 	// Ratios with their targets and verdicts.
 	ratios := htmlTextOf(htmlByID(t, doc, "ratios"))
-	for _, want := range []string{"0.68", "≥ 0.50", "0.86", "≥ 0.85", "0.74", "≥ 0.90", "✗ missed", "17,480", "42,116", "330"} {
+	for _, want := range []string{"0.68", "≥ 0.50", "0.86", "≥ 0.85", "0.74", "≥ 0.90", "✗ missed", "17,480", "42,116", "330",
+		"1.61", "1.29", "≤ 1.50", "Admission only (order tier off)", "13,021", "61.3 ms"} {
 		if !strings.Contains(ratios, want) {
 			t.Errorf("ratios section lacks %q", want)
 		}
 	}
-	if got := strings.Count(ratios, "✓ met"); got != 2 {
-		t.Errorf("%d ratios met, want 2", got)
+	if got := strings.Count(ratios, "✓ met"); got != 3 {
+		t.Errorf("%d ratios met, want 3", got)
 	}
 
 	// Per-outcome latency: the accepted p99 of each step.

@@ -184,11 +184,17 @@ func baselineRows(b *bench.Baselines) []baselineRow {
 	if b == nil {
 		return nil
 	}
-	return []baselineRow{
+	rows := []baselineRow{
 		{"Bare Fiber handler", fmtRate(b.FiberRPS), "req/s", "a no-op handler answering the same JSON under the same load: the ceiling for any route here"},
 		{"Admission script alone", fmtRate(b.LuaPerSecond), "calls/s", "the Redis admission Lua script called directly through go-redis at the same concurrency"},
 		{"Temporal no-op workflow", fmtRate(b.TemporalNoopPerSecond), "workflows/s", "no-op workflows with one local activity, started and completed on the same Temporal server"},
 	}
+	if a := b.AdmissionOnly; a != nil {
+		rows = append(rows, baselineRow{"Admission only (order tier off)", fmtRate(a.RequestsPerSecond), "req/s",
+			"the last step's burst (same shoppers, requests and load) through the same API code with no workflow started; winners' accept p50 " +
+				fmtMs(a.AcceptedP50) + " ms, p99 " + fmtMs(a.AcceptedP99) + " ms"})
+	}
+	return rows
 }
 
 func buildStep(n int, s bench.Step) stepView {
