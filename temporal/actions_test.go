@@ -58,21 +58,22 @@ func TestActionsPerOrder(t *testing.T) {
 		return c
 	}
 	// start · CreateOrder (local activity) · pay timer · payment signal ·
-	// ApplyPayment · OrderStatus=PAID.
+	// ApplyPayment (local activity, since local-steps) · OrderStatus=PAID.
 	c := cost(paid)
-	require.Equal(t, map[string]int{"start": 1, "local_activities": 1, "timers": 1, "signals": 1,
-		"activities": 1, "search_attribute_upserts": 1}, c.ByKind)
+	require.Equal(t, map[string]int{"start": 1, "local_activities": 2, "timers": 1, "signals": 1,
+		"search_attribute_upserts": 1}, c.ByKind)
 	require.Equal(t, 6, c.Actions)
-	// start · CreateOrder · pay timer · cancel signal · CloseAndRelease ·
-	// OrderStatus=CLOSED.
+	// start · CreateOrder · pay timer · cancel signal · CloseAndRelease
+	// (local) · OrderStatus=CLOSED.
 	c = cost(cancelled)
-	require.Equal(t, map[string]int{"start": 1, "local_activities": 1, "timers": 1, "signals": 1,
-		"activities": 1, "search_attribute_upserts": 1}, c.ByKind)
+	require.Equal(t, map[string]int{"start": 1, "local_activities": 2, "timers": 1, "signals": 1,
+		"search_attribute_upserts": 1}, c.ByKind)
 	require.Equal(t, 6, c.Actions)
-	// start · CreateOrder · pay timer · CloseAndRelease · OrderStatus=CLOSED.
+	// start · CreateOrder · pay timer · CloseAndRelease (local) ·
+	// OrderStatus=CLOSED.
 	c = cost(timedOut)
-	require.Equal(t, map[string]int{"start": 1, "local_activities": 1, "timers": 1,
-		"activities": 1, "search_attribute_upserts": 1}, c.ByKind)
+	require.Equal(t, map[string]int{"start": 1, "local_activities": 2, "timers": 1,
+		"search_attribute_upserts": 1}, c.ByKind)
 	require.Equal(t, 5, c.Actions)
 	e.RequireInvariants(sess.ID)
 }
@@ -106,6 +107,10 @@ func TestCountActionsOfRecordedHistories(t *testing.T) {
 		// Paid by the webhook's signal-with-start, before and after
 		// pay-buffered-first (the payment applied before any pay timer).
 		"history_paid_sws.json": {5, 18}, "history_paid_sws_v2.json": {4, 18},
+		// local-steps: ApplyPayment and CloseAndRelease are local
+		// activities (the same actions, fewer events and round trips).
+		"history_paid_v2.json": {6, 18}, "history_cancelled_v2.json": {6, 18}, "history_timeout_v2.json": {5, 17},
+		"history_paid_sws_v3.json": {3, 15},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f, err := os.Open(filepath.Join("..", "workflows", "testdata", name))
