@@ -23,7 +23,7 @@
 //	reads (Stock, Order, Pending,  reads                                       yes
 //	  Pinned, Sessions…)
 //	ZREM (Started), SADD + SETNX   set semantics                               yes
-//	  (Preheat)
+//	  (Preheat), ZADD XX (Hold)
 //	redis_rate script (Limiter)    no: every run takes a token                 never: 503, the client retries
 //	MULTI rebuild (Rebuild)        no: a re-run would drop reservations made   never: the admin runs it again
 //	                               since the first
@@ -329,6 +329,28 @@ func slotsMask(slots []int) int64 {
 func (g *Gate) Started(ctx context.Context, sessionID int64, orderNo string) error {
 	if err := retry(ctx, func(ctx context.Context) error {
 		return g.rdb.ZRem(ctx, g.keys(sessionID).pending, orderNo).Err()
+	}); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// Hold renews the pending-start entries of orderNos as of at: a starter
+// that holds them (queued or in flight) keeps the worker's relay, which
+// starts only entries older than its minimum age, away from them. Only
+// existing entries are touched (ZADD XX): a start that was confirmed
+// meanwhile is not brought back. Idempotent, so retried.
+func (g *Gate) Hold(ctx context.Context, sessionID int64, orderNos []string, at time.Time) error {
+	if len(orderNos) == 0 {
+		return nil
+	}
+	score := float64(at.UnixMilli())
+	members := make([]goredis.Z, len(orderNos))
+	for i, no := range orderNos {
+		members[i] = goredis.Z{Score: score, Member: no}
+	}
+	if err := retry(ctx, func(ctx context.Context) error {
+		return g.rdb.ZAddXX(ctx, g.keys(sessionID).pending, members...).Err()
 	}); err != nil {
 		return unavailable(err)
 	}

@@ -230,3 +230,37 @@ func TestReservationByOrderNumber(t *testing.T) {
 	_, err = e.Gate.Reservation(ctx, no)
 	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(err))
 }
+
+// A starter's hold renews the pending-start entries it holds, so the
+// worker's relay (entries older than its minimum age) leaves them alone;
+// an entry whose start was confirmed is not brought back by a late hold.
+func TestHoldRenewsOnlyPendingEntries(t *testing.T) {
+	e, sess := gateEnv(t, 5, 5)
+	ctx := context.Background()
+	admitted := time.Now().Add(-time.Minute)
+	for _, no := range []string{"1-h1", "1-h2"} {
+		_, _, err := e.Gate.Admit(ctx, sess, 7, 1, no, "t", admitted)
+		require.NoError(t, err)
+	}
+	old := func() []string {
+		var nos []string
+		rs, err := e.Gate.Pending(ctx, sess.ID, time.Now().Add(-30*time.Second), 10)
+		require.NoError(t, err)
+		for _, r := range rs {
+			nos = append(nos, r.OrderNo)
+		}
+		return nos
+	}
+	require.ElementsMatch(t, []string{"1-h1", "1-h2"}, old())
+
+	require.NoError(t, e.Gate.Started(ctx, sess.ID, "1-h2"))
+	require.NoError(t, e.Gate.Hold(ctx, sess.ID, []string{"1-h1", "1-h2"}, time.Now()))
+	require.Empty(t, old(), "held: not the relay's to start")
+	n, _, err := e.Gate.PendingStats(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the confirmed start stays cleared")
+	rs, err := e.Gate.Pending(ctx, sess.ID, time.Now().Add(time.Second), 10)
+	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	require.Equal(t, "1-h1", rs[0].OrderNo)
+}

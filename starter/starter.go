@@ -33,10 +33,27 @@ type Gate interface {
 	Started(ctx context.Context, sessionID int64, orderNo string) error
 }
 
+// Holder renews the pending-start entries of the orders a starter holds
+// (queued or in flight) as of at, so that another process's relay, which
+// starts only entries older than its minimum age, leaves them to this
+// starter. Without it, a backlog that takes longer than the worker relay's
+// minimum age to drain is started a second time by the relay, through the
+// task queue and in competition with this starter (measured at 5,000
+// winners: thousands of starts, each first workflow task waiting ~30 s).
+// A Gate that implements it is renewed every Config.HoldEvery; the
+// renewal only touches entries that still exist, so it never brings a
+// started order back.
+type Holder interface {
+	Hold(ctx context.Context, sessionID int64, orderNos []string, at time.Time) error
+}
+
 // Defaults of a Starter.
 const (
 	DefaultQueue       = 20000
 	DefaultCallTimeout = 5 * time.Second
+	// DefaultHoldEvery is how often a starter renews what it holds: well
+	// within the worker relay's minimum age (30 s by default).
+	DefaultHoldEvery = 5 * time.Second
 )
 
 // Config builds a Starter.
@@ -52,6 +69,9 @@ type Config struct {
 	CallTimeout time.Duration
 	// Limit tunes the adaptive concurrency (zero values: its defaults).
 	Limit *Limit
+	// HoldEvery is how often the orders held here are renewed when Gate
+	// is a Holder (DefaultHoldEvery).
+	HoldEvery time.Duration
 	// Name labels the starter's metrics ("api", "relay").
 	Name    string
 	Log     *slog.Logger
@@ -81,7 +101,7 @@ type Starter struct {
 	ring     []int64          // sessions with queued items, round-robin order
 	next     int
 	queued   int
-	known    map[string]struct{} // order numbers queued or in flight
+	known    map[string]int64 // order numbers queued or in flight, with their session
 	inFlight int
 	wake     chan struct{}
 }
@@ -97,13 +117,16 @@ func New(cfg Config) *Starter {
 	if cfg.Limit == nil {
 		cfg.Limit = &Limit{}
 	}
+	if cfg.HoldEvery <= 0 {
+		cfg.HoldEvery = DefaultHoldEvery
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
 	if cfg.Name == "" {
 		cfg.Name = "api"
 	}
-	s := &Starter{cfg: cfg, limit: cfg.Limit, queues: map[int64][]item{}, known: map[string]struct{}{},
+	s := &Starter{cfg: cfg, limit: cfg.Limit, queues: map[int64][]item{}, known: map[string]int64{},
 		wake: make(chan struct{}, 1)}
 	if m := cfg.Metrics; m != nil {
 		for _, k := range FailureKinds {
@@ -195,7 +218,7 @@ func (s *Starter) pushLocked(it item) {
 		s.ring = append(s.ring, id)
 	}
 	s.queues[id] = append(s.queues[id], it)
-	s.known[it.req.OrderNo] = struct{}{}
+	s.known[it.req.OrderNo] = it.req.SessionID
 	s.queued++
 }
 
@@ -255,6 +278,9 @@ func (s *Starter) Holds(orderNo string) bool {
 // Run drains the queue until ctx ends; starts in flight then finish on
 // their own deadline.
 func (s *Starter) Run(ctx context.Context) {
+	if h, ok := s.cfg.Gate.(Holder); ok {
+		go s.hold(ctx, h)
+	}
 	for {
 		s.mu.Lock()
 		for s.inFlight < s.limit.Current() {
@@ -274,6 +300,39 @@ func (s *Starter) Run(ctx context.Context) {
 		case <-s.wake:
 		}
 	}
+}
+
+// hold renews, every Config.HoldEvery, the pending-start entries of the orders
+// queued or in flight here (see Holder).
+func (s *Starter) hold(ctx context.Context, h Holder) {
+	t := time.NewTicker(s.cfg.HoldEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			for id, nos := range s.held() {
+				hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				if err := h.Hold(hctx, id, nos, now); err != nil && ctx.Err() == nil {
+					s.cfg.Log.Warn("could not renew the pending-start entries held here; the worker's relay may start them too (harmless: already started)",
+						"starter", s.cfg.Name, "session_id", id, "orders", len(nos), "error", err)
+				}
+				cancel()
+			}
+		}
+	}
+}
+
+// held lists, per session, the orders queued or in flight here.
+func (s *Starter) held() map[int64][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int64][]string{}
+	for no, id := range s.known {
+		out[id] = append(out[id], no)
+	}
+	return out
 }
 
 // Drain waits until the queue is empty and no start is in flight, or ctx

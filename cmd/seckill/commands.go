@@ -19,7 +19,6 @@ import (
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/starter"
 	"github.com/seckill/seckill/sweep"
-	"github.com/seckill/seckill/temporal"
 	"github.com/seckill/seckill/worker"
 )
 
@@ -201,7 +200,8 @@ func runWorker(ctx context.Context, c *config, d *deps) error {
 			d.log.Warn("reconcile schedule not created", "error", err)
 		}
 	}
-	orders := temporal.NewOrders(d.temporal, c.TaskQueue)
+	// The worker hosts a worker on this client: its starts are eager too.
+	orders := d.orders(c)
 	// The relay starts at the server's pace: adaptive, concurrent, fair
 	// across sessions, like the API's starter.
 	starts := starter.New(starter.Config{Flow: orders, Gate: d.gate, Name: "relay", Log: d.log, Metrics: d.metrics})
