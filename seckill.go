@@ -176,28 +176,6 @@ const (
 	PaymentRefundPending PaymentOutcome = "REFUND_PENDING"
 )
 
-// OrderNoSession returns the session id encoded at the front of an order
-// number ("<session>-<unique>"), which lets the hot poll path find the
-// order's per-session Redis keys without a database.
-func OrderNoSession(orderNo string) (int64, bool) {
-	var id int64
-	for i := 0; i < len(orderNo); i++ {
-		c := orderNo[i]
-		switch {
-		case c >= '0' && c <= '9':
-			id = id*10 + int64(c-'0')
-			if id > 1<<53 {
-				return 0, false
-			}
-		case c == '-' && i > 0 && i < len(orderNo)-1:
-			return id, id > 0
-		default:
-			return 0, false
-		}
-	}
-	return 0, false
-}
-
 // WorkflowID is the Temporal workflow id of an order: one per order number,
 // so a second start of the same order is detected, never doubled.
 func WorkflowID(orderNo string) string { return fmt.Sprintf("order:%s", orderNo) }

@@ -141,7 +141,7 @@ func (r *Relay) Pass(ctx context.Context) (Stats, error) {
 			return st, err
 		}
 		for _, p := range pending {
-			reqs = append(reqs, &seckill.OrderRequest{Reservation: p, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: r.PayTimeout})
+			reqs = append(reqs, seckill.NewOrderRequest(p, sess, r.PayTimeout))
 		}
 	}
 	if len(reqs) == 0 {
