@@ -16,7 +16,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/testenv"
-	"github.com/seckill/seckill/starter"
+	"github.com/seckill/seckill/temporal/starter"
 )
 
 // heldStarts holds every workflow start until the test lets them go: a

@@ -20,7 +20,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/tick"
 	"github.com/seckill/seckill/metrics"
-	"github.com/seckill/seckill/starter"
+	"github.com/seckill/seckill/temporal/starter"
 )
 
 // Gate is the Redis side of the relay.

@@ -17,9 +17,9 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/relay"
-	"github.com/seckill/seckill/starter"
 	"github.com/seckill/seckill/sweep"
 	"github.com/seckill/seckill/temporal"
+	"github.com/seckill/seckill/temporal/starter"
 	"github.com/seckill/seckill/worker"
 )
 

@@ -27,8 +27,8 @@ import (
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/sandbox"
-	"github.com/seckill/seckill/starter"
 	"github.com/seckill/seckill/temporal"
+	"github.com/seckill/seckill/temporal/starter"
 	"github.com/seckill/seckill/worker"
 )
 
