@@ -96,7 +96,7 @@ func TestRateLimits(t *testing.T) {
 // With Redis unreachable, admission answers 503 UNAVAILABLE: neither the
 // rate limits nor the stock gate are ever skipped; the local limit holds.
 func TestRedisDownNeverLetsThrough(t *testing.T) {
-	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, Temporal: true})
 	sess := e.Session(5, 1, 100)
 	dead := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { dead.Close() })

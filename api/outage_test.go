@@ -23,7 +23,7 @@ import (
 // MySQL is back the same requests succeed with no restart.
 func TestMySQLOutageIsUnavailable(t *testing.T) {
 	testenv.SkipShort(t, "MariaDB and Redis")
-	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, Temporal: true})
 	x := testenv.StartToxi(t, "mysql", "127.0.0.1:3306")
 	cfg, err := mysqldriver.ParseDSN(e.DSN)
 	require.NoError(t, err)

@@ -49,7 +49,7 @@ func (l *lockedBuffer) String() string {
 // stack with the trace id, and the process goes on serving.
 func TestPanicAnswers500AndKeepsServing(t *testing.T) {
 	testenv.SkipShort(t, "MariaDB and Redis")
-	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, Temporal: true})
 	sess := e.Session(5, 1, 100)
 	var logs lockedBuffer
 	srv := newServer(t, e, api.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}, panicky{e.DB})

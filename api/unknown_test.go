@@ -49,7 +49,7 @@ func (l *lookups) counts(session int64, order string) (int, int) {
 // cannot be one of ours never reaches MySQL.
 func TestUnknownIDsCostBoundedQueries(t *testing.T) {
 	testenv.SkipShort(t, "MariaDB and Redis")
-	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, Temporal: true})
 	sess := e.Session(5, 1, 100)
 	db := &lookups{Store: e.DB, sessions: map[int64]int{}, orders: map[string]int{}}
 	srv := newServer(t, e, api.Config{}, db)

@@ -11,12 +11,11 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/toxi"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/temporal"
-	"github.com/seckill/seckill/worker"
 )
 
 // Toxi is a toxiproxy proxy (package toxi), run in process, between the
@@ -166,9 +165,9 @@ func (e *Env) StartWorkerVia(l *Links) {
 		e.T.Fatalf("temporal through %s: %v", l.Temporal.Name, err)
 	}
 	e.T.Cleanup(tc.Close)
-	w := worker.New(tc, e.TaskQueue, &activities.Activities{Store: db, Gate: gate},
-		&activities.Refunds{Store: db, Provider: e.Provider, Gate: gate},
-		&activities.Reconciler{Store: db, Gate: gate})
+	// Wired as every worker is, over the connections through l.
+	via := &app.Main{Config: e.App.Config, DB: db, Redis: rdb, Gate: gate, Temporal: tc, Log: e.Log, Sandbox: e.Provider}
+	w := via.Worker()
 	if err := w.Start(); err != nil {
 		e.T.Fatalf("start worker: %v", err)
 	}
