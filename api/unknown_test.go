@@ -107,7 +107,7 @@ func TestUnknownIDsCostBoundedQueries(t *testing.T) {
 
 	// Numbers that cannot be order numbers are NOT_FOUND without a lookup.
 	for _, bad := range []string{"abc", "1-", "-1", "0-x", "99999999999999999999-x", "1x-2", "%20"} {
-		requireError(t, e.Do("GET", "/api/v1/orders/"+bad, tok, nil), 404, "NOT_FOUND", "not found")
+		testenv.RequireError(t, e.Do("GET", "/api/v1/orders/"+bad, tok, nil), 404, "NOT_FOUND", "not found")
 	}
 	db.mu.Lock()
 	require.Len(t, db.orders, distinct+1, "only well-formed numbers reached MySQL: %v", len(db.orders))

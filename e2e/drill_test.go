@@ -1,4 +1,4 @@
-package api_test
+package e2e_test
 
 import (
 	"context"
@@ -77,7 +77,7 @@ func TestDrillRedisLosesEverything(t *testing.T) {
 	wipeRedis(t, e)
 	rep := e.Reconcile(sess.ID)
 	require.False(t, rep.Preheated, "reconcile sees Redis lost the session")
-	requireError(t, e.Do("POST", ordersPath(sess.ID), e.Token(900), nil), 503, "UNAVAILABLE", "not preheated")
+	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(900), nil), 503, "UNAVAILABLE", "not preheated")
 
 	fixed, fix, err := e.Client().Repair(context.Background(), sess.ID)
 	require.NoError(t, err)
@@ -127,7 +127,7 @@ func TestDrillPaymentBeforeTheOrderRow(t *testing.T) {
 		e := testenv.New(t, testenv.Options{})
 		sess := e.Session(2, 1, 100)
 		tok := e.Token(1)
-		r := e.Do("POST", ordersPath(sess.ID), tok, nil)
+		r := e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil)
 		require.Equal(t, http.StatusAccepted, r.Status)
 		no := r.Str("order_no")
 		p := e.Pay(no, "early-"+no, "early-evt-"+no, 100)
@@ -141,7 +141,7 @@ func TestDrillPaymentBeforeTheOrderRow(t *testing.T) {
 			WrapFlow: testenv.LoseStarts})
 		sess := e.Session(2, 1, 100)
 		tok := e.Token(1)
-		r := e.Do("POST", ordersPath(sess.ID), tok, nil)
+		r := e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil)
 		require.Equal(t, http.StatusAccepted, r.Status)
 		no := r.Str("order_no")
 		p := e.Pay(no, "early-"+no, "early-evt-"+no, 100)
