@@ -1,6 +1,8 @@
 // Package seckill holds the domain of the flash-sale order system: sessions,
-// orders, their statuses, payments and the one error vocabulary shared by
-// every adapter. It imports only the standard library; adapters (mysql,
+// orders, their statuses, payments, the one error vocabulary shared by
+// every adapter, and the order protocol every path shares (order.go: order
+// numbers, the workflow input built from a reservation, publishing an
+// order's view). It imports only the standard library; adapters (mysql,
 // redis, temporal), the api and the workflows depend on it, never the reverse.
 package seckill
 

@@ -230,12 +230,6 @@ func (e *Env) Activities() *activities.Activities {
 	return e.App.Activities()
 }
 
-// Refunds returns the real refund activities over this Env's stores and
-// its sandbox provider.
-func (e *Env) Refunds() *activities.Refunds {
-	return e.App.Refunds()
-}
-
 // StartWorker starts a worker on the Env's task queue; StopWorker stops it.
 func (e *Env) StartWorker() {
 	e.T.Helper()

@@ -54,12 +54,6 @@ func (x *Toxi) must(remove func(), err error) func() {
 	return remove
 }
 
-// Add adds a toxic (see toxi.Link.Add) and returns a function that removes it.
-func (x *Toxi) Add(typ, stream string, attrs map[string]any) (remove func()) {
-	x.t.Helper()
-	return x.must(x.Link.Add(typ, stream, attrs))
-}
-
 // Latency delays every reply by d ± jitter (see toxi.Link.Latency).
 func (x *Toxi) Latency(d, jitter time.Duration) (remove func()) {
 	x.t.Helper()
@@ -94,14 +88,6 @@ func (x *Toxi) SetDown(down bool) {
 // relay a test runs) never go through a fault.
 type Links struct {
 	Redis, MySQL, Temporal *Toxi
-}
-
-// Clear removes every toxic of every link and brings the links back up.
-func (l *Links) Clear() {
-	for _, x := range []*Toxi{l.Redis, l.MySQL, l.Temporal} {
-		x.Clear()
-		x.SetDown(false)
-	}
 }
 
 // Links starts a Toxi in front of each of the Env's services.
