@@ -58,7 +58,7 @@ func TestComposeMatchesTheCode(t *testing.T) {
 		require.Contains(t, compose.Services, s)
 	}
 
-	src, err := os.ReadFile("cmd/seckill/config.go")
+	src, err := os.ReadFile("internal/app/config.go")
 	require.NoError(t, err)
 	known := map[string]bool{}
 	for _, m := range regexp.MustCompile(`env:"(SECKILL_[A-Z0-9_]+)"`).FindAllStringSubmatch(string(src), -1) {

@@ -1,6 +1,8 @@
 // Package seckill holds the domain of the flash-sale order system: sessions,
-// orders, their statuses, payments and the one error vocabulary shared by
-// every adapter. It imports only the standard library; adapters (mysql,
+// orders, their statuses, payments, the one error vocabulary shared by
+// every adapter, and the order protocol every path shares (order.go: order
+// numbers, the workflow input built from a reservation, publishing an
+// order's view). It imports only the standard library; adapters (mysql,
 // redis, temporal), the api and the workflows depend on it, never the reverse.
 package seckill
 
@@ -175,28 +177,6 @@ const (
 	// or it was already paid by another payment): the money must go back.
 	PaymentRefundPending PaymentOutcome = "REFUND_PENDING"
 )
-
-// OrderNoSession returns the session id encoded at the front of an order
-// number ("<session>-<unique>"), which lets the hot poll path find the
-// order's per-session Redis keys without a database.
-func OrderNoSession(orderNo string) (int64, bool) {
-	var id int64
-	for i := 0; i < len(orderNo); i++ {
-		c := orderNo[i]
-		switch {
-		case c >= '0' && c <= '9':
-			id = id*10 + int64(c-'0')
-			if id > 1<<53 {
-				return 0, false
-			}
-		case c == '-' && i > 0 && i < len(orderNo)-1:
-			return id, id > 0
-		default:
-			return 0, false
-		}
-	}
-	return 0, false
-}
 
 // WorkflowID is the Temporal workflow id of an order: one per order number,
 // so a second start of the same order is detected, never doubled.

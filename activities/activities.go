@@ -141,16 +141,11 @@ func (a *Activities) RefreshView(ctx context.Context, l log.Logger, orderNo stri
 	return a.publish(ctx, l, orderNo)
 }
 
-// publish refreshes the cached view of an order from its row. It reads the
-// row rather than trusting the caller, so a retried step never caches a
-// stale status over a newer one.
+// publish refreshes the cached view of an order from its row
+// (seckill.PublishOrderView), classifying a failure for Temporal.
 func (a *Activities) publish(ctx context.Context, l log.Logger, orderNo string) error {
-	o, err := a.Store.Order(ctx, orderNo)
-	if err != nil {
-		return failed(l, "read order for its cached view", err)
-	}
-	if err := a.Gate.PutOrder(ctx, o); err != nil {
-		return failed(l, "cache order view", err)
+	if err := seckill.PublishOrderView(ctx, a.Store, a.Gate, orderNo); err != nil {
+		return failed(l, "publish order view", err)
 	}
 	return nil
 }

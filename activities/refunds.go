@@ -47,12 +47,8 @@ func (a *Refunds) MarkRefunded(ctx context.Context, r seckill.Refund, refundID s
 	if err != nil {
 		return "", failed(l, "record refund", err)
 	}
-	o, err := a.Store.Order(ctx, r.OrderNo)
-	if err != nil {
-		return "", failed(l, "read order for its cached view", err)
-	}
-	if err := a.Gate.PutOrder(ctx, o); err != nil {
-		return "", failed(l, "cache order view", err)
+	if err := seckill.PublishOrderView(ctx, a.Store, a.Gate, r.OrderNo); err != nil {
+		return "", failed(l, "publish order view", err)
 	}
 	return st, nil
 }

@@ -23,8 +23,8 @@ func TestAdminSessionLifecycle(t *testing.T) {
 	body := map[string]any{"sku_id": 9, "title": "Phone", "price_cents": 4999, "stock": 3,
 		"per_user_limit": 1, "start_at": start, "end_at": end}
 
-	requireError(t, e.Do("POST", "/admin/v1/sessions", "", body), 401, "UNAUTHENTICATED", "admin token")
-	requireError(t, e.Do("POST", "/admin/v1/sessions", "not-the-token", body), 401, "UNAUTHENTICATED", "admin token")
+	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", "", body), 401, "UNAUTHENTICATED", "admin token")
+	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", "not-the-token", body), 401, "UNAUTHENTICATED", "admin token")
 	for field, bad := range map[string]any{"stock": 0, "per_user_limit": 99, "price_cents": -1, "start_at": "tomorrow", "end_at": start} {
 		b := map[string]any{}
 		for k, v := range body {
@@ -42,9 +42,9 @@ func TestAdminSessionLifecycle(t *testing.T) {
 		free[k] = v
 	}
 	free["price_cents"] = 0
-	requireError(t, e.Do("POST", "/admin/v1/sessions", admin, free), 400, "INVALID_ARGUMENT", "free items")
+	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", admin, free), 400, "INVALID_ARGUMENT", "free items")
 	missing := map[string]any{"sku_id": 9}
-	requireError(t, e.Do("POST", "/admin/v1/sessions", admin, missing), 400, "INVALID_ARGUMENT", `"title" is required`)
+	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", admin, missing), 400, "INVALID_ARGUMENT", `"title" is required`)
 
 	ctx := context.Background()
 	cl := e.Client()
@@ -81,14 +81,14 @@ func TestAdminSessionLifecycle(t *testing.T) {
 	for iter.Next(context.Background()) {
 		e.Redis.Del(context.Background(), iter.Val())
 	}
-	requireError(t, e.Do("POST", path+"/preheat", admin, nil), 409, "CONFLICT", "force=true")
-	requireError(t, e.Do("POST", path+"/preheat?force=maybe", admin, nil), 400, "INVALID_ARGUMENT", "force")
+	testenv.RequireError(t, e.Do("POST", path+"/preheat", admin, nil), 409, "CONFLICT", "force=true")
+	testenv.RequireError(t, e.Do("POST", path+"/preheat?force=maybe", admin, nil), 400, "INVALID_ARGUMENT", "force")
 	f, err := cl.Preheat(ctx, id, true)
 	require.NoError(t, err)
 	require.Equal(t, 2, f.Stock)
 	require.True(t, f.Rebuilt)
 	// The rebuilt reservation keeps the user's limit.
-	requireError(t, e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", id), tok, nil), 409, "LIMIT_EXCEEDED", "at most 1")
+	testenv.RequireError(t, e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", id), tok, nil), 409, "LIMIT_EXCEEDED", "at most 1")
 
 	rec := e.Do("GET", path+"/reconcile", admin, nil)
 	require.Equal(t, 200, rec.Status, "%s", rec.Raw)
@@ -96,8 +96,8 @@ func TestAdminSessionLifecycle(t *testing.T) {
 	for _, k := range []string{"ok", "total_stock", "db_stock", "redis_stock", "orders", "in_flight", "drift"} {
 		require.Contains(t, rec.Body, k)
 	}
-	requireError(t, e.Do("GET", "/admin/v1/sessions/777/reconcile", admin, nil), 404, "NOT_FOUND", "not found")
-	requireError(t, e.Do("GET", path+"/reconcile", "", nil), 401, "UNAUTHENTICATED", "admin token")
+	testenv.RequireError(t, e.Do("GET", "/admin/v1/sessions/777/reconcile", admin, nil), 404, "NOT_FOUND", "not found")
+	testenv.RequireError(t, e.Do("GET", path+"/reconcile", "", nil), 401, "UNAUTHENTICATED", "admin token")
 	e.RequireInvariants(id)
 }
 
@@ -107,5 +107,5 @@ func TestHealth(t *testing.T) {
 	require.Equal(t, 200, e.Do("GET", "/healthz", "", nil).Status)
 	r := e.Do("GET", "/readyz", "", nil)
 	require.Equal(t, 200, r.Status, "%s", r.Raw)
-	requireError(t, e.Do("GET", "/nope", "", nil), 404, "NOT_FOUND", "no route")
+	testenv.RequireError(t, e.Do("GET", "/nope", "", nil), 404, "NOT_FOUND", "no route")
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/shop"
-	"github.com/seckill/seckill/starter"
+	"github.com/seckill/seckill/temporal/starter"
 )
 
 // Store is the MySQL side the API needs.

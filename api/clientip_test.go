@@ -93,7 +93,7 @@ func TestClientIP(t *testing.T) {
 // a trusted proxy's header does name the client. (app.Test's peer is 0.0.0.0.)
 func TestProxyHeaderFromUntrustedPeerIsIgnored(t *testing.T) {
 	testenv.SkipShort(t, "MariaDB and Redis")
-	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, Temporal: true})
 	sess := e.Session(5, 1, 100)
 	get := func(srv *api.Server, xff string) int {
 		req := httptest.NewRequest("GET", fmt.Sprintf("/api/v1/sessions/%d", sess.ID), nil)

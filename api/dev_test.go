@@ -16,8 +16,8 @@ import (
 // and the shop page offers neither dev sign-in nor sandbox payment.
 func TestDevEndpointsAreOffByDefault(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoWorker: true})
-	requireError(t, e.Do("POST", "/dev/v1/token", "", map[string]any{"user_id": 1}), 404, "NOT_FOUND", "no route")
-	requireError(t, e.Do("POST", "/dev/v1/orders/1-abc/pay", e.Token(1), map[string]any{}), 404, "NOT_FOUND", "no route")
+	testenv.RequireError(t, e.Do("POST", "/dev/v1/token", "", map[string]any{"user_id": 1}), 404, "NOT_FOUND", "no route")
+	testenv.RequireError(t, e.Do("POST", "/dev/v1/orders/1-abc/pay", e.Token(1), map[string]any{}), 404, "NOT_FOUND", "no route")
 	page := e.Do("GET", "/", "", nil)
 	require.Equal(t, http.StatusOK, page.Status)
 	require.Contains(t, string(page.Raw), `data-dev="false"`)
@@ -33,8 +33,8 @@ func TestDevSignInAndPay(t *testing.T) {
 	page := e.Do("GET", "/", "", nil)
 	require.Contains(t, string(page.Raw), `data-dev="true"`)
 
-	requireError(t, e.Do("POST", "/dev/v1/token", "", map[string]any{"user_id": 0}), 400, "INVALID_ARGUMENT", "user_id")
-	requireError(t, e.Do("POST", "/dev/v1/token", "", map[string]any{"user": 3}), 400, "INVALID_ARGUMENT", "unknown field")
+	testenv.RequireError(t, e.Do("POST", "/dev/v1/token", "", map[string]any{"user_id": 0}), 400, "INVALID_ARGUMENT", "user_id")
+	testenv.RequireError(t, e.Do("POST", "/dev/v1/token", "", map[string]any{"user": 3}), 400, "INVALID_ARGUMENT", "unknown field")
 	r := e.Do("POST", "/dev/v1/token", "", map[string]any{"user_id": 9})
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
 	tok := r.Str("token")
@@ -43,14 +43,14 @@ func TestDevSignInAndPay(t *testing.T) {
 	r = e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)
 	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
 	no := r.Str("order_no")
-	requireError(t, e.Do("POST", "/dev/v1/orders/"+no+"/pay", "", nil), 401, "UNAUTHENTICATED", "missing")
+	testenv.RequireError(t, e.Do("POST", "/dev/v1/orders/"+no+"/pay", "", nil), 401, "UNAUTHENTICATED", "missing")
 	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
-	requireError(t, e.Do("POST", "/dev/v1/orders/"+no+"/pay", e.Token(10), nil), 404, "NOT_FOUND", "not found")
+	testenv.RequireError(t, e.Do("POST", "/dev/v1/orders/"+no+"/pay", e.Token(10), nil), 404, "NOT_FOUND", "not found")
 
 	r = e.Do("POST", "/dev/v1/orders/"+no+"/pay", tok, nil)
 	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
 	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)
-	requireError(t, e.Do("POST", "/dev/v1/orders/"+no+"/pay", tok, nil), 409, "CONFLICT", "PAID")
+	testenv.RequireError(t, e.Do("POST", "/dev/v1/orders/"+no+"/pay", tok, nil), 409, "CONFLICT", "PAID")
 	// A second delivery of the same payment (a double click that raced
 	// the status) is a replay: still one payment.
 	require.Equal(t, http.StatusOK, e.Pay(no, "dev_"+no, "evt_dev_"+no, 1250).Status)

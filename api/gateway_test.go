@@ -20,8 +20,6 @@ import (
 	"github.com/seckill/seckill/redis"
 )
 
-func ordersPath(id int64) string { return fmt.Sprintf("/api/v1/sessions/%d/orders", id) }
-
 // requireStock asserts the session's Redis stock and that the invariants hold.
 func requireStock(t *testing.T, e *testenv.Env, id int64, want int) {
 	t.Helper()
@@ -35,19 +33,19 @@ func TestBlocklist(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	sess := e.Session(5, 1, 100)
 	tok := e.Token(66)
-	requireError(t, e.Do("PUT", "/admin/v1/blocklist/66", "", nil), 401, "UNAUTHENTICATED", "admin")
-	requireError(t, e.Do("PUT", "/admin/v1/blocklist/x", testenv.AdminToken, nil), 400, "INVALID_ARGUMENT", "user_id")
+	testenv.RequireError(t, e.Do("PUT", "/admin/v1/blocklist/66", "", nil), 401, "UNAUTHENTICATED", "admin")
+	testenv.RequireError(t, e.Do("PUT", "/admin/v1/blocklist/x", testenv.AdminToken, nil), 400, "INVALID_ARGUMENT", "user_id")
 	b := e.Do("PUT", "/admin/v1/blocklist/66", testenv.AdminToken, nil)
 	require.Equal(t, 200, b.Status, "%s", b.Raw)
 	require.Equal(t, true, b.Body["blocked"])
 	require.Equal(t, 200, e.Do("PUT", "/admin/v1/blocklist/66", testenv.AdminToken, nil).Status, "idempotent")
 
-	requireError(t, e.Do("POST", ordersPath(sess.ID), tok, nil), 403, "FORBIDDEN", "may not buy")
-	requireError(t, e.Do("POST", ordersPath(sess.ID), tok, `{"quantity":1}`), 403, "FORBIDDEN", "may not buy")
+	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil), 403, "FORBIDDEN", "may not buy")
+	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(sess.ID), tok, `{"quantity":1}`), 403, "FORBIDDEN", "may not buy")
 	requireStock(t, e, sess.ID, 5)
 
 	require.Equal(t, 200, e.Do("DELETE", "/admin/v1/blocklist/66", testenv.AdminToken, nil).Status)
-	r := e.Do("POST", ordersPath(sess.ID), tok, nil)
+	r := e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil)
 	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
 	e.WaitStatus(tok, r.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
 	e.RequireInvariants(sess.ID)
@@ -60,35 +58,35 @@ func TestRateLimits(t *testing.T) {
 		e := testenv.New(t, testenv.Options{NoWorker: true, Limits: api.Limits{User: 2}})
 		sess := e.Session(10, 5, 100)
 		tok := e.Token(1)
-		require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(sess.ID), tok, nil).Status)
-		require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(sess.ID), tok, nil).Status)
-		r := e.Do("POST", ordersPath(sess.ID), tok, nil)
-		requireError(t, r, 429, "RATE_LIMITED", "too many requests")
+		require.Equal(t, http.StatusAccepted, e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil).Status)
+		require.Equal(t, http.StatusAccepted, e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil).Status)
+		r := e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil)
+		testenv.RequireError(t, r, 429, "RATE_LIMITED", "too many requests")
 		require.Equal(t, api.LayerRateLimit, r.Header.Get(api.HeaderLayer))
 		secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, secs, 1)
 		// Another user is not affected.
-		require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(sess.ID), e.Token(2), nil).Status)
+		require.Equal(t, http.StatusAccepted, e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(2), nil).Status)
 		require.Equal(t, 7, e.Reconcile(sess.ID).RedisStock, "the limited request took no stock")
 	})
 	t.Run("ip", func(t *testing.T) {
 		e := testenv.New(t, testenv.Options{NoWorker: true, Limits: api.Limits{IP: 3}})
 		sess := e.Session(10, 1, 100)
 		for u := int64(1); u <= 3; u++ {
-			require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(sess.ID), e.Token(u), nil).Status)
+			require.Equal(t, http.StatusAccepted, e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(u), nil).Status)
 		}
-		requireError(t, e.Do("POST", ordersPath(sess.ID), e.Token(4), nil), 429, "RATE_LIMITED", "too many")
+		testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(4), nil), 429, "RATE_LIMITED", "too many")
 		require.Equal(t, 7, e.Reconcile(sess.ID).RedisStock)
 	})
 	t.Run("global, before auth", func(t *testing.T) {
 		e := testenv.New(t, testenv.Options{NoWorker: true, Limits: api.Limits{Global: 2}})
 		sess := e.Session(10, 5, 100)
 		tok := e.Token(1)
-		require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(sess.ID), tok, nil).Status)
-		require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(sess.ID), tok, nil).Status)
-		requireError(t, e.Do("POST", ordersPath(sess.ID), "", nil), 429, "RATE_LIMITED", "too many")
-		requireError(t, e.Do("POST", ordersPath(sess.ID), tok, nil), 429, "RATE_LIMITED", "too many")
+		require.Equal(t, http.StatusAccepted, e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil).Status)
+		require.Equal(t, http.StatusAccepted, e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil).Status)
+		testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(sess.ID), "", nil), 429, "RATE_LIMITED", "too many")
+		testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil), 429, "RATE_LIMITED", "too many")
 		require.Equal(t, 8, e.Reconcile(sess.ID).RedisStock)
 	})
 }
@@ -96,7 +94,7 @@ func TestRateLimits(t *testing.T) {
 // With Redis unreachable, admission answers 503 UNAVAILABLE: neither the
 // rate limits nor the stock gate are ever skipped; the local limit holds.
 func TestRedisDownNeverLetsThrough(t *testing.T) {
-	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, Temporal: true})
 	sess := e.Session(5, 1, 100)
 	dead := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { dead.Close() })
@@ -109,7 +107,7 @@ func TestRedisDownNeverLetsThrough(t *testing.T) {
 				AdminToken: testenv.AdminToken, Limits: c.limits, Limiter: redis.NewLimiter(dead, "x"), Logger: e.Log},
 				e.DB, redis.New(dead, e.Prefix), e.Orders)
 			require.NoError(t, err)
-			req := httptest.NewRequest("POST", ordersPath(sess.ID), nil)
+			req := httptest.NewRequest("POST", testenv.OrdersPath(sess.ID), nil)
 			req.Header.Set("Authorization", "Bearer "+e.Token(1))
 			resp, err := srv.App().Test(req, 5000)
 			require.NoError(t, err)
@@ -141,13 +139,13 @@ func TestSoldOutFastPath(t *testing.T) {
 	}})
 	sess := e.Session(2, 1, 100)
 	first, second := e.Token(1), e.Token(2)
-	a := e.Do("POST", ordersPath(sess.ID), first, nil)
+	a := e.Do("POST", testenv.OrdersPath(sess.ID), first, nil)
 	require.Equal(t, http.StatusAccepted, a.Status, "%s", a.Raw)
-	require.Equal(t, http.StatusAccepted, e.Do("POST", ordersPath(sess.ID), second, nil).Status)
+	require.Equal(t, http.StatusAccepted, e.Do("POST", testenv.OrdersPath(sess.ID), second, nil).Status)
 	before := admits.n.Load()
 	for u := int64(10); u < 60; u++ {
-		r := e.Do("POST", ordersPath(sess.ID), e.Token(u), nil)
-		requireError(t, r, 409, "SOLD_OUT", "sold out")
+		r := e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(u), nil)
+		testenv.RequireError(t, r, 409, "SOLD_OUT", "sold out")
 		require.Equal(t, api.LayerSoldOutMemory, r.Header.Get(api.HeaderLayer))
 	}
 	require.Equal(t, before, admits.n.Load(), "sold-out requests must not reach Redis")
@@ -158,7 +156,7 @@ func TestSoldOutFastPath(t *testing.T) {
 	e.WaitStatus(first, no, 20*time.Second, seckill.StatusClosed)
 	var resold *testenv.Response
 	e.Eventually(5*time.Second, "given-back stock sells again", func() error {
-		resold = e.Do("POST", ordersPath(sess.ID), e.Token(99), nil)
+		resold = e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(99), nil)
 		if resold.Status != http.StatusAccepted {
 			return fmt.Errorf("%d %s", resold.Status, resold.Raw)
 		}
@@ -185,21 +183,21 @@ func TestPurchaseTicket(t *testing.T) {
 	tok, other := e.Token(1), e.Token(2)
 	shopper := admin.WithToken(tok)
 
-	requireError(t, e.Do("POST", ordersPath(id), tok, nil), 403, "FORBIDDEN", "ticket")
-	requireError(t, e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/ticket", id), "", nil), 401, "UNAUTHENTICATED", "missing")
+	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(id), tok, nil), 403, "FORBIDDEN", "ticket")
+	testenv.RequireError(t, e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/ticket", id), "", nil), 401, "UNAUTHENTICATED", "missing")
 	tk, err := shopper.Ticket(ctx, id)
 	require.NoError(t, err)
 	ticket := tk.Ticket
 	require.NotEmpty(t, ticket)
 
-	requireError(t, e.Do("POST", ordersPath(id), other, nil, api.HeaderTicket, ticket), 403, "FORBIDDEN", "ticket")
-	requireError(t, e.Do("POST", ordersPath(id), tok, nil, api.HeaderTicket, ticket+"x"), 403, "FORBIDDEN", "ticket")
+	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(id), other, nil, api.HeaderTicket, ticket), 403, "FORBIDDEN", "ticket")
+	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(id), tok, nil, api.HeaderTicket, ticket+"x"), 403, "FORBIDDEN", "ticket")
 	placed, err := shopper.Buy(client.WithRequestID(ctx, "same-id"), id, client.BuyOptions{Ticket: ticket})
 	require.NoError(t, err)
 	require.Equal(t, "same-id", placed.RequestID())
-	requireError(t, e.Do("POST", ordersPath(id), tok, nil, api.HeaderTicket, ticket), 403, "FORBIDDEN", "already used")
+	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(id), tok, nil, api.HeaderTicket, ticket), 403, "FORBIDDEN", "already used")
 	// The client's own request id does not make a second purchase the
 	// "same" one: the ticket stays used.
-	requireError(t, e.Do("POST", ordersPath(id), tok, nil, api.HeaderTicket, ticket, "X-Request-ID", "same-id"), 403, "FORBIDDEN", "already used")
+	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(id), tok, nil, api.HeaderTicket, ticket, "X-Request-ID", "same-id"), 403, "FORBIDDEN", "already used")
 	require.Equal(t, 4, e.Reconcile(id).RedisStock)
 }

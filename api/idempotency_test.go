@@ -20,9 +20,6 @@ import (
 const keyHeader = api.HeaderIdempotencyKey
 
 // buyWithKey sends one order request with an Idempotency-Key.
-func buyWithKey(e *testenv.Env, sessionID, user int64, key string, qty int) *testenv.Response {
-	return e.Do("POST", ordersPath(sessionID), e.Token(user), map[string]int{"quantity": qty}, keyHeader, key)
-}
 
 // The Idempotency-Key contract: the same key from the same shopper for the
 // same session gets the same answer and order number for the whole sale:
@@ -33,30 +30,30 @@ func TestIdempotencyKeyContract(t *testing.T) {
 	sess := e.Session(2, 2, 100)
 	tok := e.Token(1)
 
-	requireError(t, buyWithKey(e, sess.ID, 1, strings.Repeat("k", 65), 1), 400, "INVALID_ARGUMENT", keyHeader)
-	requireError(t, buyWithKey(e, sess.ID, 1, "tab\there", 1), 400, "INVALID_ARGUMENT", keyHeader)
+	testenv.RequireError(t, e.BuyWithKey(sess.ID, 1, strings.Repeat("k", 65), 1), 400, "INVALID_ARGUMENT", keyHeader)
+	testenv.RequireError(t, e.BuyWithKey(sess.ID, 1, "tab\there", 1), 400, "INVALID_ARGUMENT", keyHeader)
 
 	key := "click-" + e.Prefix
-	first := buyWithKey(e, sess.ID, 1, key, 1)
+	first := e.BuyWithKey(sess.ID, 1, key, 1)
 	require.Equal(t, http.StatusAccepted, first.Status, "%s", first.Raw)
 	no := first.Str("order_no")
-	again := buyWithKey(e, sess.ID, 1, key, 1)
+	again := e.BuyWithKey(sess.ID, 1, key, 1)
 	require.Equal(t, http.StatusAccepted, again.Status, "%s", again.Raw)
 	require.Equal(t, no, again.Str("order_no"))
-	requireError(t, buyWithKey(e, sess.ID, 1, key, 2), 422, seckill.EIDEMPOTENCY, "another request body")
+	testenv.RequireError(t, e.BuyWithKey(sess.ID, 1, key, 2), 422, seckill.EIDEMPOTENCY, "another request body")
 
 	// Someone else buys the rest: the process flags the session sold out.
-	require.Equal(t, http.StatusAccepted, buyWithKey(e, sess.ID, 2, key, 1).Status, "another shopper's key is theirs")
-	r := e.Do("POST", ordersPath(sess.ID), e.Token(3), nil)
-	requireError(t, r, 409, "SOLD_OUT", "sold out")
+	require.Equal(t, http.StatusAccepted, e.BuyWithKey(sess.ID, 2, key, 1).Status, "another shopper's key is theirs")
+	r := e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(3), nil)
+	testenv.RequireError(t, r, 409, "SOLD_OUT", "sold out")
 	require.Equal(t, api.LayerSoldOutMemory, r.Header.Get(api.HeaderLayer))
-	again = buyWithKey(e, sess.ID, 1, key, 1)
+	again = e.BuyWithKey(sess.ID, 1, key, 1)
 	require.Equal(t, http.StatusAccepted, again.Status, "a key holding a reservation is never told SOLD_OUT: %s", again.Raw)
 	require.Equal(t, no, again.Str("order_no"))
 	// A fresh key while the session is flagged sold out: the script
 	// decides and pins SOLD_OUT, so the key never turns into a purchase.
-	fresh := buyWithKey(e, sess.ID, 4, "fresh-"+e.Prefix, 1)
-	requireError(t, fresh, 409, "SOLD_OUT", "sold out")
+	fresh := e.BuyWithKey(sess.ID, 4, "fresh-"+e.Prefix, 1)
+	testenv.RequireError(t, fresh, 409, "SOLD_OUT", "sold out")
 	require.Equal(t, api.LayerRedis, fresh.Header.Get(api.HeaderLayer), "a keyed request is answered by the script, not the flag")
 
 	// The order closes: the key still names it; the unit is back, yet the
@@ -64,10 +61,10 @@ func TestIdempotencyKeyContract(t *testing.T) {
 	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
 	require.Equal(t, http.StatusAccepted, e.Do("POST", "/api/v1/orders/"+no+"/cancel", tok, nil).Status)
 	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusClosed)
-	again = buyWithKey(e, sess.ID, 1, key, 1)
+	again = e.BuyWithKey(sess.ID, 1, key, 1)
 	require.Equal(t, http.StatusAccepted, again.Status, "%s", again.Raw)
 	require.Equal(t, no, again.Str("order_no"))
-	requireError(t, buyWithKey(e, sess.ID, 4, "fresh-"+e.Prefix, 1), 409, "SOLD_OUT", "sold out")
+	testenv.RequireError(t, e.BuyWithKey(sess.ID, 4, "fresh-"+e.Prefix, 1), 409, "SOLD_OUT", "sold out")
 
 	// The sale ends: the key still names it; a new key is ENDED.
 	db, err := sql.Open("mysql", e.DSN)
@@ -77,15 +74,15 @@ func TestIdempotencyKeyContract(t *testing.T) {
 	require.NoError(t, err)
 	e.Eventually(5*time.Second, "the session ends", func() error {
 		// A quantity that cannot be bought: 400 until the API sees the end.
-		if r := buyWithKey(e, sess.ID, 1, "late-"+e.Prefix, 99); r.Status != http.StatusGone {
+		if r := e.BuyWithKey(sess.ID, 1, "late-"+e.Prefix, 99); r.Status != http.StatusGone {
 			return fmt.Errorf("%d %s", r.Status, r.Raw)
 		}
 		return nil
 	})
-	again = buyWithKey(e, sess.ID, 1, key, 1)
+	again = e.BuyWithKey(sess.ID, 1, key, 1)
 	require.Equal(t, http.StatusAccepted, again.Status, "%s", again.Raw)
 	require.Equal(t, no, again.Str("order_no"))
-	requireError(t, buyWithKey(e, sess.ID, 1, key, 2), 422, seckill.EIDEMPOTENCY, "another request body")
+	testenv.RequireError(t, e.BuyWithKey(sess.ID, 1, key, 2), 422, seckill.EIDEMPOTENCY, "another request body")
 
 	var n int
 	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM orders WHERE session_id = ? AND user_id = 1", sess.ID).Scan(&n))
@@ -100,19 +97,19 @@ func TestIdempotencyKeyContract(t *testing.T) {
 func TestIdempotencyKeyPinsOnlyDecisions(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, Limits: api.Limits{User: 1}})
 	sess := e.Session(5, 1, 100)
-	require.Equal(t, http.StatusAccepted, buyWithKey(e, sess.ID, 1, "a-"+e.Prefix, 1).Status)
-	limited := buyWithKey(e, sess.ID, 1, "b-"+e.Prefix, 1)
+	require.Equal(t, http.StatusAccepted, e.BuyWithKey(sess.ID, 1, "a-"+e.Prefix, 1).Status)
+	limited := e.BuyWithKey(sess.ID, 1, "b-"+e.Prefix, 1)
 	require.Equal(t, http.StatusTooManyRequests, limited.Status, "%s", limited.Raw)
 	e.Eventually(3*time.Second, "the rate limit lets the key run", func() error {
-		r := buyWithKey(e, sess.ID, 1, "b-"+e.Prefix, 1)
+		r := e.BuyWithKey(sess.ID, 1, "b-"+e.Prefix, 1)
 		if r.Status == http.StatusTooManyRequests {
 			return fmt.Errorf("%s", r.Raw)
 		}
-		requireError(t, r, 409, "LIMIT_EXCEEDED", "per shopper")
+		testenv.RequireError(t, r, 409, "LIMIT_EXCEEDED", "per shopper")
 		return nil
 	})
 	time.Sleep(time.Second)
-	requireError(t, buyWithKey(e, sess.ID, 1, "b-"+e.Prefix, 1), 409, "LIMIT_EXCEEDED", "per shopper")
+	testenv.RequireError(t, e.BuyWithKey(sess.ID, 1, "b-"+e.Prefix, 1), 409, "LIMIT_EXCEEDED", "per shopper")
 }
 
 // A session with purchase tickets: the retry of one purchase (same key,
@@ -130,14 +127,14 @@ func TestIdempotencyKeyWithTicket(t *testing.T) {
 	ticket := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/ticket", id), tok, nil).Str("ticket")
 	require.NotEmpty(t, ticket)
 	buy := func(key string) *testenv.Response {
-		return e.Do("POST", ordersPath(id), tok, nil, api.HeaderTicket, ticket, keyHeader, key)
+		return e.Do("POST", testenv.OrdersPath(id), tok, nil, api.HeaderTicket, ticket, keyHeader, key)
 	}
 	a := buy("k1-" + e.Prefix)
 	require.Equal(t, http.StatusAccepted, a.Status, "%s", a.Raw)
 	b := buy("k1-" + e.Prefix)
 	require.Equal(t, http.StatusAccepted, b.Status, "%s", b.Raw)
 	require.Equal(t, a.Str("order_no"), b.Str("order_no"))
-	requireError(t, buy("k2-"+e.Prefix), 403, "FORBIDDEN", "already used")
+	testenv.RequireError(t, buy("k2-"+e.Prefix), 403, "FORBIDDEN", "already used")
 	require.Equal(t, 4, e.Reconcile(id).RedisStock)
 }
 
@@ -168,7 +165,7 @@ func replayNeverRestarts(t *testing.T, stock int) {
 	e := testenv.New(t, testenv.Options{WrapFlow: func(f api.Flow) api.Flow { return countStarts{f, &starts} }})
 	sess := e.Session(stock, 1, 100)
 	key := "once-" + e.Prefix
-	first := buyWithKey(e, sess.ID, 1, key, 1)
+	first := e.BuyWithKey(sess.ID, 1, key, 1)
 	require.Equal(t, http.StatusAccepted, first.Status, "%s", first.Raw)
 	no := first.Str("order_no")
 	e.WaitStatus(e.Token(1), no, 20*time.Second, seckill.StatusWaitPay)
@@ -180,7 +177,7 @@ func replayNeverRestarts(t *testing.T, stock int) {
 	})
 	before := starts.Load()
 	for range 3 {
-		again := buyWithKey(e, sess.ID, 1, key, 1)
+		again := e.BuyWithKey(sess.ID, 1, key, 1)
 		require.Equal(t, http.StatusAccepted, again.Status, "%s", again.Raw)
 		require.Equal(t, no, again.Str("order_no"))
 	}

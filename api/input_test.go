@@ -30,15 +30,6 @@ func requireUntouched(t *testing.T, e *testenv.Env, sess *seckill.Session) {
 	require.Empty(t, r.Orders)
 }
 
-func requireError(t *testing.T, r *testenv.Response, status int, code, msgPart string) {
-	t.Helper()
-	require.Equal(t, status, r.Status, "%s", r.Raw)
-	require.Equal(t, code, r.Str("code"), "%s", r.Raw)
-	require.Contains(t, r.Str("message"), msgPart)
-	require.NotEmpty(t, r.Str("trace_id"))
-	require.Equal(t, r.Str("trace_id"), r.Header.Get("X-Request-ID"))
-}
-
 // Bad input of every kind gets a clear error in the API's shape and changes
 // nothing.
 func TestAdmissionRejectsBadInput(t *testing.T) {
@@ -84,11 +75,11 @@ func TestAdmissionRejectsBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			requireError(t, e.Do("POST", c.path, c.token, c.body), c.status, c.code, c.msg)
+			testenv.RequireError(t, e.Do("POST", c.path, c.token, c.body), c.status, c.code, c.msg)
 		})
 	}
 	t.Run("huge body", func(t *testing.T) {
-		requireError(t, hugeBody(t, e, path, tok), 413, "PAYLOAD_TOO_LARGE", "larger than")
+		testenv.RequireError(t, hugeBody(t, e, path, tok), 413, "PAYLOAD_TOO_LARGE", "larger than")
 	})
 	requireUntouched(t, e, sess)
 
@@ -113,8 +104,8 @@ func TestSaleWindow(t *testing.T) {
 		require.NoError(t, err)
 	}
 	tok := e.Token(1)
-	requireError(t, e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", upcoming.ID), tok, nil), 425, "NOT_STARTED", "starts at")
-	requireError(t, e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", ended.ID), tok, nil), 410, "ENDED", "ended at")
+	testenv.RequireError(t, e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", upcoming.ID), tok, nil), 425, "NOT_STARTED", "starts at")
+	testenv.RequireError(t, e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", ended.ID), tok, nil), 410, "ENDED", "ended at")
 	g := e.Do("GET", fmt.Sprintf("/api/v1/sessions/%d", upcoming.ID), "", nil)
 	require.Equal(t, 200, g.Status)
 	require.Equal(t, "UPCOMING", g.Str("state"))
@@ -140,19 +131,19 @@ func TestWebhookRules(t *testing.T) {
 		return e.Do("POST", "/api/v1/payments/webhook", "", b, api.HeaderSignature, sig)
 	}
 	now := time.Now()
-	requireError(t, send(body, ""), 401, "UNAUTHENTICATED", "Seckill-Signature")
-	requireError(t, send(body, seckill.SignWebhook([]byte("wrong"), now, body)), 401, "UNAUTHENTICATED", "does not match")
-	requireError(t, send(body, seckill.SignWebhook(testenv.WebhookSecret, now.Add(-6*time.Minute), body)), 401, "UNAUTHENTICATED", "tolerance")
+	testenv.RequireError(t, send(body, ""), 401, "UNAUTHENTICATED", "Seckill-Signature")
+	testenv.RequireError(t, send(body, seckill.SignWebhook([]byte("wrong"), now, body)), 401, "UNAUTHENTICATED", "does not match")
+	testenv.RequireError(t, send(body, seckill.SignWebhook(testenv.WebhookSecret, now.Add(-6*time.Minute), body)), 401, "UNAUTHENTICATED", "tolerance")
 	tampered := []byte(strings.Replace(string(body), "990", "1", 1))
-	requireError(t, send(tampered, seckill.SignWebhook(testenv.WebhookSecret, now, body)), 401, "UNAUTHENTICATED", "does not match")
+	testenv.RequireError(t, send(tampered, seckill.SignWebhook(testenv.WebhookSecret, now, body)), 401, "UNAUTHENTICATED", "does not match")
 	signed := func(b string) *testenv.Response {
 		return send([]byte(b), seckill.SignWebhook(testenv.WebhookSecret, time.Now(), []byte(b)))
 	}
-	requireError(t, signed(`{"event_id":"e1"`), 400, "INVALID_ARGUMENT", "not valid JSON")
-	requireError(t, signed(fmt.Sprintf(`{"event_id":"e1","payment_id":"p1","order_no":%q,"amount_cents":990,"status":"FAILED"}`, no)), 400, "INVALID_ARGUMENT", "status")
-	requireError(t, signed(fmt.Sprintf(`{"event_id":"e1","payment_id":"p1","order_no":%q,"amount_cents":-5,"status":"SUCCEEDED"}`, no)), 400, "INVALID_ARGUMENT", "amount_cents")
-	requireError(t, signed(`{"event_id":"e1","payment_id":"p1","order_no":"1-nope","amount_cents":990,"status":"SUCCEEDED"}`), 404, "NOT_FOUND", "not found")
-	requireError(t, e.Pay(no, "p1", "e1", 991), 422, "AMOUNT_MISMATCH", "does not match")
+	testenv.RequireError(t, signed(`{"event_id":"e1"`), 400, "INVALID_ARGUMENT", "not valid JSON")
+	testenv.RequireError(t, signed(fmt.Sprintf(`{"event_id":"e1","payment_id":"p1","order_no":%q,"amount_cents":990,"status":"FAILED"}`, no)), 400, "INVALID_ARGUMENT", "status")
+	testenv.RequireError(t, signed(fmt.Sprintf(`{"event_id":"e1","payment_id":"p1","order_no":%q,"amount_cents":-5,"status":"SUCCEEDED"}`, no)), 400, "INVALID_ARGUMENT", "amount_cents")
+	testenv.RequireError(t, signed(`{"event_id":"e1","payment_id":"p1","order_no":"1-nope","amount_cents":990,"status":"SUCCEEDED"}`), 404, "NOT_FOUND", "not found")
+	testenv.RequireError(t, e.Pay(no, "p1", "e1", 991), 422, "AMOUNT_MISMATCH", "does not match")
 	got := e.Do("GET", "/api/v1/orders/"+no, tok, nil)
 	require.Equal(t, "WAIT_PAY", got.Str("status"), "refused webhooks changed nothing")
 

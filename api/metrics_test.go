@@ -19,14 +19,14 @@ import (
 func TestMetrics(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	sess := e.Session(1, 1, 100)
-	r := e.Do("POST", ordersPath(sess.ID), e.Token(1), nil)
+	r := e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(1), nil)
 	require.Equal(t, http.StatusAccepted, r.Status)
 	e.WaitStatus(e.Token(1), r.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
 	// The win took the last unit: the process flags the session sold out.
-	require.Equal(t, 409, e.Do("POST", ordersPath(sess.ID), e.Token(2), nil).Status)
-	require.Equal(t, 409, e.Do("POST", ordersPath(sess.ID), e.Token(3), nil).Status)
+	require.Equal(t, 409, e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(2), nil).Status)
+	require.Equal(t, 409, e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(3), nil).Status)
 	open := e.Session(5, 1, 100)
-	require.Equal(t, 401, e.Do("POST", ordersPath(open.ID), "", nil).Status) // auth, before any stock logic
+	require.Equal(t, 401, e.Do("POST", testenv.OrdersPath(open.ID), "", nil).Status) // auth, before any stock logic
 
 	m := e.Do("GET", "/metrics", "", nil)
 	require.Equal(t, 200, m.Status)

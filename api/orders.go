@@ -2,13 +2,11 @@ package api
 
 import (
 	"context"
-	"encoding/hex"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/google/uuid"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/metrics"
@@ -16,14 +14,6 @@ import (
 
 type orderBody struct {
 	Quantity *int `json:"quantity"`
-}
-
-// newOrderNo returns "<session id>-<UUIDv7 hex>": unique without any
-// coordination, roughly time-ordered for the index, and telling which
-// session's Redis keys hold it.
-func newOrderNo(sessionID int64) string {
-	u := uuid.Must(uuid.NewV7())
-	return strconv.FormatInt(sessionID, 10) + "-" + hex.EncodeToString(u[:])
 }
 
 var errBlocked = seckill.Errorf(seckill.EFORBIDDEN, "this account may not buy")
@@ -141,7 +131,7 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	a.OrderNo = newOrderNo(id)
+	a.OrderNo = seckill.NewOrderNo(id)
 	actx, cancel := context.WithTimeout(ctx, admitWait)
 	defer cancel()
 	t0 := time.Now()
@@ -176,8 +166,7 @@ func (s *Server) admitted(c *fiber.Ctx, a *seckill.Attempt, adm *seckill.Admissi
 		s.log.Info("order accepted", "trace_id", a.TraceID, "order_no", adm.OrderNo, "session_id", id, "user_id", a.UserID, "quantity", a.Quantity)
 	}
 	if adm.Reservation != nil {
-		s.startWorkflow(&seckill.OrderRequest{Reservation: *adm.Reservation, SKUID: a.Session.SKUID,
-			PriceCents: a.Session.PriceCents, PayTimeout: s.cfg.PayTimeout})
+		s.startWorkflow(seckill.NewOrderRequest(*adm.Reservation, a.Session, s.cfg.PayTimeout))
 	}
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_no": adm.OrderNo, "status": seckill.StatusQueued})
 }

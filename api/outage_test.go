@@ -23,7 +23,7 @@ import (
 // MySQL is back the same requests succeed with no restart.
 func TestMySQLOutageIsUnavailable(t *testing.T) {
 	testenv.SkipShort(t, "MariaDB and Redis")
-	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, Temporal: true})
 	x := testenv.StartToxi(t, "mysql", "127.0.0.1:3306")
 	cfg, err := mysqldriver.ParseDSN(e.DSN)
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func TestMySQLOutageIsUnavailable(t *testing.T) {
 		e.Do("GET", "/api/v1/orders/"+unknownOrder, tok, nil),
 		e.Do("GET", "/api/v1/sessions/424242", "", nil),
 	} {
-		requireError(t, r, http.StatusServiceUnavailable, seckill.EUNAVAILABLE, "unavailable")
+		testenv.RequireError(t, r, http.StatusServiceUnavailable, seckill.EUNAVAILABLE, "unavailable")
 		secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
 		require.NoError(t, err, "Retry-After")
 		require.GreaterOrEqual(t, secs, 1)
@@ -61,8 +61,8 @@ func TestMySQLOutageIsUnavailable(t *testing.T) {
 		}
 		return nil
 	})
-	requireError(t, e.Do("GET", "/api/v1/orders/"+unknownOrder, tok, nil), http.StatusNotFound, seckill.ENOTFOUND, "not found")
-	requireError(t, e.Do("GET", "/api/v1/sessions/424242", "", nil), http.StatusNotFound, seckill.ENOTFOUND, "not found")
+	testenv.RequireError(t, e.Do("GET", "/api/v1/orders/"+unknownOrder, tok, nil), http.StatusNotFound, seckill.ENOTFOUND, "not found")
+	testenv.RequireError(t, e.Do("GET", "/api/v1/sessions/424242", "", nil), http.StatusNotFound, seckill.ENOTFOUND, "not found")
 }
 
 // With the API's Redis away, an order that exists in Redis alone (QUEUED:
@@ -80,8 +80,8 @@ func TestQueuedOrderWhileRedisIsAwayIsUnavailable(t *testing.T) {
 	no := r.Str("order_no")
 
 	x.SetDown(true)
-	requireError(t, e.Pay(no, "pay_"+no, "evt_"+no, 300), 503, "UNAVAILABLE", "")
-	requireError(t, e.Do("GET", "/api/v1/orders/"+no, tok, nil), 503, "UNAVAILABLE", "")
+	testenv.RequireError(t, e.Pay(no, "pay_"+no, "evt_"+no, 300), 503, "UNAVAILABLE", "")
+	testenv.RequireError(t, e.Do("GET", "/api/v1/orders/"+no, tok, nil), 503, "UNAVAILABLE", "")
 	x.SetDown(false)
 	e.Eventually(10*time.Second, "the webhook is taken once Redis is back", func() error {
 		if p := e.Pay(no, "pay_"+no, "evt_"+no, 300); p.Status != http.StatusOK {

@@ -56,8 +56,8 @@ func TestPollNeedsNoMySQL(t *testing.T) {
 	require.Zero(t, reads.n.Load(), "polls and the webhook's order lookup read MySQL")
 
 	// Another shopper cannot see it; an unknown number is a 404.
-	requireError(t, e.Do("GET", "/api/v1/orders/"+no, e.Token(4), nil), 404, "NOT_FOUND", "not found")
-	requireError(t, e.Do("GET", "/api/v1/orders/1-unknown", tok, nil), 404, "NOT_FOUND", "not found")
-	requireError(t, e.Do("GET", "/api/v1/orders/"+no, "", nil), 401, "UNAUTHENTICATED", "missing")
+	testenv.RequireError(t, e.Do("GET", "/api/v1/orders/"+no, e.Token(4), nil), 404, "NOT_FOUND", "not found")
+	testenv.RequireError(t, e.Do("GET", "/api/v1/orders/1-unknown", tok, nil), 404, "NOT_FOUND", "not found")
+	testenv.RequireError(t, e.Do("GET", "/api/v1/orders/"+no, "", nil), 401, "UNAUTHENTICATED", "missing")
 	e.RequireInvariants(sess.ID)
 }

@@ -31,13 +31,13 @@ func TestPublicReadsAreRateLimited(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, e.Do("GET", "/api/v1/orders/1-abc", tok, nil).Status)
 	for _, path := range []string{one, "/api/v1/sessions", "/api/v1/orders/1-abc"} {
 		r := e.Do("GET", path, "", nil)
-		requireError(t, r, http.StatusTooManyRequests, seckill.ERATELIMITED, "too many requests")
+		testenv.RequireError(t, r, http.StatusTooManyRequests, seckill.ERATELIMITED, "too many requests")
 		secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, secs, 1)
 	}
 	// Admission is not a read: it answers for itself (here: no such session).
-	requireError(t, e.Do("POST", ordersPath(424242), tok, nil), http.StatusNotFound, seckill.ENOTFOUND, "not found")
+	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(424242), tok, nil), http.StatusNotFound, seckill.ENOTFOUND, "not found")
 	require.LessOrEqual(t, api.ReadBucketsForTest(e.API), 1, "one address, one bucket")
 
 	off := testenv.New(t, testenv.Options{NoWorker: true})

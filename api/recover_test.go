@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -27,36 +26,18 @@ func (p panicky) Session(ctx context.Context, id int64) (*seckill.Session, int, 
 	return p.Store.Session(ctx, id)
 }
 
-// lockedBuffer is a log sink the handlers and the test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A panic in a handler answers 500 INTERNAL in the error shape, logs the
 // stack with the trace id, and the process goes on serving.
 func TestPanicAnswers500AndKeepsServing(t *testing.T) {
 	testenv.SkipShort(t, "MariaDB and Redis")
-	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, Temporal: true})
 	sess := e.Session(5, 1, 100)
-	var logs lockedBuffer
+	var logs testenv.LogBuffer
 	srv := newServer(t, e, api.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}, panicky{e.DB})
 	serve(t, e, srv)
 
 	r := e.Do("GET", "/api/v1/sessions/666", "", nil, "X-Request-ID", "trace-of-a-panic")
-	requireError(t, r, http.StatusInternalServerError, seckill.EINTERNAL, "internal error")
+	testenv.RequireError(t, r, http.StatusInternalServerError, seckill.EINTERNAL, "internal error")
 	require.Equal(t, "trace-of-a-panic", r.Str("trace_id"))
 	require.NotContains(t, string(r.Raw), "a bug", "the panic value never reaches the client")
 	out := logs.String()

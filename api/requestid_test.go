@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -38,31 +37,6 @@ func (f *delayedStarts) Start(ctx context.Context, req *seckill.OrderRequest) (b
 	return f.Flow.Start(ctx, req)
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines() []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []map[string]any
-	for _, l := range bytes.Split(s.b.Bytes(), []byte("\n")) {
-		var m map[string]any
-		if json.Unmarshal(l, &m) == nil {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // Fasthttp reuses a connection's request memory for its next request: a
 // trace id that is only a view into it would, once the handler returned,
 // read as the next request's. Requests with distinct X-Request-IDs on one
@@ -72,7 +46,7 @@ func (s *syncBuffer) lines() []map[string]any {
 func TestRequestIDOutlivesTheRequest(t *testing.T) {
 	const n = 12
 	slow := &delayedStarts{delay: 300 * time.Millisecond, seen: map[string]string{}}
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	e := testenv.New(t, testenv.Options{
 
 		WrapFlow: func(f api.Flow) api.Flow { slow.Flow = f; return slow },
@@ -89,7 +63,7 @@ func TestRequestIDOutlivesTheRequest(t *testing.T) {
 	for i := 0; i < n; i++ {
 		user := int64(100 + i)
 		trace := fmt.Sprintf("keepalive-%s-%04d", e.Prefix, i) // all the same length
-		req, err := http.NewRequest("POST", e.BaseURL+ordersPath(sess.ID), nil)
+		req, err := http.NewRequest("POST", e.BaseURL+testenv.OrdersPath(sess.ID), nil)
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer "+e.Token(user))
 		req.Header.Set("X-Request-ID", trace)
@@ -135,7 +109,7 @@ func TestRequestIDOutlivesTheRequest(t *testing.T) {
 		require.Equal(t, `"`+s.trace+`"`, string(sa["TraceID"].GetData()), "TraceID search attribute of %s", no)
 	}
 	accepted := 0
-	for _, l := range logs.lines() {
+	for _, l := range logs.Lines() {
 		no, _ := l["order_no"].(string)
 		s, ok := want[no]
 		if !ok {

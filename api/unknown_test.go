@@ -49,7 +49,7 @@ func (l *lookups) counts(session int64, order string) (int, int) {
 // cannot be one of ours never reaches MySQL.
 func TestUnknownIDsCostBoundedQueries(t *testing.T) {
 	testenv.SkipShort(t, "MariaDB and Redis")
-	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, Temporal: true})
 	sess := e.Session(5, 1, 100)
 	db := &lookups{Store: e.DB, sessions: map[int64]int{}, orders: map[string]int{}}
 	srv := newServer(t, e, api.Config{}, db)
@@ -107,7 +107,7 @@ func TestUnknownIDsCostBoundedQueries(t *testing.T) {
 
 	// Numbers that cannot be order numbers are NOT_FOUND without a lookup.
 	for _, bad := range []string{"abc", "1-", "-1", "0-x", "99999999999999999999-x", "1x-2", "%20"} {
-		requireError(t, e.Do("GET", "/api/v1/orders/"+bad, tok, nil), 404, "NOT_FOUND", "not found")
+		testenv.RequireError(t, e.Do("GET", "/api/v1/orders/"+bad, tok, nil), 404, "NOT_FOUND", "not found")
 	}
 	db.mu.Lock()
 	require.Len(t, db.orders, distinct+1, "only well-formed numbers reached MySQL: %v", len(db.orders))

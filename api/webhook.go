@@ -90,7 +90,8 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 		if err == nil {
 			s.log.Warn("payment for a finished order", "trace_id", trace, "order_no", p.OrderNo,
 				"payment_id", p.PaymentID, "outcome", outcome)
-			err = s.refreshView(ctx, p.OrderNo)
+			// No workflow was there to republish the view.
+			err = seckill.PublishOrderView(ctx, s.store, s.gate, p.OrderNo)
 		}
 	}
 	if err != nil {
@@ -158,16 +159,5 @@ func (s *Server) orderRequest(ctx context.Context, orderNo string) (*seckill.Ord
 	if err != nil {
 		return nil, err
 	}
-	return &seckill.OrderRequest{Reservation: *r, SKUID: sess.SKUID, PriceCents: sess.PriceCents,
-		PayTimeout: s.cfg.PayTimeout}, nil
-}
-
-// refreshView re-caches an order's view from its row after the API changed
-// the row itself (no workflow was there to do it).
-func (s *Server) refreshView(ctx context.Context, orderNo string) error {
-	o, err := s.store.Order(ctx, orderNo)
-	if err != nil {
-		return err
-	}
-	return s.gate.PutOrder(ctx, o)
+	return seckill.NewOrderRequest(*r, sess, s.cfg.PayTimeout), nil
 }

@@ -162,11 +162,8 @@ func (r *Refunds) settleReceived(ctx context.Context) error {
 		r.count("settled")
 		l.Warn("payment no workflow recorded: settled by the refund relay", "outcome", outcome, "status", status)
 		if r.Views != nil {
-			if o, err := r.Store.Order(ctx, p.OrderNo); err == nil {
-				err = r.Views.PutOrder(ctx, o)
-				if err != nil {
-					l.Warn("refund relay: order view not refreshed", "error", err)
-				}
+			if err := seckill.PublishOrderView(ctx, r.Store, r.Views, p.OrderNo); err != nil {
+				l.Warn("refund relay: order view not refreshed", "error", err)
 			}
 		}
 	}

@@ -61,7 +61,7 @@ func (p *failingProvider) callsOf(id string) int {
 // is fixed, it is refunded. Real MySQL and Temporal; only the provider is
 // fake.
 func TestRefundRetriesAndParking(t *testing.T) {
-	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, Temporal: true})
 	sess := e.Session(6, 3, 100)
 	ctx := context.Background()
 	m := metrics.New()

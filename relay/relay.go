@@ -20,7 +20,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/tick"
 	"github.com/seckill/seckill/metrics"
-	"github.com/seckill/seckill/starter"
+	"github.com/seckill/seckill/temporal/starter"
 )
 
 // Gate is the Redis side of the relay.
@@ -141,7 +141,7 @@ func (r *Relay) Pass(ctx context.Context) (Stats, error) {
 			return st, err
 		}
 		for _, p := range pending {
-			reqs = append(reqs, &seckill.OrderRequest{Reservation: p, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: r.PayTimeout})
+			reqs = append(reqs, seckill.NewOrderRequest(p, sess, r.PayTimeout))
 		}
 	}
 	if len(reqs) == 0 {

@@ -74,7 +74,7 @@ func TestRelayStartsWhatTheAPIDidNot(t *testing.T) {
 // A reservation whose session does not exist can never become an order:
 // the relay gives it back.
 func TestRelayReleasesOrphans(t *testing.T) {
-	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
+	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true, Temporal: true})
 	ctx := context.Background()
 	ghost := &seckill.Session{ID: 4242, PerUserLimit: 1}
 	_, err := e.Gate.Preheat(ctx, ghost.ID, 3)

@@ -123,15 +123,7 @@ func (s *Sweep) Pass(ctx context.Context) (Stats, error) {
 		return st, err
 	}
 	for _, o := range overdue {
-		req := seckill.OrderRequest{
-			Reservation: seckill.Reservation{OrderNo: o.OrderNo, SessionID: o.SessionID, UserID: o.UserID,
-				Quantity: o.Quantity, ReservedAt: o.CreatedAt, TraceID: o.TraceID},
-			SKUID: o.SKUID,
-		}
-		if o.Quantity > 0 {
-			req.PriceCents = o.AmountCents / int64(o.Quantity)
-		}
-		s.settle(ctx, req, seckill.StatusWaitPay, &st)
+		s.settle(ctx, *o.Request(), seckill.StatusWaitPay, &st)
 	}
 	budget -= len(overdue)
 	if budget <= 0 {
@@ -188,8 +180,7 @@ func (s *Sweep) Pass(ctx context.Context) (Stats, error) {
 					return st, err
 				}
 			}
-			req := seckill.OrderRequest{Reservation: r, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: s.PayTimeout}
-			s.settle(ctx, req, status, &st)
+			s.settle(ctx, *seckill.NewOrderRequest(r, sess, s.PayTimeout), status, &st)
 		}
 	}
 	return st, nil

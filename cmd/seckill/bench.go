@@ -18,6 +18,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/bench"
 	"github.com/seckill/seckill/bench/htmlreport"
+	"github.com/seckill/seckill/internal/app"
 )
 
 func benchCmd() *cobra.Command {
@@ -71,11 +72,11 @@ SECKILL_LIMIT_IP_RPS=0 and SECKILL_LIMIT_READ_RPS=0 (every shopper comes
 from here); the bench needs its SECKILL_JWT_SECRET, SECKILL_WEBHOOK_SECRET
 and SECKILL_ADMIN_TOKEN.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := loadConfig()
+			c, err := app.LoadConfig()
 			if err != nil {
 				return err
 			}
-			if err := c.requireSecrets(allSecrets...); err != nil {
+			if err := c.RequireSecrets(allSecrets...); err != nil {
 				return err
 			}
 			cfg.JWTSecret, cfg.WebhookSecret, cfg.AdminToken = []byte(c.JWTSecret), []byte(c.WebhookSecret), c.AdminToken
@@ -184,7 +185,7 @@ and SECKILL_ADMIN_TOKEN.`,
 // pinPlan finds the stack's processes by the ports they listen on: the API
 // and Redis go on CPU 0, Temporal and MySQL (and the worker PIDs given) on
 // CPU 1.
-func pinPlan(apiURL string, c *config, workers string) (*bench.PinPlan, error) {
+func pinPlan(apiURL string, c *app.Config, workers string) (*bench.PinPlan, error) {
 	if err := bench.CheckPinning(); err != nil {
 		return nil, err
 	}

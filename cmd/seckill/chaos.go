@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/chaos"
 	"github.com/seckill/seckill/drill"
+	"github.com/seckill/seckill/internal/app"
 )
 
 func chaosCmd() *cobra.Command {
@@ -52,7 +53,7 @@ and a Redis prefix and task queue of its own, with fresh secrets. A passing
 soak drops its database and keys; a failing one keeps them, and the logs in
 --dir, for the post-mortem.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := loadConfig()
+			c, err := app.LoadConfig()
 			if err != nil {
 				return err
 			}

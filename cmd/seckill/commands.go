@@ -11,15 +11,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/mysql"
-	"github.com/seckill/seckill/relay"
-	"github.com/seckill/seckill/starter"
-	"github.com/seckill/seckill/sweep"
-	"github.com/seckill/seckill/worker"
 )
 
 func migrateCmd() *cobra.Command {
@@ -28,7 +24,7 @@ func migrateCmd() *cobra.Command {
 		Use:   "migrate",
 		Short: "Create the database if missing and apply the embedded migrations",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := loadConfig()
+			c, err := app.LoadConfig()
 			if err != nil {
 				return err
 			}
@@ -61,22 +57,22 @@ func migrateCmd() *cobra.Command {
 // allSecrets are the secrets the long-running commands refuse to start without.
 var allSecrets = []string{"SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET", "SECKILL_ADMIN_TOKEN"}
 
-// withDeps loads the configuration, checks the secrets, connects the
+// withApp loads the configuration, checks the secrets, connects the
 // adapters (Temporal too when withTemporal) and runs fn with them.
-func withDeps(ctx context.Context, secrets []string, withTemporal bool, fn func(c *config, d *deps) error) error {
-	c, err := loadConfig()
+func withApp(ctx context.Context, secrets []string, withTemporal bool, fn func(m *app.Main) error) error {
+	c, err := app.LoadConfig()
 	if err != nil {
 		return err
 	}
-	if err := c.requireSecrets(secrets...); err != nil {
+	if err := c.RequireSecrets(secrets...); err != nil {
 		return err
 	}
-	d, err := c.connect(ctx, withTemporal)
+	m, err := app.Connect(ctx, c, withTemporal)
 	if err != nil {
 		return err
 	}
-	defer d.close()
-	return fn(c, d)
+	defer m.Close()
+	return fn(m)
 }
 
 func apiCmd() *cobra.Command {
@@ -85,59 +81,14 @@ func apiCmd() *cobra.Command {
 		Short: "Serve the HTTP API on SECKILL_HTTP_ADDR",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// With eager start the API hosts a worker, refund steps included.
-			if err := preflightProvider(func(c *config) bool { return c.EagerStart }); err != nil {
+			if err := preflightProvider(func(c *app.Config) bool { return c.EagerStart }); err != nil {
 				return err
 			}
-			return withDeps(cmd.Context(), allSecrets, true, func(c *config, d *deps) error {
-				return runAPI(cmd.Context(), c, d)
+			return withApp(cmd.Context(), allSecrets, true, func(m *app.Main) error {
+				return m.RunAPI(cmd.Context())
 			})
 		},
 	}
-}
-
-// runAPI serves the API (with an embedded worker for eager starts).
-func runAPI(ctx context.Context, c *config, d *deps) error {
-	servePprof(c.PprofAddr, d.log)
-	if c.StartTimeout != 0 {
-		d.log.Warn("SECKILL_START_TIMEOUT is deprecated and ignored: winners no longer wait for their workflow start (the API's starter starts it after the answer)")
-	}
-	if c.EagerStart {
-		c.warnProvider(d.log)
-	}
-	srv, err := d.apiServer(c, false)
-	if err != nil {
-		return err
-	}
-	if c.EagerStart {
-		// Eager start needs a worker on the same client: it takes the
-		// first workflow task of each order this API starts (the
-		// CreateOrder step); everything later goes to any worker.
-		w := d.worker(c)
-		if err := w.Start(); err != nil {
-			return err
-		}
-		defer w.Stop()
-	}
-	return serveAPI(ctx, c, d, srv)
-}
-
-// serveAPI listens until ctx ends, then drains requests and background starts.
-func serveAPI(ctx context.Context, c *config, d *deps, srv *api.Server) error {
-	app := srv.App()
-	srv.Start(ctx)
-	errc := make(chan error, 1)
-	go func() { errc <- app.Listen(c.HTTPAddr) }()
-	d.log.Info("api listening", "addr", c.HTTPAddr)
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	err := app.ShutdownWithContext(sctx)
-	srv.Shutdown(sctx)
-	return err
 }
 
 func workerCmd() *cobra.Command {
@@ -147,14 +98,14 @@ func workerCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The worker verifies no tokens, but refuses the same way as the API
 			// so that a half-configured deployment fails at once, not at the first sale.
-			if err := preflightProvider(func(*config) bool { return true }); err != nil {
+			if err := preflightProvider(func(*app.Config) bool { return true }); err != nil {
 				return err
 			}
-			return withDeps(cmd.Context(), allSecrets, true, func(c *config, d *deps) error {
-				if err := serveWorkerHTTP(cmd.Context(), c.WorkerHTTPAddr, d); err != nil {
+			return withApp(cmd.Context(), allSecrets, true, func(m *app.Main) error {
+				if err := serveWorkerHTTP(cmd.Context(), m.Config.WorkerHTTPAddr, m); err != nil {
 					return err
 				}
-				return runWorker(cmd.Context(), c, d)
+				return m.RunWorker(cmd.Context())
 			})
 		},
 	}
@@ -163,59 +114,15 @@ func workerCmd() *cobra.Command {
 // preflightProvider refuses to start a process that runs refunds (when
 // runsRefunds says so) without an explicit payment provider, before it
 // connects to anything: the message must not hide behind a connection error.
-func preflightProvider(runsRefunds func(*config) bool) error {
-	c, err := loadConfig()
+func preflightProvider(runsRefunds func(*app.Config) bool) error {
+	c, err := app.LoadConfig()
 	if err != nil {
 		return err
 	}
 	if !runsRefunds(c) {
 		return nil
 	}
-	return c.requireProvider()
-}
-
-// sweepEvery is how often the worker's sweep looks for stuck orders.
-const sweepEvery = 5 * time.Second
-
-// reconcileScheduleID + the task queue names the Temporal Schedule of the
-// periodic reconcile (one per deployment sharing a namespace).
-const reconcileScheduleID = "seckill-reconcile:"
-
-// runWorker runs the Temporal worker, the relays, the sweep and the sale
-// observer (metrics) until ctx ends.
-func runWorker(ctx context.Context, c *config, d *deps) error {
-	servePprof(c.PprofAddr, d.log)
-	c.warnProvider(d.log)
-	if err := worker.CheckSearchAttributes(ctx, d.temporal, c.TemporalNamespace); err != nil {
-		return err
-	}
-	w := d.worker(c)
-	if err := w.Start(); err != nil {
-		return err
-	}
-	d.log.Info("worker polling", "task_queue", c.TaskQueue)
-	if c.ReconcileEvery > 0 {
-		if err := worker.EnsureReconcileSchedule(ctx, d.temporal, reconcileScheduleID+c.TaskQueue, c.TaskQueue, c.ReconcileEvery); err != nil {
-			// Reconcile is for ops; the sale must not wait for it.
-			d.log.Warn("reconcile schedule not created", "error", err)
-		}
-	}
-	// The worker hosts a worker on this client: its starts are eager too.
-	orders := d.orders(c)
-	// The relay starts at the server's pace: adaptive, concurrent, fair
-	// across sessions, like the API's starter.
-	starts := starter.New(starter.Config{Flow: orders, Gate: d.gate, Name: "relay", Log: d.log, Metrics: d.metrics})
-	go starts.Run(ctx)
-	r := &relay.Relay{Gate: d.gate, Store: d.db, Starts: starts, PayTimeout: c.PayTimeout, MinAge: c.RelayMinAge, Log: d.log, Metrics: d.metrics}
-	refunds := &relay.Refunds{Store: d.db, Starter: orders, Views: d.gate, Log: d.log, Metrics: d.metrics}
-	go refunds.Run(ctx, 2*time.Second)
-	sw := &sweep.Sweep{Store: d.db, Gate: d.gate, Workflows: orders, Steps: d.activities(),
-		PayTimeout: c.PayTimeout, Grace: c.SweepGrace, Log: d.log, Metrics: d.metrics}
-	go sw.Run(ctx, sweepEvery)
-	go d.metrics.Observe(ctx, c.ObserveEvery, d.observeSale)
-	r.Run(ctx, time.Second)
-	w.Stop()
-	return nil
+	return c.RequireProvider()
 }
 
 func devCmd() *cobra.Command {
@@ -223,31 +130,31 @@ func devCmd() *cobra.Command {
 		Use:   "dev",
 		Short: "Run migrations, API, worker and a demo session in one process (needs the Temporal dev server: make dev)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := loadConfig()
+			c, err := app.LoadConfig()
 			if err != nil {
 				return err
 			}
 			// dev is the sandbox's home: its shop pays through it.
-			c.PaymentProvider = sandboxProvider
+			c.PaymentProvider = app.SandboxProvider
 			for _, s := range []*string{&c.JWTSecret, &c.WebhookSecret, &c.AdminToken} {
 				if *s == "" {
 					*s = randomHex(16)
 				}
 			}
 			ctx := cmd.Context()
-			d, err := c.connect(ctx, true)
+			m, err := app.Connect(ctx, c, true)
 			if err != nil {
 				return err
 			}
-			defer d.close()
-			if err := d.db.Migrate(ctx); err != nil {
+			defer m.Close()
+			if err := m.DB.Migrate(ctx); err != nil {
 				return err
 			}
-			sess, err := demoSession(ctx, d)
+			sess, err := demoSession(ctx, m)
 			if err != nil {
 				return err
 			}
-			srv, err := d.apiServer(c, true)
+			srv, err := m.APIServer(true)
 			if err != nil {
 				return err
 			}
@@ -256,30 +163,27 @@ func devCmd() *cobra.Command {
 				return err
 			}
 			printDevBanner(c, sess, token)
-			g, gctx := errgroup.WithContext(ctx)
-			g.Go(func() error { return runWorker(gctx, c, d) })
-			g.Go(func() error { return serveAPI(gctx, c, d, srv) })
-			return g.Wait()
+			return m.RunDev(ctx, srv)
 		},
 	}
 }
 
 // demoSession creates and preheats a session that is on sale for an hour.
-func demoSession(ctx context.Context, d *deps) (*seckill.Session, error) {
+func demoSession(ctx context.Context, m *app.Main) (*seckill.Session, error) {
 	now := time.Now().UTC().Truncate(time.Second)
 	s := &seckill.Session{SKUID: 1001, Title: "Demo flash sale", PriceCents: 1999, TotalStock: 100,
 		PerUserLimit: 2, StartAt: now, EndAt: now.Add(time.Hour)}
-	if err := d.db.CreateSession(ctx, s); err != nil {
+	if err := m.DB.CreateSession(ctx, s); err != nil {
 		return nil, err
 	}
-	if _, err := d.gate.Preheat(ctx, s.ID, s.TotalStock); err != nil {
+	if _, err := m.Gate.Preheat(ctx, s.ID, s.TotalStock); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-func printDevBanner(c *config, s *seckill.Session, token string) {
-	base := c.apiBase()
+func printDevBanner(c *app.Config, s *seckill.Session, token string) {
+	base := c.APIBase()
 	fmt.Printf(`
 seckill dev is up
   shop         %[1]s/   (this sale: %[1]s/?session=%[2]d; dev sign-in and sandbox payment are on)
@@ -312,11 +216,11 @@ func tokenCmd() *cobra.Command {
 		Use:   "token --user N [--ttl 1h]",
 		Short: "Print a shopper JWT signed with SECKILL_JWT_SECRET",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := loadConfig()
+			c, err := app.LoadConfig()
 			if err != nil {
 				return err
 			}
-			if err := c.requireSecrets("SECKILL_JWT_SECRET"); err != nil {
+			if err := c.RequireSecrets("SECKILL_JWT_SECRET"); err != nil {
 				return err
 			}
 			if user <= 0 {
@@ -346,8 +250,8 @@ func reconcileCmd() *cobra.Command {
 		Use:   "reconcile --session N [--repair]",
 		Short: "Print the reconcile report of a session; exit 2 when ok is false (drift, stuck orders, Redis state missing, a broken invariant)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDeps(cmd.Context(), nil, false, func(c *config, d *deps) error {
-				return printReconcile(cmd.Context(), d, session, repair)
+			return withApp(cmd.Context(), nil, false, func(m *app.Main) error {
+				return printReconcile(cmd.Context(), m, session, repair)
 			})
 		},
 	}
@@ -359,13 +263,13 @@ func reconcileCmd() *cobra.Command {
 
 // printReconcile prints a session's reconcile report (after a repair when
 // asked) and turns a report that is not ok into exit status 2.
-func printReconcile(ctx context.Context, d *deps, session int64, repair bool) error {
+func printReconcile(ctx context.Context, m *app.Main, session int64, repair bool) error {
 	var r *seckill.Report
 	var out any
 	var err error
 	if repair {
 		var rep *seckill.Repair
-		if r, rep, err = seckill.RepairRedis(ctx, d.db, d.gate, session); err != nil {
+		if r, rep, err = seckill.RepairRedis(ctx, m.DB, m.Gate, session); err != nil {
 			return err
 		}
 		out = struct {
@@ -373,7 +277,7 @@ func printReconcile(ctx context.Context, d *deps, session int64, repair bool) er
 			Repair *seckill.Repair `json:"repair"`
 		}{r, rep}
 	} else {
-		if r, err = d.policy.Reconcile(ctx, d.db, d.gate, session); err != nil {
+		if r, err = m.Policy.Reconcile(ctx, m.DB, m.Gate, session); err != nil {
 			return err
 		}
 		out = r

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/mysql"
 )
 
@@ -55,7 +56,7 @@ func refundsCmd() *cobra.Command {
 
 // withDB loads the configuration and runs fn with MySQL.
 func withDB(ctx context.Context, fn func(db *mysql.DB) error) error {
-	c, err := loadConfig()
+	c, err := app.LoadConfig()
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/sweep"
 )
@@ -19,7 +20,7 @@ import (
 // while it waited for payment is closed by the worker once its deadline +
 // SECKILL_SWEEP_GRACE has passed, stock back in both stores.
 func TestWorkerSweepsAnOrderWhoseWorkflowIsGone(t *testing.T) {
-	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
+	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true, Temporal: true})
 	sess := e.Session(2, 1, 100)
 	ctx := context.Background()
 	e.Spawn(e.ProcessEnv("SECKILL_PAY_TIMEOUT=6s", "SECKILL_SWEEP_GRACE=100ms"), "worker")
@@ -61,12 +62,12 @@ func TestWorkerSweepsAnOrderWhoseWorkflowIsGone(t *testing.T) {
 func TestSweepGraceConfig(t *testing.T) {
 	t.Setenv("SECKILL_SWEEP_GRACE", "")
 	os.Unsetenv("SECKILL_SWEEP_GRACE")
-	c, err := loadConfig()
+	c, err := app.LoadConfig()
 	require.NoError(t, err)
 	require.Equal(t, time.Minute, c.SweepGrace)
 	for _, bad := range []string{"0", "-1s", "soon"} {
 		t.Setenv("SECKILL_SWEEP_GRACE", bad)
-		_, err := loadConfig()
+		_, err := app.LoadConfig()
 		require.Error(t, err, bad)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/temporal"
 )
 
@@ -17,7 +18,7 @@ import (
 // temporal_* metrics), /healthz (the process runs) and /readyz (MySQL,
 // Redis and Temporal answer). The worker has no public API; keep addr off
 // the public network.
-func serveWorkerHTTP(ctx context.Context, addr string, d *deps) error {
+func serveWorkerHTTP(ctx context.Context, addr string, m *app.Main) error {
 	if addr == "" {
 		return nil
 	}
@@ -27,9 +28,9 @@ func serveWorkerHTTP(ctx context.Context, addr string, d *deps) error {
 	if err != nil {
 		return fmt.Errorf("worker ops HTTP (SECKILL_WORKER_HTTP_ADDR): %w", err)
 	}
-	ping := temporal.NewOrders(d.temporal, "").Ping
+	ping := temporal.NewOrders(m.Temporal, "").Ping
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", d.metrics.Handler())
+	mux.Handle("GET /metrics", m.Metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -37,10 +38,10 @@ func serveWorkerHTTP(ctx context.Context, addr string, d *deps) error {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		for name, ping := range map[string]func(context.Context) error{
-			"mysql": d.db.Ping, "redis": d.gate.Ping, "temporal": ping,
+			"mysql": m.DB.Ping, "redis": m.Gate.Ping, "temporal": ping,
 		} {
 			if err := ping(ctx); err != nil {
-				d.log.Warn("readyz: dependency down", "dependency", name, "error", err)
+				m.Log.Warn("readyz: dependency down", "dependency", name, "error", err)
 				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"code": "UNAVAILABLE", "message": name + " is not reachable"})
 				return
 			}
@@ -49,9 +50,9 @@ func serveWorkerHTTP(ctx context.Context, addr string, d *deps) error {
 	})
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
-		d.log.Info("worker ops HTTP listening", "addr", addr)
+		m.Log.Info("worker ops HTTP listening", "addr", addr)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.Error("worker ops HTTP stopped", "addr", addr, "error", err)
+			m.Log.Error("worker ops HTTP stopped", "addr", addr, "error", err)
 		}
 	}()
 	go func() {

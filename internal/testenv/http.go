@@ -5,11 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/client"
 )
 
@@ -22,6 +27,26 @@ type Response struct {
 	Header http.Header
 	Body   map[string]any
 	Raw    []byte
+}
+
+// OrdersPath is where a shopper buys in a session.
+func OrdersPath(sessionID int64) string { return fmt.Sprintf("/api/v1/sessions/%d/orders", sessionID) }
+
+// BuyWithKey buys qty units for user with an Idempotency-Key.
+func (e *Env) BuyWithKey(sessionID, user int64, key string, qty int) *Response {
+	return e.Do("POST", OrdersPath(sessionID), e.Token(user), map[string]int{"quantity": qty}, api.HeaderIdempotencyKey, key)
+}
+
+// RequireError fails t unless r is an error of the API's one shape with
+// this status and code, a message containing msgPart, and the trace id
+// echoed as X-Request-ID.
+func RequireError(t testing.TB, r *Response, status int, code, msgPart string) {
+	t.Helper()
+	require.Equal(t, status, r.Status, "%s", r.Raw)
+	require.Equal(t, code, r.Str("code"), "%s", r.Raw)
+	require.Contains(t, r.Str("message"), msgPart)
+	require.NotEmpty(t, r.Str("trace_id"))
+	require.Equal(t, r.Str("trace_id"), r.Header.Get("X-Request-ID"))
 }
 
 // Str returns a string field of the body ("" when absent).

@@ -1,8 +1,12 @@
 // Package testenv gives each integration test its own slice of the real
 // services: a fresh MySQL database with the migrations applied, a Redis key
 // prefix, a Temporal task queue with a running worker, and the HTTP API on a
-// loopback port. A missing service fails the test loudly with the command
-// that starts it; nothing is skipped.
+// loopback port. The stack is wired by internal/app, the composition root
+// the binary uses, so a test runs what production runs. Temporal is dialled
+// only for an Env that runs a worker or the API, or asks for it (Options.
+// Temporal): the MySQL and Redis adapter tests need no Temporal server. A
+// missing service fails the test loudly with the command that starts it;
+// nothing is skipped.
 package testenv
 
 import (
@@ -24,11 +28,12 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/sandbox"
-	"github.com/seckill/seckill/starter"
 	"github.com/seckill/seckill/temporal"
+	"github.com/seckill/seckill/temporal/starter"
 	"github.com/seckill/seckill/worker"
 )
 
@@ -49,12 +54,16 @@ type Env struct {
 	RedisAddr string
 	Prefix    string
 	Gate      *redis.Gate
-	Temporal  client.Client
+	// Temporal is nil unless the Env dialled it (see Options.Temporal).
+	Temporal client.Client
 	// TemporalAddr is the frontend the Env's clients use.
 	TemporalAddr string
 	TaskQueue    string
 	Orders       *temporal.Orders
 	Worker       sdkworker.Worker
+	// App is the composition root over this Env's adapters: the worker
+	// and the API are built by it, as in the binary.
+	App *app.Main
 	// Provider is the sandbox payment provider: refunds land here, and it
 	// pays orders through the API's webhook.
 	Provider *sandbox.Provider
@@ -68,6 +77,10 @@ type Options struct {
 	PayTimeout time.Duration // default 15m
 	NoWorker   bool          // start no worker (tests that start their own)
 	NoAPI      bool
+	// Temporal dials Temporal even with NoWorker and NoAPI (a test that
+	// starts workflows or workers itself); an Env running a worker or the
+	// API always dials it.
+	Temporal bool
 	// TemporalAddr overrides the Temporal server (a drill's own server).
 	TemporalAddr string
 	// Limits are off unless a test sets them.
@@ -117,7 +130,12 @@ func SkipShort(t testing.TB, needs string) {
 // New builds an Env and registers its cleanup with t.
 func New(t testing.TB, o Options) *Env {
 	t.Helper()
-	SkipShort(t, "MariaDB, Redis and the Temporal dev server")
+	withTemporal := o.Temporal || !o.NoWorker || !o.NoAPI
+	if withTemporal {
+		SkipShort(t, "MariaDB, Redis and the Temporal dev server")
+	} else {
+		SkipShort(t, "MariaDB and Redis")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := randomName()
@@ -163,24 +181,22 @@ func New(t testing.TB, o Options) *Env {
 		e.Redis.Close()
 	})
 
-	// Temporal: the dev server, a task queue per test.
+	e.App = &app.Main{
+		Config: &app.Config{RedisPrefix: e.Prefix, TaskQueue: e.TaskQueue, TemporalNamespace: "default",
+			PayTimeout: o.PayTimeout, JWTSecret: string(JWTSecret), WebhookSecret: string(WebhookSecret), AdminToken: AdminToken},
+		DB: db, Redis: e.Redis, Gate: e.Gate, Log: e.Log, Sandbox: e.Provider,
+	}
+
+	// Temporal: the dev server, a task queue per test. The address is set
+	// even when not dialled: processes a test spawns use it.
 	addr := env("SECKILL_TEST_TEMPORAL_ADDR", "127.0.0.1:7233")
 	if o.TemporalAddr != "" {
 		addr = o.TemporalAddr
 	}
 	e.TemporalAddr = addr
-	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
-	defer dcancel()
-	tc, err := temporal.Dial(dctx, addr, "default", e.Log, nil)
-	if err != nil {
-		t.Fatalf("Temporal is not reachable at %s (%v).\nStart the dev server with: make temporal", addr, err)
+	if withTemporal {
+		e.dialTemporal(ctx)
 	}
-	e.Temporal = tc
-	t.Cleanup(tc.Close)
-	if err := worker.CheckSearchAttributes(ctx, tc, "default"); err != nil {
-		t.Fatalf("%v", err)
-	}
-	e.Orders = temporal.NewOrders(tc, e.TaskQueue)
 	if !o.NoWorker {
 		e.StartWorker()
 	}
@@ -190,22 +206,34 @@ func New(t testing.TB, o Options) *Env {
 	return e
 }
 
-// Activities returns the real activities over this Env's stores.
-func (e *Env) Activities() *activities.Activities {
-	return &activities.Activities{Store: e.DB, Gate: e.Gate}
+// dialTemporal connects the Env to Temporal and checks the search
+// attributes the workflows upsert.
+func (e *Env) dialTemporal(ctx context.Context) {
+	t, addr := e.T, e.TemporalAddr
+	t.Helper()
+	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer dcancel()
+	tc, err := temporal.Dial(dctx, addr, "default", e.Log, nil)
+	if err != nil {
+		t.Fatalf("Temporal is not reachable at %s (%v).\nStart the dev server with: make temporal", addr, err)
+	}
+	e.Temporal, e.App.Temporal = tc, tc
+	t.Cleanup(tc.Close)
+	if err := worker.CheckSearchAttributes(ctx, tc, "default"); err != nil {
+		t.Fatalf("%v", err)
+	}
+	e.Orders = e.App.Orders()
 }
 
-// Refunds returns the real refund activities over this Env's stores and
-// its sandbox provider.
-func (e *Env) Refunds() *activities.Refunds {
-	return &activities.Refunds{Store: e.DB, Provider: e.Provider, Gate: e.Gate}
+// Activities returns the real activities over this Env's stores.
+func (e *Env) Activities() *activities.Activities {
+	return e.App.Activities()
 }
 
 // StartWorker starts a worker on the Env's task queue; StopWorker stops it.
 func (e *Env) StartWorker() {
 	e.T.Helper()
-	e.Worker = worker.New(e.Temporal, e.TaskQueue, e.Activities(), e.Refunds(),
-		&activities.Reconciler{Store: e.DB, Gate: e.Gate})
+	e.Worker = e.App.Worker()
 	if err := e.Worker.Start(); err != nil {
 		e.T.Fatalf("start worker: %v", err)
 	}
@@ -220,7 +248,9 @@ func (e *Env) startAPI(o Options) {
 		store = o.WrapStore(store)
 	}
 	var gate api.Gate = e.Gate
-	limiter := redis.NewLimiter(e.Redis, e.Prefix)
+	cfg := e.App.APIConfig(o.Dev)
+	cfg.Limits, cfg.Starter = o.Limits, o.Starter
+	cfg.SessionCacheTTL = 50 * time.Millisecond
 	if o.RedisAddr != "" {
 		rdb := redis.NewClient(&goredis.Options{Addr: o.RedisAddr, PoolSize: 64, ReadTimeout: o.RedisReadTimeout})
 		e.T.Cleanup(func() { rdb.Close() })
@@ -230,7 +260,7 @@ func (e *Env) startAPI(o Options) {
 		if err := g.Load(context.Background()); err != nil {
 			e.T.Fatalf("redis at %s: %v", o.RedisAddr, err)
 		}
-		gate, limiter = g, redis.NewLimiter(rdb, e.Prefix)
+		gate, cfg.Limiter = g, redis.NewLimiter(rdb, e.Prefix)
 	}
 	if o.WrapGate != nil {
 		gate = o.WrapGate(gate)
@@ -239,17 +269,8 @@ func (e *Env) startAPI(o Options) {
 	if o.WrapFlow != nil {
 		flow = o.WrapFlow(flow)
 	}
-	cfg := api.Config{
-		JWTSecret: JWTSecret, WebhookSecret: WebhookSecret, AdminToken: AdminToken,
-		PayTimeout: o.PayTimeout, Logger: e.Log, Starter: o.Starter,
-		SessionCacheTTL: 50 * time.Millisecond,
-		Limits:          o.Limits, Limiter: limiter,
-	}
 	if o.Logger != nil {
 		cfg.Logger = o.Logger
-	}
-	if o.Dev {
-		cfg.Dev, cfg.Payer = true, e.Provider
 	}
 	srv, err := api.New(cfg, store, gate, flow)
 	if err != nil {

@@ -11,12 +11,11 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/toxi"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/temporal"
-	"github.com/seckill/seckill/worker"
 )
 
 // Toxi is a toxiproxy proxy (package toxi), run in process, between the
@@ -55,12 +54,6 @@ func (x *Toxi) must(remove func(), err error) func() {
 	return remove
 }
 
-// Add adds a toxic (see toxi.Link.Add) and returns a function that removes it.
-func (x *Toxi) Add(typ, stream string, attrs map[string]any) (remove func()) {
-	x.t.Helper()
-	return x.must(x.Link.Add(typ, stream, attrs))
-}
-
 // Latency delays every reply by d ± jitter (see toxi.Link.Latency).
 func (x *Toxi) Latency(d, jitter time.Duration) (remove func()) {
 	x.t.Helper()
@@ -95,14 +88,6 @@ func (x *Toxi) SetDown(down bool) {
 // relay a test runs) never go through a fault.
 type Links struct {
 	Redis, MySQL, Temporal *Toxi
-}
-
-// Clear removes every toxic of every link and brings the links back up.
-func (l *Links) Clear() {
-	for _, x := range []*Toxi{l.Redis, l.MySQL, l.Temporal} {
-		x.Clear()
-		x.SetDown(false)
-	}
 }
 
 // Links starts a Toxi in front of each of the Env's services.
@@ -166,9 +151,9 @@ func (e *Env) StartWorkerVia(l *Links) {
 		e.T.Fatalf("temporal through %s: %v", l.Temporal.Name, err)
 	}
 	e.T.Cleanup(tc.Close)
-	w := worker.New(tc, e.TaskQueue, &activities.Activities{Store: db, Gate: gate},
-		&activities.Refunds{Store: db, Provider: e.Provider, Gate: gate},
-		&activities.Reconciler{Store: db, Gate: gate})
+	// Wired as every worker is, over the connections through l.
+	via := &app.Main{Config: e.App.Config, DB: db, Redis: rdb, Gate: gate, Temporal: tc, Log: e.Log, Sandbox: e.Provider}
+	w := via.Worker()
 	if err := w.Start(); err != nil {
 		e.T.Fatalf("start worker: %v", err)
 	}

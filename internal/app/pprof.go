@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"log/slog"
@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// servePprof exposes Go's profiler on addr (SECKILL_PPROF_ADDR, e.g.
+// ServePprof exposes Go's profiler on addr (SECKILL_PPROF_ADDR, e.g.
 // 127.0.0.1:6060) when set: how the bench's bottlenecks were found. Keep it
 // on a loopback address; it is not for the public port.
-func servePprof(addr string, log *slog.Logger) {
+func ServePprof(addr string, log *slog.Logger) {
 	if addr == "" {
 		return
 	}

@@ -1,4 +1,4 @@
-package api_test
+package e2e_test
 
 import (
 	"database/sql"
@@ -45,14 +45,14 @@ func TestSlowRedisBurstTellsEveryShopperTheTruth(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			user, key := int64(1000+i), uuid.NewString()
-			r := buyWithKey(e, sess.ID, user, key, 1)
+			r := e.BuyWithKey(sess.ID, user, key, 1)
 			s := shopper{first: r}
 			for ; r.Status == http.StatusServiceUnavailable && s.retries < 50; s.retries++ {
 				if r.Header.Get("Retry-After") == "" {
 					t.Errorf("503 without Retry-After: %s", r.Raw)
 				}
 				time.Sleep(200 * time.Millisecond)
-				r = buyWithKey(e, sess.ID, user, key, 1)
+				r = e.BuyWithKey(sess.ID, user, key, 1)
 			}
 			s.final = r
 			shoppers[i] = s

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/starter"
+	"github.com/seckill/seckill/temporal/starter"
 )
 
 // The limit grows while starts answer within High, shrinks by a tenth per

@@ -1,4 +1,4 @@
-package api_test
+package e2e_test
 
 import (
 	"context"
@@ -190,7 +190,7 @@ func TestWebhookRedeliveryAfterAFailedSignal(t *testing.T) {
 	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
 
 	pay := "pay-redeliver-" + fmt.Sprint(time.Now().UnixNano())
-	requireError(t, e.Pay(no, pay, "evt-"+pay, 700), 503, "UNAVAILABLE", "retry")
+	testenv.RequireError(t, e.Pay(no, pay, "evt-"+pay, 700), 503, "UNAVAILABLE", "retry")
 	states, err := e.DB.RefundStates(context.Background(), 10)
 	require.NoError(t, err)
 	require.Len(t, states, 1)

@@ -8,6 +8,11 @@
 // frontend answers quickly; it clears the order's pending-start entry once
 // the start is confirmed (an "already started" is a confirmation: the
 // workflow ID is the order number, so a start is never doubled).
+//
+// It lives under temporal/ because it is the client side of starting
+// workflows: it paces StartWorkflow calls by Temporal's latency and reads
+// Temporal's errors (already started, overloaded). The API and the relays
+// use it without knowing either.
 package starter
 
 import (

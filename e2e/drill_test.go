@@ -1,4 +1,4 @@
-package api_test
+package e2e_test
 
 import (
 	"context"
@@ -77,7 +77,7 @@ func TestDrillRedisLosesEverything(t *testing.T) {
 	wipeRedis(t, e)
 	rep := e.Reconcile(sess.ID)
 	require.False(t, rep.Preheated, "reconcile sees Redis lost the session")
-	requireError(t, e.Do("POST", ordersPath(sess.ID), e.Token(900), nil), 503, "UNAVAILABLE", "not preheated")
+	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(900), nil), 503, "UNAVAILABLE", "not preheated")
 
 	fixed, fix, err := e.Client().Repair(context.Background(), sess.ID)
 	require.NoError(t, err)
@@ -123,30 +123,25 @@ func waitReleased(e *testenv.Env, sessionID int64) {
 // (paynow_test.go has the races with the API's start and the relay). It is
 // never lost and never applied twice.
 func TestDrillPaymentBeforeTheOrderRow(t *testing.T) {
-	t.Run("workflow started, row not yet created", func(t *testing.T) {
-		e := testenv.New(t, testenv.Options{})
-		sess := e.Session(2, 1, 100)
-		tok := e.Token(1)
-		r := e.Do("POST", ordersPath(sess.ID), tok, nil)
-		require.Equal(t, http.StatusAccepted, r.Status)
-		no := r.Str("order_no")
-		p := e.Pay(no, "early-"+no, "early-evt-"+no, 100)
-		require.Equal(t, http.StatusOK, p.Status, "%s", p.Raw)
-		e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)
-		rep := e.RequireInvariants(sess.ID)
-		require.Equal(t, 1, rep.Orders[seckill.StatusPaid])
-	})
-	t.Run("no workflow yet", func(t *testing.T) {
-		e := testenv.New(t, testenv.Options{
-			WrapFlow: testenv.LoseStarts})
-		sess := e.Session(2, 1, 100)
-		tok := e.Token(1)
-		r := e.Do("POST", ordersPath(sess.ID), tok, nil)
-		require.Equal(t, http.StatusAccepted, r.Status)
-		no := r.Str("order_no")
-		p := e.Pay(no, "early-"+no, "early-evt-"+no, 100)
-		require.Equal(t, http.StatusOK, p.Status, "no relay needed: %s", p.Raw)
-		e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)
-		e.RequireInvariants(sess.ID)
-	})
+	for _, c := range []struct {
+		name string
+		o    testenv.Options
+	}{
+		{"workflow started, row not yet created", testenv.Options{}},
+		{"no workflow yet, no relay needed", testenv.Options{WrapFlow: testenv.LoseStarts}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := testenv.New(t, c.o)
+			sess := e.Session(2, 1, 100)
+			tok := e.Token(1)
+			r := e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil)
+			require.Equal(t, http.StatusAccepted, r.Status)
+			no := r.Str("order_no")
+			p := e.Pay(no, "early-"+no, "early-evt-"+no, 100)
+			require.Equal(t, http.StatusOK, p.Status, "%s", p.Raw)
+			e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)
+			rep := e.RequireInvariants(sess.ID)
+			require.Equal(t, 1, rep.Orders[seckill.StatusPaid])
+		})
+	}
 }

@@ -1,4 +1,4 @@
-package api_test
+package e2e_test
 
 import (
 	"context"
@@ -88,9 +88,9 @@ func TestPaymentBeforeTheStart(t *testing.T) {
 	require.Equal(t, 1, e.Reconcile(sess.ID).PendingStarts)
 
 	// The amount is still checked against the reservation's.
-	requireError(t, e.Pay(no, "pay-wrong-"+no, "evt-wrong-"+no, 249), 422, "AMOUNT_MISMATCH", "250")
+	testenv.RequireError(t, e.Pay(no, "pay-wrong-"+no, "evt-wrong-"+no, 249), 422, "AMOUNT_MISMATCH", "250")
 	// An order nobody reserved is still unknown.
-	requireError(t, e.Pay(fmt.Sprintf("%d-0123456789abcdef", sess.ID), "pay-x-"+no, "evt-x-"+no, 250), 404, "NOT_FOUND", "")
+	testenv.RequireError(t, e.Pay(fmt.Sprintf("%d-0123456789abcdef", sess.ID), "pay-x-"+no, "evt-x-"+no, 250), 404, "NOT_FOUND", "")
 
 	payTwice(t, e, no, "pay-"+no, 250)
 	requirePaidOnce(t, e, sess.ID, []string{tok}, []string{no})

@@ -1,4 +1,4 @@
-package api_test
+package e2e_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/testenv"
-	"github.com/seckill/seckill/starter"
+	"github.com/seckill/seckill/temporal/starter"
 )
 
 // heldStarts holds every workflow start until the test lets them go: a
@@ -86,7 +86,7 @@ func TestOutboxDrainsDroppedHandoffs(t *testing.T) {
 	sess := e.Session(6, 1, 100)
 	var orders []string
 	for u := int64(1); u <= 6; u++ {
-		r := e.Do("POST", ordersPath(sess.ID), e.Token(u), nil)
+		r := e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(u), nil)
 		require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
 		orders = append(orders, r.Str("order_no"))
 		if u == 1 {
@@ -144,7 +144,7 @@ func metricValue(e *testenv.Env, series string) string {
 // through the starter (adaptive, many starts in flight), no start fails or
 // times out, nothing is left pending, and the invariants hold.
 func TestBurstOf500Winners(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	e := testenv.New(t, testenv.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	const stock = 500
 	sess := e.Session(stock, 1, 100)
@@ -160,7 +160,7 @@ func TestBurstOf500Winners(t *testing.T) {
 	for _, kind := range starter.FailureKinds {
 		require.Equal(t, "0", metricValue(e, fmt.Sprintf(`seckill_workflow_start_failures_total{kind=%q}`, kind)), kind)
 	}
-	for _, l := range logs.lines() {
+	for _, l := range logs.Lines() {
 		require.NotEqual(t, "workflow start failed; the order waits in the outbox for the next pass", l["msg"], "%v", l)
 	}
 	// Spot-check what a shopper sees.

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -25,13 +25,13 @@ func TestRequireSecretsNamesWhatIsMissing(t *testing.T) {
 	t.Setenv("SECKILL_JWT_SECRET", "j")
 	t.Setenv("SECKILL_WEBHOOK_SECRET", "")
 	t.Setenv("SECKILL_ADMIN_TOKEN", "")
-	c, err := loadConfig()
+	c, err := LoadConfig()
 	require.NoError(t, err)
-	err = c.requireSecrets("SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET", "SECKILL_ADMIN_TOKEN")
+	err = c.RequireSecrets("SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET", "SECKILL_ADMIN_TOKEN")
 	require.ErrorContains(t, err, "SECKILL_WEBHOOK_SECRET")
 	require.ErrorContains(t, err, "SECKILL_ADMIN_TOKEN")
 	require.NotContains(t, err.Error(), "SECKILL_JWT_SECRET ")
-	require.NoError(t, c.requireSecrets("SECKILL_JWT_SECRET"))
+	require.NoError(t, c.RequireSecrets("SECKILL_JWT_SECRET"))
 }
 
 // Configuration defaults follow the design's table; bad values are refused.
@@ -41,7 +41,7 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		t.Setenv(v, "") // restored after the test
 		os.Unsetenv(v)
 	}
-	c, err := loadConfig()
+	c, err := LoadConfig()
 	require.NoError(t, err)
 	require.Equal(t, "root:@tcp(127.0.0.1:3306)/seckill?parseTime=true", c.MySQLDSN)
 	require.Equal(t, "seckill", c.RedisPrefix)
@@ -50,13 +50,13 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 	require.Equal(t, "15m0s", c.PayTimeout.String())
 	require.Zero(t, c.StartTimeout, "deprecated: no default")
 	t.Setenv("SECKILL_START_TIMEOUT", "300ms")
-	_, err = loadConfig()
+	_, err = LoadConfig()
 	require.NoError(t, err, "an old deployment that still sets SECKILL_START_TIMEOUT starts")
 	t.Setenv("SECKILL_LIMIT_USER_RPS", "-1")
-	_, err = loadConfig()
+	_, err = LoadConfig()
 	require.Error(t, err)
 	t.Setenv("SECKILL_LIMIT_USER_RPS", "lots")
-	_, err = loadConfig()
+	_, err = LoadConfig()
 	require.Error(t, err)
 }
 
@@ -75,7 +75,7 @@ func TestProxyConfig(t *testing.T) {
 	} {
 		t.Setenv("SECKILL_PROXY_HEADER", c.header)
 		t.Setenv("SECKILL_TRUSTED_PROXIES", c.trusted)
-		cfg, err := loadConfig()
+		cfg, err := LoadConfig()
 		if c.wantErr != "" {
 			require.ErrorContains(t, err, c.wantErr, "%+v", c)
 			continue
@@ -88,11 +88,11 @@ func TestProxyConfig(t *testing.T) {
 	t.Setenv("SECKILL_TRUSTED_PROXIES", "")
 	t.Setenv("SECKILL_LIMIT_READ_RPS", "")
 	os.Unsetenv("SECKILL_LIMIT_READ_RPS")
-	cfg, err := loadConfig()
+	cfg, err := LoadConfig()
 	require.NoError(t, err)
 	require.Equal(t, 100, cfg.LimitReadRPS)
 	t.Setenv("SECKILL_LIMIT_READ_RPS", "-1")
-	_, err = loadConfig()
+	_, err = LoadConfig()
 	require.Error(t, err)
 }
 
@@ -100,12 +100,12 @@ func TestProxyConfig(t *testing.T) {
 // sandbox payment); `seckill dev` does. Nothing here connects: the routes
 // are decided when the server is built.
 func TestDevEndpointsOnlyInDev(t *testing.T) {
-	c := &config{JWTSecret: "j", WebhookSecret: "w", AdminToken: "a", RedisPrefix: "x", TaskQueue: "q"}
+	c := &Config{JWTSecret: "j", WebhookSecret: "w", AdminToken: "a", RedisPrefix: "x", TaskQueue: "q"}
 	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()
-	d := &deps{rdb: rdb, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	m := &Main{Config: c, Redis: rdb, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, dev := range []bool{false, true} {
-		srv, err := d.apiServer(c, dev)
+		srv, err := m.APIServer(dev)
 		require.NoError(t, err)
 		req := httptest.NewRequest("POST", "/dev/v1/token", strings.NewReader(`{"user_id":1}`))
 		resp, err := srv.App().Test(req)
@@ -118,51 +118,13 @@ func TestDevEndpointsOnlyInDev(t *testing.T) {
 	}
 }
 
-// The worker (and the API, whose eager-start worker runs refund steps too)
-// refuses to start unless a payment provider is named: the sandbox moves no
-// money, so it is never a default. The refusal comes before any connection
-// and names the variable.
-func TestWorkerRefusesAnImplicitSandbox(t *testing.T) {
-	t.Setenv("SECKILL_PAYMENT_PROVIDER", "")
-	os.Unsetenv("SECKILL_PAYMENT_PROVIDER")
-	t.Setenv("SECKILL_EAGER_START", "true")
-	for _, sub := range []string{"worker", "api"} {
-		cmd := rootCmd()
-		cmd.SetArgs([]string{sub})
-		err := cmd.Execute()
-		require.ErrorContains(t, err, "SECKILL_PAYMENT_PROVIDER", sub)
-		require.ErrorContains(t, err, "SECKILL_PAYMENT_PROVIDER=sandbox", sub)
-	}
-
-	// An API without an embedded worker runs no refunds: the provider is
-	// not its business (it stops at the missing secrets instead).
-	t.Setenv("SECKILL_EAGER_START", "false")
-	for _, v := range allSecrets {
-		t.Setenv(v, "")
-	}
-	cmd := rootCmd()
-	cmd.SetArgs([]string{"api"})
-	err := cmd.Execute()
-	require.ErrorContains(t, err, "SECKILL_JWT_SECRET")
-	require.NotContains(t, err.Error(), "SECKILL_PAYMENT_PROVIDER")
-
-	t.Setenv("SECKILL_PAYMENT_PROVIDER", "stripe")
-	_, err = loadConfig()
-	require.ErrorContains(t, err, `only "sandbox" is built in`)
-
-	t.Setenv("SECKILL_PAYMENT_PROVIDER", "sandbox")
-	c, err := loadConfig()
-	require.NoError(t, err)
-	require.NoError(t, c.requireProvider())
-}
-
 // A process that runs refunds on the sandbox says so loudly at start.
 func TestSandboxProviderWarnsAtStart(t *testing.T) {
 	var buf strings.Builder
 	log := slog.New(slog.NewTextHandler(&buf, nil))
-	(&config{}).warnProvider(log)
+	(&Config{}).WarnProvider(log)
 	require.Empty(t, buf.String(), "no provider, no sandbox warning (the process refused to start)")
-	(&config{PaymentProvider: "sandbox"}).warnProvider(log)
+	(&Config{PaymentProvider: "sandbox"}).WarnProvider(log)
 	require.Contains(t, buf.String(), "level=WARN")
 	require.Contains(t, buf.String(), "SANDBOX PAYMENT PROVIDER")
 }
@@ -170,17 +132,17 @@ func TestSandboxProviderWarnsAtStart(t *testing.T) {
 // Every default has one definition: the binary's (an envDefault tag, or
 // the owning package's constant through defaultConfig). The README's
 // configuration table and docker-compose.yml's fallbacks spell them again,
-// so they are checked against what loadConfig yields with nothing set.
+// so they are checked against what LoadConfig yields with nothing set.
 func TestDefaultsAreSpelledAsTheBinaryHasThem(t *testing.T) {
 	fields := map[string]reflect.Value{} // env name → field, of the defaults
-	typ := reflect.TypeOf(config{})
+	typ := reflect.TypeOf(Config{})
 	for i := 0; i < typ.NumField(); i++ {
 		if name := typ.Field(i).Tag.Get("env"); name != "" {
 			t.Setenv(name, "") // restored after the test
 			os.Unsetenv(name)
 		}
 	}
-	c, err := loadConfig()
+	c, err := LoadConfig()
 	require.NoError(t, err)
 	v := reflect.ValueOf(c).Elem()
 	for i := 0; i < typ.NumField(); i++ {

@@ -1,0 +1,290 @@
+// Package app is the composition root, after the Main of benbjohnson/wtf:
+// the one place that turns a Config into running adapters and wires them
+// into the API, the Temporal worker, the relays and the sweep. cmd/seckill
+// calls it for every long-running command and internal/testenv builds each
+// test's stack through it, so production and tests cannot be wired two
+// different ways. Nothing else imports it; it imports everything.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/metrics"
+	"github.com/seckill/seckill/mysql"
+	"github.com/seckill/seckill/redis"
+	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/sandbox"
+	"github.com/seckill/seckill/sweep"
+	"github.com/seckill/seckill/temporal"
+	"github.com/seckill/seckill/temporal/starter"
+	"github.com/seckill/seckill/worker"
+)
+
+// Main holds the connected adapters of one process and builds the parts
+// that run on them. Connect fills it from a Config; a test may fill the
+// fields itself (its own database, prefix and task queue) and use the same
+// builders.
+type Main struct {
+	Config *Config
+	DB     *mysql.DB
+	Redis  *goredis.Client
+	Gate   *redis.Gate
+	// Temporal is nil unless dialled: reconcile and the adapter tests
+	// need MySQL and Redis only.
+	Temporal client.Client
+	Log      *slog.Logger
+	// Metrics is the process's one registry: the API's series, the
+	// worker's, and the Temporal SDK's own. Nil in tests that read none.
+	Metrics *metrics.Metrics
+	// Policy is when reconcile calls an order stuck: the configured pay
+	// timeout and sweep grace.
+	Policy seckill.ReconcilePolicy
+	// Sandbox is the payment provider; Provider makes it from the Config
+	// when nil.
+	Sandbox *sandbox.Provider
+}
+
+// Connect opens MySQL and Redis (and dials Temporal when withTemporal) as
+// c says. On error nothing stays open.
+func Connect(ctx context.Context, c *Config, withTemporal bool) (*Main, error) {
+	m := &Main{Config: c, Log: c.Logger(), Metrics: metrics.New(),
+		Policy: seckill.ReconcilePolicy{PayTimeout: c.PayTimeout, SweepGrace: c.SweepGrace}}
+	var err error
+	if m.DB, err = mysql.Open(ctx, c.MySQLDSN); err != nil {
+		return nil, err
+	}
+	m.Redis = redis.NewClient(&goredis.Options{
+		Addr: c.RedisAddr,
+		// Admission is one short script per request: many connections, small timeouts.
+		PoolSize:     256,
+		MinIdleConns: 16,
+		ReadTimeout:  500 * time.Millisecond,
+		WriteTimeout: 500 * time.Millisecond,
+	})
+	redis.Instrument(m.Redis, m.Metrics)
+	m.Gate = redis.New(m.Redis, c.RedisPrefix)
+	if err := m.Gate.Load(ctx); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("redis %s: %w", c.RedisAddr, err)
+	}
+	if withTemporal {
+		sdkMetrics, err := temporal.MetricsHandler(m.Metrics.Registry, m.Log)
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+		if m.Temporal, err = temporal.Dial(ctx, c.TemporalAddr, c.TemporalNamespace, m.Log, sdkMetrics); err != nil {
+			m.Close()
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Close closes what Connect opened.
+func (m *Main) Close() {
+	if m.Temporal != nil {
+		m.Temporal.Close()
+	}
+	if m.Redis != nil {
+		m.Redis.Close()
+	}
+	if m.DB != nil {
+		m.DB.Close()
+	}
+}
+
+// Activities are the order steps over the process's stores.
+func (m *Main) Activities() *activities.Activities {
+	return &activities.Activities{Store: m.DB, Gate: m.Gate}
+}
+
+// Refunds are the refund steps with the configured provider.
+func (m *Main) Refunds() *activities.Refunds {
+	return &activities.Refunds{Store: m.DB, Gate: m.Gate, Provider: m.Provider(), Metrics: m.Metrics}
+}
+
+// Reconciler is the scheduled reconcile and the sale metrics' source.
+func (m *Main) Reconciler() *activities.Reconciler {
+	return &activities.Reconciler{Store: m.DB, Gate: m.Gate, Policy: m.Policy}
+}
+
+// Provider is the payment provider; the sandbox is the one built in, and
+// Config.RequireProvider has made sure it was chosen on purpose.
+func (m *Main) Provider() *sandbox.Provider {
+	if m.Sandbox == nil {
+		m.Sandbox = &sandbox.Provider{APIBase: m.Config.APIBase(), Secret: []byte(m.Config.WebhookSecret)}
+	}
+	return m.Sandbox
+}
+
+// Worker builds the Temporal worker with every workflow and activity.
+func (m *Main) Worker() sdkworker.Worker {
+	return worker.New(m.Temporal, m.Config.TaskQueue, m.Activities(), m.Refunds(), m.Reconciler())
+}
+
+// Orders starts and signals order workflows on the task queue. With eager
+// start the API process hosts a worker too (see RunAPI), and each order's
+// first workflow task comes straight back to it.
+func (m *Main) Orders() *temporal.Orders {
+	o := temporal.NewOrders(m.Temporal, m.Config.TaskQueue)
+	o.EagerStart = m.Config.EagerStart
+	return o
+}
+
+// APIConfig is the API's configuration from the Config; dev adds the
+// dev-only endpoints with the sandbox provider as their payer (never set
+// by `seckill api`).
+func (m *Main) APIConfig(dev bool) api.Config {
+	c := m.Config
+	cfg := api.Config{
+		JWTSecret:      []byte(c.JWTSecret),
+		WebhookSecret:  []byte(c.WebhookSecret),
+		AdminToken:     c.AdminToken,
+		PayTimeout:     c.PayTimeout,
+		SweepGrace:     c.SweepGrace,
+		Limits:         api.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS},
+		Limiter:        redis.NewLimiter(m.Redis, c.RedisPrefix),
+		ProxyHeader:    c.ProxyHeader,
+		TrustedProxies: c.trusted,
+		Logger:         m.Log,
+		Metrics:        m.Metrics,
+	}
+	if dev {
+		cfg.Dev, cfg.Payer = true, m.Provider()
+	}
+	return cfg
+}
+
+// APIServer builds the API on the process's adapters.
+func (m *Main) APIServer(dev bool) (*api.Server, error) {
+	return api.New(m.APIConfig(dev), m.DB, m.Gate, m.Orders())
+}
+
+// RunAPI serves the API (with an embedded worker for eager starts) until
+// ctx ends.
+func (m *Main) RunAPI(ctx context.Context) error {
+	c := m.Config
+	ServePprof(c.PprofAddr, m.Log)
+	if c.StartTimeout != 0 {
+		m.Log.Warn("SECKILL_START_TIMEOUT is deprecated and ignored: winners no longer wait for their workflow start (the API's starter starts it after the answer)")
+	}
+	if c.EagerStart {
+		c.WarnProvider(m.Log)
+	}
+	srv, err := m.APIServer(false)
+	if err != nil {
+		return err
+	}
+	if c.EagerStart {
+		// Eager start needs a worker on the same client: it takes the
+		// first workflow task of each order this API starts (the
+		// CreateOrder step); everything later goes to any worker.
+		w := m.Worker()
+		if err := w.Start(); err != nil {
+			return err
+		}
+		defer w.Stop()
+	}
+	return m.ServeAPI(ctx, srv)
+}
+
+// ServeAPI listens until ctx ends, then drains requests and background starts.
+func (m *Main) ServeAPI(ctx context.Context, srv *api.Server) error {
+	app := srv.App()
+	srv.Start(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- app.Listen(m.Config.HTTPAddr) }()
+	m.Log.Info("api listening", "addr", m.Config.HTTPAddr)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	err := app.ShutdownWithContext(sctx)
+	srv.Shutdown(sctx)
+	return err
+}
+
+// RunDev runs the worker and the dev API side by side in this process
+// (`seckill dev`) until ctx ends or either fails.
+func (m *Main) RunDev(ctx context.Context, srv *api.Server) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.RunWorker(gctx) })
+	g.Go(func() error { return m.ServeAPI(gctx, srv) })
+	return g.Wait()
+}
+
+// sweepEvery is how often the worker's sweep looks for stuck orders.
+const sweepEvery = 5 * time.Second
+
+// reconcileScheduleID + the task queue names the Temporal Schedule of the
+// periodic reconcile (one per deployment sharing a namespace).
+const reconcileScheduleID = "seckill-reconcile:"
+
+// RunWorker runs the Temporal worker, the relays, the sweep and the sale
+// observer (metrics) until ctx ends.
+func (m *Main) RunWorker(ctx context.Context) error {
+	c := m.Config
+	ServePprof(c.PprofAddr, m.Log)
+	c.WarnProvider(m.Log)
+	if err := worker.CheckSearchAttributes(ctx, m.Temporal, c.TemporalNamespace); err != nil {
+		return err
+	}
+	w := m.Worker()
+	if err := w.Start(); err != nil {
+		return err
+	}
+	m.Log.Info("worker polling", "task_queue", c.TaskQueue)
+	if c.ReconcileEvery > 0 {
+		if err := worker.EnsureReconcileSchedule(ctx, m.Temporal, reconcileScheduleID+c.TaskQueue, c.TaskQueue, c.ReconcileEvery); err != nil {
+			// Reconcile is for ops; the sale must not wait for it.
+			m.Log.Warn("reconcile schedule not created", "error", err)
+		}
+	}
+	// The worker hosts a worker on this client: its starts are eager too.
+	orders := m.Orders()
+	// The relay starts at the server's pace: adaptive, concurrent, fair
+	// across sessions, like the API's starter.
+	starts := starter.New(starter.Config{Flow: orders, Gate: m.Gate, Name: "relay", Log: m.Log, Metrics: m.Metrics})
+	go starts.Run(ctx)
+	r := &relay.Relay{Gate: m.Gate, Store: m.DB, Starts: starts, PayTimeout: c.PayTimeout, MinAge: c.RelayMinAge, Log: m.Log, Metrics: m.Metrics}
+	refunds := &relay.Refunds{Store: m.DB, Starter: orders, Views: m.Gate, Log: m.Log, Metrics: m.Metrics}
+	go refunds.Run(ctx, 2*time.Second)
+	sw := &sweep.Sweep{Store: m.DB, Gate: m.Gate, Workflows: orders, Steps: m.Activities(),
+		PayTimeout: c.PayTimeout, Grace: c.SweepGrace, Log: m.Log, Metrics: m.Metrics}
+	go sw.Run(ctx, sweepEvery)
+	go m.Metrics.Observe(ctx, c.ObserveEvery, m.observeSale)
+	r.Run(ctx, time.Second)
+	w.Stop()
+	return nil
+}
+
+// observeTail is how long after its end a session stays in the sale
+// metrics: unpaid orders still time out and late payments still arrive for
+// a while (15 minutes by default). Older sessions are left to the scheduled
+// reconcile, so the observer's cost does not grow with every sale ever held.
+const observeTail = time.Hour
+
+// observeSale reconciles, for the sale metrics, the preheated sessions on
+// sale, upcoming, or ended within observeTail.
+func (m *Main) observeSale(ctx context.Context) ([]seckill.Report, error) {
+	reports, err := m.Reconciler().ReconcileRecent(ctx, time.Now().Add(-observeTail), 200)
+	if err != nil && ctx.Err() == nil {
+		m.Log.Warn("sale metrics: reconcile failed", "error", err)
+	}
+	return reports, err
+}

@@ -1,0 +1,160 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/relay"
+)
+
+// Config is read from the environment; the defaults serve a local machine.
+// Defaults that are facts of another package have no envDefault tag: they
+// come from that package (defaultConfig), so each is defined once.
+type Config struct {
+	MySQLDSN          string        `env:"SECKILL_MYSQL_DSN" envDefault:"root:@tcp(127.0.0.1:3306)/seckill?parseTime=true"`
+	RedisAddr         string        `env:"SECKILL_REDIS_ADDR" envDefault:"127.0.0.1:6379"`
+	RedisPrefix       string        `env:"SECKILL_REDIS_PREFIX" envDefault:"seckill"`
+	TemporalAddr      string        `env:"SECKILL_TEMPORAL_ADDR" envDefault:"127.0.0.1:7233"`
+	TemporalNamespace string        `env:"SECKILL_TEMPORAL_NAMESPACE" envDefault:"default"`
+	TaskQueue         string        `env:"SECKILL_TASK_QUEUE" envDefault:"seckill-orders"`
+	HTTPAddr          string        `env:"SECKILL_HTTP_ADDR" envDefault:":8080"`
+	PayTimeout        time.Duration `env:"SECKILL_PAY_TIMEOUT"` // seckill.DefaultPayTimeout
+	// StartTimeout is deprecated and ignored: no request waits for its
+	// workflow start any more (the API's starter starts it after the
+	// answer). Still parsed, so an old deployment that sets it starts.
+	StartTimeout time.Duration `env:"SECKILL_START_TIMEOUT"`
+	SweepGrace   time.Duration `env:"SECKILL_SWEEP_GRACE"` // seckill.DefaultSweepGrace
+	// RelayMinAge leaves a pending-start entry to the APIs for this long
+	// before the worker's relay (the safety net) starts it.
+	RelayMinAge     time.Duration `env:"SECKILL_RELAY_MIN_AGE"` // relay.DefaultMinAge
+	LimitGlobalRPS  int           `env:"SECKILL_LIMIT_GLOBAL_RPS" envDefault:"20000"`
+	LimitUserRPS    int           `env:"SECKILL_LIMIT_USER_RPS" envDefault:"5"`
+	LimitIPRPS      int           `env:"SECKILL_LIMIT_IP_RPS" envDefault:"200"`
+	LimitReadRPS    int           `env:"SECKILL_LIMIT_READ_RPS" envDefault:"100"`
+	ProxyHeader     string        `env:"SECKILL_PROXY_HEADER"`
+	TrustedProxies  string        `env:"SECKILL_TRUSTED_PROXIES"`
+	PaymentProvider string        `env:"SECKILL_PAYMENT_PROVIDER"`
+	ReconcileEvery  time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
+	EagerStart      bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
+	PprofAddr       string        `env:"SECKILL_PPROF_ADDR"`
+	WorkerHTTPAddr  string        `env:"SECKILL_WORKER_HTTP_ADDR" envDefault:":8081"`
+	ObserveEvery    time.Duration `env:"SECKILL_OBSERVE_EVERY" envDefault:"5s"`
+	JWTSecret       string        `env:"SECKILL_JWT_SECRET"`
+	WebhookSecret   string        `env:"SECKILL_WEBHOOK_SECRET"`
+	AdminToken      string        `env:"SECKILL_ADMIN_TOKEN"`
+	LogLevel        slog.Level    `env:"SECKILL_LOG_LEVEL" envDefault:"INFO"`
+
+	// trusted is TrustedProxies parsed.
+	trusted []netip.Prefix
+}
+
+// defaultConfig is the configuration before the environment is read: the
+// defaults owned by other packages. An unset or empty variable keeps them.
+func defaultConfig() Config {
+	return Config{
+		PayTimeout:  seckill.DefaultPayTimeout,
+		SweepGrace:  seckill.DefaultSweepGrace,
+		RelayMinAge: relay.DefaultMinAge,
+	}
+}
+
+// LoadConfig reads the configuration from the environment and validates it
+// before anything connects.
+func LoadConfig() (*Config, error) {
+	c := defaultConfig()
+	if err := env.Parse(&c); err != nil {
+		return nil, err
+	}
+	if c.PayTimeout <= 0 || c.SweepGrace <= 0 || c.RelayMinAge <= 0 {
+		return nil, errors.New("SECKILL_PAY_TIMEOUT, SECKILL_SWEEP_GRACE and SECKILL_RELAY_MIN_AGE must be positive durations")
+	}
+	if c.PaymentProvider != "" && c.PaymentProvider != SandboxProvider {
+		return nil, fmt.Errorf("SECKILL_PAYMENT_PROVIDER=%q: only %q is built in (see the seckill.PaymentProvider interface)", c.PaymentProvider, SandboxProvider)
+	}
+	if c.ObserveEvery <= 0 {
+		return nil, errors.New("SECKILL_OBSERVE_EVERY must be a positive duration")
+	}
+	if c.LimitGlobalRPS < 0 || c.LimitUserRPS < 0 || c.LimitIPRPS < 0 || c.LimitReadRPS < 0 {
+		return nil, errors.New("SECKILL_LIMIT_*_RPS must be 0 (off) or a positive number of requests per second")
+	}
+	if err := c.parseProxies(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// SandboxProvider is the one payment provider built in: it refunds nothing
+// real (it records refunds in memory), so it must be asked for by name.
+const SandboxProvider = "sandbox"
+
+// RequireProvider refuses to run refunds without a provider chosen
+// explicitly. A worker that defaulted to the sandbox in production would
+// mark every late payment REFUNDED while no money went back.
+func (c *Config) RequireProvider() error {
+	if c.PaymentProvider == "" {
+		return fmt.Errorf("refusing to start without SECKILL_PAYMENT_PROVIDER: refunds need a payment provider; "+
+			"set SECKILL_PAYMENT_PROVIDER=%s explicitly to use the in-memory sandbox (dev and tests only: it moves no money)", SandboxProvider)
+	}
+	return nil
+}
+
+// WarnProvider says loudly, at start, that refunds go nowhere real.
+func (c *Config) WarnProvider(log *slog.Logger) {
+	if c.PaymentProvider == SandboxProvider {
+		log.Warn("SANDBOX PAYMENT PROVIDER: refunds are recorded in memory and move no money; never run this in production",
+			"SECKILL_PAYMENT_PROVIDER", c.PaymentProvider)
+	}
+}
+
+// parseProxies validates SECKILL_TRUSTED_PROXIES and SECKILL_PROXY_HEADER
+// together: a bad entry, or one without the other, stops the command with
+// the reason, before it connects to anything.
+func (c *Config) parseProxies() error {
+	trusted, err := api.ParseTrustedProxies(c.TrustedProxies)
+	if err != nil {
+		return fmt.Errorf("SECKILL_TRUSTED_PROXIES: %w", err)
+	}
+	if err := api.CheckProxies(c.ProxyHeader, trusted); err != nil {
+		return err
+	}
+	c.trusted = trusted
+	return nil
+}
+
+// RequireSecrets names every missing secret, so an operator fixes them in one go.
+func (c *Config) RequireSecrets(names ...string) error {
+	vals := map[string]string{
+		"SECKILL_JWT_SECRET": c.JWTSecret, "SECKILL_WEBHOOK_SECRET": c.WebhookSecret, "SECKILL_ADMIN_TOKEN": c.AdminToken,
+	}
+	var missing []string
+	for _, n := range names {
+		if vals[n] == "" {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("refusing to start without %v (set them in the environment; `seckill dev` makes its own)", missing)
+	}
+	return nil
+}
+
+// APIBase is the URL this machine reaches the API at.
+func (c *Config) APIBase() string {
+	if c.HTTPAddr != "" && c.HTTPAddr[0] != ':' {
+		return "http://" + c.HTTPAddr
+	}
+	return "http://127.0.0.1" + c.HTTPAddr
+}
+
+// Logger is the process's JSON logger at SECKILL_LOG_LEVEL.
+func (c *Config) Logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: c.LogLevel}))
+}

@@ -1,0 +1,99 @@
+package seckill
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"strconv"
+	"time"
+)
+
+// This file is the order protocol every path shares: the API that admits
+// an order, the webhook that pays a QUEUED one, the relay that starts what
+// the API could not, the sweep that closes what no workflow will. Each of
+// them mints or parses order numbers, builds the workflow input from a
+// reservation and republishes an order's view the same way, so none of
+// them can drift from the others.
+
+// NewOrderNo returns "<session id>-<UUIDv7 hex>": unique without any
+// coordination, roughly time-ordered for the index (the first 48 bits are
+// the Unix milliseconds), and telling which session's Redis keys hold it
+// (OrderNoSession). Built from the standard library so the domain imports
+// nothing else.
+func NewOrderNo(sessionID int64) string {
+	var u [16]byte
+	binary.BigEndian.PutUint64(u[:8], uint64(time.Now().UnixMilli())<<16)
+	_, _ = rand.Read(u[6:]) // never fails (crypto/rand.Read panics instead)
+	u[6] = 0x70 | u[6]&0x0f // version 7
+	u[8] = 0x80 | u[8]&0x3f // RFC 9562 variant
+	return strconv.FormatInt(sessionID, 10) + "-" + hex.EncodeToString(u[:])
+}
+
+// OrderNoSession returns the session id encoded at the front of an order
+// number ("<session>-<unique>"), which lets the hot poll path find the
+// order's per-session Redis keys without a database.
+func OrderNoSession(orderNo string) (int64, bool) {
+	var id int64
+	for i := 0; i < len(orderNo); i++ {
+		c := orderNo[i]
+		switch {
+		case c >= '0' && c <= '9':
+			id = id*10 + int64(c-'0')
+			if id > 1<<53 {
+				return 0, false
+			}
+		case c == '-' && i > 0 && i < len(orderNo)-1:
+			return id, id > 0
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// NewOrderRequest is the workflow input of a reserved order: the
+// reservation, the session's SKU and price as they are now, and the pay
+// timeout. The API (at admission and when a QUEUED order is paid), the
+// relay and the sweep all build it here, so an order started by any of them
+// is the same order.
+func NewOrderRequest(r Reservation, sess *Session, payTimeout time.Duration) *OrderRequest {
+	return &OrderRequest{Reservation: r, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: payTimeout}
+}
+
+// Request is the inverse of OrderRequest.Order: the workflow input of an
+// order known only by its row (the sweep closing one whose workflow is
+// gone). The unit price is the amount over the quantity, which is how the
+// amount was made; the pay timeout is spent and left zero.
+func (o *Order) Request() *OrderRequest {
+	sess := &Session{SKUID: o.SKUID}
+	if o.Quantity > 0 {
+		sess.PriceCents = o.AmountCents / int64(o.Quantity)
+	}
+	r := Reservation{OrderNo: o.OrderNo, SessionID: o.SessionID, UserID: o.UserID, Quantity: o.Quantity,
+		ReservedAt: o.CreatedAt, TraceID: o.TraceID}
+	return NewOrderRequest(r, sess, 0)
+}
+
+// OrderRows reads order rows (MySQL, the truth).
+type OrderRows interface {
+	Order(ctx context.Context, orderNo string) (*Order, error)
+}
+
+// OrderViews caches order views for polls (Redis), keeping the newest.
+type OrderViews interface {
+	PutOrder(ctx context.Context, o *Order) error
+}
+
+// PublishOrderView caches the view of an order from its row, after
+// whatever changed the row: an activity, a refund, the webhook settling a
+// late payment, the relays. It reads the row rather than trusting the
+// caller's copy, so a retried or late step never caches a stale status over
+// a newer one (and the cache keeps the newest by UpdatedAt besides).
+func PublishOrderView(ctx context.Context, rows OrderRows, views OrderViews, orderNo string) error {
+	o, err := rows.Order(ctx, orderNo)
+	if err != nil {
+		return err
+	}
+	return views.PutOrder(ctx, o)
+}
