@@ -116,7 +116,7 @@ func New() *Metrics {
 			Name: "seckill_starter_in_flight", Help: "Workflow starts in flight, by starter (api, relay).",
 		}, []string{"starter"}),
 		StarterLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "seckill_starter_limit", Help: "The starter's adaptive limit on starts in flight (grows while start latency stays near its minimum, shrinks when it rises, halves on timeouts and overload).",
+			Name: "seckill_starter_limit", Help: "The starter's adaptive limit on starts in flight (grows while starts answer within 1 s, shrinks a tenth per slower round trip, halves on timeouts and overload).",
 		}, []string{"starter"}),
 		StarterQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_starter_queue", Help: "Orders waiting in the starter's memory for their workflow start.",
