@@ -166,9 +166,10 @@ const fewerActionsVersion = "fewer-actions"
 // workflow task that the signal or the pay timer brought, instead of
 // scheduling an activity task and waiting for a second workflow task to
 // learn its result. That is one workflow task per decision instead of two
-// plus an activity task: when thousands of pay timers fire together, the
-// Temporal server closes orders about as fast as it runs no-op workflows
-// (measured with seckill bench). The actions per order do not change (a
+// plus an activity task, which matters when thousands of pay timers fire
+// together or payments land while a burst's orders are still being
+// created: the Temporal server is the narrow part of the pipe. The
+// actions per order do not change (a
 // local activity's marker is one action, like the activity it replaces),
 // and neither does any guarantee: both steps were idempotent on the order
 // number and the payment id already, as at-least-once local activities
