@@ -54,8 +54,14 @@ func NewOrders(c client.Client, taskQueue string) *Orders {
 // already existed (a relay or retry raced the API): that is the detection of
 // a duplicate start, not an error.
 func (o *Orders) Start(ctx context.Context, req *seckill.OrderRequest) (started bool, err error) {
-	opts := o.startOptions(req)
-	_, err = o.c.ExecuteWorkflow(ctx, opts, workflows.OrderWorkflowName, *req)
+	return o.startOnce(ctx, o.startOptions(req), workflows.OrderWorkflowName, *req)
+}
+
+// startOnce starts a workflow whose options refuse a second run of its ID
+// (WorkflowExecutionErrorWhenAlreadyStarted): started is false when a run
+// existed, which is the detection of a duplicate, not an error.
+func (o *Orders) startOnce(ctx context.Context, opts client.StartWorkflowOptions, name string, arg any) (bool, error) {
+	_, err := o.c.ExecuteWorkflow(ctx, opts, name, arg)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &already) {
 		return false, nil
@@ -126,15 +132,7 @@ func (o *Orders) StartRefund(ctx context.Context, r *seckill.Refund) (bool, erro
 		StaticSummary:                            fmt.Sprintf("refund %s · order %s", r.PaymentID, r.OrderNo),
 		Memo:                                     map[string]any{"trace_id": r.TraceID},
 	}
-	_, err := o.c.ExecuteWorkflow(ctx, opts, workflows.RefundWorkflowName, *r)
-	var already *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &already) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("start workflow %s: %w", opts.ID, err)
-	}
-	return true, nil
+	return o.startOnce(ctx, opts, workflows.RefundWorkflowName, *r)
 }
 
 // unavailable wraps a Temporal failure in the error vocabulary: the caller
