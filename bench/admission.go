@@ -32,10 +32,7 @@ func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, 
 		return nil, err
 	}
 	defer db.Close()
-	// The stack's Redis client settings (cmd/seckill): admission is one
-	// short script per request, on many connections.
-	rdb := goredis.NewClient(&goredis.Options{Addr: b.RedisAddr, PoolSize: 256, MinIdleConns: 16,
-		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond})
+	rdb := redis.NewAdmissionClient(b.RedisAddr) // the stack API's settings
 	defer rdb.Close()
 	prefix := "bench-admission-" + strconv.Itoa(rand.IntN(1<<30))
 	defer deletePrefix(rdb, prefix)

@@ -26,6 +26,20 @@ func NewClient(o *goredis.Options) *goredis.Client {
 	return goredis.NewClient(&opts)
 }
 
+// NewAdmissionClient is the client of a process that admits shoppers (the
+// API, and the bench's admission-only baseline, which must cost what the
+// API does): admission is one short script per request, so many
+// connections and small timeouts.
+func NewAdmissionClient(addr string) *goredis.Client {
+	return NewClient(&goredis.Options{
+		Addr:         addr,
+		PoolSize:     256,
+		MinIdleConns: 16,
+		ReadTimeout:  500 * time.Millisecond,
+		WriteTimeout: 500 * time.Millisecond,
+	})
+}
+
 // Retry budget of the idempotent commands: a blip (a reply slower than the
 // read timeout, a reset connection, a failover) is ridden out; a Redis that
 // stays away is reported as UNAVAILABLE well before a shopper gives up.

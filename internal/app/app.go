@@ -64,14 +64,7 @@ func Connect(ctx context.Context, c *Config, withTemporal bool) (*Main, error) {
 	if m.DB, err = mysql.Open(ctx, c.MySQLDSN); err != nil {
 		return nil, err
 	}
-	m.Redis = redis.NewClient(&goredis.Options{
-		Addr: c.RedisAddr,
-		// Admission is one short script per request: many connections, small timeouts.
-		PoolSize:     256,
-		MinIdleConns: 16,
-		ReadTimeout:  500 * time.Millisecond,
-		WriteTimeout: 500 * time.Millisecond,
-	})
+	m.Redis = redis.NewAdmissionClient(c.RedisAddr)
 	redis.Instrument(m.Redis, m.Metrics)
 	m.Gate = redis.New(m.Redis, c.RedisPrefix)
 	if err := m.Gate.Load(ctx); err != nil {
