@@ -47,6 +47,9 @@ func TestBenchSmallRun(t *testing.T) {
 		require.Positive(t, s.Throughput)
 		require.Positive(t, s.SoldOutThroughput)
 		require.Positive(t, s.OrdersPerSecond)
+		require.NotNil(t, s.Closing, "the unpaid orders' pay timers")
+		require.Equal(t, 8, s.Closing.Orders, "10 unpaid, 2 of them cancelled")
+		require.Positive(t, s.Closing.PerSecond)
 		require.NotEmpty(t, s.Timeline)
 		require.Equal(t, 20, s.Latency["accepted"].Count)
 	}
@@ -129,6 +132,11 @@ func TestBenchRepeat(t *testing.T) {
 		}
 	}
 	for _, k := range bench.RatioKeys {
+		if k == "closes_vs_temporal_noop" {
+			// Every order is paid here: no pay timer fires.
+			require.NotContains(t, rep.Ratios, k)
+			continue
+		}
 		require.Positive(t, rep.Ratios[k], k)
 		require.Contains(t, rep.RatiosSpread, k)
 		require.GreaterOrEqual(t, rep.RatiosSpread[k], 0.0, k)

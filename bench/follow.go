@@ -34,9 +34,9 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 		}
 	}, seckill.StatusWaitPay, seckill.StatusPaid, seckill.StatusClosed)
 	var last time.Time
-	for _, t := range reached {
-		if t.After(last) {
-			last = t
+	for _, x := range reached {
+		if x.at.After(last) {
+			last = x.at
 		}
 	}
 	f.OrdersCreated = len(reached)
@@ -67,11 +67,13 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 	}
 	if r.cfg.PayTimeout > 0 && len(rest) > 0 {
 		fmt.Fprintf(r.cfg.Progress, "  %s: waiting up to %s for %d unpaid orders to time out\n", r.levelName(), r.cfg.PayTimeout+r.cfg.Settle, len(rest))
-		f.Closed = len(r.waitAll(ctx, rest, r.cfg.PayTimeout+r.cfg.Settle, nil, seckill.StatusClosed))
+		closed := r.waitAll(ctx, rest, r.cfg.PayTimeout+r.cfg.Settle, nil, seckill.StatusClosed)
+		f.Closed = len(closed)
 		if f.Closed < len(rest) {
 			r.problem("%d unpaid orders did not close after the pay timeout", len(rest)-f.Closed)
 		}
 		timedOut := rest[len(cancelled):]
+		r.step.Closing = closing(timedOut, closed)
 		r.count(ctx, pathTimeout, timedOut[:min(r.cfg.CostSample, len(timedOut))])
 	}
 }
@@ -101,26 +103,62 @@ func (r *stepRunner) pay(ctx context.Context, x result) {
 	r.problem("payment of %s was never accepted", x.orderNo)
 }
 
+// closing measures the closes of the timed-out orders (see Closing); nil
+// when none closed.
+func closing(timedOut []result, closed map[string]seen) *Closing {
+	var firstDeadline, lastDeadline, lastClose time.Time
+	n := 0
+	for _, x := range timedOut {
+		c, ok := closed[x.orderNo]
+		if !ok {
+			continue
+		}
+		n++
+		d := c.order.PayDeadline
+		if firstDeadline.IsZero() || d.Before(firstDeadline) {
+			firstDeadline = d
+		}
+		if d.After(lastDeadline) {
+			lastDeadline = d
+		}
+		if c.at.After(lastClose) {
+			lastClose = c.at
+		}
+	}
+	span := lastClose.Sub(firstDeadline).Seconds()
+	if n == 0 || span <= 0 {
+		return nil
+	}
+	return &Closing{Orders: n, AfterLastDeadlineSeconds: lastClose.Sub(lastDeadline).Seconds(), PerSecond: float64(n) / span}
+}
+
+// seen is when an order was first seen with a wanted status, and how.
+type seen struct {
+	at    time.Time
+	order *seckill.Order
+}
+
 // waitAll polls the orders (every pollEvery, as their shoppers) until each
 // has one of want (or the timeout), calls reached (if any) for each as it
 // gets there, and returns when each was first seen so.
-func (r *stepRunner) waitAll(ctx context.Context, orders []result, timeout time.Duration, reached func(result), want ...seckill.Status) map[string]time.Time {
+func (r *stepRunner) waitAll(ctx context.Context, orders []result, timeout time.Duration, reached func(result), want ...seckill.Status) map[string]seen {
 	var mu sync.Mutex
-	seen := map[string]time.Time{}
+	got := map[string]seen{}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	r.parallel(orders, func(x result) {
-		if _, err := r.shoppers[x.shopper].api.WaitOrder(wctx, x.orderNo, want...); err != nil {
+		o, err := r.shoppers[x.shopper].api.WaitOrder(wctx, x.orderNo, want...)
+		if err != nil {
 			return // the timeout: the caller counts who never got there
 		}
 		mu.Lock()
-		seen[x.orderNo] = time.Now()
+		got[x.orderNo] = seen{at: time.Now(), order: o}
 		mu.Unlock()
 		if reached != nil {
 			reached(x)
 		}
 	})
-	return seen
+	return got
 }
 
 // parallel runs f over xs with a bounded number of goroutines.

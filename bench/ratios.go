@@ -62,6 +62,14 @@ var Ratios = []Ratio{
 	{Key: "orders_vs_temporal_noop", Name: "Orders vs Temporal no-op",
 		Meaning: "orders reaching WAIT_PAY per second against no-op workflows per second: order creation should be bound by Temporal itself",
 		Target:  0.9, of: func(s Step, b *Baselines) (float64, bool) { return div(s.OrdersPerSecond, b.TemporalNoopPerSecond) }},
+	{Key: "closes_vs_temporal_noop", Name: "Closes vs Temporal no-op",
+		Meaning: "unpaid orders closed with stock back per second, from the first pay deadline to the last close, against no-op workflows per second (bounded by the pace of the deadlines when the closes keep up)",
+		Target:  0.9, of: func(s Step, b *Baselines) (float64, bool) {
+			if s.Closing == nil {
+				return 0, false
+			}
+			return div(s.Closing.PerSecond, b.TemporalNoopPerSecond)
+		}},
 }
 
 // RatioKeys are the keys of Ratios, in order.

@@ -77,11 +77,28 @@ type Step struct {
 	// order was WAIT_PAY; OrdersPerSecond = accepted / that.
 	TimeToAllWaitPaySeconds float64 `json:"time_to_all_wait_pay_seconds"`
 	OrdersPerSecond         float64 `json:"orders_per_second"`
+	// Closing is how fast the unpaid orders closed once their pay timers
+	// fired (absent when the bench did not wait for them: --pay-timeout 0).
+	Closing *Closing `json:"closing,omitempty"`
 	// Timeline is the burst in 100 ms buckets, for the latency-over-time chart.
 	Timeline []Bucket `json:"timeline"`
 	// Reconcile is the session's reconcile report once the step settled.
 	Reconcile    *seckill.Report `json:"reconcile,omitempty"`
 	InvariantsOK bool            `json:"invariants_ok"`
+}
+
+// Closing measures the pay timers of a step's unpaid orders, which fire
+// together when the orders were created together: the orders closed (stock
+// back in both stores) from the first pay deadline to the last close, and
+// how long the last close came after the last deadline. PerSecond is
+// Orders / (last close − first deadline): the closing capacity when the
+// closes lag the deadlines, the pace of the deadlines (the creation rate)
+// when they keep up (then AfterLastDeadlineSeconds stays near the poll
+// interval).
+type Closing struct {
+	Orders                   int     `json:"orders"`
+	AfterLastDeadlineSeconds float64 `json:"after_last_deadline_seconds"`
+	PerSecond                float64 `json:"per_second"`
 }
 
 // Funnel counts where each request ended.

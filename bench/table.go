@@ -33,6 +33,12 @@ func WriteTable(w io.Writer, r *Report) error {
 			f.Window, f.SoldOutMemory, f.SoldOutRedis, f.LimitExceeded, f.OtherErrors, f.Accepted, f.OrdersCreated, f.Paid, f.Closed)
 	}
 	tw.Flush()
+	for _, s := range r.Steps {
+		if c := s.Closing; c != nil {
+			fmt.Fprintf(w, "  %s: %d unpaid orders closed at %.0f/s from the first pay deadline, the last %.2f s after the last deadline\n",
+				stepLabel(s), c.Orders, c.PerSecond, c.AfterLastDeadlineSeconds)
+		}
+	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "latency ms\toutcome\tcount\tp50\tp95\tp99\tmax\t")
