@@ -72,11 +72,8 @@ SECKILL_LIMIT_IP_RPS=0 and SECKILL_LIMIT_READ_RPS=0 (every shopper comes
 from here); the bench needs its SECKILL_JWT_SECRET, SECKILL_WEBHOOK_SECRET
 and SECKILL_ADMIN_TOKEN.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := app.LoadConfig()
+			c, err := loadConfig(allSecrets...)
 			if err != nil {
-				return err
-			}
-			if err := c.RequireSecrets(allSecrets...); err != nil {
 				return err
 			}
 			cfg.JWTSecret, cfg.WebhookSecret, cfg.AdminToken = []byte(c.JWTSecret), []byte(c.WebhookSecret), c.AdminToken

@@ -57,14 +57,23 @@ func migrateCmd() *cobra.Command {
 // allSecrets are the secrets the long-running commands refuse to start without.
 var allSecrets = []string{"SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET", "SECKILL_ADMIN_TOKEN"}
 
+// loadConfig loads the configuration and checks that the secrets are set.
+func loadConfig(secrets ...string) (*app.Config, error) {
+	c, err := app.LoadConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.RequireSecrets(secrets...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // withApp loads the configuration, checks the secrets, connects the
 // adapters (Temporal too when withTemporal) and runs fn with them.
 func withApp(ctx context.Context, secrets []string, withTemporal bool, fn func(m *app.Main) error) error {
-	c, err := app.LoadConfig()
+	c, err := loadConfig(secrets...)
 	if err != nil {
-		return err
-	}
-	if err := c.RequireSecrets(secrets...); err != nil {
 		return err
 	}
 	m, err := app.Connect(ctx, c, withTemporal)

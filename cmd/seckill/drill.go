@@ -13,7 +13,6 @@ import (
 
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/drill"
-	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/mysql"
 )
 
@@ -47,11 +46,8 @@ the stack's SECKILL_JWT_SECRET, SECKILL_WEBHOOK_SECRET and
 SECKILL_ADMIN_TOKEN, and the per-IP limits off (SECKILL_LIMIT_IP_RPS=0,
 SECKILL_LIMIT_READ_RPS=0) on the API, since every shopper comes from here.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := app.LoadConfig()
+			c, err := loadConfig(allSecrets...)
 			if err != nil {
-				return err
-			}
-			if err := c.RequireSecrets(allSecrets...); err != nil {
 				return err
 			}
 			if stock <= 0 || users <= 0 || tries <= 0 || limit <= 0 || payRatio < 0 || payRatio > 1 {
