@@ -124,7 +124,7 @@ func aofResults(rounds []map[string]AOFRun) map[string]AOFResult {
 	return out
 }
 
-// latencyPercentiles of samples in milliseconds.
+// latencyPercentiles of samples (any one unit: milliseconds, seconds).
 func latencyPercentiles(ms []float64) (p50, p99 float64) {
 	if len(ms) == 0 {
 		return 0, 0

@@ -107,14 +107,14 @@ func (r *stepRunner) pay(ctx context.Context, x result) {
 // when none closed.
 func closing(timedOut []result, closed map[string]seen) *Closing {
 	var firstDeadline, lastDeadline, lastClose time.Time
-	n := 0
+	var lags []float64
 	for _, x := range timedOut {
 		c, ok := closed[x.orderNo]
 		if !ok {
 			continue
 		}
-		n++
 		d := c.order.PayDeadline
+		lags = append(lags, c.at.Sub(d).Seconds())
 		if firstDeadline.IsZero() || d.Before(firstDeadline) {
 			firstDeadline = d
 		}
@@ -126,10 +126,12 @@ func closing(timedOut []result, closed map[string]seen) *Closing {
 		}
 	}
 	span := lastClose.Sub(firstDeadline).Seconds()
-	if n == 0 || span <= 0 {
+	if len(lags) == 0 || span <= 0 {
 		return nil
 	}
-	return &Closing{Orders: n, AfterLastDeadlineSeconds: lastClose.Sub(lastDeadline).Seconds(), PerSecond: float64(n) / span}
+	p50, p99 := latencyPercentiles(lags)
+	return &Closing{Orders: len(lags), AfterLastDeadlineSeconds: lastClose.Sub(lastDeadline).Seconds(),
+		PerSecond: float64(len(lags)) / span, LagP50Seconds: p50, LagP99Seconds: p99}
 }
 
 // seen is when an order was first seen with a wanted status, and how.

@@ -94,11 +94,15 @@ type Step struct {
 // Orders / (last close − first deadline): the closing capacity when the
 // closes lag the deadlines, the pace of the deadlines (the creation rate)
 // when they keep up (then AfterLastDeadlineSeconds stays near the poll
-// interval).
+// interval). The lag of each order (its close as the polling shopper saw
+// it, minus its pay deadline) tells the two apart: it stays flat while the
+// closes keep up and grows once they fall behind.
 type Closing struct {
 	Orders                   int     `json:"orders"`
 	AfterLastDeadlineSeconds float64 `json:"after_last_deadline_seconds"`
 	PerSecond                float64 `json:"per_second"`
+	LagP50Seconds            float64 `json:"lag_p50_seconds"`
+	LagP99Seconds            float64 `json:"lag_p99_seconds"`
 }
 
 // Funnel counts where each request ended.

@@ -35,8 +35,8 @@ func WriteTable(w io.Writer, r *Report) error {
 	tw.Flush()
 	for _, s := range r.Steps {
 		if c := s.Closing; c != nil {
-			fmt.Fprintf(w, "  %s: %d unpaid orders closed at %.0f/s from the first pay deadline, the last %.2f s after the last deadline\n",
-				stepLabel(s), c.Orders, c.PerSecond, c.AfterLastDeadlineSeconds)
+			fmt.Fprintf(w, "  %s: %d unpaid orders closed at %.0f/s from the first pay deadline, the last %.2f s after the last deadline (lag p50 %.2f s, p99 %.2f s)\n",
+				stepLabel(s), c.Orders, c.PerSecond, c.AfterLastDeadlineSeconds, c.LagP50Seconds, c.LagP99Seconds)
 		}
 	}
 	fmt.Fprintln(w)
