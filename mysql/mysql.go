@@ -26,8 +26,10 @@ type DB struct {
 	sql  *sql.DB
 	// now is the clock for created_at/updated_at columns; tests may pin it.
 	now func() time.Time
-	// batch groups concurrent CreateOrder calls of a session.
-	batch *batcher
+	// creates and closes group the hot-row transactions of a session
+	// (batch.go).
+	creates *batcher[*createCall]
+	closes  *batcher[*closeCall]
 }
 
 // Open connects to the database named in dsn, creating it first if it is
@@ -64,7 +66,8 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		return nil, fmt.Errorf("mysql %s: %w", cfg.Addr, err)
 	}
 	db := &DB{gorm: g, sql: sqlDB, now: func() time.Time { return time.Now().UTC() }}
-	db.batch = newBatcher(db)
+	db.creates = newBatcher(db.runCreates)
+	db.closes = newBatcher(db.runCloses)
 	return db, nil
 }
 

@@ -249,6 +249,55 @@ func TestBatchedCreatesKeepEveryRule(t *testing.T) {
 	require.Equal(t, 1, snap.MaxUserUnits)
 }
 
+// Closes that arrive together share a batch: every order closes, each
+// gives its units back exactly once (a close sent twice at once gives back
+// once), an order without a row gets its tombstone, and the stock and the
+// ledger agree at the end.
+func TestBatchedClosesGiveBackExactlyOnce(t *testing.T) {
+	e, sess := store(t, 100, 1)
+	ctx := context.Background()
+	var reqs []*seckill.OrderRequest
+	for i := 0; i < 30; i++ {
+		req := request(sess, fmt.Sprintf("1-c%d", i), int64(700+i), 1, 1)
+		_, err := e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
+		require.NoError(t, err)
+		reqs = append(reqs, req)
+	}
+	require.Equal(t, 70, dbStock(t, e, sess.ID))
+	never := request(sess, "1-cnone", 799, 1, 1) // its row never came
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	gaveBack := map[string]int{}
+	closeIt := func(req *seckill.OrderRequest) {
+		defer wg.Done()
+		status, back, err := e.DB.CloseOrder(ctx, req, "pay_timeout")
+		require.NoError(t, err)
+		require.Equal(t, seckill.StatusClosed, status)
+		if back {
+			mu.Lock()
+			gaveBack[req.OrderNo]++
+			mu.Unlock()
+		}
+	}
+	for _, req := range append(reqs, reqs[0], reqs[1], never) {
+		wg.Add(1)
+		go closeIt(req)
+	}
+	wg.Wait()
+	require.Len(t, gaveBack, 30)
+	for no, n := range gaveBack {
+		require.Equal(t, 1, n, no)
+	}
+	require.Equal(t, 100, dbStock(t, e, sess.ID))
+	snap, err := e.DB.SessionSnapshot(ctx, sess.ID, nil, time.Now())
+	require.NoError(t, err)
+	require.Zero(t, snap.LedgerMismatch)
+	require.Zero(t, snap.HeldQty)
+	o, err := e.DB.Order(ctx, never.OrderNo)
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusClosed, o.Status, "the tombstone")
+}
+
 // OpenSessions lists what has not ended, soonest start first, bounded.
 func TestOpenSessions(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})

@@ -35,7 +35,7 @@ func (e errRefused) Error() string { return "refused: " + e.reason }
 // Concurrent calls for one session are batched into one transaction (see
 // batch.go): same outcome per order, one fsync for all.
 func (db *DB) CreateOrder(ctx context.Context, req *seckill.OrderRequest, payDeadline time.Time) (*seckill.Order, error) {
-	return db.batch.create(ctx, req, payDeadline)
+	return db.batchCreate(ctx, req, payDeadline)
 }
 
 // createOne is CreateOrder for one order in its own transaction.
@@ -126,53 +126,78 @@ func (db *DB) createFailed(ctx context.Context, req *seckill.OrderRequest, reaso
 // An order without a row (its workflow was cancelled before the row was
 // created) gets a CLOSED tombstone row, so that a late attempt to create it
 // finds the order number taken and can never decrement stock.
+//
+// Closes of one session that arrive together share one transaction and
+// one increment of the stock (batch.go): same outcome per order, one fsync
+// for all, so a crowd of pay timers firing at once is not bound by the
+// session row's lock.
 func (db *DB) CloseOrder(ctx context.Context, req *seckill.OrderRequest, reason string) (status seckill.Status, gaveBack bool, err error) {
+	return db.batchClose(ctx, req, reason)
+}
+
+// closeOne is CloseOrder for one order in its own transaction.
+func (db *DB) closeOne(ctx context.Context, req *seckill.OrderRequest, reason string) (status seckill.Status, gaveBack bool, err error) {
 	now := db.now()
 	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var row orderRow
-		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("order_no = ?", req.OrderNo).Take(&row).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			row = orderRow{
-				OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
-				Quantity: req.Quantity, AmountCents: req.AmountCents(), Status: string(seckill.StatusClosed),
-				Reason: reason, TraceID: req.TraceID, CreatedAt: now, UpdatedAt: now,
-			}
-			status = seckill.StatusClosed
-			if err := tx.Create(&row).Error; err != nil {
-				return err
-			}
-			return tx.Create(ledger(&row, seckill.StatusQueued, 0, now)).Error
-		} else if err != nil {
+		var qty int
+		if status, qty, err = closeInTx(tx, req, reason, now); err != nil {
 			return err
 		}
-		status = seckill.Status(row.Status)
-		if status != seckill.StatusWaitPay {
-			return nil // already closed, paid or failed: nothing to give back
-		}
-		res := tx.Model(&orderRow{}).Where("id = ? AND status = ?", row.ID, seckill.StatusWaitPay).
-			Updates(map[string]any{"status": seckill.StatusClosed, "reason": reason, "updated_at": now})
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected != 1 {
-			return errors.New("close: compare-and-set lost under a row lock")
-		}
-		if err := tx.Where("order_no = ?", row.OrderNo).Delete(&slotRow{}).Error; err != nil {
-			return err
-		}
-		if err := tx.Model(&sessionRow{}).Where("id = ?", row.SessionID).
-			Updates(map[string]any{"stock": gorm.Expr("stock + ?", row.Quantity), "updated_at": now}).Error; err != nil {
-			return err
-		}
-		from := row.Status
-		row.Status, row.Reason = string(seckill.StatusClosed), reason
-		status, gaveBack = seckill.StatusClosed, true
-		return tx.Create(ledger(&row, seckill.Status(from), row.Quantity, now)).Error
+		gaveBack = qty > 0
+		return giveBack(tx, req.SessionID, qty, now)
 	})
 	if err != nil {
 		return "", false, err
 	}
 	return status, gaveBack, nil
+}
+
+// closeInTx closes one order inside tx: the compare-and-set WAIT_PAY →
+// CLOSED with its slots freed and its ledger row, or a CLOSED tombstone
+// when the row never came. It returns the order's status after it and the
+// units to give back to the session's stock (the caller's one increment).
+func closeInTx(tx *gorm.DB, req *seckill.OrderRequest, reason string, now time.Time) (seckill.Status, int, error) {
+	var row orderRow
+	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("order_no = ?", req.OrderNo).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		row = orderRow{
+			OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
+			Quantity: req.Quantity, AmountCents: req.AmountCents(), Status: string(seckill.StatusClosed),
+			Reason: reason, TraceID: req.TraceID, CreatedAt: now, UpdatedAt: now,
+		}
+		if err := tx.Create(&row).Error; err != nil {
+			return "", 0, err
+		}
+		return seckill.StatusClosed, 0, tx.Create(ledger(&row, seckill.StatusQueued, 0, now)).Error
+	} else if err != nil {
+		return "", 0, err
+	}
+	if status := seckill.Status(row.Status); status != seckill.StatusWaitPay {
+		return status, 0, nil // already closed, paid or failed: nothing to give back
+	}
+	res := tx.Model(&orderRow{}).Where("id = ? AND status = ?", row.ID, seckill.StatusWaitPay).
+		Updates(map[string]any{"status": seckill.StatusClosed, "reason": reason, "updated_at": now})
+	if res.Error != nil {
+		return "", 0, res.Error
+	}
+	if res.RowsAffected != 1 {
+		return "", 0, errors.New("close: compare-and-set lost under a row lock")
+	}
+	if err := tx.Where("order_no = ?", row.OrderNo).Delete(&slotRow{}).Error; err != nil {
+		return "", 0, err
+	}
+	from := row.Status
+	row.Status, row.Reason = string(seckill.StatusClosed), reason
+	return seckill.StatusClosed, row.Quantity, tx.Create(ledger(&row, seckill.Status(from), row.Quantity, now)).Error
+}
+
+// giveBack adds units to a session's stock (nothing when units is 0).
+func giveBack(tx *gorm.DB, sessionID int64, units int, now time.Time) error {
+	if units == 0 {
+		return nil
+	}
+	return tx.Model(&sessionRow{}).Where("id = ?", sessionID).
+		Updates(map[string]any{"stock": gorm.Expr("stock + ?", units), "updated_at": now}).Error
 }
 
 // Order returns one order by its number.
