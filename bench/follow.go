@@ -73,7 +73,7 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 			r.problem("%d unpaid orders did not close after the pay timeout", len(rest)-f.Closed)
 		}
 		timedOut := rest[len(cancelled):]
-		r.step.Closing = closing(timedOut, closed)
+		r.step.Closing = closing(timedOut, reached, closed)
 		r.count(ctx, pathTimeout, timedOut[:min(r.cfg.CostSample, len(timedOut))])
 	}
 }
@@ -103,17 +103,19 @@ func (r *stepRunner) pay(ctx context.Context, x result) {
 	r.problem("payment of %s was never accepted", x.orderNo)
 }
 
-// closing measures the closes of the timed-out orders (see Closing); nil
-// when none closed.
-func closing(timedOut []result, closed map[string]seen) *Closing {
+// closing measures the closes of the timed-out orders (see Closing), with
+// the pay deadlines their WAIT_PAY views showed (a closed order's view has
+// none); nil when none closed.
+func closing(timedOut []result, created, closed map[string]seen) *Closing {
 	var firstDeadline, lastDeadline, lastClose time.Time
 	var lags []float64
 	for _, x := range timedOut {
 		c, ok := closed[x.orderNo]
-		if !ok {
+		w, ok2 := created[x.orderNo]
+		if !ok || !ok2 || w.order.PayDeadline.IsZero() {
 			continue
 		}
-		d := c.order.PayDeadline
+		d := w.order.PayDeadline
 		lags = append(lags, c.at.Sub(d).Seconds())
 		if firstDeadline.IsZero() || d.Before(firstDeadline) {
 			firstDeadline = d
