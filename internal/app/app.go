@@ -183,7 +183,15 @@ func (m *Main) RunAPI(ctx context.Context) error {
 	if c.EagerStart {
 		// Eager start needs a worker on the same client: it takes the
 		// first workflow task of each order this API starts (the
-		// CreateOrder step); everything later goes to any worker.
+		// CreateOrder step); everything later goes to any worker. No
+		// sticky cache here, so that "any worker" holds: with one, every
+		// later task of the order (the payment, the pay timer) went to
+		// this process's sticky queue, which its pollers did not drain
+		// while it served a sale: at 5,000 winners each fired timer's
+		// task sat there until the sticky timeout, then took the shared
+		// queue anyway. The process-wide cache must be set before the
+		// worker starts; `seckill api` runs no other worker.
+		sdkworker.SetStickyWorkflowCacheSize(0)
 		w := m.Worker()
 		if err := w.Start(); err != nil {
 			return err
