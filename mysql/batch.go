@@ -20,8 +20,9 @@ import (
 // summed quantity and one fsync; so do CloseOrder calls, with one
 // increment. If a create batch as a whole does not fit in the stock, every
 // order of it falls back to its own transaction, so the refusals are
-// exact; a batch that fails for any other reason does the same, so one
-// order's trouble is never another's.
+// exact (any other failure goes back to every call, whose activity
+// retries); a close batch that fails for any reason falls back to one
+// transaction per order, so one order's trouble is never another's.
 
 // batchWindow is how long the first order of a batch waits for company.
 const batchWindow = 2 * time.Millisecond
