@@ -20,6 +20,15 @@ import (
 	"github.com/seckill/seckill/workflows"
 )
 
+// cancelUntilClosed is a store hook that cancels the workflow and then
+// holds the call it runs in until a CloseOrder (the compensation) finished.
+func cancelUntilClosed(h *harness) func(int) {
+	return func(int) {
+		h.env.CancelWorkflow()
+		h.waitFor("CloseOrder", func() bool { return h.inj.Finished(storetest.CloseOrder) > 0 })
+	}
+}
+
 // (7) Cancelling the workflow (ops, or a terminate-by-cancel) never leaks
 // stock: compensation runs on a disconnected context wherever the
 // cancellation lands, and a decision already made (a payment) stands.
@@ -42,23 +51,17 @@ func TestOrderWorkflowCancellation(t *testing.T) {
 		{
 			name: "while CreateOrder runs, its row committed first",
 			setup: func(h *harness, _ seckill.OrderRequest) {
-				h.inj.On(storetest.CreateOrder, storetest.Hooks{After: func(int) {
-					h.env.CancelWorkflow()
-					// The workflow abandons this attempt and compensates.
-					h.waitFor("CloseOrder", func() bool { return h.inj.Finished(storetest.CloseOrder) > 0 })
-				}})
+				// The workflow abandons this attempt and compensates.
+				h.inj.On(storetest.CreateOrder, storetest.Hooks{After: cancelUntilClosed(h)})
 			},
 			status: seckill.StatusClosed, reason: workflows.ReasonWorkflowStopped, taken: 2, lateWrite: true,
 		},
 		{
 			name: "while CreateOrder runs, the tombstone first",
 			setup: func(h *harness, _ seckill.OrderRequest) {
-				h.inj.On(storetest.CreateOrder, storetest.Hooks{Before: func(int) {
-					h.env.CancelWorkflow()
-					// The straggling insert reaches the database only after the
-					// compensation wrote the tombstone.
-					h.waitFor("CloseOrder", func() bool { return h.inj.Finished(storetest.CloseOrder) > 0 })
-				}})
+				// The straggling insert reaches the database only after the
+				// compensation wrote the tombstone.
+				h.inj.On(storetest.CreateOrder, storetest.Hooks{Before: cancelUntilClosed(h)})
 			},
 			status: seckill.StatusClosed, reason: workflows.ReasonWorkflowStopped, taken: 0, lateWrite: true,
 		},

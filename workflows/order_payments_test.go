@@ -69,21 +69,33 @@ func TestUnrecordablePaymentFailsLoudly(t *testing.T) {
 	h.assertInvariants()
 }
 
+// giveUpWithBufferedPayment runs an order (quantity 1) whose step c fails
+// on every attempt while payment paymentID is delivered during its first
+// attempt; the workflow must fail (msgAndArgs say why it must). It returns
+// the harness, the order, and the payments captured and queued for refund.
+func giveUpWithBufferedPayment(t *testing.T, orderNo string, userID int64, c storetest.Call, paymentID string,
+	msgAndArgs ...any) (h *harness, req seckill.OrderRequest, captured, refunds []string) {
+	t.Helper()
+	h = newHarness(t, 10)
+	req = h.admit(orderNo, userID, 1)
+	h.inj.FailAlways(c, storetest.Transient())
+	h.payDuring(c, payment(req, paymentID))
+
+	h.execute(req)
+
+	require.Error(t, h.env.GetWorkflowError(), msgAndArgs...)
+	captured, refunds = h.store.Payments(req.OrderNo)
+	return h, req, captured, refunds
+}
+
 // Compensation gives up (CloseOrder fails past its retry budget) while a
 // payment is buffered: the payment is still applied before the workflow
 // fails. The close never committed, so the order still holds its stock and
 // takes the payment (PAID), exactly as the compare-and-set would have
 // settled the race.
 func TestBufferedPaymentRecordedWhenCompensationGivesUp(t *testing.T) {
-	h := newHarness(t, 10)
-	req := h.admit("7-compfail", 1019, 1)
-	h.inj.FailAlways(storetest.CloseOrder, storetest.Transient())
-	h.payDuring(storetest.CloseOrder, payment(req, "pay-cf"))
-
-	h.execute(req)
-
-	require.Error(t, h.env.GetWorkflowError(), "the compensation failure stays loud")
-	captured, refunds := h.store.Payments(req.OrderNo)
+	h, req, captured, refunds := giveUpWithBufferedPayment(t, "7-compfail", 1019, storetest.CloseOrder, "pay-cf",
+		"the compensation failure stays loud")
 	assert.Equal(t, []string{"pay-cf"}, captured)
 	assert.Empty(t, refunds)
 	assert.Equal(t, seckill.StatusPaid, h.store.Status(req.OrderNo))
@@ -95,15 +107,7 @@ func TestBufferedPaymentRecordedWhenCompensationGivesUp(t *testing.T) {
 // meanwhile is recorded as a late payment (REFUND_PENDING) before the
 // workflow fails.
 func TestBufferedPaymentRecordedWhenReleaseGivesUp(t *testing.T) {
-	h := newHarness(t, 10)
-	req := h.admit("7-relfail", 1020, 1)
-	h.inj.FailAlways(storetest.Release, storetest.Transient())
-	h.payDuring(storetest.Release, payment(req, "pay-rf"))
-
-	h.execute(req)
-
-	require.Error(t, h.env.GetWorkflowError())
-	captured, refunds := h.store.Payments(req.OrderNo)
+	h, req, captured, refunds := giveUpWithBufferedPayment(t, "7-relfail", 1020, storetest.Release, "pay-rf")
 	assert.Empty(t, captured)
 	assert.Equal(t, []string{"pay-rf"}, refunds)
 	assert.Equal(t, seckill.StatusRefundPending, h.store.Status(req.OrderNo))

@@ -157,20 +157,30 @@ func TestOrderCreateOutageExhaustsRetries(t *testing.T) {
 	h.assertInvariants()
 }
 
+// rideOutTransientFailures runs an order (quantity 1) whose step c fails
+// transiently on its first n attempts, and checks that the step was tried
+// n+1 times and that the order closed at its pay timeout with compensation.
+// It returns the harness and the order for the test's own checks.
+func rideOutTransientFailures(t *testing.T, orderNo string, userID int64, c storetest.Call, n int) (*harness, seckill.OrderRequest) {
+	t.Helper()
+	h := newHarness(t, 10)
+	req := h.admit(orderNo, userID, 1)
+	h.inj.FailNext(c, storetest.Times(n, storetest.Transient())...)
+
+	st := h.run(req)
+
+	assert.Equal(t, n+1, h.inj.Count(c))
+	h.assertCompensated(req, st, workflows.ReasonTimeout)
+	return h, req
+}
+
 // An order is listed WAIT_PAY from its start (no upsert): a create that
 // takes longer than a few seconds (MySQL slow or down) lists it QUEUED, the
 // ops view of orders stuck before creation, until the row exists.
 func TestSlowCreateIsListedQueued(t *testing.T) {
-	h := newHarness(t, 10)
-	req := h.admit("7-slow", 1024, 1)
 	// Seven failures: the retries' backoffs alone (0.2 s doubling) exceed
 	// the ten quick seconds.
-	h.inj.FailNext(storetest.CreateOrder, storetest.Times(7, storetest.Transient())...)
-
-	st := h.run(req)
-
-	assert.Equal(t, 8, h.inj.Count(storetest.CreateOrder))
-	h.assertCompensated(req, st, workflows.ReasonTimeout)
+	h, _ := rideOutTransientFailures(t, "7-slow", 1024, storetest.CreateOrder, 7)
 	assert.Equal(t, []string{"QUEUED", "WAIT_PAY", "CLOSED"}, h.statuses())
 	h.assertInvariants()
 }
@@ -179,14 +189,7 @@ func TestSlowCreateIsListedQueued(t *testing.T) {
 // attempts in a row (the most the test environment's 10-attempt cap allows)
 // and still closes and gives the stock back exactly once.
 func TestOrderCompensationRetriesThroughOutage(t *testing.T) {
-	h := newHarness(t, 10)
-	req := h.admit("7-long", 1010, 1)
-	h.inj.FailNext(storetest.CloseOrder, storetest.Times(9, storetest.Transient())...)
-
-	st := h.run(req)
-
-	assert.Equal(t, 10, h.inj.Count(storetest.CloseOrder))
-	h.assertCompensated(req, st, workflows.ReasonTimeout)
+	h, req := rideOutTransientFailures(t, "7-long", 1010, storetest.CloseOrder, 9)
 	_, res := h.store.Counts(req.OrderNo)
 	assert.Equal(t, 1, res)
 	h.assertInvariants()
