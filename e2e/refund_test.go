@@ -18,6 +18,15 @@ import (
 	"github.com/seckill/seckill/workflows"
 )
 
+// buyOrder buys one unit of the session with the shopper's token through
+// the API and returns the order number; the answer must be 202 Accepted.
+func buyOrder(t *testing.T, e *testenv.Env, sessionID int64, tok string) string {
+	t.Helper()
+	r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sessionID), tok, nil)
+	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	return r.Str("order_no")
+}
+
 // Refunds: a late payment (after the order closed and its workflow ended)
 // and a second payment of a paid order are each refunded exactly once
 // through refund:<payment_id>; the late order ends REFUNDED, the paid one
@@ -27,12 +36,7 @@ func TestLateAndDuplicatePaymentsAreRefunded(t *testing.T) {
 	sess := e.Session(4, 1, 500)
 	ctx := context.Background()
 	late, paid := e.Token(1), e.Token(2)
-	buy := func(tok string) string {
-		r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)
-		require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
-		return r.Str("order_no")
-	}
-	lateNo, paidNo := buy(late), buy(paid)
+	lateNo, paidNo := buyOrder(t, e, sess.ID, late), buyOrder(t, e, sess.ID, paid)
 	// Payment ids are unique at a real provider; refund workflow ids
 	// outlive the test database on a shared Temporal server.
 	u := fmt.Sprint(time.Now().UnixNano())
@@ -111,12 +115,7 @@ func TestPaymentNoWorkflowRecordedIsSettled(t *testing.T) {
 	sess := e.Session(4, 1, 500)
 	ctx := context.Background()
 	lost, closed := e.Token(1), e.Token(2)
-	buy := func(tok string) string {
-		r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)
-		require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
-		return r.Str("order_no")
-	}
-	lostNo, closedNo := buy(lost), buy(closed)
+	lostNo, closedNo := buyOrder(t, e, sess.ID, lost), buyOrder(t, e, sess.ID, closed)
 	e.WaitStatus(lost, lostNo, 20*time.Second, seckill.StatusWaitPay)
 	e.WaitStatus(closed, closedNo, 20*time.Second, seckill.StatusWaitPay)
 	u := fmt.Sprint(time.Now().UnixNano())
@@ -184,9 +183,7 @@ func TestWebhookRedeliveryAfterAFailedSignal(t *testing.T) {
 	}})
 	sess := e.Session(2, 1, 700)
 	tok := e.Token(1)
-	r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)
-	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
-	no := r.Str("order_no")
+	no := buyOrder(t, e, sess.ID, tok)
 	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
 
 	pay := "pay-redeliver-" + fmt.Sprint(time.Now().UnixNano())
@@ -214,9 +211,7 @@ func TestReceivedPaymentIsSignalledAgain(t *testing.T) {
 	sess := e.Session(1, 1, 500)
 	ctx := context.Background()
 	tok := e.Token(1)
-	r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)
-	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
-	no := r.Str("order_no")
+	no := buyOrder(t, e, sess.ID, tok)
 	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
 	pay := "pay-resignal-" + fmt.Sprint(time.Now().UnixNano())
 	require.Equal(t, 200, e.Pay(no, pay, "evt-"+pay, 500).Status)
