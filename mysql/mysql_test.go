@@ -34,6 +34,31 @@ func dbStock(t *testing.T, e *testenv.Env, id int64) int {
 	return n
 }
 
+// createConcurrently runs CreateOrder at once for the n requests req(0) …
+// req(n-1), each with its pay deadline payIn from the call; every call must
+// succeed. It returns how many of the orders came back in each status.
+func createConcurrently(t *testing.T, e *testenv.Env, n int, payIn time.Duration,
+	req func(i int) *seckill.OrderRequest) map[seckill.Status]int {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	statuses := make([]seckill.Status, n)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, err := e.DB.CreateOrder(ctx, req(i), time.Now().Add(payIn))
+			require.NoError(t, err)
+			statuses[i] = o.Status
+		}()
+	}
+	wg.Wait()
+	counts := map[seckill.Status]int{}
+	for _, s := range statuses {
+		counts[s]++
+	}
+	return counts
+}
+
 // A retried CreateOrder (the activity timed out after committing) returns
 // the same order and never decrements twice.
 func TestCreateOrderIsIdempotent(t *testing.T) {
@@ -62,23 +87,9 @@ func TestCreateOrderIsIdempotent(t *testing.T) {
 // if Redis (wrongly) admitted it: the order is FAILED and nothing moves.
 func TestConditionalDecrementNeverOversells(t *testing.T) {
 	e, sess := store(t, 3, 3)
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	statuses := make([]seckill.Status, 10)
-	for i := range statuses {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			o, err := e.DB.CreateOrder(ctx, request(sess, fmt.Sprintf("1-%d", i), int64(100+i), 1, 1), time.Now())
-			require.NoError(t, err)
-			statuses[i] = o.Status
-		}()
-	}
-	wg.Wait()
-	counts := map[seckill.Status]int{}
-	for _, s := range statuses {
-		counts[s]++
-	}
+	counts := createConcurrently(t, e, 10, 0, func(i int) *seckill.OrderRequest {
+		return request(sess, fmt.Sprintf("1-%d", i), int64(100+i), 1, 1)
+	})
 	require.Equal(t, map[seckill.Status]int{seckill.StatusWaitPay: 3, seckill.StatusFailed: 7}, counts)
 	require.Equal(t, 0, dbStock(t, e, sess.ID))
 }
@@ -220,26 +231,13 @@ func TestCloseWithoutRowLeavesTombstone(t *testing.T) {
 func TestBatchedCreatesKeepEveryRule(t *testing.T) {
 	e, sess := store(t, 100, 1)
 	ctx := context.Background()
-	var wg sync.WaitGroup
-	statuses := make([]seckill.Status, 30)
-	for i := range statuses {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			user := int64(500 + i)
-			if i == 29 {
-				user = 500 // user 500's slot 1 twice: one of the two must fail
-			}
-			o, err := e.DB.CreateOrder(ctx, request(sess, fmt.Sprintf("1-b%d", i), user, 1, 1), time.Now().Add(time.Minute))
-			require.NoError(t, err)
-			statuses[i] = o.Status
-		}()
-	}
-	wg.Wait()
-	counts := map[seckill.Status]int{}
-	for _, s := range statuses {
-		counts[s]++
-	}
+	counts := createConcurrently(t, e, 30, time.Minute, func(i int) *seckill.OrderRequest {
+		user := int64(500 + i)
+		if i == 29 {
+			user = 500 // user 500's slot 1 twice: one of the two must fail
+		}
+		return request(sess, fmt.Sprintf("1-b%d", i), user, 1, 1)
+	})
 	require.Equal(t, map[seckill.Status]int{seckill.StatusWaitPay: 29, seckill.StatusFailed: 1}, counts)
 	require.Equal(t, 71, dbStock(t, e, sess.ID))
 	snap, err := e.DB.SessionSnapshot(ctx, sess.ID, nil, time.Now())
