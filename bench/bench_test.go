@@ -14,6 +14,19 @@ import (
 	"github.com/seckill/seckill/internal/testenv"
 )
 
+// runBench runs the bench (its progress on stderr under -v); the run must
+// succeed with the invariants holding.
+func runBench(t *testing.T, cfg bench.Config) *bench.Report {
+	t.Helper()
+	if testing.Verbose() {
+		cfg.Progress = os.Stderr
+	}
+	rep, err := bench.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	require.True(t, rep.InvariantsOK, "%v", rep.Problems)
+	return rep
+}
+
 // A small bench against the real stack: two load steps sell out exactly,
 // every funnel adds up, the unpaid orders time out, the invariants hold,
 // and the baselines give the three ratios.
@@ -27,12 +40,7 @@ func TestBenchSmallRun(t *testing.T) {
 			TemporalNamespace: "default", NoopWorkflows: 20, MySQLDSN: e.DSN},
 		TemporalAddr: "127.0.0.1:7233", TemporalNamespace: "default", CostSample: 2,
 	}
-	if testing.Verbose() {
-		cfg.Progress = os.Stderr
-	}
-	rep, err := bench.Run(context.Background(), cfg)
-	require.NoError(t, err)
-	require.True(t, rep.InvariantsOK, "%v", rep.Problems)
+	rep := runBench(t, cfg)
 	require.Len(t, rep.Steps, 2)
 	for _, s := range rep.Steps {
 		f := s.Funnel
@@ -112,12 +120,7 @@ func TestBenchRepeat(t *testing.T) {
 			TemporalNamespace: "default", NoopWorkflows: 10, MySQLDSN: e.DSN},
 		Repeat: 2, RedisAOF: bench.AOFModes, Warmup: true,
 	}
-	if testing.Verbose() {
-		cfg.Progress = os.Stderr
-	}
-	rep, err := bench.Run(context.Background(), cfg)
-	require.NoError(t, err)
-	require.True(t, rep.InvariantsOK, "%v", rep.Problems)
+	rep := runBench(t, cfg)
 	require.Len(t, rep.Steps, 2)
 	require.Len(t, rep.Repeats, 2)
 	for i, rd := range rep.Repeats {
