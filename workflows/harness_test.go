@@ -204,6 +204,14 @@ func (h *harness) assertInvariants() {
 	storetest.AssertInvariants(h.t, h.store, h.gate)
 }
 
+// assertFinal checks that the order was listed (its search attribute) with
+// the statuses listed, in that order, and then the invariants.
+func (h *harness) assertFinal(listed ...string) {
+	h.t.Helper()
+	assert.Equal(h.t, listed, h.statuses())
+	h.assertInvariants()
+}
+
 // assertCompensated checks that the order closed and gave its stock back
 // on both sides exactly once.
 func (h *harness) assertCompensated(req seckill.OrderRequest, st workflows.OrderState, reason string) {

@@ -139,8 +139,7 @@ func TestOrderCreateRefusedEndsFailed(t *testing.T) {
 	assert.Zero(t, h.inj.Count(storetest.Release), "Redis stock is not restored for a FAILED order")
 	assert.True(t, h.gate.Live(req.OrderNo))
 	assert.Zero(t, h.store.StockLeft())
-	assert.Equal(t, []string{"FAILED"}, h.statuses())
-	h.assertInvariants()
+	h.assertFinal("FAILED")
 }
 
 // (9) CreateOrder ends in an error — a non-retryable refusal, or the
@@ -186,8 +185,7 @@ func TestOrderCreateErrorCompensatesWithTombstone(t *testing.T) {
 			dec, res := h.store.Counts(req.OrderNo)
 			assert.Zero(t, dec)
 			assert.Zero(t, res)
-			assert.Equal(t, []string{"CLOSED"}, h.statuses())
-			h.assertInvariants()
+			h.assertFinal("CLOSED")
 		})
 	}
 }

@@ -233,8 +233,7 @@ func TestPaymentBufferedAtCreationIsAppliedFirst(t *testing.T) {
 				assert.Empty(t, captured)
 			}
 			assert.Equal(t, tc.late, refunds)
-			assert.Equal(t, tc.listed, h.statuses())
-			h.assertInvariants()
+			h.assertFinal(tc.listed...)
 		})
 	}
 }
