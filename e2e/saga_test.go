@@ -63,7 +63,13 @@ func burst(t *testing.T, e *testenv.Env, sessionID int64, firstUser int64, users
 // with their stock given back in MySQL and Redis; then the given-back
 // stock sells again.
 func TestBurstPayTimeoutAndResell(t *testing.T) {
-	e := testenv.New(t, testenv.Options{PayTimeout: 6 * time.Second})
+	// The pay timeout is the margin every check of an open order has: the
+	// test looks at all 24 orders while they are WAIT_PAY, and later at the
+	// resold ones, before their deadlines close them. 6 s was too little on
+	// a CI box busy with the other packages' own Temporal servers (an order
+	// closed before the test polled it); waiting 15 s for the timeouts is
+	// the price of a check that does not depend on the machine's speed.
+	e := testenv.New(t, testenv.Options{PayTimeout: 15 * time.Second})
 	const stock, limit = 24, 2
 	sess := e.Session(stock, limit, 1500)
 
@@ -99,7 +105,7 @@ func TestBurstPayTimeoutAndResell(t *testing.T) {
 	}
 	// The rest time out, and their stock comes back.
 	for _, w := range wins[stock/2:] {
-		e.WaitStatus(w.token, w.orderNo, 30*time.Second, seckill.StatusClosed)
+		e.WaitStatus(w.token, w.orderNo, 45*time.Second, seckill.StatusClosed)
 	}
 	waitReleased(e, sess.ID)
 	r = e.RequireInvariants(sess.ID)
