@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -99,6 +100,10 @@ type Config struct {
 	// IP ones (required when either is on).
 	Limits  Limits
 	Limiter Limiter
+	// Fleet, when set, makes Limits.Global the budget of every API process
+	// of the deployment together, split among the live ones (see Fleet);
+	// nil: Limits.Global is this process's alone.
+	Fleet Fleet
 	// Metrics collects the API's Prometheus metrics (a fresh set when nil).
 	Metrics *metrics.Metrics
 	// ProxyHeader names the header carrying the client IP when the API runs
@@ -150,6 +155,13 @@ type Server struct {
 	orders *orderLookup
 	// reads limits the public reads per client IP (nil: off).
 	reads *readLimiter
+	// member is this process's name in the fleet; fleetDown is whether
+	// its last heartbeat failed (logged once per outage); left is set by
+	// Shutdown, after which no heartbeat is sent.
+	member    string
+	fleetMu   sync.Mutex
+	fleetDown bool
+	left      bool
 }
 
 // bodyLimit caps request bodies: every request of this API is a few hundred bytes.
@@ -196,7 +208,8 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger,
 		global:    newGlobalLimiter(cfg.Limits.Global),
-		ticketKey: ticketKey(cfg.JWTSecret), series: newSeries(cfg.Metrics)}
+		ticketKey: ticketKey(cfg.JWTSecret), series: newSeries(cfg.Metrics), member: fleetMember()}
+	s.setGlobalShare(1)
 	page, err := shop.New(shop.Options{Dev: cfg.Dev})
 	if err != nil {
 		return nil, err
@@ -277,6 +290,7 @@ func (s *Server) App() *fiber.App {
 // relay.
 func (s *Server) Shutdown(ctx context.Context) {
 	defer s.stopStarts()
+	s.leaveFleet(ctx)
 	if !s.starts.Drain(ctx) {
 		s.log.Warn("shutdown: workflow starts left to the outbox", "queued", s.starts.Queued(), "in_flight", s.starts.InFlight())
 	}

@@ -22,8 +22,10 @@ type Limiter interface {
 
 // Limits are requests per second; 0 turns a limit off.
 type Limits struct {
-	// Global is this process's token bucket in front of everything: it
-	// holds even when Redis is gone.
+	// Global is the token bucket in front of everything, in each
+	// process's memory so that it holds even when Redis is gone: the
+	// fleet's budget split among the live APIs when Config.Fleet is set,
+	// this process's alone otherwise.
 	Global int
 	// User and IP are fleet-wide, in Redis.
 	User int
@@ -33,8 +35,8 @@ type Limits struct {
 	Read int
 }
 
-// globalLimit is the per-process token bucket, the first thing an
-// admission meets.
+// globalLimit is the global token bucket (this process's share of it), the
+// first thing an admission meets.
 func (s *Server) globalLimit(c *fiber.Ctx) error {
 	if s.global != nil && !s.global.Allow() {
 		c.Set(HeaderLayer, LayerGlobalLimit)
@@ -199,6 +201,10 @@ func (s *Server) Start(ctx context.Context) {
 			s.log.Warn("blocklist refresh failed; keeping the last one", "error", err)
 		}
 	})
+	if s.cfg.Fleet != nil && s.global != nil {
+		s.beat(ctx)
+		go tick.Every(ctx, fleetBeat, func() { s.beat(ctx) })
+	}
 	go tick.Every(ctx, s.cfg.SoldOutRecheck, func() { s.watchSoldOut(ctx) })
 	go s.starts.Run(s.startsCtx)
 	go s.outbox.Run(ctx, time.Second)

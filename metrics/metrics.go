@@ -51,6 +51,12 @@ type Metrics struct {
 	StarterQueue    *prometheus.GaugeVec
 	StarterDropped  *prometheus.CounterVec
 
+	// FleetSize is how many API processes of this deployment are alive (by
+	// their heartbeats in Redis); GlobalShare is this process's share of
+	// SECKILL_LIMIT_GLOBAL_RPS, the fleet's budget split among them.
+	FleetSize   prometheus.Gauge
+	GlobalShare prometheus.Gauge
+
 	// RelayBacklog is the number of entries waiting for a relay (queue
 	// "starts": reservations whose workflow start is not confirmed;
 	// "refunds": payments waiting for their refund); RelayOldest the age of
@@ -124,6 +130,12 @@ func New() *Metrics {
 		StarterDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_starter_dropped_total", Help: "Winners the starter's queue had no room for: their start is left to the pending-start outbox.",
 		}, []string{"starter"}),
+		FleetSize: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_api_fleet_size", Help: "API processes of this deployment alive by their heartbeats in Redis, this one included (0 before the first heartbeat).",
+		}),
+		GlobalShare: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_limit_global_share_rps", Help: "This process's share of the fleet's global rate limit (SECKILL_LIMIT_GLOBAL_RPS split among the live APIs); 0 when the limit is off.",
+		}),
 		RelayBacklog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_relay_backlog", Help: "Entries waiting for a relay: queue=starts (reservations without a confirmed workflow start), queue=refunds (payments waiting for their refund).",
 		}, []string{"queue"}),
@@ -166,7 +178,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(m.Refunds, m.RefundFailures)
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Admissions, m.RedisAdmit, m.RedisCommands, m.RedisErrors, m.WorkflowStart,
-		m.WorkflowStartFailures, m.StarterInFlight, m.StarterLimit, m.StarterQueue, m.StarterDropped, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.SweepActions, m.Orders, m.Stock, m.Drift,
+		m.WorkflowStartFailures, m.StarterInFlight, m.StarterLimit, m.StarterQueue, m.StarterDropped, m.FleetSize, m.GlobalShare, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.SweepActions, m.Orders, m.Stock, m.Drift,
 		m.Stuck, m.Problems, m.InFlight, m.ReconcileRuns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

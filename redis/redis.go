@@ -28,6 +28,9 @@
 //	MULTI rebuild (Rebuild)        no: a re-run would drop reservations made   never: the admin runs it again
 //	                               since the first
 //	snapshot.lua (SessionSnapshot) a read-only script: one instant per run     yes
+//	fleet.lua (Fleet.Beat)         sets the member's expiry; a re-run moves it  yes
+//	                               by the retry's delay, well within its ttl
+//	ZREM (Fleet.Leave)             set semantics                               yes
 //	HSCAN + HMGET (Unsettled)      reads                                       yes
 package redis
 
