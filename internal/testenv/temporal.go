@@ -2,12 +2,10 @@ package testenv
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -33,13 +31,7 @@ func StartTemporalServer(t testing.TB) *TemporalServer {
 	t.Helper()
 	SkipShort(t, "a Temporal dev server of its own (bin/temporal)")
 	bin := TemporalBin(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	s := &TemporalServer{Addr: "127.0.0.1:" + strconv.Itoa(port), t: t, bin: bin, db: filepath.Join(t.TempDir(), "temporal.db")}
+	s := &TemporalServer{Addr: FreeAddr(t), t: t, bin: bin, db: filepath.Join(t.TempDir(), "temporal.db")}
 	s.Start()
 	t.Cleanup(s.Kill)
 	return s
