@@ -299,13 +299,16 @@ func (s *Server) Shutdown(ctx context.Context) {
 // Starter is the process's workflow starter (tests read its state).
 func (s *Server) Starter() *starter.Starter { return s.starts }
 
+// dependencies are the pings of what the API needs to sell.
+func (s *Server) dependencies() map[string]func(context.Context) error {
+	return map[string]func(context.Context) error{"mysql": s.store.Ping, "redis": s.gate.Ping, "temporal": s.flow.Ping}
+}
+
 // ready answers 200 when MySQL, Redis and Temporal all answer.
 func (s *Server) ready(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()
-	for name, ping := range map[string]func(context.Context) error{
-		"mysql": s.store.Ping, "redis": s.gate.Ping, "temporal": s.flow.Ping,
-	} {
+	for name, ping := range s.dependencies() {
 		if err := ping(ctx); err != nil {
 			s.log.Warn("readyz: dependency down", "dependency", name, "error", err)
 			return seckill.Errorf(seckill.EUNAVAILABLE, "%s is not reachable", name)

@@ -206,6 +206,7 @@ func (s *Server) Start(ctx context.Context) {
 		go tick.Every(ctx, fleetBeat, func() { s.beat(ctx) })
 	}
 	go tick.Every(ctx, s.cfg.SoldOutRecheck, func() { s.watchSoldOut(ctx) })
+	go s.cfg.Metrics.WatchDependencies(ctx, s.dependencies())
 	go s.starts.Run(s.startsCtx)
 	go s.outbox.Run(ctx, time.Second)
 }
