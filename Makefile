@@ -26,7 +26,7 @@ temporal-stop: ## stop the dev server `make temporal` started (never one it foun
 dev: build temporal ## migrations, API on :8080, worker and a demo session in one process
 	bin/seckill dev
 
-FUZZ_TARGETS := FuzzDecodeOrderBody FuzzDecodeSessionBody FuzzParseToken FuzzVerifyWebhook FuzzVerifyTicket FuzzErrorBodyJSON FuzzClientIP
+FUZZ_TARGETS := FuzzDecodeOrderBody FuzzDecodeSessionBody FuzzDecodeSessionChange FuzzParseToken FuzzVerifyWebhook FuzzVerifyTicket FuzzErrorBodyJSON FuzzClientIP
 # An execution count, not a duration: a duration races Go's fuzz coordinator
 # at its deadline on a busy machine (go.dev/issue/75804, fixed in Go 1.27)
 # and fails with a bare "context deadline exceeded".

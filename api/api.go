@@ -37,6 +37,8 @@ type Store interface {
 	Unblock(ctx context.Context, userID int64) error
 	BlockedUsers(ctx context.Context) ([]int64, error)
 	LiveHoldings(ctx context.Context, sessionID int64) ([]seckill.Reservation, error)
+	ChangeSession(ctx context.Context, ch *seckill.SessionChange) (*seckill.Session, bool, error)
+	SessionAudit(ctx context.Context, sessionID int64) ([]seckill.SessionChange, error)
 	seckill.DBSnapshotter
 	Ping(ctx context.Context) error
 }
@@ -49,6 +51,7 @@ type Gate interface {
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
 	Preheat(ctx context.Context, sessionID int64, stock int) (int, error)
 	Rebuild(ctx context.Context, sessionID int64, stock int, holdings []seckill.Reservation) error
+	AddStock(ctx context.Context, sessionID int64, units int, requestID string) (int, error)
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 	Reservation(ctx context.Context, orderNo string) (*seckill.Reservation, error)
 	PutOrder(ctx context.Context, o *seckill.Order) error
@@ -269,6 +272,12 @@ func (s *Server) App() *fiber.App {
 	admin.Post("/sessions", s.createSession)
 	admin.Post("/sessions/:id/preheat", s.preheat)
 	admin.Get("/sessions/:id/reconcile", s.reconcile)
+	admin.Patch("/sessions/:id", s.changeSession(seckill.ActionUpdate))
+	admin.Post("/sessions/:id/pause", s.changeSession(seckill.ActionPause))
+	admin.Post("/sessions/:id/resume", s.changeSession(seckill.ActionResume))
+	admin.Post("/sessions/:id/end", s.changeSession(seckill.ActionEnd))
+	admin.Post("/sessions/:id/stock", s.changeSession(seckill.ActionAddStock))
+	admin.Get("/sessions/:id/audit", s.sessionAudit)
 	admin.Put("/blocklist/:user_id", s.block)
 	admin.Delete("/blocklist/:user_id", s.unblock)
 

@@ -180,9 +180,17 @@ func (s *Server) soldOutFast(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// watchSoldOut lifts sold-out flags whose session has stock again.
+// watchSoldOut lifts sold-out flags whose session has stock again, or
+// has ended or been paused: those answer ENDED or PAUSED (from the session
+// cache, also without I/O), not SOLD_OUT.
 func (s *Server) watchSoldOut(ctx context.Context) {
 	for _, id := range s.soldOut.list() {
+		if sess, err := s.sessions.get(ctx, id); err == nil {
+			if st := sess.StateAt(s.cfg.Now(), 1); st == seckill.SessionEnded || st == seckill.SessionPaused {
+				s.soldOut.clear(id)
+				continue
+			}
+		}
 		if stock, _, err := s.gate.Stock(ctx, id); err == nil && stock > 0 {
 			s.soldOut.clear(id)
 		}
