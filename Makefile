@@ -39,6 +39,10 @@ temporal-durable: temporal-bins build ## start the durable Temporal server on Po
 temporal-durable-stop: ## stop the durable server `make temporal-durable` started
 	@scripts/temporal-server.sh stop
 
+# The drill and the ops-query tests also run on durable servers of their own
+# (internal/testenv.StartDurableTemporalServer): they fail without these.
+test: temporal-bins
+
 dev: build temporal ## migrations, API on :8080, worker and a demo session in one process
 	bin/seckill dev
 

@@ -127,9 +127,19 @@ func TestScheduledReconcileFailsWhenASessionLostItsRedisState(t *testing.T) {
 
 // The Web UI recipes of the README work: the list filters on the search
 // attributes find exactly the right orders (unpaid orders of one session,
-// one shopper's orders, one purchase by its trace id).
+// one shopper's orders, one purchase by its trace id), on the dev server and
+// on the durable server's SQL visibility (PostgreSQL) alike.
 func TestOpsQueriesFindTheRightOrders(t *testing.T) {
-	e := testenv.New(t, testenv.Options{NoAPI: true})
+	t.Run("dev server", func(t *testing.T) {
+		opsQueries(t, testenv.New(t, testenv.Options{NoAPI: true}))
+	})
+	t.Run("durable server", func(t *testing.T) {
+		srv := testenv.StartDurableTemporalServer(t)
+		opsQueries(t, testenv.New(t, testenv.Options{NoAPI: true, TemporalAddr: srv.Addr}))
+	})
+}
+
+func opsQueries(t *testing.T, e *testenv.Env) {
 	a, b := e.Session(5, 2, 100), e.Session(5, 2, 100)
 	ctx := context.Background()
 	stamp := time.Now().UnixNano()
