@@ -87,20 +87,6 @@ build() {
   [[ -x bin/seckill ]] || go build -o bin/seckill ./cmd/seckill
 }
 
-# schema creates a database unless it exists and brings its schema to the
-# newest version the pinned server ships (schema/postgresql/v12/…/versioned
-# in the module): a no-op when it is up to date.
-schema() {
-  local db="$1" kind="$2" root
-  root="$(go list -modfile=tools/go.mod -m -f '{{.Dir}}' go.temporal.io/server)/schema/postgresql/v12"
-  local sql=(bin/temporal-sql-tool --plugin postgres12_pgx --ep "${TEMPORAL_PG_ADDR%:*}" -p "${TEMPORAL_PG_ADDR##*:}"
-    -u "$TEMPORAL_PG_USER" --db "$db")
-  if [[ -n "$TEMPORAL_PG_PASSWORD" ]]; then sql+=(--pw "$TEMPORAL_PG_PASSWORD"); fi
-  "${sql[@]}" create-database >>"${dir}/schema.log" 2>&1
-  "${sql[@]}" setup-schema -v 0.0 >>"${dir}/schema.log" 2>&1
-  "${sql[@]}" update-schema -d "${root}/${kind}/versioned" >>"${dir}/schema.log" 2>&1
-}
-
 start() {
   mkdir -p "$dir"
   build
@@ -112,9 +98,15 @@ start() {
     exit 1
   else
     local t0=$SECONDS
-    : >"${dir}/schema.log"
-    schema "$TEMPORAL_DB" temporal || { echo "temporal-server: schema setup of ${TEMPORAL_DB} failed:" >&2; tail -20 "${dir}/schema.log" >&2; exit 1; }
-    schema "$TEMPORAL_VISIBILITY_DB" visibility || { echo "temporal-server: schema setup of ${TEMPORAL_VISIBILITY_DB} failed:" >&2; tail -20 "${dir}/schema.log" >&2; exit 1; }
+    # deploy/temporal/setup.sh: the same steps as docker-compose's one-shot
+    # temporal-schema service, with the schema files of the pinned module.
+    if ! TEMPORAL_SQL_TOOL=bin/temporal-sql-tool \
+      TEMPORAL_SCHEMA_DIR="$(go list -modfile=tools/go.mod -m -f '{{.Dir}}' go.temporal.io/server)/schema/postgresql/v12" \
+      deploy/temporal/setup.sh schema >"${dir}/schema.log" 2>&1; then
+      echo "temporal-server: schema setup failed; last lines of ${dir}/schema.log:" >&2
+      tail -20 "${dir}/schema.log" >&2
+      exit 1
+    fi
     echo "temporal-server: databases ${TEMPORAL_DB} and ${TEMPORAL_VISIBILITY_DB} on ${TEMPORAL_PG_ADDR} up to date ($((SECONDS - t0))s)"
     t0=$SECONDS
     nohup bin/temporal-server --root . --config deploy/temporal --env temporal --allow-no-auth start >"${dir}/server.log" 2>&1 &
@@ -133,34 +125,9 @@ start() {
     echo "temporal-server: frontend answers on ${addr} ($((SECONDS - t0))s)"
   fi
 
-  # The real server, unlike the dev server, starts without namespaces.
-  if ! bin/temporal operator namespace describe --address "$addr" --namespace default >/dev/null 2>&1; then
-    bin/temporal operator namespace create --address "$addr" --namespace default --retention 72h >/dev/null
-    echo "temporal-server: created namespace default"
-  fi
   mapfile -t sas < <(bin/seckill search-attributes)
   [[ ${#sas[@]} -gt 0 ]] || { echo "temporal-server: seckill search-attributes printed nothing" >&2; exit 1; }
-  # A new namespace reaches the frontend's cache within seconds: retry until
-  # every attribute is listed. Creating an existing one (same type) is an
-  # error we ignore; the worker checks them all at its start anyway.
-  local sa missing
-  for _ in $(seq 1 30); do
-    missing=0
-    for sa in "${sas[@]}"; do
-      bin/temporal operator search-attribute create --address "$addr" --namespace default \
-        --name "${sa%%=*}" --type "${sa##*=}" >/dev/null 2>&1 || true
-    done
-    listed="$(bin/temporal operator search-attribute list --address "$addr" --namespace default 2>/dev/null || true)"
-    for sa in "${sas[@]}"; do
-      grep -qE "^ *${sa%%=*} +${sa##*=} *$" <<<"$listed" || missing=1
-    done
-    [[ $missing == 0 ]] && break
-    sleep 1
-  done
-  if [[ $missing != 0 ]]; then
-    echo "temporal-server: could not register the search attributes ${sas[*]}" >&2
-    exit 1
-  fi
+  TEMPORAL_CLI=bin/temporal TEMPORAL_ADDRESS="$addr" deploy/temporal/setup.sh namespace "${sas[@]}" | sed 's/^setup:/temporal-server:/'
 
   if ! pid="$(ours ui bin/temporal-ui-server)"; then
     TEMPORAL_UI_ADDRESS="$addr" TEMPORAL_UI_IP=127.0.0.1 nohup bin/temporal-ui-server --root . --config deploy/temporal --env ui start \

@@ -55,8 +55,8 @@ type DurableTemporalServer struct {
 	cmd  *exec.Cmd
 }
 
-// StartDurableTemporalServer creates the databases, sets up their schemas
-// with bin/temporal-sql-tool, starts bin/temporal-server on free ports and
+// StartDurableTemporalServer creates the databases and sets up their
+// schemas (deploy/temporal/setup.sh with bin/temporal-sql-tool), starts bin/temporal-server on free ports and
 // registers the `default` namespace with seckill's search attributes. It
 // fails (never skips, unless -short) when a binary or PostgreSQL is
 // missing: `make test` builds them and CI starts PostgreSQL.
@@ -101,11 +101,16 @@ func StartDurableTemporalServer(t testing.TB) *DurableTemporalServer {
 		"TEMPORAL_LOG_LEVEL=error",
 	)
 
-	schemas := schemaRoot(t)
 	started := time.Now()
 	t.Cleanup(s.dropDatabases)
-	s.setupSchema(s.DB, filepath.Join(schemas, "temporal", "versioned"))
-	s.setupSchema(s.VisibilityDB, filepath.Join(schemas, "visibility", "versioned"))
+	// The script scripts/temporal-server.sh and docker-compose.yml use.
+	setup := exec.Command(filepath.Join(root, "deploy", "temporal", "setup.sh"), "schema")
+	setup.Env = append(s.env,
+		"TEMPORAL_SQL_TOOL="+filepath.Join(root, "bin", "temporal-sql-tool"),
+		"TEMPORAL_SCHEMA_DIR="+schemaRoot(t))
+	if out, err := setup.CombinedOutput(); err != nil {
+		t.Fatalf("deploy/temporal/setup.sh schema: %v (is PostgreSQL running on %s? CI starts it)\n%s", err, pgAddr, out)
+	}
 	t.Logf("durable temporal: schemas of %s and %s set up in %s", s.DB, s.VisibilityDB, time.Since(started).Round(time.Millisecond))
 
 	f, err := os.CreateTemp("", "seckill-temporal-server-*.log")
@@ -220,16 +225,6 @@ func (s *DurableTemporalServer) sqlTool(db string, args ...string) error {
 		return fmt.Errorf("temporal-sql-tool %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return nil
-}
-
-// setupSchema does what scripts/temporal-server.sh does for one database.
-func (s *DurableTemporalServer) setupSchema(db, dir string) {
-	s.t.Helper()
-	for _, args := range [][]string{{"create-database"}, {"setup-schema", "-v", "0.0"}, {"update-schema", "-d", dir}} {
-		if err := s.sqlTool(db, args...); err != nil {
-			s.t.Fatalf("%v (is PostgreSQL running on %s? CI starts it)", err, PostgresAddr())
-		}
-	}
 }
 
 func (s *DurableTemporalServer) dropDatabases() {
