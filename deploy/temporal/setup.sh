@@ -7,7 +7,8 @@
 #                              databases unless they exist, and bring their
 #                              schemas to the newest version of the server's
 #                              schema files (a no-op when up to date)
-#   setup.sh namespace SPEC…   once the server answers: create the `default`
+#   setup.sh namespace SPEC…   once the server answers (it waits up to 2 min
+#                              for that): create the `default`
 #                              namespace unless it exists (the real server,
 #                              unlike the dev server, starts with none) and
 #                              register the search attributes, each as
@@ -38,6 +39,16 @@ schema() {
 }
 
 namespace() {
+  # docker-compose starts this right after the server: wait for its frontend.
+  tries=0
+  until "$cli" operator cluster health >/dev/null 2>&1; do
+    tries=$((tries + 1))
+    if [ "$tries" -ge 120 ]; then
+      echo "setup: the Temporal frontend at ${TEMPORAL_ADDRESS:-127.0.0.1:7233} does not answer" >&2
+      exit 1
+    fi
+    sleep 1
+  done
   if ! "$cli" operator namespace describe --namespace default >/dev/null 2>&1; then
     "$cli" operator namespace create --namespace default --retention 72h
   fi
