@@ -42,6 +42,7 @@ temporal-durable-stop: ## stop the durable server `make temporal-durable` starte
 # The drill and the ops-query tests also run on durable servers of their own
 # (internal/testenv.StartDurableTemporalServer): they fail without these.
 test: temporal-bins
+clean: temporal-durable-stop
 
 dev: build temporal ## migrations, API on :8080, worker and a demo session in one process
 	bin/seckill dev
