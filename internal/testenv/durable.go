@@ -140,26 +140,9 @@ func (s *DurableTemporalServer) Start() {
 	}
 	exited := make(chan struct{})
 	go func() { _ = s.cmd.Wait(); close(exited) }()
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			s.t.Fatalf("temporal-server exited: %s\n%s", s.cmd.ProcessState, tail(s.log.Name()))
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := client.DialContext(ctx, client.Options{HostPort: s.Addr})
-		if err == nil {
-			_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
-			c.Close()
-		}
-		cancel()
-		if err == nil {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := waitHealthy(s.Addr, 90*time.Second, exited); err != nil {
+		s.t.Fatalf("temporal-server on %s did not come up: %v\n%s", s.Addr, err, tail(s.log.Name()))
 	}
-	s.t.Fatalf("temporal-server on %s did not come up:\n%s", s.Addr, tail(s.log.Name()))
 }
 
 // Kill stops the server with SIGKILL: nothing is flushed or handed over.
