@@ -8,6 +8,7 @@ import (
 	"fmt"
 	mathrand "math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,6 +157,42 @@ func (s *DurableTemporalServer) Kill() {
 		time.Sleep(50 * time.Millisecond)
 	}
 	s.cmd = nil
+}
+
+// StartUI starts the Web UI (bin/temporal-ui-server with
+// deploy/temporal/ui.yaml, as scripts/temporal-server.sh runs it) for this
+// server on a free port, and returns its base URL once its API answers. It
+// is stopped when the test ends.
+func (s *DurableTemporalServer) StartUI() string {
+	s.t.Helper()
+	bin := filepath.Join(s.root, "bin", "temporal-ui-server")
+	if _, err := os.Stat(bin); err != nil {
+		s.t.Fatalf("bin/temporal-ui-server is missing: build it with `make temporal-bins`")
+	}
+	port := strconv.Itoa(freePorts(s.t, 1)[0])
+	cmd := exec.Command(bin, "--root", s.root, "--config", filepath.Join("deploy", "temporal"), "--env", "ui", "start")
+	cmd.Env = append(os.Environ(), "TEMPORAL_UI_ADDRESS="+s.Addr, "TEMPORAL_UI_IP=127.0.0.1", "TEMPORAL_UI_PORT="+port)
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start temporal-ui-server: %v", err)
+	}
+	s.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	base := "http://127.0.0.1:" + port
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(base + "/api/v1/namespaces/default/search-attributes")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("temporal-ui-server on %s did not come up: %v\n%s", base, err, tail(s.log.Name()))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // registerNamespace creates the `default` namespace (the real server, unlike
