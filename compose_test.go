@@ -190,15 +190,15 @@ func TestComposeMatchesTheCode(t *testing.T) {
 
 // The Temporal part of docker-compose.yml is the durable server of
 // scripts/temporal-server.sh: deploy/temporal mounted and used (server
-// config, dynamic config, setup script), PostgreSQL for both stores, the
-// schema set up before the server starts and the namespace with every
-// search attribute after, 8 shards by default, the Web UI on loopback.
+// config, dynamic config, setup script, Web UI config), PostgreSQL for both
+// stores, the schema set up before the server starts and the namespace with
+// every search attribute after, 8 shards by default, the Web UI on loopback.
 func TestComposeTemporal(t *testing.T) {
 	compose := readCompose(t)
 	const mount = "/etc/seckill-temporal"
 	server, schema, setup, ui := compose.Services["temporal"], compose.Services["temporal-schema"],
 		compose.Services["temporal-setup"], compose.Services["temporal-ui"]
-	for name, svc := range map[string]types.ServiceConfig{"temporal": server, "temporal-schema": schema, "temporal-setup": setup} {
+	for name, svc := range map[string]types.ServiceConfig{"temporal": server, "temporal-schema": schema, "temporal-setup": setup, "temporal-ui": ui} {
 		require.Contains(t, mounts(t, svc), "./deploy/temporal:"+mount+":ro", "%s mounts the project's Temporal config", name)
 	}
 	for name, svc := range map[string]types.ServiceConfig{"postgresql": compose.Services["postgresql"], "temporal": server, "temporal-schema": schema,
@@ -248,8 +248,12 @@ func TestComposeTemporal(t *testing.T) {
 		"temporal-setup registers exactly the search attributes the workflows write")
 	require.Equal(t, "temporal:7233", env(setup, "TEMPORAL_ADDRESS"))
 
-	require.Equal(t, "temporal:7233", env(ui, "TEMPORAL_ADDRESS"))
+	// The Web UI runs deploy/temporal/ui.yaml against this server.
+	require.Contains(t, strings.Join(ui.Entrypoint, " "), "--root / --config "+strings.TrimPrefix(mount, "/")+" --env ui")
+	require.FileExists(t, filepath.Join("deploy", "temporal", "ui.yaml"))
+	require.Equal(t, "temporal:7233", env(ui, "TEMPORAL_UI_ADDRESS"))
 	require.Contains(t, published(ui), "127.0.0.1:8233:"+env(ui, "TEMPORAL_UI_PORT"), "the Web UI is published on loopback")
+	require.Equal(t, types.ServiceConditionCompletedSuccessfully, ui.DependsOn["temporal-setup"].Condition)
 }
 
 // listenPorts are the ports a compose service serves, from the settings
