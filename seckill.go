@@ -86,6 +86,9 @@ const (
 	SessionEnded    SessionState = "ENDED"
 	// SessionPaused: in its window, but an operator paused the orders.
 	SessionPaused SessionState = "PAUSED"
+	// SessionPreparing: in its window, but its stock is not loaded into
+	// Redis yet (not preheated): orders answer 503 until it is.
+	SessionPreparing SessionState = "PREPARING"
 )
 
 // StateAt tells the state of s at now given its remaining stock.

@@ -73,6 +73,10 @@ type Flow interface {
 	// the workflow has finished (it is never started again).
 	PayWithStart(ctx context.Context, req *seckill.OrderRequest, p *seckill.Payment) error
 	Cancel(ctx context.Context, orderNo, traceID string) error
+	// StartSession starts a session's life (preheat before the start,
+	// retire after the end); SessionChanged tells it the window moved.
+	StartSession(ctx context.Context, sessionID int64) (bool, error)
+	SessionChanged(ctx context.Context, sessionID int64) error
 	Ping(ctx context.Context) error
 }
 

@@ -103,6 +103,14 @@ func (s *Server) changeSession(action seckill.SessionAction) fiber.Handler {
 			return err
 		}
 		s.sessions.forget(id)
+		if action == seckill.ActionUpdate || action == seckill.ActionEnd {
+			// The session's life moves its preheat and retirement. Not
+			// fatal: the change is made; the life reads the session again
+			// at its next step anyway.
+			if err := s.flow.SessionChanged(ctx, id); err != nil {
+				s.log.Warn("session life not told of the change", "trace_id", traceID(c), "session_id", id, "error", err)
+			}
+		}
 		out := fiber.Map{"applied": applied}
 		if action == seckill.ActionAddStock {
 			// Also on a replay: the first attempt may have stopped between

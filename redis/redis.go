@@ -32,6 +32,7 @@
 //	fleet.lua (Fleet.Beat)         sets the member's expiry; a re-run moves it  yes
 //	                               by the retry's delay, well within its ttl
 //	ZREM (Fleet.Leave)             set semantics                               yes
+//	EXPIRE + SREM (Retire)         a second EXPIRE only restarts the ttl       yes
 //	HSCAN + HMGET (Unsettled)      reads                                       yes
 package redis
 
@@ -449,7 +450,7 @@ func (g *Gate) Stock(ctx context.Context, sessionID int64) (int, bool, error) {
 // pending starts.
 func (g *Gate) sessionsKey() string { return g.prefix + ":sessions" }
 
-// Sessions lists the sessions that were preheated.
+// Sessions lists the sessions that were preheated and not retired since.
 func (g *Gate) Sessions(ctx context.Context) ([]int64, error) {
 	vals, err := idempotent(ctx, func(ctx context.Context) ([]string, error) { return g.rdb.SMembers(ctx, g.sessionsKey()).Result() })
 	if err != nil {
@@ -462,6 +463,28 @@ func (g *Gate) Sessions(ctx context.Context) ([]int64, error) {
 		}
 	}
 	return ids, nil
+}
+
+// Retire lets a session that is over go: every key of it expires after
+// retain (order views, idempotency records and reservations stay readable
+// that long), and it leaves the set of preheated sessions at once, so the
+// relays and the scheduled reconcile stop visiting it. Idempotent.
+func (g *Gate) Retire(ctx context.Context, sessionID int64, retain time.Duration) error {
+	k := g.keys(sessionID)
+	err := retry(ctx, func(ctx context.Context) error {
+		_, err := g.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, key := range []string{k.stock, k.buyers, k.resv, k.pending, k.idem, k.orders, k.stockOps} {
+				p.Expire(ctx, key, retain)
+			}
+			p.SRem(ctx, g.sessionsKey(), sessionID)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return unavailable(err)
+	}
+	return nil
 }
 
 // Preheat loads stock into Redis if the session has none there yet, and

@@ -75,6 +75,8 @@ type Env struct {
 // Options tune an Env.
 type Options struct {
 	PayTimeout time.Duration // default 15m
+	// PreheatLead and RetainAfter are each session's life (defaults 5m, 24h).
+	PreheatLead, RetainAfter time.Duration
 	NoWorker   bool          // start no worker (tests that start their own)
 	NoAPI      bool
 	// Temporal dials Temporal even with NoWorker and NoAPI (a test that
@@ -183,7 +185,8 @@ func New(t testing.TB, o Options) *Env {
 
 	e.App = &app.Main{
 		Config: &app.Config{RedisPrefix: e.Prefix, TaskQueue: e.TaskQueue, TemporalNamespace: "default",
-			PayTimeout: o.PayTimeout, JWTSecret: string(JWTSecret), WebhookSecret: string(WebhookSecret), AdminToken: AdminToken},
+			PayTimeout: o.PayTimeout, PreheatLead: o.PreheatLead, RetainAfter: o.RetainAfter,
+			JWTSecret: string(JWTSecret), WebhookSecret: string(WebhookSecret), AdminToken: AdminToken},
 		DB: db, Redis: e.Redis, Gate: e.Gate, Log: e.Log, Sandbox: e.Provider,
 	}
 
