@@ -13,10 +13,11 @@ import (
 )
 
 func TestParseRedisInfo(t *testing.T) {
-	info := "# Stats\r\ntotal_connections_received:7\r\ntotal_net_input_bytes:1234\r\ntotal_net_output_bytes:5678\r\n\r\n" +
+	info := "# CPU\r\nused_cpu_sys:1.250000\r\nused_cpu_user:0.500001\r\nused_cpu_sys_children:9.0\r\n" +
+		"# Stats\r\ntotal_connections_received:7\r\ntotal_net_input_bytes:1234\r\ntotal_net_output_bytes:5678\r\n\r\n" +
 		"# Commandstats\r\ncmdstat_evalsha:calls=42,usec=900,usec_per_call=21.43,rejected_calls=0,failed_calls=1\r\n" +
 		"cmdstat_client|setinfo:calls=2,usec=3,usec_per_call=1.50,rejected_calls=0,failed_calls=0\r\n"
-	assert.Equal(t, capacity.Counts{"net_input_bytes": 1234, "net_output_bytes": 5678, "cmd:evalsha": 42, "cmd:client|setinfo": 2},
+	assert.Equal(t, capacity.Counts{"net_input_bytes": 1234, "net_output_bytes": 5678, "cmd:evalsha": 42, "cmd:client|setinfo": 2, "cpu_us": 1_750_001},
 		capacity.ParseRedisInfo(info))
 }
 
@@ -61,4 +62,12 @@ func TestReportMarkdown(t *testing.T) {
 	assert.Contains(t, out, "| poll_order | 2 | 0.0 | 1.00 |")
 	assert.NotContains(t, out, "cmd:get", "a counter no phase moved is left out")
 	assert.Contains(t, out, "| paid | 2 | 6.00 | 18.00 | signals 1, start 1 |")
+}
+
+func TestParseProcStat(t *testing.T) {
+	u, s, err := capacity.ParseProcStat("9209 (tem poral) R 9115 9115 21838 0 -1 4194304 125 0 0 0 31 7 0 0 20 0 1 0 100915")
+	require.NoError(t, err)
+	assert.Equal(t, []int64{31, 7}, []int64{u, s})
+	_, _, err = capacity.ParseProcStat("garbage")
+	assert.Error(t, err)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -11,9 +12,9 @@ import (
 )
 
 // Redis reads a redis-server's INFO: calls per command ("cmd:<name>", as
-// commandstats names them: "cmd:evalsha", "cmd:client|setinfo") and the
+// commandstats names them: "cmd:evalsha", "cmd:client|setinfo"), the
 // bytes in and out of every client ("net_input_bytes",
-// "net_output_bytes"). It counts the whole server: point it at one of the
+// "net_output_bytes") and the server's CPU time ("cpu_us"). It counts the whole server: point it at one of the
 // measurement's own. Its own INFO calls and their bytes are left out.
 type Redis struct {
 	// C should be a client of one connection speaking RESP2 (NewRedisProbe):
@@ -33,7 +34,7 @@ func NewRedisProbe(addr string) *Redis {
 
 // infoCommand is what Read sends; infoRequestBytes its RESP encoding's size.
 var (
-	infoCommand      = []any{"INFO", "stats", "commandstats"}
+	infoCommand      = []any{"INFO", "stats", "commandstats", "cpu"}
 	infoRequestBytes = float64(len(respArray(infoCommand)))
 )
 
@@ -68,8 +69,11 @@ func (r *Redis) Read(ctx context.Context) (Counts, error) {
 	return c, nil
 }
 
-// ParseRedisInfo reads the counters Redis reports in INFO stats and INFO
-// commandstats.
+// ParseRedisInfo reads the counters Redis reports in INFO stats, INFO
+// commandstats and INFO cpu: calls per command, network bytes, and the
+// server's CPU time in microseconds ("cpu_us", user and system: the
+// figure that says how many admissions one Redis core serves; it includes
+// the probe's own INFO calls, a few tens of microseconds each).
 func ParseRedisInfo(info string) Counts {
 	c := Counts{}
 	sc := bufio.NewScanner(strings.NewReader(info))
@@ -84,6 +88,8 @@ func ParseRedisInfo(info string) Counts {
 			c["net_input_bytes"] = atof(value)
 		case name == "total_net_output_bytes":
 			c["net_output_bytes"] = atof(value)
+		case name == "used_cpu_sys" || name == "used_cpu_user":
+			c["cpu_us"] += math.Round(atof(value) * 1e6)
 		case strings.HasPrefix(name, "cmdstat_"):
 			// cmdstat_evalsha:calls=3,usec=…,rejected_calls=0,failed_calls=0
 			for _, kv := range strings.Split(value, ",") {

@@ -60,7 +60,7 @@ func (r *Report) Phase(name string) *Phase {
 // a column per counter that any phase moved.
 func (r *Report) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "Measured %s (commit %s): %d orders per path, pay timeout %s.\n", r.Date, r.Commit, r.OrdersPerPath, r.PayTimeout)
-	for _, server := range []string{"redis", "mysql", "temporal"} {
+	for _, server := range r.servers() {
 		cols := map[string]bool{}
 		for _, p := range r.Phases {
 			for k, v := range p.Per[server] {
@@ -105,4 +105,29 @@ func (r *Report) Markdown(w io.Writer) {
 		sort.Strings(kinds)
 		fmt.Fprintf(w, "| %s | %d | %.2f | %.2f | %s |\n", p, h.Orders, h.Actions, h.Events, strings.Join(kinds, ", "))
 	}
+}
+
+// servers are the servers the phases counted: Redis, MySQL and Temporal
+// first, then the processes.
+func (r *Report) servers() []string {
+	seen := map[string]bool{}
+	var others []string
+	for _, p := range r.Phases {
+		for s := range p.Per {
+			if !seen[s] {
+				seen[s] = true
+				if s != "redis" && s != "mysql" && s != "temporal" {
+					others = append(others, s)
+				}
+			}
+		}
+	}
+	sort.Strings(others)
+	var out []string
+	for _, s := range []string{"redis", "mysql", "temporal"} {
+		if seen[s] {
+			out = append(out, s)
+		}
+	}
+	return append(out, others...)
 }
