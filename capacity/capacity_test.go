@@ -17,7 +17,8 @@ func TestParseRedisInfo(t *testing.T) {
 		"# Stats\r\ntotal_connections_received:7\r\ntotal_net_input_bytes:1234\r\ntotal_net_output_bytes:5678\r\n\r\n" +
 		"# Commandstats\r\ncmdstat_evalsha:calls=42,usec=900,usec_per_call=21.43,rejected_calls=0,failed_calls=1\r\n" +
 		"cmdstat_client|setinfo:calls=2,usec=3,usec_per_call=1.50,rejected_calls=0,failed_calls=0\r\n"
-	assert.Equal(t, capacity.Counts{"net_input_bytes": 1234, "net_output_bytes": 5678, "cmd:evalsha": 42, "cmd:client|setinfo": 2, "cpu_us": 1_750_001},
+	assert.Equal(t, capacity.Counts{"net_input_bytes": 1234, "net_output_bytes": 5678, "cmd:evalsha": 42, "usec:evalsha": 900,
+		"cmd:client|setinfo": 2, "usec:client|setinfo": 3, "cpu_us": 1_750_001},
 		capacity.ParseRedisInfo(info))
 }
 

@@ -54,9 +54,12 @@ func TestMeasure(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, PayTimeout: payTimeout, SessionCacheTTL: time.Second,
 		Limits: api.Limits{Global: 20000, User: 5}})
 
+	// What the API and the worker send, next to what Redis runs.
+	sent := capacity.NewRedisClient()
+	e.Redis.AddHook(sent)
 	probe := capacity.NewRedisProbe(redisAddr)
 	t.Cleanup(func() { probe.C.Close() })
-	m := &capacity.Meter{Sources: []capacity.Source{probe, &capacity.MySQL{DB: root, User: user}}}
+	m := &capacity.Meter{Sources: []capacity.Source{probe, sent, &capacity.MySQL{DB: root, User: user}}}
 	if url := os.Getenv("SECKILL_CAPACITY_TEMPORAL_METRICS"); url != "" {
 		m.Sources = append(m.Sources, &capacity.Temporal{URL: url})
 	}
@@ -237,7 +240,7 @@ func checkCounts(t *testing.T, rep *capacity.Report) {
 	// limit and the admission; a loser after the sell-out none.
 	pin("admission_winner", "redis", "cmd:evalsha", 2)
 	pin("admission_loser_script", "redis", "cmd:evalsha", 2)
-	pin("admission_loser_soldout_flag", "redis", "net_input_bytes", 0)
+	pin("admission_loser_soldout_flag", "redis_client", "round_trips", 0)
 	pin("admission_loser_soldout_flag", "mysql", "select_commands", 0)
 	// Losers never reach MySQL; a winner's admission neither (the session
 	// comes from memory, refreshed once a second per process).
@@ -250,8 +253,13 @@ func checkCounts(t *testing.T, rep *capacity.Report) {
 	pin("cancel", "mysql", "rows_deleted", 1)
 	pin("timeout", "mysql", "rows_inserted", 1)
 	pin("timeout", "mysql", "rows_deleted", 1)
+	// A winner's admission is three round trips: the two scripts and the
+	// starter clearing the pending-start entry after the start.
+	pin("admission_winner", "redis_client", "round_trips", 3)
+	pin("admission_loser_script", "redis_client", "round_trips", 2)
 	// Polling an order is one Redis read, no MySQL.
 	pin("poll_order", "redis", "cmd:hmget", 1)
+	pin("poll_order", "redis_client", "round_trips", 1)
 	pin("poll_order", "mysql", "select_commands", 0)
 	// Temporal's billable actions per path (TestActionsPerOrder pins their kinds).
 	assert.InDelta(t, 6, rep.Histories["paid"].Actions, 0.01)

@@ -12,7 +12,9 @@ import (
 )
 
 // Redis reads a redis-server's INFO: calls per command ("cmd:<name>", as
-// commandstats names them: "cmd:evalsha", "cmd:client|setinfo"), the
+// commandstats names them: "cmd:evalsha", "cmd:client|setinfo"; commands a
+// script calls count too) and the microseconds spent in them
+// ("usec:<name>"), the
 // bytes in and out of every client ("net_input_bytes",
 // "net_output_bytes") and the server's CPU time ("cpu_us"). It counts the whole server: point it at one of the
 // measurement's own. Its own INFO calls and their bytes are left out.
@@ -64,6 +66,7 @@ func (r *Redis) Read(ctx context.Context) (Counts, error) {
 	r.selfOut += r.lastReplySize
 	r.lastReplySize = float64(len(fmt.Sprintf("$%d\r\n", len(s))) + len(s) + 2)
 	c["cmd:info"] -= float64(r.reads)
+	delete(c, "usec:info") // the probe's own, mostly
 	c["net_input_bytes"] -= r.selfIn
 	c["net_output_bytes"] -= r.selfOut
 	return c, nil
@@ -92,9 +95,15 @@ func ParseRedisInfo(info string) Counts {
 			c["cpu_us"] += math.Round(atof(value) * 1e6)
 		case strings.HasPrefix(name, "cmdstat_"):
 			// cmdstat_evalsha:calls=3,usec=…,rejected_calls=0,failed_calls=0
+			// (a script's usec includes the commands it calls, which
+			// are counted under their own names too).
+			cmd := strings.TrimPrefix(name, "cmdstat_")
 			for _, kv := range strings.Split(value, ",") {
-				if k, v, ok := strings.Cut(kv, "="); ok && k == "calls" {
-					c["cmd:"+strings.TrimPrefix(name, "cmdstat_")] = atof(v)
+				switch k, v, _ := strings.Cut(kv, "="); k {
+				case "calls":
+					c["cmd:"+cmd] = atof(v)
+				case "usec":
+					c["usec:"+cmd] = atof(v)
 				}
 			}
 		}
