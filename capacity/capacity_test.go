@@ -2,9 +2,11 @@ package capacity_test
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -71,4 +73,18 @@ func TestParseProcStat(t *testing.T) {
 	assert.Equal(t, []int64{31, 7}, []int64{u, s})
 	_, _, err = capacity.ParseProcStat("garbage")
 	assert.Error(t, err)
+}
+
+func TestRedisClient_countsRoundTrips(t *testing.T) {
+	r := capacity.NewRedisClient()
+	process := r.ProcessHook(func(context.Context, goredis.Cmder) error { return nil })
+	pipeline := r.ProcessPipelineHook(func(context.Context, []goredis.Cmder) error { return nil })
+	ctx := context.Background()
+	require.NoError(t, process(ctx, goredis.NewCmd(ctx, "EVALSHA", "x", 0)))
+	require.NoError(t, pipeline(ctx, []goredis.Cmder{goredis.NewCmd(ctx, "HMGET", "k", "f"), goredis.NewCmd(ctx, "ZREM", "k", "m")}))
+	require.NoError(t, pipeline(ctx, []goredis.Cmder{goredis.NewCmd(ctx, "HELLO", 3), goredis.NewCmd(ctx, "CLIENT", "SETINFO", "x", "y")}))
+	c, err := r.Read(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, capacity.Counts{"round_trips": 2, "conn_setups": 1, "sent:evalsha": 1, "sent:hmget": 1, "sent:zrem": 1,
+		"sent:hello": 1, "sent:client": 1}, c)
 }

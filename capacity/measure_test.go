@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,6 +138,28 @@ func TestMeasure(t *testing.T) {
 		require.Equal(t, 409, client.StatusCode(err), "a second unit for a shopper with limit 1: %v", err)
 	}
 	rep.Phases = append(rep.Phases, capacity.Measure("admission_loser_script", 3*n, before, read(), idleAPI))
+
+	// The same losers again, 32 at a time, as in a burst: the gate
+	// coalesces their admissions into fewer script calls (the per-user
+	// limit's script still runs once each).
+	before = read()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	codes := make([]int, len(shoppers))
+	for i, s := range shoppers {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			_, err := s.Buy(ctx, sess.ID, client.BuyOptions{})
+			codes[i] = client.StatusCode(err)
+		}()
+	}
+	wg.Wait()
+	for i, c := range codes {
+		require.Equal(t, 409, c, "shopper %d's third request", i+1)
+	}
+	rep.Phases = append(rep.Phases, capacity.Measure("admission_loser_script_c32", 3*n, before, read(), idleAPI))
 
 	before = read()
 	for _, s := range late {

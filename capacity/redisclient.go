@@ -10,8 +10,9 @@ import (
 )
 
 // RedisClient counts what a go-redis client sends (a Hook): round trips
-// ("round_trips": a command, or a pipeline or transaction as one) and
-// commands by name ("sent:evalsha"). Next to the server's counts (Redis),
+// ("round_trips": a command, or a pipeline or transaction as one; a new
+// connection's handshake apart, "conn_setups") and commands by name
+// ("sent:evalsha"). Next to the server's counts (Redis),
 // which also count the commands the scripts call inside Redis, it tells
 // network round trips from work inside a script.
 type RedisClient struct {
@@ -38,11 +39,22 @@ func (r *RedisClient) Read(context.Context) (Counts, error) {
 func (r *RedisClient) count(cmds []goredis.Cmder) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.c["round_trips"]++
+	setup := true
 	for _, c := range cmds {
-		r.c["sent:"+strings.ToLower(c.Name())]++
+		name := strings.ToLower(c.Name())
+		r.c["sent:"+name]++
+		setup = setup && connSetup[name]
+	}
+	// A new pooled connection's handshake is not the work's round trip.
+	if setup {
+		r.c["conn_setups"]++
+	} else {
+		r.c["round_trips"]++
 	}
 }
+
+// connSetup are the commands go-redis sends on a new connection.
+var connSetup = map[string]bool{"hello": true, "client": true, "auth": true, "select": true}
 
 func (r *RedisClient) DialHook(next goredis.DialHook) goredis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
