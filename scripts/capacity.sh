@@ -28,6 +28,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out="${CAPACITY_OUT:-capacity-report}"
+case "$out" in /*) ;; *) out="$PWD/$out" ;; esac # go test runs in the package's directory
 port="${CAPACITY_TEMPORAL_PORT:-7501}"
 export TEMPORAL_PORT="$port" TEMPORAL_UI_PORT="$((port + 1000))" TEMPORAL_METRICS_PORT="$((port + 2000))"
 
