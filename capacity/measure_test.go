@@ -35,14 +35,14 @@ import (
 // that the counts stay what docs/CAPACITY.md says.
 //
 // Env: SECKILL_CAPACITY_ORDERS (orders per path, 10),
-// SECKILL_CAPACITY_PAY_TIMEOUT (20s: must outlast the admission, creation,
+// SECKILL_CAPACITY_PAY_TIMEOUT (30s: must outlast the admission, creation,
 // payment and cancel phases), SECKILL_CAPACITY_TEMPORAL_METRICS (the
 // Temporal server's /metrics URL; unset: no persistence counts),
 // SECKILL_CAPACITY_OUT (a file prefix: writes <prefix>.json and .md).
 func TestMeasure(t *testing.T) {
 	testenv.SkipShort(t, "MariaDB, redis-server and the Temporal dev server")
 	n := envInt(t, "SECKILL_CAPACITY_ORDERS", 10)
-	payTimeout, err := time.ParseDuration(envOr("SECKILL_CAPACITY_PAY_TIMEOUT", "20s"))
+	payTimeout, err := time.ParseDuration(envOr("SECKILL_CAPACITY_PAY_TIMEOUT", "30s"))
 	require.NoError(t, err)
 	ctx := context.Background()
 
