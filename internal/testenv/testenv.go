@@ -104,6 +104,10 @@ type Options struct {
 	// sets its read timeout (go-redis's default when zero).
 	RedisAddr        string
 	RedisReadTimeout time.Duration
+	// SessionCacheTTL is how long the API keeps session metadata in
+	// memory (50 ms unless set, so tests see edits at once; production's
+	// is 1 s, which a test counting MySQL queries per admission needs).
+	SessionCacheTTL time.Duration
 }
 
 func env(name, def string) string {
@@ -254,6 +258,9 @@ func (e *Env) startAPI(o Options) {
 	cfg := e.App.APIConfig(o.Dev)
 	cfg.Limits, cfg.Starter = o.Limits, o.Starter
 	cfg.SessionCacheTTL = 50 * time.Millisecond
+	if o.SessionCacheTTL > 0 {
+		cfg.SessionCacheTTL = o.SessionCacheTTL
+	}
 	if o.RedisAddr != "" {
 		rdb := redis.NewClient(&goredis.Options{Addr: o.RedisAddr, PoolSize: 64, ReadTimeout: o.RedisReadTimeout})
 		e.T.Cleanup(func() { rdb.Close() })
