@@ -30,6 +30,7 @@ type Store interface {
 	Session(ctx context.Context, id int64) (*seckill.Session, int, error)
 	OpenSessions(ctx context.Context, now time.Time, limit int) ([]*seckill.Session, error)
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
+	UserOrders(ctx context.Context, userID, before int64, limit int) ([]*seckill.Order, int64, error)
 	ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error)
 	PaymentSeen(ctx context.Context, paymentID, eventID string) (bool, error)
 	RecordPayment(ctx context.Context, p *seckill.Payment) error
@@ -268,6 +269,7 @@ func (s *Server) App() *fiber.App {
 	v1.Get("/sessions/:id", s.readLimit, s.getSession)
 	v1.Post("/sessions/:id/orders", s.globalLimit, s.soldOutFast, s.shopper, s.createOrder)
 	v1.Post("/sessions/:id/ticket", s.globalLimit, s.shopper, s.issueTicket)
+	v1.Get("/orders", s.readLimit, s.shopper, s.listOrders)
 	v1.Get("/orders/:order_no", s.readLimit, s.shopper, s.getOrder)
 	v1.Post("/orders/:order_no/cancel", s.shopper, s.cancelOrder)
 	v1.Post("/payments/webhook", s.webhook)

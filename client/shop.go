@@ -89,6 +89,35 @@ func (c *Client) Order(ctx context.Context, orderNo string) (*seckill.Order, err
 	return &o, nil
 }
 
+// OrderPage is one page of the shopper's orders, newest first; NextCursor
+// is empty on the last page.
+type OrderPage struct {
+	Orders     []seckill.Order `json:"orders"`
+	NextCursor string          `json:"next_cursor"`
+}
+
+// Orders lists the shopper's orders newest first, limit a page (0: the
+// API's default), from cursor ("" for the first page). An order is listed
+// once its row exists (within a second of the 202).
+func (c *Client) Orders(ctx context.Context, cursor string, limit int) (*OrderPage, error) {
+	q := url.Values{}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := "/api/v1/orders"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var p OrderPage
+	if err := c.get(ctx, path, c.Token, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
 // DefaultPollInterval is WaitOrder's pause between two polls when the
 // client's PollInterval is 0.
 const DefaultPollInterval = 50 * time.Millisecond

@@ -282,6 +282,47 @@ func TestBrowserUpcoming(t *testing.T) {
 	e.RequireInvariants(sess.ID)
 }
 
+// (e) a sale that requires a purchase ticket: the page fetches one and
+// sends it with the buy (a buy without one is refused); the order shows in
+// My orders and follows its status there; Show opens it again.
+func TestBrowserTicketAndMyOrders(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	now := time.Now().UTC()
+	sess := &seckill.Session{SKUID: 4, Title: "Ticketed sale", PriceCents: 300, TotalStock: 2, PerUserLimit: 1,
+		StartAt: now.Add(-time.Minute), EndAt: now.Add(time.Hour), RequireTicket: true}
+	require.NoError(t, e.DB.CreateSession(ctx, sess))
+	_, err := e.Gate.Preheat(ctx, sess.ID, sess.TotalStock)
+	require.NoError(t, err)
+	testenv.RequireError(t, e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), e.Token(10), nil),
+		http.StatusForbidden, "FORBIDDEN", "purchase ticket")
+
+	p := openShop(t, e, "/")
+	c := card(sess.ID)
+	p.do(wait(c + `[data-state="ACTIVE"]`))
+	p.pasteToken(9)
+	p.do(
+		wait(`#my-orders-empty`),
+		click(c+` button[data-role="buy"]`),
+		wait(`#order[data-status="WAIT_PAY"]`),
+	)
+	no := p.attr("#order", "data-order-no")
+	mine := fmt.Sprintf(`#my-orders-list li[data-order-no=%q]`, no)
+	p.do(
+		wait(mine+`[data-status="WAIT_PAY"]`),
+		click("#cancel-btn"),
+		wait(`#order[data-status="CLOSED"]`),
+		wait(mine+`[data-status="CLOSED"]`),
+		click("#order-dismiss"),
+		chromedp.WaitNotVisible(chromedp.CSS("#order")),
+		click(mine+` button[data-role="open"]`),
+		wait(fmt.Sprintf(`#order[data-order-no=%q][data-status="CLOSED"]`, no)),
+	)
+	require.Contains(t, p.text(mine), "total 3.00")
+	waitOrder(e, 9, no, seckill.StatusClosed)
+	e.RequireInvariants(sess.ID)
+}
+
 // visible reports whether sel matches a rendered element right now.
 func (p *page) visible(sel string) bool {
 	p.t.Helper()

@@ -25,6 +25,7 @@
     LIMIT_EXCEEDED: "You already hold as many units of this sale as one shopper may buy.",
     NOT_STARTED: "This sale has not started yet. Buying opens when the countdown ends.",
     ENDED: "This sale has ended.",
+    PAUSED: "The sale is paused for a moment. Please try again shortly.",
     RATE_LIMITED: "Too many attempts right now. Please wait {retry} and try again.",
     UNAVAILABLE: "The shop is very busy or a service is briefly down. Please try again in a moment.",
     UNAUTHENTICATED: "You are not signed in, or your token has expired. Paste a fresh shopper token above.",
@@ -175,11 +176,13 @@
     setToken(tok);
     clearMessage();
     resumeOrder();
+    loadMyOrders(false);
   });
 
   $("token-clear").addEventListener("click", function () {
     setToken("");
     forgetOrder();
+    loadMyOrders(false);
   });
 
   if (DEV) {
@@ -191,6 +194,7 @@
         setToken(r.data.token);
         clearMessage();
         resumeOrder();
+        loadMyOrders(false);
       });
     });
   }
@@ -300,7 +304,7 @@
       var btn = li.querySelector('[data-role="buy"]');
       var open = state === "ACTIVE" && t < end;
       btn.disabled = !open || busy;
-      btn.textContent = open ? "Buy" : { UPCOMING: "Not started", SOLD_OUT: "Sold out", ENDED: "Ended" }[state] || "Closed";
+      btn.textContent = open ? "Buy" : { UPCOMING: "Not started", SOLD_OUT: "Sold out", ENDED: "Ended", PAUSED: "Paused", PREPARING: "Preparing…" }[state] || "Closed";
       li.querySelector('[data-role="qty"]').disabled = !open;
     });
     renderDeadline();
@@ -330,18 +334,36 @@
     busy = true;
     tick();
     var qty = parseInt(li.querySelector('[data-role="qty"]').value, 10) || 1;
-    sendBuy(sessionID, qty, newKey(), 1);
+    var key = newKey();
+    if (!(li._session && li._session.require_ticket)) {
+      sendBuy(sessionID, qty, key, "", 1);
+      return;
+    }
+    // A sale that requires a purchase ticket: fetch one first. The first
+    // purchase that presents it binds it to this click's key, so the
+    // retries with the key may present it again.
+    call("POST", "/api/v1/sessions/" + sessionID + "/ticket", {}, true).then(function (r) {
+      if (!r.ok) {
+        busy = false;
+        showError(r.error);
+        tick();
+        return;
+      }
+      sendBuy(sessionID, qty, key, r.data.ticket, 1);
+    });
   }
 
-  function sendBuy(sessionID, qty, key, attempt) {
+  function sendBuy(sessionID, qty, key, ticket, attempt) {
     var path = "/api/v1/sessions/" + sessionID + "/orders";
-    call("POST", path, { quantity: qty }, true, { "Idempotency-Key": key }).then(function (r) {
+    var headers = { "Idempotency-Key": key };
+    if (ticket) headers["X-Seckill-Ticket"] = ticket;
+    call("POST", path, { quantity: qty }, true, headers).then(function (r) {
       var unknown = !r.ok && (r.status === 0 || r.status === 503);
       if (unknown && attempt < BUY_TRIES) {
         var wait = Math.min(BUY_BACKOFF * Math.pow(2, attempt - 1), 8000);
         if (r.error.retry > 0) wait = Math.max(wait, r.error.retry * 1000);
         showMessage("Confirming your purchase… (the shop is busy; retrying)", "PENDING", r.error.trace_id);
-        setTimeout(function () { sendBuy(sessionID, qty, key, attempt + 1); }, wait + Math.random() * 250);
+        setTimeout(function () { sendBuy(sessionID, qty, key, ticket, attempt + 1); }, wait + Math.random() * 250);
         return;
       }
       busy = false;
@@ -403,6 +425,7 @@
       order = r.data;
       // A note such as "payment sent" has done its job once the status moved.
       if (order.status !== was && $("message").dataset.code === "OK") clearMessage();
+      if (order.status !== was) loadMyOrders();
       renderOrder();
       if (FINAL[order.status]) {
         if (order.status !== was) refreshSoon(); // a close gave stock back
@@ -485,6 +508,57 @@
     forgetOrder();
   });
 
+  // ---- my orders ----------------------------------------------------------
+
+  var myCursor = ""; // where the next page starts ("" = no more)
+
+  // loadMyOrders shows the shopper's orders, newest first (the first page;
+  // "More" appends the next). Asked on sign-in, when the current order's
+  // status moves, and on Refresh: never on a timer.
+  function loadMyOrders(more) {
+    if (!token()) {
+      renderMyOrders([], false);
+      return;
+    }
+    var path = "/api/v1/orders?limit=10" + (more && myCursor ? "&cursor=" + encodeURIComponent(myCursor) : "");
+    call("GET", path, undefined, true).then(function (r) {
+      if (!r.ok) {
+        if (r.error.code !== "UNAUTHENTICATED") showError(r.error);
+        return;
+      }
+      myCursor = r.data.next_cursor || "";
+      renderMyOrders(r.data.orders || [], more);
+    });
+  }
+
+  function renderMyOrders(list, append) {
+    var ul = $("my-orders-list");
+    if (!append) ul.textContent = "";
+    list.forEach(function (o) {
+      var li = $("my-order-template").content.firstElementChild.cloneNode(true);
+      li.dataset.orderNo = o.order_no;
+      li.dataset.status = o.status;
+      li.querySelector('[data-role="no"]').textContent = o.order_no;
+      var badge = li.querySelector('[data-role="status"]');
+      badge.textContent = o.status.replace("_", " ");
+      badge.dataset.status = o.status;
+      li.querySelector('[data-role="detail"]').textContent = "sale " + o.session_id + " · " + o.quantity +
+        (o.quantity === 1 ? " unit" : " units") + ", total " + money(o.amount_cents) + " · " + new Date(o.created_at).toLocaleString();
+      li.querySelector('[data-role="open"]').addEventListener("click", function () {
+        clearMessage();
+        setOrder(o);
+        if (!FINAL[o.status]) schedulePoll(0);
+      });
+      ul.appendChild(li);
+    });
+    $("my-orders").hidden = !token();
+    $("my-orders-empty").hidden = ul.children.length > 0;
+    $("my-orders-more").hidden = !myCursor;
+  }
+
+  $("my-orders-refresh").addEventListener("click", function () { loadMyOrders(false); });
+  $("my-orders-more").addEventListener("click", function () { loadMyOrders(true); });
+
   // ---- start --------------------------------------------------------------
 
   document.addEventListener("visibilitychange", function () {
@@ -497,5 +571,6 @@
   renderIdentity();
   loadSessions();
   resumeOrder();
+  loadMyOrders(false);
   setInterval(tick, 1000);
 })();

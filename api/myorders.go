@@ -1,0 +1,72 @@
+package api
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+)
+
+// Page sizes of GET /api/v1/orders.
+const (
+	defaultOrdersPage = 20
+	maxOrdersPage     = 100
+)
+
+// ordersCursor encodes where the next page starts. Opaque to clients (its
+// shape may change); only this API reads it back.
+func ordersCursor(rowID int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("o" + strconv.FormatInt(rowID, 10)))
+}
+
+func parseOrdersCursor(raw string) (int64, error) {
+	b, err := base64.RawURLEncoding.DecodeString(raw)
+	if err == nil {
+		if s, ok := strings.CutPrefix(string(b), "o"); ok {
+			if id, err := strconv.ParseInt(s, 10, 64); err == nil && id > 0 {
+				return id, nil
+			}
+		}
+	}
+	return 0, seckill.Errorf(seckill.EINVALID, "cursor is not one this API returned (pass next_cursor as it came)")
+}
+
+// listOrders: GET /api/v1/orders[?limit=N&cursor=C], the signed-in
+// shopper's orders newest first, from MySQL: an order appears once its row
+// exists (within a second of the 202, while it is QUEUED it is not listed
+// yet). next_cursor is absent on the last page.
+func (s *Server) listOrders(c *fiber.Ctx) error {
+	limit := defaultOrdersPage
+	if raw := c.Query("limit"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > maxOrdersPage {
+			return seckill.Errorf(seckill.EINVALID, "limit must be an integer between 1 and %d", maxOrdersPage)
+		}
+		limit = n
+	}
+	var before int64
+	if raw := c.Query("cursor"); raw != "" {
+		var err error
+		if before, err = parseOrdersCursor(raw); err != nil {
+			return err
+		}
+	}
+	orders, next, err := s.store.UserOrders(c.UserContext(), userID(c), before, limit)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Orders     []orderJSON `json:"orders"`
+		NextCursor string      `json:"next_cursor,omitempty"`
+	}{Orders: make([]orderJSON, len(orders))}
+	for i, o := range orders {
+		out.Orders[i] = orderView(o)
+	}
+	if next > 0 {
+		out.NextCursor = ordersCursor(next)
+	}
+	return c.JSON(out)
+}

@@ -1,0 +1,64 @@
+package api_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/internal/testenv"
+)
+
+// A shopper lists their own orders, newest first, a page at a time; nobody
+// else's; a bad limit or cursor is refused with what was wrong.
+func TestListMyOrders(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	sess := e.Session(10, 3, 250)
+	ctx := context.Background()
+	alice, bob := e.Shopper(31), e.Shopper(32)
+	var placed []string
+	for range 3 {
+		a, err := alice.Buy(ctx, sess.ID, client.BuyOptions{})
+		require.NoError(t, err)
+		e.WaitStatus(e.Token(31), a.OrderNo, 20*time.Second, seckill.StatusWaitPay)
+		placed = append(placed, a.OrderNo)
+	}
+	b, err := bob.Buy(ctx, sess.ID, client.BuyOptions{})
+	require.NoError(t, err)
+	e.WaitStatus(e.Token(32), b.OrderNo, 20*time.Second, seckill.StatusWaitPay)
+
+	first, err := alice.Orders(ctx, "", 2)
+	require.NoError(t, err)
+	require.Len(t, first.Orders, 2)
+	require.Equal(t, placed[2], first.Orders[0].OrderNo, "newest first")
+	require.Equal(t, placed[1], first.Orders[1].OrderNo)
+	require.Equal(t, int64(31), first.Orders[0].UserID)
+	require.Equal(t, int64(250), first.Orders[0].AmountCents)
+	require.Equal(t, seckill.StatusWaitPay, first.Orders[0].Status)
+	require.NotEmpty(t, first.NextCursor)
+	rest, err := alice.Orders(ctx, first.NextCursor, 2)
+	require.NoError(t, err)
+	require.Len(t, rest.Orders, 1)
+	require.Equal(t, placed[0], rest.Orders[0].OrderNo)
+	require.Empty(t, rest.NextCursor, "the last page")
+	all, err := bob.Orders(ctx, "", 0)
+	require.NoError(t, err)
+	require.Len(t, all.Orders, 1, "only the shopper's own")
+	require.Equal(t, b.OrderNo, all.Orders[0].OrderNo)
+	none, err := e.Shopper(33).Orders(ctx, "", 0)
+	require.NoError(t, err)
+	require.Empty(t, none.Orders)
+
+	tok := e.Token(31)
+	testenv.RequireError(t, e.Do("GET", "/api/v1/orders", "", nil), 401, "UNAUTHENTICATED", "")
+	for q, msg := range map[string]string{
+		"?limit=0": "limit", "?limit=101": "limit", "?limit=x": "limit",
+		"?cursor=!!": "cursor", "?cursor=bzA": "cursor", "?cursor=" + "eDEy": "cursor",
+	} {
+		testenv.RequireError(t, e.Do("GET", "/api/v1/orders"+q, tok, nil), 400, "INVALID_ARGUMENT", msg)
+	}
+	e.RequireInvariants(sess.ID)
+}
