@@ -105,7 +105,7 @@ func (m *Main) Activities() *activities.Activities {
 
 // Refunds are the refund steps with the configured provider.
 func (m *Main) Refunds() *activities.Refunds {
-	return &activities.Refunds{Store: m.DB, Gate: m.Gate, Provider: m.Provider(), Metrics: m.Metrics}
+	return &activities.Refunds{Store: m.DB, Gate: m.Gate, Provider: m.RefundProvider(), Metrics: m.Metrics}
 }
 
 // Reconciler is the scheduled reconcile and the sale metrics' source.
@@ -113,8 +113,18 @@ func (m *Main) Reconciler() *activities.Reconciler {
 	return &activities.Reconciler{Store: m.DB, Gate: m.Gate, Policy: m.Policy}
 }
 
-// Provider is the payment provider; the sandbox is the one built in, and
-// Config.RequireProvider has made sure it was chosen on purpose.
+// RefundProvider is where refunds go: the configured provider, or the
+// sandbox (which Config.RequireProvider made sure was chosen on purpose,
+// or `seckill dev` chose).
+func (m *Main) RefundProvider() seckill.PaymentProvider {
+	if p, err := m.Config.provider(); err == nil && p != nil {
+		return p
+	}
+	return m.Provider()
+}
+
+// Provider is the sandbox payment provider: the dev endpoints pay through
+// it, and refunds go to it when it is the configured provider.
 func (m *Main) Provider() *sandbox.Provider {
 	if m.Sandbox == nil {
 		m.Sandbox = &sandbox.Provider{APIBase: m.Config.APIBase(), Secret: []byte(m.Config.WebhookSecret)}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/refundhttp"
 	"github.com/seckill/seckill/relay"
 )
 
@@ -47,6 +48,11 @@ type Config struct {
 	ProxyHeader     string        `env:"SECKILL_PROXY_HEADER"`
 	TrustedProxies  string        `env:"SECKILL_TRUSTED_PROXIES"`
 	PaymentProvider string        `env:"SECKILL_PAYMENT_PROVIDER"`
+	// PaymentRefundURL and PaymentProviderSecret configure the http
+	// provider (package refundhttp): where refunds are sent, and the key
+	// that signs them.
+	PaymentRefundURL      string `env:"SECKILL_PAYMENT_REFUND_URL"`
+	PaymentProviderSecret string `env:"SECKILL_PAYMENT_PROVIDER_SECRET"`
 	ReconcileEvery  time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
 	EagerStart      bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
 	PprofAddr       string        `env:"SECKILL_PPROF_ADDR"`
@@ -83,8 +89,8 @@ func LoadConfig() (*Config, error) {
 	if c.PayTimeout <= 0 || c.SweepGrace <= 0 || c.RelayMinAge <= 0 || c.RetainAfter <= 0 || c.PreheatLead <= 0 {
 		return nil, errors.New("SECKILL_PAY_TIMEOUT, SECKILL_SWEEP_GRACE, SECKILL_RELAY_MIN_AGE, SECKILL_PREHEAT_LEAD and SECKILL_RETAIN_AFTER must be positive durations")
 	}
-	if c.PaymentProvider != "" && c.PaymentProvider != SandboxProvider {
-		return nil, fmt.Errorf("SECKILL_PAYMENT_PROVIDER=%q: only %q is built in (see the seckill.PaymentProvider interface)", c.PaymentProvider, SandboxProvider)
+	if _, err := c.provider(); err != nil {
+		return nil, err
 	}
 	if c.ObserveEvery <= 0 {
 		return nil, errors.New("SECKILL_OBSERVE_EVERY must be a positive duration")
@@ -98,9 +104,29 @@ func LoadConfig() (*Config, error) {
 	return &c, nil
 }
 
-// SandboxProvider is the one payment provider built in: it refunds nothing
-// real (it records refunds in memory), so it must be asked for by name.
-const SandboxProvider = "sandbox"
+// The payment providers, by SECKILL_PAYMENT_PROVIDER. SandboxProvider
+// refunds nothing real (it records refunds in memory), so it must be asked
+// for by name; HTTPProvider sends each refund, signed, to the team's own
+// adapter at SECKILL_PAYMENT_REFUND_URL (package refundhttp).
+const (
+	SandboxProvider = "sandbox"
+	HTTPProvider    = "http"
+)
+
+// provider builds the configured refund provider: nil for the sandbox (the
+// process's own, see Main.Provider) and when none is named; an error when
+// the name is unknown or its settings do not hold.
+func (c *Config) provider() (seckill.PaymentProvider, error) {
+	switch c.PaymentProvider {
+	case "", SandboxProvider:
+		return nil, nil
+	case HTTPProvider:
+		return refundhttp.New(c.PaymentRefundURL, []byte(c.PaymentProviderSecret))
+	default:
+		return nil, fmt.Errorf("SECKILL_PAYMENT_PROVIDER=%q: the providers are %q (dev and tests) and %q (your adapter at SECKILL_PAYMENT_REFUND_URL); see the README to add one",
+			c.PaymentProvider, SandboxProvider, HTTPProvider)
+	}
+}
 
 // RequireProvider refuses to run refunds without a provider chosen
 // explicitly. A worker that defaulted to the sandbox in production would

@@ -180,3 +180,27 @@ func TestDefaultsAreSpelledAsTheBinaryHasThem(t *testing.T) {
 	require.Equal(t, seckill.DefaultSweepGrace, c.SweepGrace)
 	require.Equal(t, relay.DefaultMinAge, c.RelayMinAge)
 }
+
+// The payment provider is chosen by configuration: an unknown name or an
+// http provider without its URL or secret stops the command at start,
+// naming what is wrong; a complete one is what refunds go to.
+func TestPaymentProviderByConfiguration(t *testing.T) {
+	t.Setenv("SECKILL_PAYMENT_PROVIDER", "stripe")
+	_, err := LoadConfig()
+	require.ErrorContains(t, err, `"sandbox"`)
+	require.ErrorContains(t, err, `"http"`)
+	t.Setenv("SECKILL_PAYMENT_PROVIDER", HTTPProvider)
+	_, err = LoadConfig()
+	require.ErrorContains(t, err, "SECKILL_PAYMENT_REFUND_URL")
+	t.Setenv("SECKILL_PAYMENT_REFUND_URL", "https://refunds.internal/v1/refunds")
+	_, err = LoadConfig()
+	require.ErrorContains(t, err, "SECKILL_PAYMENT_PROVIDER_SECRET")
+	t.Setenv("SECKILL_PAYMENT_PROVIDER_SECRET", "0123456789abcdef0123")
+	c, err := LoadConfig()
+	require.NoError(t, err)
+	require.NoError(t, c.RequireProvider())
+	m := &Main{Config: c}
+	require.Equal(t, "*refundhttp.Provider", fmt.Sprintf("%T", m.RefundProvider()))
+	c.PaymentProvider = SandboxProvider
+	require.Equal(t, "*sandbox.Provider", fmt.Sprintf("%T", m.RefundProvider()))
+}

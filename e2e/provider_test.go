@@ -1,0 +1,51 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+)
+
+// A payment provider plugged in by configuration alone: a worker process
+// with SECKILL_PAYMENT_PROVIDER=http refunds a late payment through the
+// team's adapter (signed request, the payment id as Idempotency-Key),
+// retrying through the adapter's outage, once; the order ends REFUNDED.
+func TestRefundThroughAConfiguredProvider(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, PayTimeout: 2 * time.Second})
+	secret := []byte("the-adapters-shared-secret")
+	adapter := testenv.StartRefundAdapter(t, secret)
+	adapter.Answer = func(n int) (int, string) {
+		if n == 1 {
+			return http.StatusServiceUnavailable, "provider down"
+		}
+		return 0, ""
+	}
+	e.Spawn(e.ProcessEnv("SECKILL_PAYMENT_PROVIDER=http", "SECKILL_PAYMENT_REFUND_URL="+adapter.URL,
+		"SECKILL_PAYMENT_PROVIDER_SECRET="+string(secret)), "worker")
+
+	sess := e.Session(2, 1, 700)
+	ctx := context.Background()
+	tok := e.Token(1)
+	no := buyOrder(t, e, sess.ID, tok)
+	e.WaitStatus(tok, no, 30*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(tok, no, 30*time.Second, seckill.StatusClosed)
+	require.NoError(t, e.Temporal.GetWorkflow(ctx, seckill.WorkflowID(no), "").Get(ctx, nil))
+	pay := fmt.Sprintf("pay-late-http-%d", time.Now().UnixNano())
+	code, err := e.Provider.Pay(ctx, no, pay, 700)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code)
+	e.WaitStatus(tok, no, 90*time.Second, seckill.StatusRefunded)
+
+	refunds, asks := adapter.Refunds()
+	require.Equal(t, map[string]seckill.Refund{pay: {PaymentID: pay, OrderNo: no, AmountCents: 700, TraceID: refunds[pay].TraceID}}, refunds)
+	require.GreaterOrEqual(t, asks, 2, "the outage was retried")
+	require.Empty(t, e.Provider.Refunds(), "nothing went to the sandbox")
+	e.RequireInvariants(sess.ID)
+}
