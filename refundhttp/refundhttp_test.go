@@ -31,7 +31,9 @@ func TestRefundThroughTheAdapter(t *testing.T) {
 	require.Equal(t, r, refunds["pay_1"])
 
 	// Refused for good: CONFLICT, which the refund activity does not retry.
-	a.Answer = func(int) (int, string) { return http.StatusUnprocessableEntity, `{"message":"amount over the capture"}` }
+	a.Answer = func(int) (int, string) {
+		return http.StatusUnprocessableEntity, `{"message":"amount over the capture"}`
+	}
 	_, err = p.Refund(ctx, seckill.Refund{PaymentID: "pay_2", AmountCents: 1})
 	require.Equal(t, seckill.ECONFLICT, seckill.ErrorCode(err), "%v", err)
 	require.ErrorContains(t, err, "amount over the capture")

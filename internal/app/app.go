@@ -142,7 +142,6 @@ func (m *Main) Sessions() *activities.Sessions {
 	return &activities.Sessions{Store: m.DB, Gate: m.Gate, Policy: m.Policy}
 }
 
-
 // Orders starts and signals order workflows on the task queue. With eager
 // start the API process hosts a worker too (see RunAPI), and each order's
 // first workflow task comes straight back to it.

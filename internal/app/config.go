@@ -51,17 +51,17 @@ type Config struct {
 	// PaymentRefundURL and PaymentProviderSecret configure the http
 	// provider (package refundhttp): where refunds are sent, and the key
 	// that signs them.
-	PaymentRefundURL      string `env:"SECKILL_PAYMENT_REFUND_URL"`
-	PaymentProviderSecret string `env:"SECKILL_PAYMENT_PROVIDER_SECRET"`
-	ReconcileEvery  time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
-	EagerStart      bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
-	PprofAddr       string        `env:"SECKILL_PPROF_ADDR"`
-	WorkerHTTPAddr  string        `env:"SECKILL_WORKER_HTTP_ADDR" envDefault:":8081"`
-	ObserveEvery    time.Duration `env:"SECKILL_OBSERVE_EVERY" envDefault:"5s"`
-	JWTSecret       string        `env:"SECKILL_JWT_SECRET"`
-	WebhookSecret   string        `env:"SECKILL_WEBHOOK_SECRET"`
-	AdminToken      string        `env:"SECKILL_ADMIN_TOKEN"`
-	LogLevel        slog.Level    `env:"SECKILL_LOG_LEVEL" envDefault:"INFO"`
+	PaymentRefundURL      string        `env:"SECKILL_PAYMENT_REFUND_URL"`
+	PaymentProviderSecret string        `env:"SECKILL_PAYMENT_PROVIDER_SECRET"`
+	ReconcileEvery        time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
+	EagerStart            bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
+	PprofAddr             string        `env:"SECKILL_PPROF_ADDR"`
+	WorkerHTTPAddr        string        `env:"SECKILL_WORKER_HTTP_ADDR" envDefault:":8081"`
+	ObserveEvery          time.Duration `env:"SECKILL_OBSERVE_EVERY" envDefault:"5s"`
+	JWTSecret             string        `env:"SECKILL_JWT_SECRET"`
+	WebhookSecret         string        `env:"SECKILL_WEBHOOK_SECRET"`
+	AdminToken            string        `env:"SECKILL_ADMIN_TOKEN"`
+	LogLevel              slog.Level    `env:"SECKILL_LOG_LEVEL" envDefault:"INFO"`
 
 	// trusted is TrustedProxies parsed.
 	trusted []netip.Prefix

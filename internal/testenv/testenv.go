@@ -77,8 +77,8 @@ type Options struct {
 	PayTimeout time.Duration // default 15m
 	// PreheatLead and RetainAfter are each session's life (defaults 5m, 24h).
 	PreheatLead, RetainAfter time.Duration
-	NoWorker   bool          // start no worker (tests that start their own)
-	NoAPI      bool
+	NoWorker                 bool // start no worker (tests that start their own)
+	NoAPI                    bool
 	// Temporal dials Temporal even with NoWorker and NoAPI (a test that
 	// starts workflows or workers itself); an Env running a worker or the
 	// API always dials it.
