@@ -62,6 +62,10 @@ type Session struct {
 	EndAt        time.Time `json:"end_at"`
 	// RequireTicket makes an order need a purchase ticket (X-Seckill-Ticket).
 	RequireTicket bool `json:"require_ticket"`
+	// RequireCaptcha makes the ticket need a solved captcha first (a human
+	// check at the peak); it implies RequireTicket, so the Redis gate never
+	// sees a request that skipped the check.
+	RequireCaptcha bool `json:"require_captcha"`
 	// Paused: an operator stopped the orders for now (423 PAUSED);
 	// payments, timeouts and cancellations go on.
 	Paused bool `json:"paused"`

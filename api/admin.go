@@ -19,8 +19,10 @@ type createSessionBody struct {
 	PerUserLimit *int    `json:"per_user_limit"`
 	StartAt      *string `json:"start_at"`
 	EndAt        *string `json:"end_at"`
-	// RequireTicket is optional (default false).
-	RequireTicket *bool `json:"require_ticket"`
+	// RequireTicket and RequireCaptcha are optional (default false); a
+	// captcha implies the ticket.
+	RequireTicket  *bool `json:"require_ticket"`
+	RequireCaptcha *bool `json:"require_captcha"`
 }
 
 func (b *createSessionBody) session() (*seckill.Session, error) {
@@ -50,6 +52,9 @@ func (b *createSessionBody) session() (*seckill.Session, error) {
 	}
 	if b.RequireTicket != nil {
 		s.RequireTicket = *b.RequireTicket
+	}
+	if b.RequireCaptcha != nil && *b.RequireCaptcha {
+		s.RequireCaptcha, s.RequireTicket = true, true
 	}
 	return s, s.Validate()
 }

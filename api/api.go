@@ -108,6 +108,9 @@ type Config struct {
 	// IP ones (required when either is on).
 	Limits  Limits
 	Limiter Limiter
+	// Captchas keeps the answers of the captchas of sessions that require
+	// one (every API process shares it); nil: such sessions answer 503.
+	Captchas CaptchaStore
 	// Fleet, when set, makes Limits.Global the budget of every API process
 	// of the deployment together, split among the live ones (see Fleet);
 	// nil: Limits.Global is this process's alone.
@@ -269,6 +272,8 @@ func (s *Server) App() *fiber.App {
 	v1.Get("/sessions/:id", s.readLimit, s.getSession)
 	v1.Post("/sessions/:id/orders", s.globalLimit, s.soldOutFast, s.shopper, s.createOrder)
 	v1.Post("/sessions/:id/ticket", s.globalLimit, s.shopper, s.issueTicket)
+	v1.Post("/sessions/:id/captcha", s.globalLimit, s.shopper, s.newCaptcha)
+	v1.Get("/captchas/:captcha_id/audio", s.readLimit, s.shopper, s.captchaAudio)
 	v1.Get("/orders", s.readLimit, s.shopper, s.listOrders)
 	v1.Get("/orders/:order_no", s.readLimit, s.shopper, s.getOrder)
 	v1.Post("/orders/:order_no/cancel", s.shopper, s.cancelOrder)

@@ -94,6 +94,11 @@ func (s *Server) issueTicket(c *fiber.Ctx) error {
 	if err := s.distributedLimits(c, user); err != nil {
 		return err
 	}
+	if sess.RequireCaptcha {
+		if err := s.checkCaptcha(c, id, user); err != nil {
+			return err
+		}
+	}
 	exp := s.cfg.Now().Add(ticketTTL)
 	return c.JSON(fiber.Map{"ticket": makeTicket(s.ticketKey, id, user, exp), "expires_at": exp.UTC().Truncate(time.Second)})
 }

@@ -10,19 +10,20 @@ import (
 // creates or alters tables (goose owns the schema).
 
 type sessionRow struct {
-	ID            int64 `gorm:"primaryKey"`
-	SKUID         int64 `gorm:"column:sku_id"`
-	Title         string
-	PriceCents    int64
-	TotalStock    int
-	Stock         int
-	PerUserLimit  int
-	StartAt       time.Time
-	EndAt         time.Time
-	RequireTicket bool
-	Paused        bool
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	ID             int64 `gorm:"primaryKey"`
+	SKUID          int64 `gorm:"column:sku_id"`
+	Title          string
+	PriceCents     int64
+	TotalStock     int
+	Stock          int
+	PerUserLimit   int
+	StartAt        time.Time
+	EndAt          time.Time
+	RequireTicket  bool
+	RequireCaptcha bool
+	Paused         bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 func (sessionRow) TableName() string { return "sessions" }
@@ -44,7 +45,7 @@ func (r *sessionRow) domain() *seckill.Session {
 	return &seckill.Session{
 		ID: r.ID, SKUID: r.SKUID, Title: r.Title, PriceCents: r.PriceCents,
 		TotalStock: r.TotalStock, PerUserLimit: r.PerUserLimit,
-		StartAt: r.StartAt.UTC(), EndAt: r.EndAt.UTC(), RequireTicket: r.RequireTicket, Paused: r.Paused,
+		StartAt: r.StartAt.UTC(), EndAt: r.EndAt.UTC(), RequireTicket: r.RequireTicket, RequireCaptcha: r.RequireCaptcha, Paused: r.Paused,
 	}
 }
 

@@ -20,7 +20,7 @@ func (db *DB) CreateSession(ctx context.Context, s *seckill.Session) error {
 	row := sessionRow{
 		SKUID: s.SKUID, Title: s.Title, PriceCents: s.PriceCents,
 		TotalStock: s.TotalStock, Stock: s.TotalStock, PerUserLimit: s.PerUserLimit,
-		StartAt: s.StartAt.UTC(), EndAt: s.EndAt.UTC(), RequireTicket: s.RequireTicket,
+		StartAt: s.StartAt.UTC(), EndAt: s.EndAt.UTC(), RequireTicket: s.RequireTicket || s.RequireCaptcha, RequireCaptcha: s.RequireCaptcha,
 		CreatedAt: now, UpdatedAt: now,
 	}
 	if err := db.gorm.WithContext(ctx).Create(&row).Error; err != nil {

@@ -33,6 +33,8 @@
 //	                               by the retry's delay, well within its ttl
 //	ZREM (Fleet.Leave)             set semantics                               yes
 //	EXPIRE + SREM (Retire)         a second EXPIRE only restarts the ttl       yes
+//	SET, GET (Captchas.Put, Peek)  set and read                                yes
+//	GETDEL (Captchas.Take)         no: the first run used the captcha up       never: the shopper fetches a new one
 //	HSCAN + HMGET (Unsettled)      reads                                       yes
 package redis
 

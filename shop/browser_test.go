@@ -323,6 +323,50 @@ func TestBrowserTicketAndMyOrders(t *testing.T) {
 	e.RequireInvariants(sess.ID)
 }
 
+// (f) a sale that requires a human check: Buy shows the captcha; a wrong
+// answer is refused and a new captcha drawn; the right one buys.
+func TestBrowserCaptcha(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	now := time.Now().UTC()
+	sess := &seckill.Session{SKUID: 6, Title: "Checked sale", PriceCents: 100, TotalStock: 1, PerUserLimit: 1,
+		StartAt: now.Add(-time.Minute), EndAt: now.Add(time.Hour), RequireCaptcha: true}
+	require.NoError(t, e.DB.CreateSession(ctx, sess))
+	_, err := e.Gate.Preheat(ctx, sess.ID, sess.TotalStock)
+	require.NoError(t, err)
+	answer := func(id string) string {
+		rec, err := e.Redis.Get(ctx, e.Prefix+":captcha:"+id).Result()
+		require.NoError(t, err)
+		return rec[strings.LastIndex(rec, "|")+1:]
+	}
+
+	p := openShop(t, e, "/")
+	c := card(sess.ID)
+	p.do(wait(c + `[data-state="ACTIVE"]`))
+	p.pasteToken(11)
+	p.do(click(c+` button[data-role="buy"]`), wait(`#captcha:not([data-captcha-id=""])`), wait(`#captcha-img`))
+	first := p.attr("#captcha", "data-captcha-id")
+	wrong := "000000"
+	if answer(first) == wrong {
+		wrong = "111111"
+	}
+	p.do(
+		chromedp.SetValue(chromedp.CSS("#captcha-answer"), wrong),
+		click("#captcha-submit"),
+		wait(`#message[data-code="FORBIDDEN"]`),
+		wait(fmt.Sprintf(`#captcha:not([data-captcha-id=%q]):not([data-captcha-id=""])`, first)),
+	)
+	second := p.attr("#captcha", "data-captcha-id")
+	p.do(
+		chromedp.SetValue(chromedp.CSS("#captcha-answer"), answer(second)),
+		click("#captcha-submit"),
+		wait(`#order[data-status="WAIT_PAY"]`),
+		chromedp.WaitNotVisible(chromedp.CSS("#captcha")),
+	)
+	waitOrder(e, 11, p.attr("#order", "data-order-no"), seckill.StatusWaitPay)
+	e.RequireInvariants(sess.ID)
+}
+
 // visible reports whether sel matches a rendered element right now.
 func (p *page) visible(sel string) bool {
 	p.t.Helper()

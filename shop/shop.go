@@ -36,7 +36,7 @@ const (
 // so it runs no script but its own and cannot be framed.
 var securityHeaders = map[string]string{
 	"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
-		"img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+		"img-src 'self' data:; media-src blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
 	"X-Content-Type-Options": "nosniff",
 	"Referrer-Policy":        "no-referrer",
 }

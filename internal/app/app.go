@@ -166,6 +166,7 @@ func (m *Main) APIConfig(dev bool) api.Config {
 		Limits:         api.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS},
 		Limiter:        redis.NewLimiter(m.Redis, c.RedisPrefix),
 		Fleet:          redis.NewFleet(m.Redis, c.RedisPrefix),
+		Captchas:       redis.NewCaptchas(m.Redis, c.RedisPrefix),
 		ProxyHeader:    c.ProxyHeader,
 		TrustedProxies: c.trusted,
 		Logger:         m.Log,

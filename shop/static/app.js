@@ -335,6 +335,12 @@
     tick();
     var qty = parseInt(li.querySelector('[data-role="qty"]').value, 10) || 1;
     var key = newKey();
+    if (li._session && li._session.require_captcha) {
+      // The human check first: its answer buys the ticket.
+      captcha = { sessionID: sessionID, qty: qty, key: key };
+      drawCaptcha();
+      return;
+    }
     if (!(li._session && li._session.require_ticket)) {
       sendBuy(sessionID, qty, key, "", 1);
       return;
@@ -506,6 +512,67 @@
   $("order-dismiss").addEventListener("click", function () {
     clearMessage();
     forgetOrder();
+  });
+
+  // ---- the human check (sessions that require a captcha) --------------------
+
+  var captcha = null; // {sessionID, qty, key, id} of the purchase it guards
+
+  function drawCaptcha() {
+    $("captcha-answer").value = "";
+    call("POST", "/api/v1/sessions/" + captcha.sessionID + "/captcha", {}, true).then(function (r) {
+      if (!captcha) return;
+      if (!r.ok) {
+        showError(r.error);
+        endCaptcha();
+        return;
+      }
+      captcha.id = r.data.captcha_id;
+      captcha.audio = r.data.audio;
+      $("captcha-img").src = r.data.image;
+      $("captcha").dataset.captchaId = r.data.captcha_id;
+      $("captcha").hidden = false;
+      $("captcha-answer").focus();
+    });
+  }
+
+  function endCaptcha() {
+    captcha = null;
+    $("captcha").hidden = true;
+    $("captcha").dataset.captchaId = "";
+    busy = false;
+    tick();
+  }
+
+  $("captcha-form").addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    if (!captcha || !captcha.id) return;
+    var c = captcha;
+    var body = { captcha_id: c.id, captcha_answer: $("captcha-answer").value.trim() };
+    call("POST", "/api/v1/sessions/" + c.sessionID + "/ticket", body, true).then(function (r) {
+      if (captcha !== c) return;
+      if (!r.ok) {
+        showError(r.error);
+        // Each captcha is checked once: a wrong answer needs a new one.
+        if (r.error.code === "FORBIDDEN") drawCaptcha(); else endCaptcha();
+        return;
+      }
+      clearMessage();
+      captcha = null;
+      $("captcha").hidden = true;
+      sendBuy(c.sessionID, c.qty, c.key, r.data.ticket, 1);
+    });
+  });
+  $("captcha-new").addEventListener("click", function () { if (captcha) drawCaptcha(); });
+  $("captcha-cancel").addEventListener("click", endCaptcha);
+  $("captcha-audio").addEventListener("click", function () {
+    if (!captcha || !captcha.audio) return;
+    // The audio needs the shopper's token: fetched, then played from memory.
+    fetch(captcha.audio, { headers: { "Authorization": "Bearer " + token() }, cache: "no-store" }).then(function (res) {
+      return res.ok ? res.blob() : null;
+    }).then(function (b) {
+      if (b) new Audio(URL.createObjectURL(b)).play();
+    }, function () {});
   });
 
   // ---- my orders ----------------------------------------------------------
