@@ -39,7 +39,7 @@ func TestWorkerRefusesAnImplicitSandbox(t *testing.T) {
 
 	t.Setenv("SECKILL_PAYMENT_PROVIDER", "stripe")
 	_, err = app.LoadConfig()
-	require.ErrorContains(t, err, `only "sandbox" is built in`)
+	require.ErrorContains(t, err, `the providers are "sandbox"`)
 
 	t.Setenv("SECKILL_PAYMENT_PROVIDER", "sandbox")
 	c, err := app.LoadConfig()
