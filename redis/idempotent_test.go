@@ -171,7 +171,7 @@ func TestConsumeTicketIsIdempotent(t *testing.T) {
 func TestAdmitThroughSlowReplies(t *testing.T) {
 	e, sess := gateEnv(t, 5, 1)
 	x := testenv.StartToxi(t, "redis-slow", "127.0.0.1:6379")
-	rdb := redis.NewClient(&goredis.Options{Addr: x.Addr, ReadTimeout: 100 * time.Millisecond, PoolSize: 4})
+	rdb := redis.NewClient(&goredis.UniversalOptions{Addrs: []string{x.Addr}, ReadTimeout: 100 * time.Millisecond, PoolSize: 4})
 	t.Cleanup(func() { rdb.Close() })
 	g := redis.New(rdb, e.Prefix)
 	ctx := context.Background()
@@ -210,7 +210,18 @@ func TestAdmitThroughSlowReplies(t *testing.T) {
 // re-sent script (the rate limiter's takes a token per run) would decide
 // twice. The gate retries the idempotent commands itself.
 func TestNewClientNeverRetriesBlindly(t *testing.T) {
-	rdb := redis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: 5})
-	t.Cleanup(func() { rdb.Close() })
-	require.Zero(t, rdb.Options().MaxRetries, "-1 is kept as 0: no retry")
+	one := redis.NewClient(&goredis.UniversalOptions{Addrs: []string{"127.0.0.1:1"}, MaxRetries: 5})
+	t.Cleanup(func() { one.Close() })
+	require.IsType(t, &goredis.Client{}, one, "one address: a single node")
+	require.Zero(t, one.(*goredis.Client).Options().MaxRetries, "-1 is kept as 0: no retry")
+
+	cluster := redis.NewClient(&goredis.UniversalOptions{Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}, MaxRetries: 5})
+	t.Cleanup(func() { cluster.Close() })
+	require.IsType(t, &goredis.ClusterClient{}, cluster, "several addresses: a Redis Cluster's seeds")
+	require.LessOrEqual(t, cluster.(*goredis.ClusterClient).Options().MaxRetries, 0)
+
+	sentinel := redis.NewClient(&goredis.UniversalOptions{Addrs: []string{"127.0.0.1:1"}, MasterName: "mymaster", MaxRetries: 5})
+	t.Cleanup(func() { sentinel.Close() })
+	require.IsType(t, &goredis.Client{}, sentinel, "a master name: Sentinel failover (a plain client that asks the Sentinels)")
+	require.Zero(t, sentinel.(*goredis.Client).Options().MaxRetries)
 }

@@ -47,10 +47,12 @@ const AdminToken = "test-admin-token"
 
 // Env is one test's slice of the services.
 type Env struct {
-	T         testing.TB
-	DSN       string
-	DB        *mysql.DB
-	Redis     *goredis.Client
+	T     testing.TB
+	DSN   string
+	DB    *mysql.DB
+	Redis goredis.UniversalClient
+	// RedisAddr is the Env's Redis in SECKILL_REDIS_ADDR's form (a
+	// comma-separated list is a Redis Cluster's seeds).
 	RedisAddr string
 	Prefix    string
 	Gate      *redis.Gate
@@ -97,6 +99,12 @@ type Options struct {
 	Starter starter.Config
 	// Logger replaces the API's logger (a test reading its log lines).
 	Logger *slog.Logger
+	// RedisServer is the Env's Redis, for every client of the Env (its
+	// gate, the worker, the API, the processes it spawns), in
+	// SECKILL_REDIS_ADDR's form: a comma-separated list is a Redis
+	// Cluster's seeds (RedisCluster.Addr). Default: SECKILL_TEST_REDIS_ADDR
+	// or 127.0.0.1:6379.
+	RedisServer string
 	// RedisAddr points the API's Redis client (gate and limiter) at
 	// another address, e.g. a Toxi in front of Redis; RedisReadTimeout
 	// sets its read timeout (go-redis's default when zero).
@@ -167,17 +175,16 @@ func New(t testing.TB, o Options) *Env {
 
 	// Redis: a key prefix per test.
 	e.RedisAddr = env("SECKILL_TEST_REDIS_ADDR", "127.0.0.1:6379")
-	e.Redis = redis.NewClient(&goredis.Options{Addr: e.RedisAddr, PoolSize: 64})
+	if o.RedisServer != "" {
+		e.RedisAddr = o.RedisServer
+	}
+	e.Redis = redis.NewClient(&goredis.UniversalOptions{Addrs: redis.ParseAddrs(e.RedisAddr), PoolSize: 64})
 	if err := e.Redis.Ping(ctx).Err(); err != nil {
 		t.Fatalf("Redis is not reachable (%v).\nStart it with: redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save '' --appendonly no", err)
 	}
 	e.Gate = redis.New(e.Redis, e.Prefix)
 	t.Cleanup(func() {
-		cctx := context.Background()
-		iter := e.Redis.Scan(cctx, 0, e.Prefix+":*", 1000).Iterator()
-		for iter.Next(cctx) {
-			e.Redis.Del(cctx, iter.Val())
-		}
+		_ = redis.DeletePrefix(context.Background(), e.Redis, e.Prefix)
 		e.Redis.Close()
 	})
 
@@ -252,7 +259,7 @@ func (e *Env) startAPI(o Options) {
 	cfg.Limits, cfg.Starter = o.Limits, o.Starter
 	cfg.SessionCacheTTL = 50 * time.Millisecond
 	if o.RedisAddr != "" {
-		rdb := redis.NewClient(&goredis.Options{Addr: o.RedisAddr, PoolSize: 64, ReadTimeout: o.RedisReadTimeout})
+		rdb := redis.NewClient(&goredis.UniversalOptions{Addrs: []string{o.RedisAddr}, PoolSize: 64, ReadTimeout: o.RedisReadTimeout})
 		e.T.Cleanup(func() { rdb.Close() })
 		g := redis.New(rdb, e.Prefix)
 		// Like every process at start: admission runs EVALSHA from the
