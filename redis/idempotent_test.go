@@ -28,10 +28,12 @@ func requireStockAndReservations(t *testing.T, e *testenv.Env, id int64, stock, 
 // reply) answers as the first run did: reserved, same slots, stock
 // deducted once, one reservation. Also once the stock is gone, and once
 // the reservation was released (the order closed): it never reserves again.
-func TestAdmitSameOrderNumberTwice(t *testing.T) {
+func TestAdmitSameOrderNumberTwice(t *testing.T) { onTopologies(t, testAdmitSameOrderNumberTwice) }
+
+func testAdmitSameOrderNumberTwice(t *testing.T, server string) {
 	for _, coalesce := range []bool{true, false} {
 		t.Run(fmt.Sprintf("coalesce=%v", coalesce), func(t *testing.T) {
-			e, sess := gateEnv(t, 3, 2)
+			e, sess := gateEnvOn(t, server, 3, 2)
 			e.Gate.Coalesce = coalesce
 			ctx := context.Background()
 			first, left, err := e.Gate.Admit(ctx, sess, 7, 2, "1-twice", "t1", time.Now())
@@ -74,8 +76,10 @@ func attempt(sess *seckill.Session, user int64, qty int, no, key string) *seckil
 // the key (new order numbers) replay it, including the first attempt's
 // live reservation; another body is refused; SOLD_OUT stays SOLD_OUT for
 // the key after stock came back; another user's same key is another key.
-func TestIdempotencyKeyPinsTheAnswer(t *testing.T) {
-	e, sess := gateEnv(t, 2, 2)
+func TestIdempotencyKeyPinsTheAnswer(t *testing.T) { onTopologies(t, testIdempotencyKeyPinsTheAnswer) }
+
+func testIdempotencyKeyPinsTheAnswer(t *testing.T, server string) {
+	e, sess := gateEnvOn(t, server, 2, 2)
 	ctx := context.Background()
 	adm, err := e.Gate.AdmitAttempt(ctx, attempt(sess, 7, 1, "1-a", "key-1"))
 	require.NoError(t, err)
@@ -151,8 +155,10 @@ func TestIdempotencyKeyRace(t *testing.T) {
 
 // A ticket is consumed by one owner: the same owner again (a retried SET,
 // the retry of the same purchase) is let through, anyone else is not.
-func TestConsumeTicketIsIdempotent(t *testing.T) {
-	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+func TestConsumeTicketIsIdempotent(t *testing.T) { onTopologies(t, testConsumeTicketIsIdempotent) }
+
+func testConsumeTicketIsIdempotent(t *testing.T, server string) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, RedisServer: server})
 	ctx := context.Background()
 	for _, c := range []struct {
 		owner string

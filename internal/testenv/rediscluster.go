@@ -1,0 +1,251 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// RedisCluster is a Redis Cluster of the test process's own: 6
+// redis-server processes on loopback (3 masters, 3 replicas), made the way
+// scripts/redis-cluster.sh makes one, on free ports, in a temporary
+// directory. The nodes are children of the test process and die with it
+// (SIGKILL on its death), so no test depends on, or leaves behind, a
+// cluster.
+type RedisCluster struct {
+	// Addrs are the nodes' addresses (SECKILL_REDIS_ADDR's seeds).
+	Addrs []string
+	// NodeTimeout is how long a master may stay silent before its replica
+	// takes over.
+	NodeTimeout time.Duration
+	dir         string
+	mu          sync.Mutex
+	nodes       map[string]*exec.Cmd // address → its process, while it runs
+}
+
+// Addr is the cluster's seeds in SECKILL_REDIS_ADDR's form.
+func (c *RedisCluster) Addr() string { return strings.Join(c.Addrs, ",") }
+
+// StartRedisCluster starts a cluster for t, stopped when t ends. A missing
+// redis-server or redis-cli fails the test with the command that installs
+// them; under -short it is skipped.
+func StartRedisCluster(t testing.TB) *RedisCluster {
+	t.Helper()
+	SkipShort(t, "redis-server and redis-cli (a Redis Cluster)")
+	c, err := startRedisCluster(time.Second)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(c.Stop)
+	return c
+}
+
+var shared struct {
+	sync.Mutex
+	c *RedisCluster
+}
+
+// SharedRedisCluster is one cluster for every test of the process that
+// only uses it (a test that kills nodes starts its own): started by the
+// first, stopped by Main when the tests end.
+func SharedRedisCluster(t testing.TB) *RedisCluster {
+	t.Helper()
+	SkipShort(t, "redis-server and redis-cli (a Redis Cluster)")
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.c == nil {
+		c, err := startRedisCluster(time.Second)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		shared.c = c
+	}
+	return shared.c
+}
+
+// Main runs a package's tests and then stops what they shared (the shared
+// Redis Cluster); a package using SharedRedisCluster calls it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	shared.Lock()
+	if shared.c != nil {
+		shared.c.Stop()
+	}
+	shared.Unlock()
+	os.Exit(code)
+}
+
+func startRedisCluster(nodeTimeout time.Duration) (*RedisCluster, error) {
+	for _, tool := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("%s is needed for the Redis Cluster tests (%v).\nInstall it with: apt-get install redis-server", tool, err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "seckill-redis-cluster-")
+	if err != nil {
+		return nil, err
+	}
+	c := &RedisCluster{NodeTimeout: nodeTimeout, dir: dir, nodes: map[string]*exec.Cmd{}}
+	ports, err := freePorts(12)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < 6; i++ {
+		port, bus := ports[i], ports[6+i]
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		nodeDir := filepath.Join(dir, strconv.Itoa(port))
+		if err := os.Mkdir(nodeDir, 0o755); err != nil {
+			c.Stop()
+			return nil, err
+		}
+		cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--dir", nodeDir, "--logfile", "redis.log",
+			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus), "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
+			"--appendonly", "yes", "--appendfsync", "everysec", "--save", "")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("redis-server: %w", err)
+		}
+		go func() { _ = cmd.Wait() }()
+		c.Addrs = append(c.Addrs, addr)
+		c.nodes[addr] = cmd
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, a := range c.Addrs {
+		if err := c.waitNode(ctx, a, func(n *goredis.Client) error { return n.Ping(ctx).Err() }); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	// The first three are the masters, the others their replicas.
+	create := exec.CommandContext(ctx, "redis-cli", append(append([]string{"--cluster", "create"}, c.Addrs...),
+		"--cluster-replicas", "1", "--cluster-yes")...)
+	if out, err := create.CombinedOutput(); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// freePorts returns n distinct loopback ports that are free now, below
+// Linux's ephemeral range (where an outgoing connection could take one
+// before the node binds it).
+func freePorts(n int) ([]int, error) {
+	seen := map[int]bool{}
+	var out []int
+	for tries := 0; len(out) < n && tries < 1000; tries++ {
+		p := 20000 + rand.IntN(12000)
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		out = append(out, p)
+	}
+	if len(out) < n {
+		return nil, fmt.Errorf("no %d free loopback ports", n)
+	}
+	return out, nil
+}
+
+// waitNode retries check against the node at addr until it passes or ctx ends.
+func (c *RedisCluster) waitNode(ctx context.Context, addr string, check func(*goredis.Client) error) error {
+	n := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer n.Close()
+	for {
+		err := check(n)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redis cluster node %s (logs in %s): %w", addr, c.dir, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// WaitReady waits until every running node sees the cluster OK and every
+// replica's link to its master is up (a replica still syncing could not
+// take over).
+func (c *RedisCluster) WaitReady(ctx context.Context) error {
+	for _, a := range c.Running() {
+		err := c.waitNode(ctx, a, func(n *goredis.Client) error {
+			info, err := n.ClusterInfo(ctx).Result()
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(info, "cluster_state:ok") {
+				return fmt.Errorf("cluster_state not ok")
+			}
+			repl, err := n.Info(ctx, "replication").Result()
+			if err != nil {
+				return err
+			}
+			if strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up") {
+				return fmt.Errorf("replica not in sync yet")
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Running lists the nodes not killed.
+func (c *RedisCluster) Running() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, a := range c.Addrs {
+		if c.nodes[a] != nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Kill SIGKILLs the node at addr: no shutdown, no last write to its AOF.
+func (c *RedisCluster) Kill(addr string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cmd := c.nodes[addr]
+	if cmd == nil {
+		return fmt.Errorf("no running node %s", addr)
+	}
+	delete(c.nodes, addr)
+	return cmd.Process.Kill()
+}
+
+// Stop kills every node and removes the cluster's directory.
+func (c *RedisCluster) Stop() {
+	for _, a := range c.Running() {
+		_ = c.Kill(a)
+	}
+	_ = os.RemoveAll(c.dir)
+}

@@ -1,0 +1,114 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/redis"
+)
+
+// TestMain stops the Redis Cluster the tests share.
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// onTopologies runs f on a single node (SECKILL_TEST_REDIS_ADDR) and on a
+// Redis Cluster of 3 masters and 3 replicas (the one the package's tests
+// share), as SECKILL_REDIS_ADDR would name them: every script, pipeline
+// and read of the gate must work on both.
+func onTopologies(t *testing.T, f func(t *testing.T, server string)) {
+	t.Run("node", func(t *testing.T) { f(t, "") })
+	t.Run("cluster", func(t *testing.T) { f(t, testenv.SharedRedisCluster(t).Addr()) })
+}
+
+// Every key of a session hashes to one slot (the {s<id>} hash tag), so
+// each script's KEYS, the rebuild's MULTI and the pinned-answer pipeline
+// stay on one node; the key layout in the package comment is what the
+// cluster itself computes.
+func TestKeysOfASessionShareOneSlot(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, RedisServer: testenv.SharedRedisCluster(t).Addr()})
+	ctx := context.Background()
+	for _, id := range []int64{1, 7, 12345} {
+		base := fmt.Sprintf("%s:{s%d}:", e.Prefix, id)
+		want, err := e.Redis.ClusterKeySlot(ctx, base+"stock").Result()
+		require.NoError(t, err)
+		for _, k := range []string{"buyers", "resv", "pending", "idem", "orders", "ticket:n0nce"} {
+			got, err := e.Redis.ClusterKeySlot(ctx, base+k).Result()
+			require.NoError(t, err)
+			require.Equal(t, want, got, "%s%s", base, k)
+		}
+	}
+}
+
+// The rate limiter's script takes one key per call: it works on a
+// cluster, and its budget is shared by every client of the cluster.
+func TestLimiter(t *testing.T) { onTopologies(t, testLimiter) }
+
+func testLimiter(t *testing.T, server string) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, RedisServer: server})
+	ctx := context.Background()
+	l := redis.NewLimiter(e.Redis, e.Prefix)
+	other := redis.NewClient(&goredis.UniversalOptions{Addrs: redis.ParseAddrs(e.RedisAddr)})
+	t.Cleanup(func() { other.Close() })
+	l2 := redis.NewLimiter(other, e.Prefix)
+	for _, key := range []string{"user:1", "user:2", "ip:10.0.0.1"} {
+		for i := 0; i < 3; i++ {
+			lim := l
+			if i%2 == 1 {
+				lim = l2
+			}
+			ok, _, err := lim.Allow(ctx, key, 3)
+			require.NoError(t, err)
+			require.True(t, ok, "%s request %d of 3", key, i+1)
+		}
+		ok, retry, err := l2.Allow(ctx, key, 3)
+		require.NoError(t, err)
+		require.False(t, ok, "%s: the fourth in a second, from another client", key)
+		require.Positive(t, retry)
+	}
+}
+
+// Unsettled pages through a session's reservations with HSCAN (one key:
+// one node) and narrows them with the cached views.
+func TestUnsettled(t *testing.T) { onTopologies(t, testUnsettled) }
+
+func testUnsettled(t *testing.T, server string) {
+	e, sess := gateEnvOn(t, server, 1000, 1)
+	ctx := context.Background()
+	old := time.Now().Add(-time.Hour)
+	for u := int64(1); u <= 600; u++ {
+		_, _, err := e.Gate.Admit(ctx, sess, u, 1, fmt.Sprintf("%d-u%d", sess.ID, u), "t", old)
+		require.NoError(t, err)
+	}
+	got, err := e.Gate.Unsettled(ctx, sess.ID, time.Now().Add(-time.Minute), 1000)
+	require.NoError(t, err)
+	require.Len(t, got, 600, "every old reservation, across HSCAN pages")
+}
+
+// DeletePrefix removes every key under a prefix, on every master of a
+// cluster, and nothing else.
+func TestDeletePrefix(t *testing.T) { onTopologies(t, testDeletePrefix) }
+
+func testDeletePrefix(t *testing.T, server string) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, RedisServer: server})
+	ctx := context.Background()
+	for i := 0; i < 50; i++ {
+		require.NoError(t, e.Redis.Set(ctx, fmt.Sprintf("%s:{s%d}:stock", e.Prefix, i), i, 0).Err())
+	}
+	keep := e.Prefix + "-not-under:{x}"
+	require.NoError(t, e.Redis.Set(ctx, keep, 1, time.Minute).Err())
+	require.NoError(t, redis.DeletePrefix(ctx, e.Redis, e.Prefix))
+	for i := 0; i < 50; i++ {
+		n, err := e.Redis.Exists(ctx, fmt.Sprintf("%s:{s%d}:stock", e.Prefix, i)).Result()
+		require.NoError(t, err)
+		require.Zero(t, n)
+	}
+	n, err := e.Redis.Exists(ctx, keep).Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	require.NoError(t, e.Redis.Del(ctx, keep).Err())
+}
