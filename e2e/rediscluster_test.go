@@ -87,12 +87,16 @@ func TestRedisClusterFailoverMidSale(t *testing.T) {
 	require.NoError(t, err)
 	victim := master.Options().Addr
 
+	// Shoppers arrive one every 5 ms, each buying one unit with its own
+	// Idempotency-Key and retrying a 503 with it; when 45 of the 60 units
+	// are sold, the slot's master dies under them.
+	const killAt = 45
 	var mu sync.Mutex
 	accepted := map[string]int64{} // order number → user
 	codes := map[string]int{}
 	var unavailable int
-	shop := func(u int64, wg *sync.WaitGroup) {
-		defer wg.Done()
+	trigger := make(chan struct{})
+	shop := func(u int64) {
 		shopper := e.Client().WithToken(e.Token(u))
 		key := fmt.Sprintf("buy-%d", u)
 		deadline := time.Now().Add(45 * time.Second)
@@ -102,6 +106,9 @@ func TestRedisClusterFailoverMidSale(t *testing.T) {
 			switch {
 			case err == nil:
 				accepted[a.OrderNo] = u
+				if len(accepted) == killAt {
+					close(trigger)
+				}
 			case client.StatusCode(err) == http.StatusServiceUnavailable && time.Now().Before(deadline):
 				unavailable++
 				mu.Unlock()
@@ -114,26 +121,33 @@ func TestRedisClusterFailoverMidSale(t *testing.T) {
 			return
 		}
 	}
-
-	// The first shoppers buy on the healthy cluster.
+	kill := func() {
+		require.NoError(t, rc.Kill(victim))
+		t.Logf("killed master %s with %d of %d units sold", victim, killAt, stock)
+	}
+	killedAt := 0
 	var wg sync.WaitGroup
-	for u := int64(1); u <= 40; u++ {
+	for u := int64(1); u <= users; u++ {
 		wg.Add(1)
-		go shop(u, &wg)
+		go func() { defer wg.Done(); shop(u) }()
+		time.Sleep(5 * time.Millisecond)
+		if killedAt == 0 {
+			select {
+			case <-trigger:
+				killedAt = int(u)
+				kill()
+			default:
+			}
+		}
 	}
-	wg.Wait()
-	require.Len(t, accepted, 40, "the first 40 shoppers each won a unit: %v", codes)
-	// The rest arrive, and the slot's master dies under them.
-	for u := int64(41); u <= users; u++ {
-		wg.Add(1)
-		go shop(u, &wg)
+	if killedAt == 0 {
+		<-trigger
+		kill()
 	}
-	time.Sleep(20 * time.Millisecond)
 	killed := time.Now()
-	require.NoError(t, rc.Kill(victim))
 	wg.Wait()
-	t.Logf("sale done %s after the kill; %d answers were 503 UNAVAILABLE (retried with the same key)",
-		time.Since(killed).Round(time.Millisecond), unavailable)
+	t.Logf("sale done %s after the last shopper arrived (the kill came with shopper %d); %d answers were 503 UNAVAILABLE (retried with the same key)",
+		time.Since(killed).Round(time.Millisecond), killedAt, unavailable)
 
 	// The replica took over the slot.
 	cluster.ReloadState(ctx)
