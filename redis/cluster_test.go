@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redis"
 )
@@ -111,4 +112,65 @@ func testDeletePrefix(t *testing.T, server string) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 	require.NoError(t, e.Redis.Del(ctx, keep).Err())
+}
+
+// What a failover can lose, shown on purpose: the master acknowledges an
+// admission its replica never received (the replication link was cut just
+// before), then dies. The promoted replica has none of that admission,
+// and all of what came before: the script's effects replicate as one
+// transaction. Redis stays consistent with itself (stock + reservations =
+// total, marks match), one unit high; the admission's idempotency record
+// is gone, so a re-run decides again. The order itself survives in the
+// API's hands and MySQL (see docs/ARCHITECTURE.md, "Redis Cluster").
+func TestFailoverLosesAnUnreplicatedAdmission(t *testing.T) {
+	rc := testenv.StartRedisCluster(t)
+	e, sess := gateEnvOn(t, rc.Addr(), 3, 1)
+	e.Gate.Coalesce = false
+	ctx := context.Background()
+	_, _, err := e.Gate.Admit(ctx, sess, 1, 1, "1-kept", "t", time.Now())
+	require.NoError(t, err)
+
+	cluster := e.Redis.(*goredis.ClusterClient)
+	base := fmt.Sprintf("%s:{s%d}:", e.Prefix, sess.ID)
+	master, err := cluster.MasterForKey(ctx, base+"stock")
+	require.NoError(t, err)
+	// The admission before is on the replica (WAIT: acknowledged by one).
+	n, err := master.Wait(ctx, 1, 5*time.Second).Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	// Cut the replication link, admit, and kill the master before the
+	// replica reconnects (it retries once a second).
+	require.NoError(t, master.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err())
+	_, left, err := e.Gate.Admit(ctx, sess, 2, 1, "1-lost", "t", time.Now())
+	require.NoError(t, err, "the master acknowledged it")
+	require.Equal(t, 1, left)
+	require.NoError(t, rc.Kill(master.Options().Addr))
+
+	e.Eventually(15*time.Second, "the replica is promoted", func() error {
+		cluster.ReloadState(ctx)
+		_, _, err := e.Gate.Stock(ctx, sess.ID)
+		return err
+	})
+	stock, _, err := e.Gate.Stock(ctx, sess.ID)
+	require.NoError(t, err)
+	if stock == 1 {
+		t.Skip("the replica reconnected and received the admission before the kill: nothing was lost this time")
+	}
+	require.Equal(t, 2, stock, "the acknowledged admission is gone, the one before it kept")
+	_, err = e.Gate.Reservation(ctx, "1-lost")
+	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(err))
+	_, err = e.Gate.Reservation(ctx, "1-kept")
+	require.NoError(t, err)
+	snap, err := e.Gate.SessionSnapshot(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, 3, snap.Stock+len(snap.Reservations), "consistent with itself: stock + reserved = total")
+	require.Zero(t, snap.MarkMismatches)
+	// Releasing the lost one gives nothing back (Redis never held it);
+	// re-running it decides again, and the unit sells once more.
+	released, err := e.Gate.Release(ctx, sess.ID, "1-lost")
+	require.NoError(t, err)
+	require.Zero(t, released)
+	_, left, err = e.Gate.Admit(ctx, sess, 2, 1, "1-lost", "t", time.Now())
+	require.NoError(t, err)
+	require.Equal(t, 1, left)
 }
