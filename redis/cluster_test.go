@@ -1,8 +1,11 @@
 package redis_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,4 +176,59 @@ func TestFailoverLosesAnUnreplicatedAdmission(t *testing.T) {
 	_, left, err = e.Gate.Admit(ctx, sess, 2, 1, "1-lost", "t", time.Now())
 	require.NoError(t, err)
 	require.Equal(t, 1, left)
+}
+
+// go-redis's cluster client sends a command again after a read timeout,
+// whatever MaxRetries says; NewClient's node hook stops it. The reply to
+// one INCR is swallowed on its connection (the command ran; the client
+// waits out its read timeout), while new connections work: without the
+// hook, go-redis runs the INCR again on one of them.
+func TestClusterClientNeverResendsALostReply(t *testing.T) {
+	rc := testenv.SharedRedisCluster(t)
+	ctx := context.Background()
+	key := fmt.Sprintf("test-resend-%d:{x}:n", time.Now().UnixNano())
+	var swallow atomic.Bool
+	var d net.Dialer
+	rdb := redis.NewClient(&goredis.UniversalOptions{Addrs: rc.Addrs, ReadTimeout: 100 * time.Millisecond,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &swallowConn{Conn: c, swallow: &swallow}, nil
+		}})
+	t.Cleanup(func() { rdb.Close() })
+	t.Cleanup(func() { rdb.Del(context.Background(), key) })
+	require.ErrorIs(t, rdb.Get(ctx, key).Err(), goredis.Nil)
+
+	swallow.Store(true)
+	require.Error(t, rdb.Incr(ctx, key).Err(), "the reply is lost")
+	n, err := rdb.Get(ctx, key).Int()
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "sent once")
+}
+
+// swallowConn, once swallow is set, drops the reply to the next INCR
+// written on it: reads then block until the client's deadline.
+type swallowConn struct {
+	net.Conn
+	swallow *atomic.Bool
+	pending bool
+}
+
+func (c *swallowConn) Write(b []byte) (int, error) {
+	if bytes.Contains(bytes.ToLower(b), []byte("incr")) && c.swallow.CompareAndSwap(true, false) {
+		c.pending = true
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *swallowConn) Read(b []byte) (int, error) {
+	if c.pending {
+		c.pending = false
+		if _, err := c.Conn.Read(b); err != nil {
+			return 0, err
+		}
+	}
+	return c.Conn.Read(b)
 }
