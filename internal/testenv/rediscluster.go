@@ -30,9 +30,58 @@ type RedisCluster struct {
 	// NodeTimeout is how long a master may stay silent before its replica
 	// takes over.
 	NodeTimeout time.Duration
-	dir         string
-	mu          sync.Mutex
-	nodes       map[string]*exec.Cmd // address → its process, while it runs
+	*redisProcs
+}
+
+// redisProcs are redis-server processes of the test process, children that
+// die with it (SIGKILL on its death), each with a directory under dir.
+type redisProcs struct {
+	dir   string
+	mu    sync.Mutex
+	nodes map[string]*exec.Cmd // address → its process, while it runs
+	order []string             // every address, in start order
+}
+
+func newRedisProcs(name string) (*redisProcs, error) {
+	for _, tool := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("%s is needed for the Redis Cluster and Sentinel tests (%v).\nInstall it with: apt-get install redis-server", tool, err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "seckill-redis-"+name+"-")
+	if err != nil {
+		return nil, err
+	}
+	return &redisProcs{dir: dir, nodes: map[string]*exec.Cmd{}}, nil
+}
+
+// start runs redis-server on port with args, in a directory of its own.
+func (p *redisProcs) start(port int, args ...string) (string, error) {
+	return p.startWith("", port, args...)
+}
+
+// startWith is start with a config file first ("" for none).
+func (p *redisProcs) startWith(conf string, port int, args ...string) (string, error) {
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	nodeDir := filepath.Join(p.dir, strconv.Itoa(port))
+	if err := os.Mkdir(nodeDir, 0o755); err != nil {
+		return "", err
+	}
+	argv := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", nodeDir, "--logfile", "redis.log"}
+	if conf != "" {
+		argv = append([]string{conf}, argv...)
+	}
+	cmd := exec.Command("redis-server", append(argv, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("redis-server: %w", err)
+	}
+	go func() { _ = cmd.Wait() }()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.nodes[addr] = cmd
+	p.order = append(p.order, addr)
+	return addr, nil
 }
 
 // Addr is the cluster's seeds in SECKILL_REDIS_ADDR's form.
@@ -88,41 +137,25 @@ func Main(m *testing.M) {
 }
 
 func startRedisCluster(nodeTimeout time.Duration) (*RedisCluster, error) {
-	for _, tool := range []string{"redis-server", "redis-cli"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("%s is needed for the Redis Cluster tests (%v).\nInstall it with: apt-get install redis-server", tool, err)
-		}
-	}
-	dir, err := os.MkdirTemp("", "seckill-redis-cluster-")
+	procs, err := newRedisProcs("cluster")
 	if err != nil {
 		return nil, err
 	}
-	c := &RedisCluster{NodeTimeout: nodeTimeout, dir: dir, nodes: map[string]*exec.Cmd{}}
+	c := &RedisCluster{NodeTimeout: nodeTimeout, redisProcs: procs}
 	ports, err := freePorts(12)
 	if err != nil {
 		return nil, err
 	}
 	for i := 0; i < 6; i++ {
-		port, bus := ports[i], ports[6+i]
-		addr := "127.0.0.1:" + strconv.Itoa(port)
-		nodeDir := filepath.Join(dir, strconv.Itoa(port))
-		if err := os.Mkdir(nodeDir, 0o755); err != nil {
+		addr, err := c.start(ports[i],
+			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(ports[6+i]), "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
+			"--appendonly", "yes", "--appendfsync", "everysec", "--save", "")
+		if err != nil {
 			c.Stop()
 			return nil, err
 		}
-		cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--dir", nodeDir, "--logfile", "redis.log",
-			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus), "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
-			"--appendonly", "yes", "--appendfsync", "everysec", "--save", "")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			c.Stop()
-			return nil, fmt.Errorf("redis-server: %w", err)
-		}
-		go func() { _ = cmd.Wait() }()
 		c.Addrs = append(c.Addrs, addr)
-		c.nodes[addr] = cmd
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -172,7 +205,7 @@ func freePorts(n int) ([]int, error) {
 }
 
 // waitNode retries check against the node at addr until it passes or ctx ends.
-func (c *RedisCluster) waitNode(ctx context.Context, addr string, check func(*goredis.Client) error) error {
+func (c *redisProcs) waitNode(ctx context.Context, addr string, check func(*goredis.Client) error) error {
 	n := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer n.Close()
 	for {
@@ -182,7 +215,7 @@ func (c *RedisCluster) waitNode(ctx context.Context, addr string, check func(*go
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("redis cluster node %s (logs in %s): %w", addr, c.dir, err)
+			return fmt.Errorf("redis node %s (logs in %s): %w", addr, c.dir, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -218,11 +251,11 @@ func (c *RedisCluster) WaitReady(ctx context.Context) error {
 }
 
 // Running lists the nodes not killed.
-func (c *RedisCluster) Running() []string {
+func (c *redisProcs) Running() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []string
-	for _, a := range c.Addrs {
+	for _, a := range c.order {
 		if c.nodes[a] != nil {
 			out = append(out, a)
 		}
@@ -231,7 +264,7 @@ func (c *RedisCluster) Running() []string {
 }
 
 // Kill SIGKILLs the node at addr: no shutdown, no last write to its AOF.
-func (c *RedisCluster) Kill(addr string) error {
+func (c *redisProcs) Kill(addr string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cmd := c.nodes[addr]
@@ -242,8 +275,8 @@ func (c *RedisCluster) Kill(addr string) error {
 	return cmd.Process.Kill()
 }
 
-// Stop kills every node and removes the cluster's directory.
-func (c *RedisCluster) Stop() {
+// Stop kills every node and removes their directory.
+func (c *redisProcs) Stop() {
 	for _, a := range c.Running() {
 		_ = c.Kill(a)
 	}

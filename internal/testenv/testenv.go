@@ -52,10 +52,12 @@ type Env struct {
 	DB    *mysql.DB
 	Redis goredis.UniversalClient
 	// RedisAddr is the Env's Redis in SECKILL_REDIS_ADDR's form (a
-	// comma-separated list is a Redis Cluster's seeds).
-	RedisAddr string
-	Prefix    string
-	Gate      *redis.Gate
+	// comma-separated list is a Redis Cluster's seeds; with RedisMaster,
+	// the Sentinels).
+	RedisAddr   string
+	RedisMaster string
+	Prefix      string
+	Gate        *redis.Gate
 	// Temporal is nil unless the Env dialled it (see Options.Temporal).
 	Temporal client.Client
 	// TemporalAddr is the frontend the Env's clients use.
@@ -105,6 +107,9 @@ type Options struct {
 	// Cluster's seeds (RedisCluster.Addr). Default: SECKILL_TEST_REDIS_ADDR
 	// or 127.0.0.1:6379.
 	RedisServer string
+	// RedisMaster makes RedisServer the Sentinels of this master
+	// (SECKILL_REDIS_MASTER).
+	RedisMaster string
 	// RedisAddr points the API's Redis client (gate and limiter) at
 	// another address, e.g. a Toxi in front of Redis; RedisReadTimeout
 	// sets its read timeout (go-redis's default when zero).
@@ -178,7 +183,8 @@ func New(t testing.TB, o Options) *Env {
 	if o.RedisServer != "" {
 		e.RedisAddr = o.RedisServer
 	}
-	e.Redis = redis.NewClient(&goredis.UniversalOptions{Addrs: redis.ParseAddrs(e.RedisAddr), PoolSize: 64})
+	e.RedisMaster = o.RedisMaster
+	e.Redis = redis.NewClient(&goredis.UniversalOptions{Addrs: redis.ParseAddrs(e.RedisAddr), MasterName: e.RedisMaster, PoolSize: 64})
 	if err := e.Redis.Ping(ctx).Err(); err != nil {
 		t.Fatalf("Redis is not reachable (%v).\nStart it with: redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save '' --appendonly no", err)
 	}
