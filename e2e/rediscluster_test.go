@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/testenv"
 )
@@ -21,10 +22,12 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // A sale through the API with every Redis client on a Redis Cluster (3
-// masters, 3 replicas): exactly the stock is accepted, every order reaches
+// masters, 3 replicas) and the rate limits on (their buckets spread over
+// the masters): exactly the stock is accepted, every order reaches
 // WAIT_PAY, payments and a cancel go through, and the invariants hold.
 func TestSaleOnRedisCluster(t *testing.T) {
-	e := testenv.New(t, testenv.Options{RedisServer: testenv.SharedRedisCluster(t).Addr(), PayTimeout: time.Minute})
+	e := testenv.New(t, testenv.Options{RedisServer: testenv.SharedRedisCluster(t).Addr(), PayTimeout: time.Minute,
+		Limits: api.Limits{Global: 10000, User: 50, IP: 10000, Read: 1000}})
 	const stock, limit = 20, 2
 	sess := e.Session(stock, limit, 700)
 
