@@ -90,8 +90,8 @@ start() {
   local seeds=()
   for p in "${ports[@]}"; do seeds+=("127.0.0.1:${p}"); done
   # The first three are the masters, the others their replicas.
-  redis-cli --cluster create "${seeds[@]}" --cluster-replicas 1 --cluster-yes >"${dir}/create.log" 2>&1 || {
-    cat "${dir}/create.log" >&2
+  redis-cli --cluster create "${seeds[@]}" --cluster-replicas 1 --cluster-yes >"${dir}/create-${base}.log" 2>&1 || {
+    cat "${dir}/create-${base}.log" >&2
     stop
     exit 1
   }
