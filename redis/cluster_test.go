@@ -20,15 +20,6 @@ import (
 // TestMain stops the Redis Cluster the tests share.
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// onTopologies runs f on a single node (SECKILL_TEST_REDIS_ADDR) and on a
-// Redis Cluster of 3 masters and 3 replicas (the one the package's tests
-// share), as SECKILL_REDIS_ADDR would name them: every script, pipeline
-// and read of the gate must work on both.
-func onTopologies(t *testing.T, f func(t *testing.T, server string)) {
-	t.Run("node", func(t *testing.T) { f(t, "") })
-	t.Run("cluster", func(t *testing.T) { f(t, testenv.SharedRedisCluster(t).Addr()) })
-}
-
 // Every key of a session hashes to one slot (the {s<id>} hash tag), so
 // each script's KEYS, the rebuild's MULTI and the pinned-answer pipeline
 // stay on one node; the key layout in the package comment is what the
@@ -50,7 +41,7 @@ func TestKeysOfASessionShareOneSlot(t *testing.T) {
 
 // The rate limiter's script takes one key per call: it works on a
 // cluster, and its budget is shared by every client of the cluster.
-func TestLimiter(t *testing.T) { onTopologies(t, testLimiter) }
+func TestLimiter(t *testing.T) { testenv.OnTopologies(t, testLimiter) }
 
 func testLimiter(t *testing.T, server string) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, RedisServer: server})
@@ -78,7 +69,7 @@ func testLimiter(t *testing.T, server string) {
 
 // Unsettled pages through a session's reservations with HSCAN (one key:
 // one node) and narrows them with the cached views.
-func TestUnsettled(t *testing.T) { onTopologies(t, testUnsettled) }
+func TestUnsettled(t *testing.T) { testenv.OnTopologies(t, testUnsettled) }
 
 func testUnsettled(t *testing.T, server string) {
 	e, sess := gateEnvOn(t, server, 1000, 1)
@@ -95,7 +86,7 @@ func testUnsettled(t *testing.T, server string) {
 
 // DeletePrefix removes every key under a prefix, on every master of a
 // cluster, and nothing else.
-func TestDeletePrefix(t *testing.T) { onTopologies(t, testDeletePrefix) }
+func TestDeletePrefix(t *testing.T) { testenv.OnTopologies(t, testDeletePrefix) }
 
 func testDeletePrefix(t *testing.T, server string) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, RedisServer: server})

@@ -10,7 +10,7 @@ import (
 
 // The Redis gate keeps the contract the workflow tests' fake keeps
 // (internal/storetest): one key prefix, a fresh session per case.
-func TestGateContract(t *testing.T) { onTopologies(t, testGateContract) }
+func TestGateContract(t *testing.T) { testenv.OnTopologies(t, testGateContract) }
 
 func testGateContract(t *testing.T, server string) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, RedisServer: server})

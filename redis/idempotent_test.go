@@ -28,7 +28,9 @@ func requireStockAndReservations(t *testing.T, e *testenv.Env, id int64, stock, 
 // reply) answers as the first run did: reserved, same slots, stock
 // deducted once, one reservation. Also once the stock is gone, and once
 // the reservation was released (the order closed): it never reserves again.
-func TestAdmitSameOrderNumberTwice(t *testing.T) { onTopologies(t, testAdmitSameOrderNumberTwice) }
+func TestAdmitSameOrderNumberTwice(t *testing.T) {
+	testenv.OnTopologies(t, testAdmitSameOrderNumberTwice)
+}
 
 func testAdmitSameOrderNumberTwice(t *testing.T, server string) {
 	for _, coalesce := range []bool{true, false} {
@@ -76,7 +78,9 @@ func attempt(sess *seckill.Session, user int64, qty int, no, key string) *seckil
 // the key (new order numbers) replay it, including the first attempt's
 // live reservation; another body is refused; SOLD_OUT stays SOLD_OUT for
 // the key after stock came back; another user's same key is another key.
-func TestIdempotencyKeyPinsTheAnswer(t *testing.T) { onTopologies(t, testIdempotencyKeyPinsTheAnswer) }
+func TestIdempotencyKeyPinsTheAnswer(t *testing.T) {
+	testenv.OnTopologies(t, testIdempotencyKeyPinsTheAnswer)
+}
 
 func testIdempotencyKeyPinsTheAnswer(t *testing.T, server string) {
 	e, sess := gateEnvOn(t, server, 2, 2)
@@ -155,7 +159,9 @@ func TestIdempotencyKeyRace(t *testing.T) {
 
 // A ticket is consumed by one owner: the same owner again (a retried SET,
 // the retry of the same purchase) is let through, anyone else is not.
-func TestConsumeTicketIsIdempotent(t *testing.T) { onTopologies(t, testConsumeTicketIsIdempotent) }
+func TestConsumeTicketIsIdempotent(t *testing.T) {
+	testenv.OnTopologies(t, testConsumeTicketIsIdempotent)
+}
 
 func testConsumeTicketIsIdempotent(t *testing.T, server string) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, RedisServer: server})

@@ -29,7 +29,7 @@ func gateEnvOn(t *testing.T, server string, stock, limit int) (*testenv.Env, *se
 // batches and one call each: the script deducts exactly the stock, no user
 // passes the limit, and stock plus reservations always equals the total.
 func TestAdmitNeverOversells(t *testing.T) {
-	onTopologies(t, func(t *testing.T, server string) {
+	testenv.OnTopologies(t, func(t *testing.T, server string) {
 		for _, coalesce := range []bool{true, false} {
 			t.Run(fmt.Sprintf("coalesce=%v", coalesce), func(t *testing.T) { admitNeverOversells(t, server, coalesce) })
 		}
@@ -108,7 +108,7 @@ func TestAdmitHandsOutDistinctSlots(t *testing.T) {
 
 // Release gives back exactly once, however many times and however
 // concurrently it runs (activity retries, a relay and a workflow).
-func TestReleaseIsExactlyOnce(t *testing.T) { onTopologies(t, testReleaseIsExactlyOnce) }
+func TestReleaseIsExactlyOnce(t *testing.T) { testenv.OnTopologies(t, testReleaseIsExactlyOnce) }
 
 func testReleaseIsExactlyOnce(t *testing.T, server string) {
 	e, sess := gateEnvOn(t, server, 5, 2)
@@ -139,7 +139,7 @@ func testReleaseIsExactlyOnce(t *testing.T, server string) {
 
 // An unpreheated session refuses with UNAVAILABLE; preheat never overwrites
 // live stock; a forced rebuild restores stock, reservations and limits.
-func TestPreheatAndRebuild(t *testing.T) { onTopologies(t, testPreheatAndRebuild) }
+func TestPreheatAndRebuild(t *testing.T) { testenv.OnTopologies(t, testPreheatAndRebuild) }
 
 func testPreheatAndRebuild(t *testing.T, server string) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, RedisServer: server})
@@ -175,7 +175,9 @@ func testPreheatAndRebuild(t *testing.T, server string) {
 }
 
 // Cached order views never go back in time: a stale writer loses.
-func TestPutOrderKeepsTheNewestView(t *testing.T) { onTopologies(t, testPutOrderKeepsTheNewestView) }
+func TestPutOrderKeepsTheNewestView(t *testing.T) {
+	testenv.OnTopologies(t, testPutOrderKeepsTheNewestView)
+}
 
 func testPutOrderKeepsTheNewestView(t *testing.T, server string) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, RedisServer: server})
@@ -199,7 +201,9 @@ func testPutOrderKeepsTheNewestView(t *testing.T, server string) {
 
 // Reconcile's Redis side checks the per-user marks against the live
 // reservations: a corrupted mark is reported.
-func TestSnapshotChecksPerUserMarks(t *testing.T) { onTopologies(t, testSnapshotChecksPerUserMarks) }
+func TestSnapshotChecksPerUserMarks(t *testing.T) {
+	testenv.OnTopologies(t, testSnapshotChecksPerUserMarks)
+}
 
 func testSnapshotChecksPerUserMarks(t *testing.T, server string) {
 	e, sess := gateEnvOn(t, server, 5, 2)
@@ -219,7 +223,9 @@ func testSnapshotChecksPerUserMarks(t *testing.T, server string) {
 // Reservation reads back what the admission script wrote for an order (the
 // request its workflow is started with), and NOT_FOUND once it is
 // released or for a number never admitted.
-func TestReservationByOrderNumber(t *testing.T) { onTopologies(t, testReservationByOrderNumber) }
+func TestReservationByOrderNumber(t *testing.T) {
+	testenv.OnTopologies(t, testReservationByOrderNumber)
+}
 
 func testReservationByOrderNumber(t *testing.T, server string) {
 	e, sess := gateEnvOn(t, server, 5, 2)
@@ -253,7 +259,7 @@ func testReservationByOrderNumber(t *testing.T, server string) {
 // worker's relay (entries older than its minimum age) leaves them alone;
 // an entry whose start was confirmed is not brought back by a late hold.
 func TestHoldRenewsOnlyPendingEntries(t *testing.T) {
-	onTopologies(t, testHoldRenewsOnlyPendingEntries)
+	testenv.OnTopologies(t, testHoldRenewsOnlyPendingEntries)
 }
 
 func testHoldRenewsOnlyPendingEntries(t *testing.T, server string) {

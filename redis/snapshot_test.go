@@ -10,12 +10,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/testenv"
 )
 
 // The snapshot is one script: while admissions and releases run
 // concurrently, every snapshot's stock plus its reservations is exactly the
 // total, and the per-user marks match the reservations.
-func TestSessionSnapshotIsOneInstant(t *testing.T) { onTopologies(t, testSessionSnapshotIsOneInstant) }
+func TestSessionSnapshotIsOneInstant(t *testing.T) {
+	testenv.OnTopologies(t, testSessionSnapshotIsOneInstant)
+}
 
 func testSessionSnapshotIsOneInstant(t *testing.T, server string) {
 	e, sess := gateEnvOn(t, server, 30, 2)

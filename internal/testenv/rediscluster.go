@@ -124,6 +124,15 @@ func SharedRedisCluster(t testing.TB) *RedisCluster {
 	return shared.c
 }
 
+// OnTopologies runs f as subtests on a single node ("node": the default
+// Redis, server "") and on the shared Redis Cluster ("cluster", server its
+// seeds), server in SECKILL_REDIS_ADDR's form for Options.RedisServer:
+// for the code that must work on both.
+func OnTopologies(t *testing.T, f func(t *testing.T, server string)) {
+	t.Run("node", func(t *testing.T) { f(t, "") })
+	t.Run("cluster", func(t *testing.T) { f(t, SharedRedisCluster(t).Addr()) })
+}
+
 // Main runs a package's tests and then stops what they shared (the shared
 // Redis Cluster); a package using SharedRedisCluster calls it from TestMain.
 func Main(m *testing.M) {
