@@ -23,10 +23,31 @@ temporal: ## start the Temporal dev server (in memory, Web UI on :8233) unless o
 temporal-stop: ## stop the dev server `make temporal` started (never one it found running)
 	@$(TEMPORAL) stop
 
+.PHONY: temporal-bins temporal-durable temporal-durable-stop
+
+# The durable server's binaries, from the modules pinned in tools/go.mod
+# (`go build` is a no-op when they are up to date).
+temporal-bins: ## build bin/temporal, bin/temporal-server, bin/temporal-sql-tool and bin/temporal-ui-server
+	$(GO) build -o bin/temporal -modfile=tools/go.mod github.com/temporalio/cli/cmd/temporal
+	$(GO) build -o bin/temporal-server -modfile=tools/go.mod go.temporal.io/server/cmd/server
+	$(GO) build -o bin/temporal-sql-tool -modfile=tools/go.mod go.temporal.io/server/cmd/tools/sql
+	$(GO) build -o bin/temporal-ui-server -modfile=tools/go.mod github.com/temporalio/ui-server/v2/cmd/server
+
+temporal-durable: temporal-bins build ## start the durable Temporal server on PostgreSQL (frontend :7933, Web UI :8933; deploy/temporal/)
+	scripts/temporal-server.sh start
+
+temporal-durable-stop: ## stop the durable server `make temporal-durable` started
+	@scripts/temporal-server.sh stop
+
+# The drill and the ops-query tests also run on durable servers of their own
+# (internal/testenv.StartDurableTemporalServer): they fail without these.
+test: temporal-bins
+clean: temporal-durable-stop
+
 dev: build temporal ## migrations, API on :8080, worker and a demo session in one process
 	bin/seckill dev
 
-FUZZ_TARGETS := FuzzDecodeOrderBody FuzzDecodeSessionBody FuzzParseToken FuzzVerifyWebhook FuzzVerifyTicket FuzzErrorBodyJSON FuzzClientIP
+FUZZ_TARGETS := FuzzDecodeOrderBody FuzzDecodeSessionBody FuzzDecodeSessionChange FuzzParseToken FuzzVerifyWebhook FuzzVerifyTicket FuzzErrorBodyJSON FuzzClientIP
 # An execution count, not a duration: a duration races Go's fuzz coordinator
 # at its deadline on a busy machine (go.dev/issue/75804, fixed in Go 1.27)
 # and fails with a bare "context deadline exceeded".

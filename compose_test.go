@@ -1,15 +1,19 @@
 package seckill_test
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
@@ -17,44 +21,111 @@ import (
 	"github.com/seckill/seckill/worker"
 )
 
-// composeFile is the part of docker-compose.yml the tests below check.
-type composeFile struct {
-	Services map[string]composeService `yaml:"services"`
-	Volumes  map[string]any            `yaml:"volumes"`
+// composeEnv is the environment docker-compose.yml is loaded with: the
+// variables it requires, each with a value of its own so a test can tell
+// where a setting came from. Nothing comes from the test's own environment.
+var composeEnv = map[string]string{
+	"SECKILL_JWT_SECRET":     "compose-test-jwt-secret",
+	"SECKILL_WEBHOOK_SECRET": "compose-test-webhook-secret",
+	"SECKILL_ADMIN_TOKEN":    "compose-test-admin-token",
+	"GRAFANA_ADMIN_PASSWORD": "compose-test-grafana-password",
 }
 
-type composeService struct {
-	Image       string            `yaml:"image"`
-	Command     []string          `yaml:"command"`
-	Environment map[string]string `yaml:"environment"`
-	Ports       []string          `yaml:"ports"`
-	Volumes     []string          `yaml:"volumes"`
-	Healthcheck struct {
-		Test []string `yaml:"test"`
-	} `yaml:"healthcheck"`
-	DependsOn map[string]struct {
-		Condition string `yaml:"condition"`
-	} `yaml:"depends_on"`
+// loadCompose loads docker-compose.yml the way `docker compose` does, with
+// compose-go (its loader): the Compose schema, interpolation of ${…} from
+// env, anchors and merges, and the consistency checks (every service,
+// volume and network referred to exists).
+func loadCompose(env map[string]string) (*types.Project, error) {
+	var list []string
+	for k, v := range env {
+		list = append(list, k+"="+v)
+	}
+	opts, err := cli.NewProjectOptions([]string{"docker-compose.yml"},
+		cli.WithWorkingDirectory("."), cli.WithEnv(list), cli.WithDiscardEnvFile)
+	if err != nil {
+		return nil, err
+	}
+	return cli.ProjectFromOptions(context.Background(), opts)
 }
 
-func readCompose(t *testing.T) composeFile {
+func readCompose(t *testing.T) *types.Project {
 	t.Helper()
-	raw, err := os.ReadFile("docker-compose.yml")
-	require.NoError(t, err)
-	var compose composeFile
-	require.NoError(t, yaml.Unmarshal(raw, &compose), "docker-compose.yml must parse (anchors and merges included)")
-	return compose
+	project, err := loadCompose(composeEnv)
+	require.NoError(t, err, "docker-compose.yml must load as docker compose loads it")
+	return project
 }
 
-// docker-compose.yml cannot run here (no Docker engine), so it is checked
-// against the code instead: the services it needs exist, every SECKILL_*
-// variable it sets is one the binary reads, the secrets are required, the
-// API's port is published, Redis persists (AOF), the Temporal server
-// registers every search attribute the workflows write, and the worker is
-// health-checked on the address it serves.
+// env is a service's environment variable, "" when unset.
+func env(svc types.ServiceConfig, key string) string {
+	if v := svc.Environment[key]; v != nil {
+		return *v
+	}
+	return ""
+}
+
+// published lists a service's published ports as "host_ip:published:target"
+// ("published:target" without a host address).
+func published(svc types.ServiceConfig) []string {
+	var out []string
+	for _, p := range svc.Ports {
+		s := p.Published + ":" + strconv.Itoa(int(p.Target))
+		if p.HostIP != "" {
+			s = p.HostIP + ":" + s
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// mounts lists a service's volumes as "source:target[:ro]", bind mounts with
+// their source relative to the repository ("./deploy/…").
+func mounts(t *testing.T, svc types.ServiceConfig) []string {
+	t.Helper()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	var out []string
+	for _, v := range svc.Volumes {
+		src := v.Source
+		if v.Type == types.VolumeTypeBind {
+			rel, err := filepath.Rel(wd, src)
+			require.NoError(t, err)
+			src = "./" + filepath.ToSlash(rel)
+		}
+		m := src + ":" + v.Target
+		if v.ReadOnly {
+			m += ":ro"
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// Every variable the file requires (${VAR:?…}) stops the load when unset,
+// as it stops `docker compose`: no secret ever falls back to a default.
+func TestComposeRequiresItsSecrets(t *testing.T) {
+	for name := range composeEnv {
+		without := map[string]string{}
+		for k, v := range composeEnv {
+			if k != name {
+				without[k] = v
+			}
+		}
+		_, err := loadCompose(without)
+		require.ErrorContains(t, err, name, "docker-compose.yml must refuse to load without %s", name)
+	}
+}
+
+// docker-compose.yml cannot run here (no Docker engine), so it is loaded as
+// Docker loads it and checked against the code instead: the services it
+// needs exist, every SECKILL_* variable it sets is one the binary reads, the
+// secrets come from required variables, the API's port is published, Redis
+// persists (AOF), the Temporal server runs the project's deploy/temporal
+// config on PostgreSQL and gets every search attribute the workflows write,
+// and the worker is health-checked on the address it serves.
 func TestComposeMatchesTheCode(t *testing.T) {
 	compose := readCompose(t)
-	for _, s := range []string{"mysql", "redis", "temporal", "migrate", "api", "worker", "prometheus", "grafana"} {
+	for _, s := range []string{"mysql", "redis", "postgresql", "temporal-schema", "temporal", "temporal-setup", "temporal-ui",
+		"migrate", "api", "worker", "prometheus", "grafana"} {
 		require.Contains(t, compose.Services, s)
 	}
 
@@ -64,29 +135,36 @@ func TestComposeMatchesTheCode(t *testing.T) {
 	for _, m := range regexp.MustCompile(`env:"(SECKILL_[A-Z0-9_]+)"`).FindAllStringSubmatch(string(src), -1) {
 		known[m[1]] = true
 	}
+	secrets := map[string]bool{}
+	for _, v := range composeEnv {
+		secrets[v] = true
+	}
 	for _, name := range []string{"migrate", "api", "worker"} {
 		svc := compose.Services[name]
-		require.Equal(t, []string{name}, svc.Command, "service %s runs `seckill %s`", name, name)
+		require.Equal(t, types.ShellCommand{name}, svc.Command, "service %s runs `seckill %s`", name, name)
 		for k, v := range svc.Environment {
 			if strings.HasPrefix(k, "SECKILL_") {
 				// assert, not require: every unknown name is listed at once.
 				assert.True(t, known[k], "%s sets %s, which the binary does not read", name, k)
 			}
 			if strings.HasSuffix(k, "_SECRET") || strings.HasSuffix(k, "_TOKEN") {
-				require.Contains(t, v, ":?", "%s: secret %s must be required (${VAR:?...}), never defaulted", name, k)
+				require.True(t, v != nil && secrets[*v], "%s: secret %s must come from a required variable (${VAR:?...}), never a default", name, k)
 			}
 		}
 	}
 	api := compose.Services["api"]
-	require.Equal(t, ":8080", api.Environment["SECKILL_HTTP_ADDR"])
-	require.Contains(t, api.Ports, "8080:8080")
-	require.Equal(t, "redis:6379", api.Environment["SECKILL_REDIS_ADDR"])
-	require.Equal(t, "temporal:7233", api.Environment["SECKILL_TEMPORAL_ADDR"])
-	require.Contains(t, api.Environment["SECKILL_MYSQL_DSN"], "@tcp(mysql:3306)/")
+	require.Equal(t, ":8080", env(api, "SECKILL_HTTP_ADDR"))
+	require.Contains(t, published(api), "8080:8080")
+	require.Equal(t, "redis:6379", env(api, "SECKILL_REDIS_ADDR"))
+	require.Equal(t, "temporal:7233", env(api, "SECKILL_TEMPORAL_ADDR"))
+	require.Contains(t, env(api, "SECKILL_MYSQL_DSN"), "@tcp(mysql:3306)/")
 	// The worker (and the API's eager-start worker) refuse an implicit
 	// sandbox: the stack names its provider.
 	for _, name := range []string{"api", "worker"} {
-		require.Equal(t, "sandbox", compose.Services[name].Environment["SECKILL_PAYMENT_PROVIDER"], name)
+		require.Equal(t, "sandbox", env(compose.Services[name], "SECKILL_PAYMENT_PROVIDER"), name)
+		// Started only once the namespace has the search attributes: the
+		// worker refuses to run without them.
+		require.Equal(t, types.ServiceConditionCompletedSuccessfully, compose.Services[name].DependsOn["temporal-setup"].Condition, name)
 	}
 
 	// The outbox (reservation + pending start) must survive a Redis restart:
@@ -95,13 +173,8 @@ func TestComposeMatchesTheCode(t *testing.T) {
 	redisCmd := strings.Join(redisSvc.Command, " ")
 	require.Contains(t, redisCmd, "--appendonly yes")
 	require.Contains(t, redisCmd, "--appendfsync everysec")
-	require.Contains(t, redisSvc.Volumes, "redis-data:/data", "Redis's AOF lives on a named volume")
+	require.Contains(t, mounts(t, redisSvc), "redis-data:/data", "Redis's AOF lives on a named volume")
 	require.Contains(t, compose.Volumes, "redis-data")
-	temporalCmd := strings.Join(compose.Services["temporal"].Command, " ")
-	for _, spec := range worker.SearchAttributeSpecs() {
-		require.Contains(t, temporalCmd, "--search-attribute "+spec)
-	}
-	require.Contains(t, strings.Join(compose.Services["temporal"].Ports, " "), "8233:8233", "the Web UI is published")
 
 	// The worker's HTTP address is its own: the API (which shares the
 	// environment block) must not get it, and the worker is health-checked
@@ -109,29 +182,99 @@ func TestComposeMatchesTheCode(t *testing.T) {
 	wrk := compose.Services["worker"]
 	_, apiHasIt := api.Environment["SECKILL_WORKER_HTTP_ADDR"]
 	require.False(t, apiHasIt, "SECKILL_WORKER_HTTP_ADDR belongs to the worker service only, not the shared environment")
-	addr := wrk.Environment["SECKILL_WORKER_HTTP_ADDR"]
+	addr := env(wrk, "SECKILL_WORKER_HTTP_ADDR")
 	require.NotEmpty(t, addr, "the worker serves /metrics and /healthz on SECKILL_WORKER_HTTP_ADDR")
-	require.Contains(t, wrk.Healthcheck.Test, "http://127.0.0.1"+addrPort(t, addr)+"/healthz", "the worker is health-checked where it listens")
+	require.NotNil(t, wrk.HealthCheck)
+	require.Contains(t, wrk.HealthCheck.Test, "http://127.0.0.1"+addrPort(t, addr)+"/healthz", "the worker is health-checked where it listens")
+}
+
+// The Temporal part of docker-compose.yml is the durable server of
+// scripts/temporal-server.sh: deploy/temporal mounted and used (server
+// config, dynamic config, setup script, Web UI config), PostgreSQL for both
+// stores, the schema set up before the server starts and the namespace with
+// every search attribute after, 8 shards by default, the Web UI on loopback.
+func TestComposeTemporal(t *testing.T) {
+	compose := readCompose(t)
+	const mount = "/etc/seckill-temporal"
+	server, schema, setup, ui := compose.Services["temporal"], compose.Services["temporal-schema"],
+		compose.Services["temporal-setup"], compose.Services["temporal-ui"]
+	for name, svc := range map[string]types.ServiceConfig{"temporal": server, "temporal-schema": schema, "temporal-setup": setup, "temporal-ui": ui} {
+		require.Contains(t, mounts(t, svc), "./deploy/temporal:"+mount+":ro", "%s mounts the project's Temporal config", name)
+	}
+	for name, svc := range map[string]types.ServiceConfig{"postgresql": compose.Services["postgresql"], "temporal": server, "temporal-schema": schema,
+		"temporal-setup": setup, "temporal-ui": ui} {
+		require.Contains(t, svc.Image, ":", "%s: pin the image tag", name)
+		require.NotContains(t, svc.Image, ":latest", "%s: pin the image tag", name)
+		for _, p := range svc.Ports {
+			require.Equal(t, "127.0.0.1", p.HostIP, "%s publishes %d: loopback only, there is no authentication", name, p.Target)
+		}
+	}
+
+	// The server loads deploy/temporal/temporal.yaml (--config DIR --env NAME
+	// is DIR/NAME.yaml under --root) and the dynamic config next to it.
+	args := strings.Join(server.Entrypoint, " ")
+	require.Contains(t, args, "--root / --config "+strings.TrimPrefix(mount, "/")+" --env temporal")
+	require.FileExists(t, filepath.Join("deploy", "temporal", "temporal.yaml"))
+	dyn, ok := strings.CutPrefix(env(server, "TEMPORAL_DYNAMIC_CONFIG"), mount+"/")
+	require.True(t, ok, "the dynamic config comes from the mount: %q", env(server, "TEMPORAL_DYNAMIC_CONFIG"))
+	require.FileExists(t, filepath.Join("deploy", "temporal", dyn))
+	require.Equal(t, "8", env(server, "TEMPORAL_SHARDS"), "8 history shards unless TEMPORAL_SHARDS says otherwise")
+	require.Equal(t, "7233", env(server, "TEMPORAL_PORT"), "the app services reach the frontend on temporal:7233")
+	require.Contains(t, published(server), "127.0.0.1:7233:7233")
+	require.NotNil(t, server.HealthCheck)
+	require.NotEmpty(t, server.HealthCheck.Test)
+
+	// One PostgreSQL for both stores, the same settings for the schema job
+	// and the server.
+	for _, k := range []string{"TEMPORAL_PG_ADDR", "TEMPORAL_PG_USER", "TEMPORAL_PG_PASSWORD", "TEMPORAL_DB", "TEMPORAL_VISIBILITY_DB"} {
+		require.NotEmpty(t, env(server, k), k)
+		require.Equal(t, env(server, k), env(schema, k), "%s: the schema job sets up the databases the server uses", k)
+	}
+	pgHost, _, err := net.SplitHostPort(env(server, "TEMPORAL_PG_ADDR"))
+	require.NoError(t, err)
+	require.Contains(t, compose.Services, pgHost)
+	require.Equal(t, env(server, "TEMPORAL_PG_USER"), env(compose.Services[pgHost], "POSTGRES_USER"))
+	require.Equal(t, env(server, "TEMPORAL_PG_PASSWORD"), env(compose.Services[pgHost], "POSTGRES_PASSWORD"))
+	require.Equal(t, types.ServiceConditionHealthy, schema.DependsOn[pgHost].Condition)
+	require.Equal(t, types.ServiceConditionCompletedSuccessfully, server.DependsOn["temporal-schema"].Condition,
+		"the server starts on set-up databases")
+
+	// Both jobs run deploy/temporal/setup.sh from the mount.
+	require.FileExists(t, filepath.Join("deploy", "temporal", "setup.sh"))
+	require.Equal(t, []string{"sh", mount + "/setup.sh"}, []string(schema.Entrypoint[:2]))
+	require.Equal(t, types.ShellCommand{"schema"}, schema.Command)
+	require.Equal(t, types.ShellCommand{"sh", mount + "/setup.sh", "namespace"}, setup.Entrypoint)
+	require.Equal(t, types.ShellCommand(worker.SearchAttributeSpecs()), setup.Command,
+		"temporal-setup registers exactly the search attributes the workflows write")
+	require.Equal(t, "temporal:7233", env(setup, "TEMPORAL_ADDRESS"))
+
+	// The Web UI runs deploy/temporal/ui.yaml against this server.
+	require.Contains(t, strings.Join(ui.Entrypoint, " "), "--root / --config "+strings.TrimPrefix(mount, "/")+" --env ui")
+	require.FileExists(t, filepath.Join("deploy", "temporal", "ui.yaml"))
+	require.Equal(t, "temporal:7233", env(ui, "TEMPORAL_UI_ADDRESS"))
+	require.Contains(t, published(ui), "127.0.0.1:8233:"+env(ui, "TEMPORAL_UI_PORT"), "the Web UI is published on loopback")
+	require.Equal(t, types.ServiceConditionCompletedSuccessfully, ui.DependsOn["temporal-setup"].Condition)
 }
 
 // listenPorts are the ports a compose service serves, from the settings
 // that make it listen: SECKILL_HTTP_ADDR for the API,
-// SECKILL_WORKER_HTTP_ADDR for the worker, the port flags of the Temporal
-// dev server, and the images' own ports for Prometheus and Grafana.
-func listenPorts(t *testing.T, name string, svc composeService) map[string]bool {
+// SECKILL_WORKER_HTTP_ADDR for the worker, the port variables of
+// deploy/temporal/temporal.yaml for the Temporal server, and the images' own
+// ports for Prometheus and Grafana.
+func listenPorts(t *testing.T, name string, svc types.ServiceConfig) map[string]bool {
 	t.Helper()
 	ports := map[string]bool{}
 	switch {
-	case len(svc.Command) == 1 && svc.Command[0] == "api":
-		ports[addrPort(t, svc.Environment["SECKILL_HTTP_ADDR"])[1:]] = true
-	case len(svc.Command) == 1 && svc.Command[0] == "worker":
-		if a := svc.Environment["SECKILL_WORKER_HTTP_ADDR"]; a != "" {
+	case slices.Equal(svc.Command, types.ShellCommand{"api"}):
+		ports[addrPort(t, env(svc, "SECKILL_HTTP_ADDR"))[1:]] = true
+	case slices.Equal(svc.Command, types.ShellCommand{"worker"}):
+		if a := env(svc, "SECKILL_WORKER_HTTP_ADDR"); a != "" {
 			ports[addrPort(t, a)[1:]] = true
 		}
 	case name == "temporal":
-		for i, arg := range svc.Command[:len(svc.Command)-1] {
-			if arg == "--port" || arg == "--ui-port" || arg == "--metrics-port" {
-				ports[svc.Command[i+1]] = true
+		for _, k := range []string{"TEMPORAL_PORT", "TEMPORAL_METRICS_PORT"} {
+			if p := env(svc, k); p != "" {
+				ports[p] = true
 			}
 		}
 	case name == "prometheus":
@@ -148,16 +291,6 @@ func addrPort(t *testing.T, addr string) string {
 	_, port, err := net.SplitHostPort(addr)
 	require.NoError(t, err, "listen address %q", addr)
 	return ":" + port
-}
-
-// mountSource is the host path of a bind mount ("./x:/y:ro"), or "" for a
-// named volume.
-func mountSource(volume string) string {
-	src, _, _ := strings.Cut(volume, ":")
-	if strings.HasPrefix(src, "./") || strings.HasPrefix(src, "/") {
-		return src
-	}
-	return ""
 }
 
 type promConfig struct {
@@ -199,38 +332,37 @@ func TestComposeMonitoring(t *testing.T) {
 	compose := readCompose(t)
 	prom, graf := compose.Services["prometheus"], compose.Services["grafana"]
 
-	for name, svc := range map[string]composeService{"prometheus": prom, "grafana": graf} {
+	for name, svc := range map[string]types.ServiceConfig{"prometheus": prom, "grafana": graf} {
 		require.NotEmpty(t, svc.Image, name)
 		require.NotContains(t, svc.Image, ":latest", "%s: pin the image tag", name)
 		require.Contains(t, svc.Image, ":", "%s: pin the image tag", name)
 		for _, p := range svc.Ports {
-			require.True(t, strings.HasPrefix(p, "127.0.0.1:"), "%s publishes %s: loopback only, it has no (or optional) authentication", name, p)
+			require.Equal(t, "127.0.0.1", p.HostIP, "%s publishes %d: loopback only, it has no (or optional) authentication", name, p.Target)
 		}
-		require.NotEmpty(t, svc.Healthcheck.Test, "%s has a healthcheck", name)
+		require.NotNil(t, svc.HealthCheck, "%s has a healthcheck", name)
+		require.NotEmpty(t, svc.HealthCheck.Test, "%s has a healthcheck", name)
 		for _, v := range svc.Volumes {
-			src := mountSource(v)
-			if src == "" {
-				name, _, _ := strings.Cut(v, ":")
-				require.Contains(t, compose.Volumes, name, "named volume %s is declared", name)
+			if v.Type != types.VolumeTypeBind {
+				require.Contains(t, compose.Volumes, v.Source, "named volume %s is declared", v.Source)
 				continue
 			}
-			require.True(t, strings.HasSuffix(v, ":ro"), "%s: bind mount %s is read-only", name, v)
-			_, err := os.Stat(src)
-			require.NoError(t, err, "%s mounts %s, which is not in the repository", name, src)
+			require.True(t, v.ReadOnly, "%s: bind mount %s is read-only", name, v.Source)
+			_, err := os.Stat(v.Source)
+			require.NoError(t, err, "%s mounts %s, which is not in the repository", name, v.Source)
 		}
 	}
-	require.Contains(t, prom.Ports, "127.0.0.1:9090:9090")
-	require.Contains(t, strings.Join(prom.Healthcheck.Test, " "), "/-/ready")
-	require.Contains(t, graf.Ports, "127.0.0.1:3000:3000")
-	require.Contains(t, strings.Join(graf.Healthcheck.Test, " "), "/api/health")
-	require.Equal(t, "service_healthy", graf.DependsOn["prometheus"].Condition)
-	require.Contains(t, graf.Environment["GF_SECURITY_ADMIN_PASSWORD"], ":?",
+	require.Contains(t, published(prom), "127.0.0.1:9090:9090")
+	require.Contains(t, strings.Join(prom.HealthCheck.Test, " "), "/-/ready")
+	require.Contains(t, published(graf), "127.0.0.1:3000:3000")
+	require.Contains(t, strings.Join(graf.HealthCheck.Test, " "), "/api/health")
+	require.Equal(t, types.ServiceConditionHealthy, graf.DependsOn["prometheus"].Condition)
+	require.Equal(t, composeEnv["GRAFANA_ADMIN_PASSWORD"], env(graf, "GF_SECURITY_ADMIN_PASSWORD"),
 		"the Grafana admin password is required (${VAR:?...}), never defaulted: an admin reaches the compose network through data sources")
-	require.NotEqual(t, "Admin", graf.Environment["GF_AUTH_ANONYMOUS_ORG_ROLE"])
-	require.NotEqual(t, "Editor", graf.Environment["GF_AUTH_ANONYMOUS_ORG_ROLE"])
+	require.NotEqual(t, "Admin", env(graf, "GF_AUTH_ANONYMOUS_ORG_ROLE"))
+	require.NotEqual(t, "Editor", env(graf, "GF_AUTH_ANONYMOUS_ORG_ROLE"))
 
 	// The Prometheus config is the one mounted into the container.
-	require.Contains(t, prom.Volumes, "./deploy/prometheus:/etc/prometheus:ro")
+	require.Contains(t, mounts(t, prom), "./deploy/prometheus:/etc/prometheus:ro")
 	require.Contains(t, prom.Command, "--config.file=/etc/prometheus/prometheus.yml")
 	var cfg promConfig
 	readYAML(t, "deploy/prometheus/prometheus.yml", &cfg)
@@ -252,7 +384,7 @@ func TestComposeMonitoring(t *testing.T) {
 	}
 	require.True(t, scraped["api"], "the API is scraped")
 	require.True(t, scraped["worker"], "the worker is scraped")
-	if strings.Contains(strings.Join(compose.Services["temporal"].Command, " "), "--metrics-port") {
+	if env(compose.Services["temporal"], "TEMPORAL_METRICS_PORT") != "" {
 		require.True(t, scraped["temporal"], "the Temporal server's metrics port is fixed, so scrape it")
 	}
 
@@ -275,7 +407,7 @@ func TestComposeMonitoring(t *testing.T) {
 	readYAML(t, "deploy/grafana/provisioning/dashboards/seckill.yml", &provider)
 	require.Len(t, provider.Providers, 1)
 	require.Equal(t, "file", provider.Providers[0].Type)
-	require.Contains(t, graf.Volumes, "./deploy/grafana/dashboards:"+provider.Providers[0].Options.Path+":ro",
+	require.Contains(t, mounts(t, graf), "./deploy/grafana/dashboards:"+provider.Providers[0].Options.Path+":ro",
 		"the dashboard provider reads the mounted dashboards directory")
 }
 

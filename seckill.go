@@ -62,6 +62,9 @@ type Session struct {
 	EndAt        time.Time `json:"end_at"`
 	// RequireTicket makes an order need a purchase ticket (X-Seckill-Ticket).
 	RequireTicket bool `json:"require_ticket"`
+	// Paused: an operator stopped the orders for now (423 PAUSED);
+	// payments, timeouts and cancellations go on.
+	Paused bool `json:"paused"`
 }
 
 // SessionView is the public shape of a session in the HTTP API (GET
@@ -81,6 +84,11 @@ const (
 	SessionActive   SessionState = "ACTIVE"
 	SessionSoldOut  SessionState = "SOLD_OUT"
 	SessionEnded    SessionState = "ENDED"
+	// SessionPaused: in its window, but an operator paused the orders.
+	SessionPaused SessionState = "PAUSED"
+	// SessionPreparing: in its window, but its stock is not loaded into
+	// Redis yet (not preheated): orders answer 503 until it is.
+	SessionPreparing SessionState = "PREPARING"
 )
 
 // StateAt tells the state of s at now given its remaining stock.
@@ -90,6 +98,8 @@ func (s *Session) StateAt(now time.Time, remaining int) SessionState {
 		return SessionUpcoming
 	case !now.Before(s.EndAt):
 		return SessionEnded
+	case s.Paused:
+		return SessionPaused
 	case remaining <= 0:
 		return SessionSoldOut
 	default:

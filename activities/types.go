@@ -25,6 +25,10 @@ const (
 	RecordRefundFailureName = "RecordRefundFailure"
 
 	ReconcileAllName = "ReconcileAll"
+
+	LoadSessionName    = "LoadSession"
+	PreheatSessionName = "PreheatSession"
+	RetireSessionName  = "RetireSession"
 )
 
 // CreateOrderInput is the input of the CreateOrder activity.

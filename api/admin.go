@@ -73,6 +73,12 @@ func (s *Server) createSession(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// Its life preheats it before the start. Should Temporal not answer
+	// now, the worker starts the life of every open session that has none
+	// (within a minute), and a manual preheat works regardless.
+	if _, err := s.flow.StartSession(c.UserContext(), sess.ID); err != nil {
+		s.log.Warn("session life not started; the worker will", "trace_id", traceID(c), "session_id", sess.ID, "error", err)
+	}
 	return c.Status(fiber.StatusCreated).JSON(v)
 }
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -36,6 +37,8 @@ type Store interface {
 	Unblock(ctx context.Context, userID int64) error
 	BlockedUsers(ctx context.Context) ([]int64, error)
 	LiveHoldings(ctx context.Context, sessionID int64) ([]seckill.Reservation, error)
+	ChangeSession(ctx context.Context, ch *seckill.SessionChange) (*seckill.Session, bool, error)
+	SessionAudit(ctx context.Context, sessionID int64) ([]seckill.SessionChange, error)
 	seckill.DBSnapshotter
 	Ping(ctx context.Context) error
 }
@@ -48,6 +51,7 @@ type Gate interface {
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
 	Preheat(ctx context.Context, sessionID int64, stock int) (int, error)
 	Rebuild(ctx context.Context, sessionID int64, stock int, holdings []seckill.Reservation) error
+	AddStock(ctx context.Context, sessionID int64, units int, requestID string) (int, error)
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 	Reservation(ctx context.Context, orderNo string) (*seckill.Reservation, error)
 	PutOrder(ctx context.Context, o *seckill.Order) error
@@ -69,6 +73,10 @@ type Flow interface {
 	// the workflow has finished (it is never started again).
 	PayWithStart(ctx context.Context, req *seckill.OrderRequest, p *seckill.Payment) error
 	Cancel(ctx context.Context, orderNo, traceID string) error
+	// StartSession starts a session's life (preheat before the start,
+	// retire after the end); SessionChanged tells it the window moved.
+	StartSession(ctx context.Context, sessionID int64) (bool, error)
+	SessionChanged(ctx context.Context, sessionID int64) error
 	Ping(ctx context.Context) error
 }
 
@@ -99,6 +107,10 @@ type Config struct {
 	// IP ones (required when either is on).
 	Limits  Limits
 	Limiter Limiter
+	// Fleet, when set, makes Limits.Global the budget of every API process
+	// of the deployment together, split among the live ones (see Fleet);
+	// nil: Limits.Global is this process's alone.
+	Fleet Fleet
 	// Metrics collects the API's Prometheus metrics (a fresh set when nil).
 	Metrics *metrics.Metrics
 	// ProxyHeader names the header carrying the client IP when the API runs
@@ -150,6 +162,13 @@ type Server struct {
 	orders *orderLookup
 	// reads limits the public reads per client IP (nil: off).
 	reads *readLimiter
+	// member is this process's name in the fleet; fleetDown is whether
+	// its last heartbeat failed (logged once per outage); left is set by
+	// Shutdown, after which no heartbeat is sent.
+	member    string
+	fleetMu   sync.Mutex
+	fleetDown bool
+	left      bool
 }
 
 // bodyLimit caps request bodies: every request of this API is a few hundred bytes.
@@ -196,7 +215,8 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger,
 		global:    newGlobalLimiter(cfg.Limits.Global),
-		ticketKey: ticketKey(cfg.JWTSecret), series: newSeries(cfg.Metrics)}
+		ticketKey: ticketKey(cfg.JWTSecret), series: newSeries(cfg.Metrics), member: fleetMember()}
+	s.setGlobalShare(1)
 	page, err := shop.New(shop.Options{Dev: cfg.Dev})
 	if err != nil {
 		return nil, err
@@ -256,6 +276,12 @@ func (s *Server) App() *fiber.App {
 	admin.Post("/sessions", s.createSession)
 	admin.Post("/sessions/:id/preheat", s.preheat)
 	admin.Get("/sessions/:id/reconcile", s.reconcile)
+	admin.Patch("/sessions/:id", s.changeSession(seckill.ActionUpdate))
+	admin.Post("/sessions/:id/pause", s.changeSession(seckill.ActionPause))
+	admin.Post("/sessions/:id/resume", s.changeSession(seckill.ActionResume))
+	admin.Post("/sessions/:id/end", s.changeSession(seckill.ActionEnd))
+	admin.Post("/sessions/:id/stock", s.changeSession(seckill.ActionAddStock))
+	admin.Get("/sessions/:id/audit", s.sessionAudit)
 	admin.Put("/blocklist/:user_id", s.block)
 	admin.Delete("/blocklist/:user_id", s.unblock)
 
@@ -277,6 +303,7 @@ func (s *Server) App() *fiber.App {
 // relay.
 func (s *Server) Shutdown(ctx context.Context) {
 	defer s.stopStarts()
+	s.leaveFleet(ctx)
 	if !s.starts.Drain(ctx) {
 		s.log.Warn("shutdown: workflow starts left to the outbox", "queued", s.starts.Queued(), "in_flight", s.starts.InFlight())
 	}
@@ -285,13 +312,16 @@ func (s *Server) Shutdown(ctx context.Context) {
 // Starter is the process's workflow starter (tests read its state).
 func (s *Server) Starter() *starter.Starter { return s.starts }
 
+// dependencies are the pings of what the API needs to sell.
+func (s *Server) dependencies() map[string]func(context.Context) error {
+	return map[string]func(context.Context) error{"mysql": s.store.Ping, "redis": s.gate.Ping, "temporal": s.flow.Ping}
+}
+
 // ready answers 200 when MySQL, Redis and Temporal all answer.
 func (s *Server) ready(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()
-	for name, ping := range map[string]func(context.Context) error{
-		"mysql": s.store.Ping, "redis": s.gate.Ping, "temporal": s.flow.Ping,
-	} {
+	for name, ping := range s.dependencies() {
 		if err := ping(ctx); err != nil {
 			s.log.Warn("readyz: dependency down", "dependency", name, "error", err)
 			return seckill.Errorf(seckill.EUNAVAILABLE, "%s is not reachable", name)

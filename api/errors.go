@@ -20,6 +20,7 @@ var statusOf = map[string]int{
 	seckill.ELIMIT:        http.StatusConflict,
 	seckill.ECONFLICT:     http.StatusConflict,
 	seckill.EENDED:        http.StatusGone,
+	seckill.EPAUSED:       http.StatusLocked,
 	seckill.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	seckill.EAMOUNT:       http.StatusUnprocessableEntity,
 	seckill.EIDEMPOTENCY:  http.StatusUnprocessableEntity,

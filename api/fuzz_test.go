@@ -37,6 +37,35 @@ func FuzzDecodeSessionBody(f *testing.F) {
 	})
 }
 
+// The operator's bodies (PATCH a session, add stock): anything that is not
+// a valid change is INVALID_ARGUMENT, never a panic or another code.
+func FuzzDecodeSessionChange(f *testing.F) {
+	f.Add([]byte(`{"title":"t","price_cents":1,"per_user_limit":2,"start_at":"2026-01-01T00:00:00Z","end_at":"2026-01-02T00:00:00Z"}`))
+	f.Add([]byte(`{"add":5}`))
+	f.Add([]byte(`{"add":-1,"end_at":"later"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var u updateSessionBody
+		err := decodeStrict(body, &u, false)
+		if err == nil {
+			var upd *seckill.SessionUpdate
+			if upd, err = u.update(); err == nil {
+				ch := &seckill.SessionChange{Action: seckill.ActionUpdate, Actor: "a", RequestID: "r", Update: upd}
+				if err = ch.Check(); err == nil && !upd.Empty() {
+					_, err = upd.Apply(seckill.Session{SKUID: 1, Title: "t", PriceCents: 1, TotalStock: 1, PerUserLimit: 1,
+						StartAt: time.Unix(1_800_000_000, 0), EndAt: time.Unix(1_800_003_600, 0)})
+				}
+			}
+		}
+		requireCode(t, err, seckill.EINVALID)
+		var a addStockBody
+		err = decodeStrict(body, &a, false)
+		if err == nil && a.Add != nil {
+			err = (&seckill.SessionChange{Action: seckill.ActionAddStock, Actor: "a", RequestID: "r", Add: *a.Add}).Check()
+		}
+		requireCode(t, err, seckill.EINVALID)
+	})
+}
+
 func FuzzParseToken(f *testing.F) {
 	secret := []byte("fuzz-secret")
 	now := time.Unix(1_800_000_000, 0)

@@ -22,8 +22,10 @@ type Limiter interface {
 
 // Limits are requests per second; 0 turns a limit off.
 type Limits struct {
-	// Global is this process's token bucket in front of everything: it
-	// holds even when Redis is gone.
+	// Global is the token bucket in front of everything, in each
+	// process's memory so that it holds even when Redis is gone: the
+	// fleet's budget split among the live APIs when Config.Fleet is set,
+	// this process's alone otherwise.
 	Global int
 	// User and IP are fleet-wide, in Redis.
 	User int
@@ -33,8 +35,8 @@ type Limits struct {
 	Read int
 }
 
-// globalLimit is the per-process token bucket, the first thing an
-// admission meets.
+// globalLimit is the global token bucket (this process's share of it), the
+// first thing an admission meets.
 func (s *Server) globalLimit(c *fiber.Ctx) error {
 	if s.global != nil && !s.global.Allow() {
 		c.Set(HeaderLayer, LayerGlobalLimit)
@@ -178,9 +180,17 @@ func (s *Server) soldOutFast(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// watchSoldOut lifts sold-out flags whose session has stock again.
+// watchSoldOut lifts sold-out flags whose session has stock again, or
+// has ended or been paused: those answer ENDED or PAUSED (from the session
+// cache, also without I/O), not SOLD_OUT.
 func (s *Server) watchSoldOut(ctx context.Context) {
 	for _, id := range s.soldOut.list() {
+		if sess, err := s.sessions.get(ctx, id); err == nil {
+			if st := sess.StateAt(s.cfg.Now(), 1); st == seckill.SessionEnded || st == seckill.SessionPaused {
+				s.soldOut.clear(id)
+				continue
+			}
+		}
 		if stock, _, err := s.gate.Stock(ctx, id); err == nil && stock > 0 {
 			s.soldOut.clear(id)
 		}
@@ -199,7 +209,12 @@ func (s *Server) Start(ctx context.Context) {
 			s.log.Warn("blocklist refresh failed; keeping the last one", "error", err)
 		}
 	})
+	if s.cfg.Fleet != nil && s.global != nil {
+		s.beat(ctx)
+		go tick.Every(ctx, fleetBeat, func() { s.beat(ctx) })
+	}
 	go tick.Every(ctx, s.cfg.SoldOutRecheck, func() { s.watchSoldOut(ctx) })
+	go s.cfg.Metrics.WatchDependencies(ctx, s.dependencies())
 	go s.starts.Run(s.startsCtx)
 	go s.outbox.Run(ctx, time.Second)
 }

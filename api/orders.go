@@ -18,13 +18,16 @@ type orderBody struct {
 
 var errBlocked = seckill.Errorf(seckill.EFORBIDDEN, "this account may not buy")
 
-// inWindow refuses orders outside the session's sale window.
+// inWindow refuses orders outside the session's sale window, and while an
+// operator paused it.
 func (s *Server) inWindow(sess *seckill.Session) error {
 	switch sess.StateAt(s.cfg.Now(), 1) {
 	case seckill.SessionUpcoming:
 		return seckill.Errorf(seckill.ENOTSTARTED, "session %d starts at %s", sess.ID, sess.StartAt.Format(time.RFC3339))
 	case seckill.SessionEnded:
 		return seckill.Errorf(seckill.EENDED, "session %d ended at %s", sess.ID, sess.EndAt.Format(time.RFC3339))
+	case seckill.SessionPaused:
+		return seckill.Errorf(seckill.EPAUSED, "session %d is paused; try again later", sess.ID)
 	}
 	return nil
 }

@@ -120,11 +120,17 @@ func (s *Server) sessionView(ctx context.Context, sess *seckill.Session) (*sessi
 	if err != nil {
 		return nil, err
 	}
+	state := sess.StateAt(s.cfg.Now(), stock)
 	if !preheated {
-		// Not on sale yet: nothing can be bought, and nothing was sold.
+		// Not loaded into Redis: nothing can be bought, and nothing was
+		// sold. In its window that is PREPARING (its life preheats it, or
+		// an operator must), never SOLD_OUT with stock in MySQL.
 		stock = 0
+		if state == seckill.SessionActive || state == seckill.SessionSoldOut {
+			state = seckill.SessionPreparing
+		}
 	}
-	return &sessionJSON{Session: sess, RemainingStock: stock, State: sess.StateAt(s.cfg.Now(), stock)}, nil
+	return &sessionJSON{Session: sess, RemainingStock: stock, State: state}, nil
 }
 
 // getSession: GET /api/v1/sessions/{id} (public).

@@ -126,6 +126,10 @@ func (noStarts) PayWithStart(context.Context, *seckill.OrderRequest, *seckill.Pa
 	return errNoOrderTier
 }
 func (noStarts) Cancel(context.Context, string, string) error { return errNoOrderTier }
-func (noStarts) Ping(context.Context) error                   { return nil }
+func (noStarts) StartSession(context.Context, int64) (bool, error) {
+	return false, errNoOrderTier
+}
+func (noStarts) SessionChanged(context.Context, int64) error { return errNoOrderTier }
+func (noStarts) Ping(context.Context) error                  { return nil }
 
 var errNoOrderTier = seckill.Errorf(seckill.EUNAVAILABLE, "the admission-only baseline has no order tier")

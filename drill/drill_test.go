@@ -140,21 +140,46 @@ func TestDrillPaymentRacesTimeout(t *testing.T) {
 	require.Equal(t, outcomes[seckill.StatusRefundPending], rep.RefundsPending, "every payment that lost waits for its refund")
 }
 
-// The Temporal server (file-backed) is killed mid-burst and restarted:
-// starts that failed meanwhile are picked up by the relay from the
-// pending-start outbox, and nothing accepted is lost.
+// restartable is a Temporal server of the test's own that can be killed
+// (SIGKILL) and started again on the same storage.
+type restartable interface {
+	Kill()
+	Start()
+}
+
+// The Temporal server is killed (SIGKILL) mid-burst and restarted, both the
+// file-backed dev server and the durable one (PostgreSQL, 8 shards, the
+// deploy/temporal config): starts that failed meanwhile are picked up by
+// the relay from the pending-start outbox, and nothing accepted is lost.
 func TestDrillTemporalRestart(t *testing.T) {
-	srv := testenv.StartTemporalServer(t)
-	e := testenv.New(t, testenv.Options{TemporalAddr: srv.Addr})
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	r := &relay.Relay{Gate: e.Gate, Store: e.DB, Starter: e.Orders, PayTimeout: 15 * time.Minute, MinAge: time.Second, Log: e.Log}
-	go r.Run(ctx, 500*time.Millisecond)
-	c := config(e)
-	c.DuringBurst = srv.Kill
-	c.AfterBurst = srv.Start
-	res, err := drill.Run(context.Background(), c)
-	requireOK(t, e, res, err)
+	servers := []struct {
+		name  string
+		start func(testing.TB) (string, restartable)
+	}{
+		{"dev server", func(t testing.TB) (string, restartable) {
+			srv := testenv.StartTemporalServer(t)
+			return srv.Addr, srv
+		}},
+		{"durable server", func(t testing.TB) (string, restartable) {
+			srv := testenv.StartDurableTemporalServer(t)
+			return srv.Addr, srv
+		}},
+	}
+	for _, server := range servers {
+		t.Run(server.name, func(t *testing.T) {
+			addr, srv := server.start(t)
+			e := testenv.New(t, testenv.Options{TemporalAddr: addr})
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			r := &relay.Relay{Gate: e.Gate, Store: e.DB, Starter: e.Orders, PayTimeout: 15 * time.Minute, MinAge: time.Second, Log: e.Log}
+			go r.Run(ctx, 500*time.Millisecond)
+			c := config(e)
+			c.DuringBurst = srv.Kill
+			c.AfterBurst = srv.Start
+			res, err := drill.Run(context.Background(), c)
+			requireOK(t, e, res, err)
+		})
+	}
 }
 
 // faultDrill is a drill whose burst is spread over two seconds and whose

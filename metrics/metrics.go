@@ -51,6 +51,17 @@ type Metrics struct {
 	StarterQueue    *prometheus.GaugeVec
 	StarterDropped  *prometheus.CounterVec
 
+	// DependencyUp is 1 while MySQL, Redis or Temporal answered this
+	// process's last ping (every DependencyPing), 0 when it did not: the
+	// alerts' view of an outage, from each process's side.
+	DependencyUp *prometheus.GaugeVec
+
+	// FleetSize is how many API processes of this deployment are alive (by
+	// their heartbeats in Redis); GlobalShare is this process's share of
+	// SECKILL_LIMIT_GLOBAL_RPS, the fleet's budget split among them.
+	FleetSize   prometheus.Gauge
+	GlobalShare prometheus.Gauge
+
 	// RelayBacklog is the number of entries waiting for a relay (queue
 	// "starts": reservations whose workflow start is not confirmed;
 	// "refunds": payments waiting for their refund); RelayOldest the age of
@@ -124,6 +135,15 @@ func New() *Metrics {
 		StarterDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_starter_dropped_total", Help: "Winners the starter's queue had no room for: their start is left to the pending-start outbox.",
 		}, []string{"starter"}),
+		FleetSize: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_api_fleet_size", Help: "API processes of this deployment alive by their heartbeats in Redis, this one included (0 before the first heartbeat).",
+		}),
+		DependencyUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_dependency_up", Help: "1 while the dependency (mysql, redis, temporal) answered this process's last ping, 0 when it did not.",
+		}, []string{"dependency"}),
+		GlobalShare: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_limit_global_share_rps", Help: "This process's share of the fleet's global rate limit (SECKILL_LIMIT_GLOBAL_RPS split among the live APIs); 0 when the limit is off.",
+		}),
 		RelayBacklog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_relay_backlog", Help: "Entries waiting for a relay: queue=starts (reservations without a confirmed workflow start), queue=refunds (payments waiting for their refund).",
 		}, []string{"queue"}),
@@ -166,7 +186,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(m.Refunds, m.RefundFailures)
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Admissions, m.RedisAdmit, m.RedisCommands, m.RedisErrors, m.WorkflowStart,
-		m.WorkflowStartFailures, m.StarterInFlight, m.StarterLimit, m.StarterQueue, m.StarterDropped, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.SweepActions, m.Orders, m.Stock, m.Drift,
+		m.WorkflowStartFailures, m.StarterInFlight, m.StarterLimit, m.StarterQueue, m.StarterDropped, m.DependencyUp, m.FleetSize, m.GlobalShare, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.SweepActions, m.Orders, m.Stock, m.Drift,
 		m.Stuck, m.Problems, m.InFlight, m.ReconcileRuns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -213,6 +233,31 @@ func (m *Metrics) ObserveReports(reports []seckill.Report) {
 	m.RelayBacklog.WithLabelValues("refunds").Set(float64(refunds))
 	m.RelayOldest.WithLabelValues("starts").Set(oldest)
 	m.ReconcileRuns.WithLabelValues(result).Inc()
+}
+
+// DependencyPing is how often WatchDependencies pings.
+const DependencyPing = 5 * time.Second
+
+// WatchDependencies pings each dependency at once and then every
+// DependencyPing until ctx ends, and sets DependencyUp from the answers. A
+// ping gets until the next one to answer: a dependency slower than that is
+// as good as down for a sale.
+func (m *Metrics) WatchDependencies(ctx context.Context, pings map[string]func(context.Context) error) {
+	check := func() {
+		for name, ping := range pings {
+			pctx, cancel := context.WithTimeout(ctx, DependencyPing)
+			up := 1.0
+			if ping(pctx) != nil {
+				up = 0
+			}
+			cancel()
+			if ctx.Err() == nil {
+				m.DependencyUp.WithLabelValues(name).Set(up)
+			}
+		}
+	}
+	check()
+	tick.Every(ctx, DependencyPing, check)
 }
 
 // Handler serves the registry in the Prometheus text format.

@@ -20,17 +20,31 @@ type sessionRow struct {
 	StartAt       time.Time
 	EndAt         time.Time
 	RequireTicket bool
+	Paused        bool
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 }
 
 func (sessionRow) TableName() string { return "sessions" }
 
+type sessionAuditRow struct {
+	ID        int64 `gorm:"primaryKey"`
+	SessionID int64
+	Action    string
+	Actor     string
+	FromAddr  string
+	RequestID string
+	Detail    string
+	CreatedAt time.Time
+}
+
+func (sessionAuditRow) TableName() string { return "session_audit" }
+
 func (r *sessionRow) domain() *seckill.Session {
 	return &seckill.Session{
 		ID: r.ID, SKUID: r.SKUID, Title: r.Title, PriceCents: r.PriceCents,
 		TotalStock: r.TotalStock, PerUserLimit: r.PerUserLimit,
-		StartAt: r.StartAt.UTC(), EndAt: r.EndAt.UTC(), RequireTicket: r.RequireTicket,
+		StartAt: r.StartAt.UTC(), EndAt: r.EndAt.UTC(), RequireTicket: r.RequireTicket, Paused: r.Paused,
 	}
 }
 

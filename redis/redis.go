@@ -28,6 +28,11 @@
 //	MULTI rebuild (Rebuild)        no: a re-run would drop reservations made   never: the admin runs it again
 //	                               since the first
 //	snapshot.lua (SessionSnapshot) a read-only script: one instant per run     yes
+//	addstock.lua (AddStock)        the request id is recorded with the units   yes
+//	fleet.lua (Fleet.Beat)         sets the member's expiry; a re-run moves it  yes
+//	                               by the retry's delay, well within its ttl
+//	ZREM (Fleet.Leave)             set semantics                               yes
+//	EXPIRE + SREM (Retire)         a second EXPIRE only restarts the ttl       yes
 //	HSCAN + HMGET (Unsettled)      reads                                       yes
 //
 // # Redis Cluster
@@ -66,11 +71,14 @@ var (
 	putOrderSrc string
 	//go:embed snapshot.lua
 	snapshotSrc string
+	//go:embed addstock.lua
+	addStockSrc string
 
 	admitScript    = goredis.NewScript(admitSrc)
 	releaseScript  = goredis.NewScript(releaseSrc)
 	putOrderScript = goredis.NewScript(putOrderSrc)
 	snapshotScript = goredis.NewScript(snapshotSrc)
+	addStockScript = goredis.NewScript(addStockSrc)
 )
 
 // Gate is the Redis side of admission.
@@ -104,12 +112,12 @@ func (g *Gate) Load(ctx context.Context) error {
 func (g *Gate) Ping(ctx context.Context) error { return g.rdb.Ping(ctx).Err() }
 
 // sessionKeys are the keys of one session, in the order the scripts take them.
-type sessionKeys struct{ base, stock, buyers, resv, pending, idem, orders string }
+type sessionKeys struct{ base, stock, buyers, resv, pending, idem, orders, stockOps string }
 
 func (g *Gate) keys(sessionID int64) sessionKeys {
 	// {s<id>} is the hash tag: every key of a session lands in one slot.
 	base := fmt.Sprintf("%s:{s%d}:", g.prefix, sessionID)
-	return sessionKeys{base, base + "stock", base + "buyers", base + "resv", base + "pending", base + "idem", base + "orders"}
+	return sessionKeys{base, base + "stock", base + "buyers", base + "resv", base + "pending", base + "idem", base + "orders", base + "stockops"}
 }
 
 func (k sessionKeys) script() []string {
@@ -452,7 +460,7 @@ func (g *Gate) Stock(ctx context.Context, sessionID int64) (int, bool, error) {
 // pending starts.
 func (g *Gate) sessionsKey() string { return g.prefix + ":sessions" }
 
-// Sessions lists the sessions that were preheated.
+// Sessions lists the sessions that were preheated and not retired since.
 func (g *Gate) Sessions(ctx context.Context) ([]int64, error) {
 	vals, err := idempotent(ctx, func(ctx context.Context) ([]string, error) { return g.rdb.SMembers(ctx, g.sessionsKey()).Result() })
 	if err != nil {
@@ -465,6 +473,28 @@ func (g *Gate) Sessions(ctx context.Context) ([]int64, error) {
 		}
 	}
 	return ids, nil
+}
+
+// Retire lets a session that is over go: every key of it expires after
+// retain (order views, idempotency records and reservations stay readable
+// that long), and it leaves the set of preheated sessions at once, so the
+// relays and the scheduled reconcile stop visiting it. Idempotent.
+func (g *Gate) Retire(ctx context.Context, sessionID int64, retain time.Duration) error {
+	k := g.keys(sessionID)
+	err := retry(ctx, func(ctx context.Context) error {
+		_, err := g.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, key := range []string{k.stock, k.buyers, k.resv, k.pending, k.idem, k.orders, k.stockOps} {
+				p.Expire(ctx, key, retain)
+			}
+			p.SRem(ctx, g.sessionsKey(), sessionID)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return unavailable(err)
+	}
+	return nil
 }
 
 // Preheat loads stock into Redis if the session has none there yet, and
@@ -480,6 +510,21 @@ func (g *Gate) Preheat(ctx context.Context, sessionID int64, stock int) (int, er
 	}
 	n, _, err := g.Stock(ctx, sessionID)
 	return n, err
+}
+
+// AddStock adds units to a session's live stock once per request id (an
+// operator's POST /admin/v1/sessions/{id}/stock, after MySQL has them) and
+// returns the stock after; -1 when the session is not preheated (its
+// preheat will load MySQL's stock, units included).
+func (g *Gate) AddStock(ctx context.Context, sessionID int64, units int, requestID string) (int, error) {
+	k := g.keys(sessionID)
+	res, err := idempotent(ctx, func(ctx context.Context) ([]int64, error) {
+		return addStockScript.Run(ctx, g.rdb, []string{k.stock, k.stockOps}, units, requestID).Int64Slice()
+	})
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	return int(res[1]), nil
 }
 
 // Rebuild replaces a session's Redis state with stock and the given live

@@ -68,7 +68,7 @@ func TestRefundRetriesAndParking(t *testing.T) {
 	prov := &failingProvider{fails: map[string]int{}, calls: map[string]int{}}
 	refunds := &activities.Refunds{Store: e.DB, Gate: e.Gate, Provider: prov, Metrics: m,
 		Retry: seckill.RefundRetry{First: 200 * time.Millisecond, Max: 400 * time.Millisecond, Attempts: 2}}
-	w := worker.New(e.Temporal, e.TaskQueue, e.Activities(), refunds, &activities.Reconciler{Store: e.DB, Gate: e.Gate})
+	w := worker.New(e.Temporal, e.TaskQueue, e.Activities(), refunds, &activities.Reconciler{Store: e.DB, Gate: e.Gate}, &activities.Sessions{Store: e.DB, Gate: e.Gate})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 

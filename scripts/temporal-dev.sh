@@ -14,7 +14,9 @@
 # server, so `stop` never stops a server someone else started.
 #
 # Env: TEMPORAL_PORT (7233), TEMPORAL_UI_PORT (8233), TEMPORAL_LOG
-# (.temporal/server-<port>.log), TEMPORAL_PID (.temporal/server-<port>.pid).
+# (.temporal/server-<port>.log), TEMPORAL_PID (.temporal/server-<port>.pid),
+# TEMPORAL_METRICS_PORT (unset: a random port nobody is told; set it to read
+# the server's Prometheus /metrics, as scripts/capacity.sh does).
 # Without --db the server keeps everything in memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +26,8 @@ ui_port="${TEMPORAL_UI_PORT:-8233}"
 log="${TEMPORAL_LOG:-.temporal/server-${port}.log}"
 pidfile="${TEMPORAL_PID:-.temporal/server-${port}.pid}"
 db_args=()
+metrics_args=()
+if [[ -n "${TEMPORAL_METRICS_PORT:-}" ]]; then metrics_args=(--metrics-port "${TEMPORAL_METRICS_PORT}"); fi
 if [[ "${1:-}" == "--db" ]]; then db_args=(--db-filename "$2"); shift 2; fi
 mode="${1:-start}"
 if [[ $# -gt 0 ]]; then shift; fi
@@ -70,7 +74,7 @@ start() {
     local flags=()
     for sa in "${sas[@]}"; do flags+=(--search-attribute "$sa"); done
     nohup bin/temporal server start-dev --ip 127.0.0.1 --port "${port}" --ui-port "${ui_port}" \
-      --log-level warn "${db_args[@]}" "${flags[@]}" >"${log}" 2>&1 &
+      --log-level warn "${db_args[@]}" "${metrics_args[@]}" "${flags[@]}" >"${log}" 2>&1 &
     echo $! >"$pidfile"
     for _ in $(seq 1 120); do
       ready && break

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -43,6 +44,9 @@ type Orders struct {
 	// task-queue matching, which is the slowest step of a start on a busy
 	// server (measured: no-op workflows 53/s matched vs 129/s eager).
 	EagerStart bool
+	// PreheatLead and RetainAfter are the life StartSession gives each
+	// session (seckill's defaults when zero).
+	PreheatLead, RetainAfter time.Duration
 }
 
 // NewOrders returns an Orders that starts workflows on taskQueue.

@@ -2,7 +2,10 @@ package temporal_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -127,9 +130,51 @@ func TestScheduledReconcileFailsWhenASessionLostItsRedisState(t *testing.T) {
 
 // The Web UI recipes of the README work: the list filters on the search
 // attributes find exactly the right orders (unpaid orders of one session,
-// one shopper's orders, one purchase by its trace id).
+// one shopper's orders, one purchase by its trace id), on the dev server and
+// on the durable server's SQL visibility (PostgreSQL) alike; on the durable
+// server also through its Web UI's own API (the ui-server of
+// deploy/temporal/ui.yaml), which is what the UI's filter box calls.
 func TestOpsQueriesFindTheRightOrders(t *testing.T) {
-	e := testenv.New(t, testenv.Options{NoAPI: true})
+	t.Run("dev server", func(t *testing.T) {
+		opsQueries(t, testenv.New(t, testenv.Options{NoAPI: true}), "")
+	})
+	t.Run("durable server", func(t *testing.T) {
+		srv := testenv.StartDurableTemporalServer(t)
+		ui := srv.StartUI()
+		opsQueries(t, testenv.New(t, testenv.Options{NoAPI: true, TemporalAddr: srv.Addr}), ui)
+	})
+}
+
+// uiList lists workflow IDs through the Web UI server's API at base.
+func uiList(base, query string) ([]string, error) {
+	resp, err := http.Get(base + "/api/v1/namespaces/default/workflows?query=" + url.QueryEscape(query))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("web UI list: %s", resp.Status)
+	}
+	var body struct {
+		Executions []struct {
+			Execution struct {
+				WorkflowID string `json:"workflowId"`
+			} `json:"execution"`
+		} `json:"executions"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, x := range body.Executions {
+		ids = append(ids, x.Execution.WorkflowID)
+	}
+	return ids, nil
+}
+
+// opsQueries runs the recipes on e's Temporal server, and through the Web
+// UI at ui unless it is "".
+func opsQueries(t *testing.T, e *testenv.Env, ui string) {
 	a, b := e.Session(5, 2, 100), e.Session(5, 2, 100)
 	ctx := context.Background()
 	stamp := time.Now().UnixNano()
@@ -178,6 +223,14 @@ func TestOpsQueriesFindTheRightOrders(t *testing.T) {
 	})
 	require.ElementsMatch(t, []string{seckill.WorkflowID(a1), seckill.WorkflowID(b1)}, list(q+fmt.Sprintf(" AND UserID = %d", user)))
 	require.Equal(t, []string{seckill.WorkflowID(b1)}, list(q+fmt.Sprintf(" AND TraceID = 'trace-ops-%d-3'", stamp)))
+	if ui != "" {
+		unpaid, err := uiList(ui, q+fmt.Sprintf(" AND SessionID = %d AND OrderStatus = 'WAIT_PAY'", a.ID))
+		require.NoError(t, err)
+		require.Equal(t, []string{seckill.WorkflowID(a1)}, unpaid, "the Web UI lists the unpaid orders of session %d", a.ID)
+		mine, err := uiList(ui, q+fmt.Sprintf(" AND UserID = %d", user))
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{seckill.WorkflowID(a1), seckill.WorkflowID(b1)}, mine, "the Web UI lists one shopper's orders")
+	}
 	for _, no := range []string{a1, b1} {
 		e.Eventually(20*time.Second, no+" WAIT_PAY", func() error {
 			if st, err := e.Orders.State(ctx, no); err != nil || st.Status != seckill.StatusWaitPay {

@@ -52,6 +52,7 @@ func registrations() *registered {
 	worker.Register(r, &activities.Activities{})
 	worker.RegisterRefunds(r, &activities.Refunds{})
 	worker.RegisterReconcile(r, &activities.Reconciler{})
+	worker.RegisterSessions(r, &activities.Sessions{})
 	return r
 }
 

@@ -51,9 +51,18 @@ func RegisterReconcile(r Registry, rec *activities.Reconciler) {
 	r.RegisterActivityWithOptions(rec.ReconcileAll, activity.RegisterOptions{Name: activities.ReconcileAllName})
 }
 
-// New returns a worker on taskQueue with the order, refund and reconcile
-// workflows and their activities registered. The caller starts and stops it.
-func New(c client.Client, taskQueue string, acts *activities.Activities, refunds *activities.Refunds, rec *activities.Reconciler) sdkworker.Worker {
+// RegisterSessions registers the session life workflow and its activities.
+func RegisterSessions(r Registry, sessions *activities.Sessions) {
+	r.RegisterWorkflowWithOptions(workflows.SessionWorkflow, workflow.RegisterOptions{Name: workflows.SessionWorkflowName})
+	r.RegisterActivityWithOptions(sessions.LoadSession, activity.RegisterOptions{Name: activities.LoadSessionName})
+	r.RegisterActivityWithOptions(sessions.PreheatSession, activity.RegisterOptions{Name: activities.PreheatSessionName})
+	r.RegisterActivityWithOptions(sessions.RetireSession, activity.RegisterOptions{Name: activities.RetireSessionName})
+}
+
+// New returns a worker on taskQueue with the order, refund, reconcile and
+// session workflows and their activities registered. The caller starts
+// and stops it.
+func New(c client.Client, taskQueue string, acts *activities.Activities, refunds *activities.Refunds, rec *activities.Reconciler, sessions *activities.Sessions) sdkworker.Worker {
 	w := sdkworker.New(c, taskQueue, sdkworker.Options{
 		// Orders are short; a slow MySQL must not let a poller hoard tasks.
 		MaxConcurrentActivityExecutionSize: 64,
@@ -66,6 +75,7 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, refunds
 	Register(w, acts)
 	RegisterRefunds(w, refunds)
 	RegisterReconcile(w, rec)
+	RegisterSessions(w, sessions)
 	return w
 }
 

@@ -28,7 +28,8 @@ func serveWorkerHTTP(ctx context.Context, addr string, m *app.Main) error {
 	if err != nil {
 		return fmt.Errorf("worker ops HTTP (SECKILL_WORKER_HTTP_ADDR): %w", err)
 	}
-	ping := temporal.NewOrders(m.Temporal, "").Ping
+	deps := map[string]func(context.Context) error{"mysql": m.DB.Ping, "redis": m.Gate.Ping, "temporal": temporal.NewOrders(m.Temporal, "").Ping}
+	go m.Metrics.WatchDependencies(ctx, deps)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -37,9 +38,7 @@ func serveWorkerHTTP(ctx context.Context, addr string, m *app.Main) error {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		for name, ping := range map[string]func(context.Context) error{
-			"mysql": m.DB.Ping, "redis": m.Gate.Ping, "temporal": ping,
-		} {
+		for name, ping := range deps {
 			if err := ping(ctx); err != nil {
 				m.Log.Warn("readyz: dependency down", "dependency", name, "error", err)
 				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"code": "UNAVAILABLE", "message": name + " is not reachable"})

@@ -59,7 +59,7 @@ type Main struct {
 // c says. On error nothing stays open.
 func Connect(ctx context.Context, c *Config, withTemporal bool) (*Main, error) {
 	m := &Main{Config: c, Log: c.Logger(), Metrics: metrics.New(),
-		Policy: seckill.ReconcilePolicy{PayTimeout: c.PayTimeout, SweepGrace: c.SweepGrace}}
+		Policy: seckill.ReconcilePolicy{PayTimeout: c.PayTimeout, SweepGrace: c.SweepGrace, PreheatLead: c.PreheatLead}}
 	var err error
 	if m.DB, err = mysql.Open(ctx, c.MySQLDSN); err != nil {
 		return nil, err
@@ -124,7 +124,12 @@ func (m *Main) Provider() *sandbox.Provider {
 
 // Worker builds the Temporal worker with every workflow and activity.
 func (m *Main) Worker() sdkworker.Worker {
-	return worker.New(m.Temporal, m.Config.TaskQueue, m.Activities(), m.Refunds(), m.Reconciler())
+	return worker.New(m.Temporal, m.Config.TaskQueue, m.Activities(), m.Refunds(), m.Reconciler(), m.Sessions())
+}
+
+// Sessions are the activities of each session's life (preheat, retire).
+func (m *Main) Sessions() *activities.Sessions {
+	return &activities.Sessions{Store: m.DB, Gate: m.Gate, Policy: m.Policy}
 }
 
 // Orders starts and signals order workflows on the task queue. With eager
@@ -133,6 +138,7 @@ func (m *Main) Worker() sdkworker.Worker {
 func (m *Main) Orders() *temporal.Orders {
 	o := temporal.NewOrders(m.Temporal, m.Config.TaskQueue)
 	o.EagerStart = m.Config.EagerStart
+	o.PreheatLead, o.RetainAfter = m.Config.PreheatLead, m.Config.RetainAfter
 	return o
 }
 
@@ -149,6 +155,7 @@ func (m *Main) APIConfig(dev bool) api.Config {
 		SweepGrace:     c.SweepGrace,
 		Limits:         api.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS},
 		Limiter:        redis.NewLimiter(m.Redis, c.RedisPrefix),
+		Fleet:          redis.NewFleet(m.Redis, c.RedisPrefix),
 		ProxyHeader:    c.ProxyHeader,
 		TrustedProxies: c.trusted,
 		Logger:         m.Log,
@@ -269,6 +276,8 @@ func (m *Main) RunWorker(ctx context.Context) error {
 		PayTimeout: c.PayTimeout, Grace: c.SweepGrace, Log: m.Log, Metrics: m.Metrics}
 	go sw.Run(ctx, sweepEvery)
 	go m.Metrics.Observe(ctx, c.ObserveEvery, m.observeSale)
+	lives := &relay.SessionLives{Store: m.DB, Starter: orders, Log: m.Log}
+	go lives.Run(ctx, time.Minute)
 	r.Run(ctx, time.Second)
 	w.Stop()
 	return nil

@@ -39,6 +39,11 @@ type Config struct {
 	// answer). Still parsed, so an old deployment that sets it starts.
 	StartTimeout time.Duration `env:"SECKILL_START_TIMEOUT"`
 	SweepGrace   time.Duration `env:"SECKILL_SWEEP_GRACE"` // seckill.DefaultSweepGrace
+	// PreheatLead and RetainAfter shape each session's life (its
+	// SessionWorkflow): preheated this long before its start, its Redis
+	// keys expire this long after it ended and went quiet.
+	PreheatLead time.Duration `env:"SECKILL_PREHEAT_LEAD"` // seckill.DefaultPreheatLead
+	RetainAfter time.Duration `env:"SECKILL_RETAIN_AFTER"` // seckill.DefaultRetainAfter
 	// RelayMinAge leaves a pending-start entry to the APIs for this long
 	// before the worker's relay (the safety net) starts it.
 	RelayMinAge     time.Duration `env:"SECKILL_RELAY_MIN_AGE"` // relay.DefaultMinAge
@@ -70,6 +75,8 @@ func defaultConfig() Config {
 		PayTimeout:  seckill.DefaultPayTimeout,
 		SweepGrace:  seckill.DefaultSweepGrace,
 		RelayMinAge: relay.DefaultMinAge,
+		PreheatLead: seckill.DefaultPreheatLead,
+		RetainAfter: seckill.DefaultRetainAfter,
 	}
 }
 
@@ -80,8 +87,8 @@ func LoadConfig() (*Config, error) {
 	if err := env.Parse(&c); err != nil {
 		return nil, err
 	}
-	if c.PayTimeout <= 0 || c.SweepGrace <= 0 || c.RelayMinAge <= 0 {
-		return nil, errors.New("SECKILL_PAY_TIMEOUT, SECKILL_SWEEP_GRACE and SECKILL_RELAY_MIN_AGE must be positive durations")
+	if c.PayTimeout <= 0 || c.SweepGrace <= 0 || c.RelayMinAge <= 0 || c.RetainAfter <= 0 || c.PreheatLead <= 0 {
+		return nil, errors.New("SECKILL_PAY_TIMEOUT, SECKILL_SWEEP_GRACE, SECKILL_RELAY_MIN_AGE, SECKILL_PREHEAT_LEAD and SECKILL_RETAIN_AFTER must be positive durations")
 	}
 	if c.PaymentProvider != "" && c.PaymentProvider != SandboxProvider {
 		return nil, fmt.Errorf("SECKILL_PAYMENT_PROVIDER=%q: only %q is built in (see the seckill.PaymentProvider interface)", c.PaymentProvider, SandboxProvider)

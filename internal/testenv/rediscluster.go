@@ -3,8 +3,6 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,7 +91,7 @@ func (c *RedisCluster) Addr() string { return strings.Join(c.Addrs, ",") }
 func StartRedisCluster(t testing.TB) *RedisCluster {
 	t.Helper()
 	SkipShort(t, "redis-server and redis-cli (a Redis Cluster)")
-	c, err := startRedisCluster(time.Second)
+	c, err := startRedisCluster(t, time.Second)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -115,7 +113,7 @@ func SharedRedisCluster(t testing.TB) *RedisCluster {
 	shared.Lock()
 	defer shared.Unlock()
 	if shared.c == nil {
-		c, err := startRedisCluster(time.Second)
+		c, err := startRedisCluster(t, time.Second)
 		if err != nil {
 			t.Fatalf("%v", err)
 		}
@@ -145,16 +143,13 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-func startRedisCluster(nodeTimeout time.Duration) (*RedisCluster, error) {
+func startRedisCluster(t testing.TB, nodeTimeout time.Duration) (*RedisCluster, error) {
 	procs, err := newRedisProcs("cluster")
 	if err != nil {
 		return nil, err
 	}
 	c := &RedisCluster{NodeTimeout: nodeTimeout, redisProcs: procs}
-	ports, err := freePorts(12)
-	if err != nil {
-		return nil, err
-	}
+	ports := freePorts(t, 12)
 	for i := 0; i < 6; i++ {
 		addr, err := c.start(ports[i],
 			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(ports[6+i]), "--cluster-config-file", "nodes.conf",
@@ -186,31 +181,6 @@ func startRedisCluster(nodeTimeout time.Duration) (*RedisCluster, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-// freePorts returns n distinct loopback ports that are free now, below
-// Linux's ephemeral range (where an outgoing connection could take one
-// before the node binds it).
-func freePorts(n int) ([]int, error) {
-	seen := map[int]bool{}
-	var out []int
-	for tries := 0; len(out) < n && tries < 1000; tries++ {
-		p := 20000 + rand.IntN(12000)
-		if seen[p] {
-			continue
-		}
-		seen[p] = true
-		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		out = append(out, p)
-	}
-	if len(out) < n {
-		return nil, fmt.Errorf("no %d free loopback ports", n)
-	}
-	return out, nil
 }
 
 // waitNode retries check against the node at addr until it passes or ctx ends.

@@ -39,17 +39,14 @@ func StartRedisSentinel(t testing.TB) *RedisSentinel {
 	}
 	s := &RedisSentinel{MasterName: "seckill", redisProcs: procs}
 	t.Cleanup(s.Stop)
-	if err := s.startAll(); err != nil {
+	if err := s.startAll(t); err != nil {
 		t.Fatalf("redis sentinel (logs in %s): %v", procs.dir, err)
 	}
 	return s
 }
 
-func (s *RedisSentinel) startAll() error {
-	ports, err := freePorts(3)
-	if err != nil {
-		return err
-	}
+func (s *RedisSentinel) startAll(t testing.TB) error {
+	ports := freePorts(t, 3)
 	data := []string{"--appendonly", "yes", "--appendfsync", "everysec", "--save", ""}
 	master, err := s.start(ports[0], data...)
 	if err != nil {

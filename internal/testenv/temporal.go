@@ -2,12 +2,11 @@ package testenv
 
 import (
 	"context"
-	"net"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -33,13 +32,7 @@ func StartTemporalServer(t testing.TB) *TemporalServer {
 	t.Helper()
 	SkipShort(t, "a Temporal dev server of its own (bin/temporal)")
 	bin := TemporalBin(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	s := &TemporalServer{Addr: "127.0.0.1:" + strconv.Itoa(port), t: t, bin: bin, db: filepath.Join(t.TempDir(), "temporal.db")}
+	s := &TemporalServer{Addr: FreeAddr(t), t: t, bin: bin, db: filepath.Join(t.TempDir(), "temporal.db")}
 	s.Start()
 	t.Cleanup(s.Kill)
 	return s
@@ -66,21 +59,36 @@ func (s *TemporalServer) Start() {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start temporal: %v", err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	if err := waitHealthy(s.Addr, 60*time.Second, nil); err != nil {
+		s.t.Fatalf("temporal dev server on %s did not come up: %v", s.Addr, err)
+	}
+}
+
+// waitHealthy polls the frontend at addr until it answers a health check,
+// for up to timeout; it gives up at once when exited is closed (the server
+// process ended).
+func waitHealthy(addr string, timeout time.Duration, exited <-chan struct{}) error {
+	deadline := time.Now().Add(timeout)
+	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := client.DialContext(ctx, client.Options{HostPort: s.Addr})
+		c, err := client.DialContext(ctx, client.Options{HostPort: addr})
 		if err == nil {
 			_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
 			c.Close()
 		}
 		cancel()
 		if err == nil {
-			return
+			return nil
 		}
-		time.Sleep(200 * time.Millisecond)
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-exited:
+			return errors.New("the server exited")
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	s.t.Fatalf("temporal dev server on %s did not come up", s.Addr)
 }
 
 // Kill stops the server with SIGKILL.

@@ -79,8 +79,10 @@ type Env struct {
 // Options tune an Env.
 type Options struct {
 	PayTimeout time.Duration // default 15m
-	NoWorker   bool          // start no worker (tests that start their own)
-	NoAPI      bool
+	// PreheatLead and RetainAfter are each session's life (defaults 5m, 24h).
+	PreheatLead, RetainAfter time.Duration
+	NoWorker                 bool // start no worker (tests that start their own)
+	NoAPI                    bool
 	// Temporal dials Temporal even with NoWorker and NoAPI (a test that
 	// starts workflows or workers itself); an Env running a worker or the
 	// API always dials it.
@@ -115,6 +117,10 @@ type Options struct {
 	// sets its read timeout (go-redis's default when zero).
 	RedisAddr        string
 	RedisReadTimeout time.Duration
+	// SessionCacheTTL is how long the API keeps session metadata in
+	// memory (50 ms unless set, so tests see edits at once; production's
+	// is 1 s, which a test counting MySQL queries per admission needs).
+	SessionCacheTTL time.Duration
 }
 
 func env(name, def string) string {
@@ -196,7 +202,8 @@ func New(t testing.TB, o Options) *Env {
 
 	e.App = &app.Main{
 		Config: &app.Config{RedisPrefix: e.Prefix, TaskQueue: e.TaskQueue, TemporalNamespace: "default",
-			PayTimeout: o.PayTimeout, JWTSecret: string(JWTSecret), WebhookSecret: string(WebhookSecret), AdminToken: AdminToken},
+			PayTimeout: o.PayTimeout, PreheatLead: o.PreheatLead, RetainAfter: o.RetainAfter,
+			JWTSecret: string(JWTSecret), WebhookSecret: string(WebhookSecret), AdminToken: AdminToken},
 		DB: db, Redis: e.Redis, Gate: e.Gate, Log: e.Log, Sandbox: e.Provider,
 	}
 
@@ -264,6 +271,9 @@ func (e *Env) startAPI(o Options) {
 	cfg := e.App.APIConfig(o.Dev)
 	cfg.Limits, cfg.Starter = o.Limits, o.Starter
 	cfg.SessionCacheTTL = 50 * time.Millisecond
+	if o.SessionCacheTTL > 0 {
+		cfg.SessionCacheTTL = o.SessionCacheTTL
+	}
 	if o.RedisAddr != "" {
 		rdb := redis.NewClient(&goredis.UniversalOptions{Addrs: []string{o.RedisAddr}, PoolSize: 64, ReadTimeout: o.RedisReadTimeout})
 		e.T.Cleanup(func() { rdb.Close() })

@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strconv"
 	"testing"
@@ -167,12 +166,7 @@ func (e *Env) StartWorkerVia(l *Links) {
 // It returns the process and its base URL.
 func (e *Env) SpawnAPI(env []string) (*Process, string) {
 	e.T.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	addr := FreeAddr(e.T)
 	env = append(append([]string{}, env...), "SECKILL_HTTP_ADDR="+addr,
 		"SECKILL_LIMIT_IP_RPS=0", "SECKILL_LIMIT_USER_RPS=0", "SECKILL_LIMIT_GLOBAL_RPS=0", "SECKILL_LIMIT_READ_RPS=0")
 	p := e.Spawn(env, "api")

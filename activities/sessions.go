@@ -1,0 +1,90 @@
+package activities
+
+import (
+	"context"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/seckill/seckill"
+)
+
+// SessionStore is the MySQL side of a session's life.
+type SessionStore interface {
+	Session(ctx context.Context, id int64) (*seckill.Session, int, error)
+	seckill.DBSnapshotter
+}
+
+// SessionGate is the Redis side of a session's life.
+type SessionGate interface {
+	Stock(ctx context.Context, sessionID int64) (int, bool, error)
+	Preheat(ctx context.Context, sessionID int64, stock int) (int, error)
+	Retire(ctx context.Context, sessionID int64, retain time.Duration) error
+	seckill.RedisSnapshotter
+}
+
+// Sessions are the activities of SessionWorkflow: load a session, preheat
+// it before its start, and let its Redis state go once it is over and
+// quiet.
+type Sessions struct {
+	Store  SessionStore
+	Gate   SessionGate
+	Policy seckill.ReconcilePolicy
+}
+
+// LoadSession returns the session as MySQL has it now (its window may have
+// moved since the workflow started: PATCH, end).
+func (a *Sessions) LoadSession(ctx context.Context, id int64) (*seckill.Session, error) {
+	s, _, err := a.Store.Session(ctx, id)
+	return s, classify(err)
+}
+
+// PreheatSession loads the session's MySQL stock into Redis unless Redis
+// has it already, and returns the live stock. A session that has orders in
+// MySQL but no Redis state lost it (Redis restarted without its data): the
+// forced preheat rebuilds it from MySQL, an operator's decision (it drops
+// reservations not yet turned into orders), so this fails for good and
+// says so; reconcile reports the session too.
+func (a *Sessions) PreheatSession(ctx context.Context, id int64) (int, error) {
+	if live, preheated, err := a.Gate.Stock(ctx, id); err != nil {
+		return 0, err
+	} else if preheated {
+		return live, nil
+	}
+	s, dbStock, err := a.Store.Session(ctx, id)
+	if err != nil {
+		return 0, classify(err)
+	}
+	if dbStock != s.TotalStock {
+		return 0, temporal.NewNonRetryableApplicationError(
+			"session has orders but no Redis state: rebuild it with POST /admin/v1/sessions/{id}/preheat?force=true",
+			"REDIS_STATE_LOST", nil, id)
+	}
+	live, err := a.Gate.Preheat(ctx, id, dbStock)
+	if err == nil {
+		activity.GetLogger(ctx).Info("session preheated", "session_id", id, "stock", live)
+	}
+	return live, err
+}
+
+// RetireSession lets an ended session's Redis state go once nothing of it
+// is live: no WAIT_PAY order, no reservation in flight, no start pending.
+// Its keys then expire after retain and it leaves the working sets of the
+// relays and the scheduled reconcile at once. False (and nothing changed)
+// while something is live: the workflow asks again later.
+func (a *Sessions) RetireSession(ctx context.Context, id int64, retain time.Duration) (bool, error) {
+	r, err := a.Policy.Reconcile(ctx, a.Store, a.Gate, id)
+	if err != nil {
+		return false, classify(err)
+	}
+	if r.Orders[seckill.StatusWaitPay] > 0 || r.InFlight > 0 || r.PendingStarts > 0 {
+		return false, nil
+	}
+	if err := a.Gate.Retire(ctx, id, retain); err != nil {
+		return false, err
+	}
+	activity.GetLogger(ctx).Info("session retired: its Redis keys expire", "session_id", id, "after", retain,
+		"paid", r.Orders[seckill.StatusPaid], "closed", r.Orders[seckill.StatusClosed])
+	return true, nil
+}

@@ -1,0 +1,80 @@
+package seckill_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// registeredMetrics are the seckill_* series the code registers: the
+// collectors in metrics/ and, for the Redis pool, next to the client they
+// read (redis/instrument.go).
+func registeredMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	registered := map[string]bool{}
+	for _, file := range []string{"metrics/metrics.go", "redis/instrument.go"} {
+		src, err := os.ReadFile(file)
+		require.NoError(t, err)
+		for _, m := range regexp.MustCompile(`Name:\s*"(seckill_[a-z0-9_]+)"`).FindAllStringSubmatch(string(src), -1) {
+			registered[m[1]] = true
+		}
+	}
+	require.NotEmpty(t, registered)
+	return registered
+}
+
+// promtool is Prometheus's own rule checker (Debian's prometheus package;
+// .ci/run installs it). Missing, the test fails: the rules would go
+// untested.
+func promtool(t *testing.T, args ...string) {
+	t.Helper()
+	bin, err := exec.LookPath("promtool")
+	require.NoError(t, err, "promtool is not installed (apt-get install prometheus; .ci/run does)")
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = filepath.Join("deploy", "prometheus")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
+}
+
+// The alerting rules load in Prometheus's configuration, each fires on the
+// series that mean trouble and stays quiet on healthy ones
+// (alerts_test.yml), every seckill_* series a rule reads is one the code
+// registers, and every rule is tested and documented in the README.
+func TestAlertRules(t *testing.T) {
+	promtool(t, "check", "config", "prometheus.yml")
+	promtool(t, "test", "rules", "alerts_test.yml")
+
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert  string            `yaml:"alert"`
+				Expr   string            `yaml:"expr"`
+				Labels map[string]string `yaml:"labels"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	readYAML(t, "deploy/prometheus/alerts.yml", &rules)
+	tests, err := os.ReadFile(filepath.Join("deploy", "prometheus", "alerts_test.yml"))
+	require.NoError(t, err)
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	registered := registeredMetrics(t)
+	n := 0
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			n++
+			require.Contains(t, []string{"page", "ticket"}, r.Labels["severity"], "%s: severity", r.Alert)
+			require.Contains(t, string(tests), "alertname: "+r.Alert+"\n", "%s has no promtool test", r.Alert)
+			require.Contains(t, string(readme), "`"+r.Alert+"`", "%s is not in the README's alerts table", r.Alert)
+			for _, name := range regexp.MustCompile(`\bseckill_[a-z0-9_]+`).FindAllString(r.Expr, -1) {
+				require.True(t, registered[name], "%s reads %s, which the code does not register", r.Alert, name)
+			}
+		}
+	}
+	require.GreaterOrEqual(t, n, 10)
+}

@@ -1,0 +1,150 @@
+package api
+
+import (
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+)
+
+// HeaderActor names the operator on an admin change (the admin token is
+// shared, so the audit ledger records who the caller says it is, and the
+// address it came from). "admin" when absent.
+const HeaderActor = "X-Seckill-Actor"
+
+// addStockBody is the body of POST /admin/v1/sessions/{id}/stock.
+type addStockBody struct {
+	Add *int `json:"add"`
+}
+
+// updateSessionBody is the body of PATCH /admin/v1/sessions/{id}: only the
+// fields given change.
+type updateSessionBody struct {
+	Title        *string `json:"title"`
+	PriceCents   *int64  `json:"price_cents"`
+	PerUserLimit *int    `json:"per_user_limit"`
+	StartAt      *string `json:"start_at"`
+	EndAt        *string `json:"end_at"`
+}
+
+func (b *updateSessionBody) update() (*seckill.SessionUpdate, error) {
+	u := &seckill.SessionUpdate{Title: b.Title, PriceCents: b.PriceCents, PerUserLimit: b.PerUserLimit}
+	for _, f := range []struct {
+		name string
+		raw  *string
+		to   **time.Time
+	}{{"start_at", b.StartAt, &u.StartAt}, {"end_at", b.EndAt, &u.EndAt}} {
+		if f.raw == nil {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, *f.raw)
+		if err != nil {
+			return nil, seckill.Errorf(seckill.EINVALID, "field %q must be an RFC 3339 time", f.name)
+		}
+		t = t.UTC().Truncate(time.Millisecond)
+		*f.to = &t
+	}
+	return u, nil
+}
+
+// changeSession is every admin change of a session: it builds the
+// SessionChange from the request, applies it in MySQL with its audit row,
+// then does what the other stores need, and answers the session as it is
+// now. Every API sees the change within its session cache's TTL (a second):
+// orders are refused PAUSED or ENDED from then on.
+func (s *Server) changeSession(action seckill.SessionAction) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		id, err := pathID(c, "id")
+		if err != nil {
+			return err
+		}
+		requestID, err := idempotencyKey(c)
+		if err != nil {
+			return err
+		}
+		if requestID == "" {
+			requestID = traceID(c)
+		}
+		actor := c.Get(HeaderActor)
+		if actor == "" {
+			actor = "admin"
+		}
+		ch := &seckill.SessionChange{SessionID: id, Action: action, Actor: actor,
+			From: s.clientIP(c).String(), RequestID: requestID}
+		switch action {
+		case seckill.ActionAddStock:
+			var body addStockBody
+			if err := decodeStrict(c.Body(), &body, false); err != nil {
+				return err
+			}
+			if body.Add == nil {
+				return seckill.Errorf(seckill.EINVALID, "field \"add\" is required")
+			}
+			ch.Add = *body.Add
+		case seckill.ActionUpdate:
+			var body updateSessionBody
+			if err := decodeStrict(c.Body(), &body, false); err != nil {
+				return err
+			}
+			if ch.Update, err = body.update(); err != nil {
+				return err
+			}
+		default:
+			// pause, resume, end: nothing to say but the verb.
+			var none struct{}
+			if err := decodeStrict(c.Body(), &none, true); err != nil {
+				return err
+			}
+		}
+		ctx := c.UserContext()
+		sess, applied, err := s.store.ChangeSession(ctx, ch)
+		if err != nil {
+			return err
+		}
+		s.sessions.forget(id)
+		if action == seckill.ActionUpdate || action == seckill.ActionEnd {
+			// The session's life moves its preheat and retirement. Not
+			// fatal: the change is made; the life reads the session again
+			// at its next step anyway.
+			if err := s.flow.SessionChanged(ctx, id); err != nil {
+				s.log.Warn("session life not told of the change", "trace_id", traceID(c), "session_id", id, "error", err)
+			}
+		}
+		out := fiber.Map{"applied": applied}
+		if action == seckill.ActionAddStock {
+			// Also on a replay: the first attempt may have stopped between
+			// MySQL and Redis; the gate adds the units once per request id.
+			left, err := s.gate.AddStock(ctx, id, ch.Add, requestID)
+			if err != nil {
+				return err
+			}
+			s.soldOut.clear(id)
+			out["redis_stock"] = left
+		}
+		s.log.Info("session changed", "trace_id", traceID(c), "session_id", id, "action", action,
+			"actor", actor, "request_id", requestID, "applied", applied, "add", ch.Add)
+		v, err := s.sessionView(ctx, sess)
+		if err != nil {
+			return err
+		}
+		out["session"] = v
+		return c.JSON(out)
+	}
+}
+
+// sessionAudit: GET /admin/v1/sessions/{id}/audit, the changes oldest first.
+func (s *Server) sessionAudit(c *fiber.Ctx) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	if _, _, err := s.store.Session(c.UserContext(), id); err != nil {
+		return err
+	}
+	changes, err := s.store.SessionAudit(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"session_id": id, "changes": changes})
+}

@@ -1,0 +1,108 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/seckill/seckill"
+)
+
+// Changed is the answer to an operator's change of a session.
+type Changed struct {
+	// Applied is false when the ledger already held the change's request
+	// id (a retry): nothing was applied again.
+	Applied bool                `json:"applied"`
+	Session seckill.SessionView `json:"session"`
+	// RedisStock is the live stock after an AddStock (-1: not preheated).
+	RedisStock *int `json:"redis_stock,omitempty"`
+}
+
+// ChangeOptions name the operator and make a change safe to retry.
+type ChangeOptions struct {
+	// Actor is who asks, recorded in the session's audit ledger ("admin"
+	// when empty).
+	Actor string
+	// RequestID makes the change idempotent: the same id applies it once.
+	// Empty: the request's own id (a retry is then a new change).
+	RequestID string
+}
+
+func (o ChangeOptions) header() http.Header {
+	h := http.Header{}
+	if o.Actor != "" {
+		h.Set(HeaderActor, o.Actor)
+	}
+	if o.RequestID != "" {
+		h.Set(HeaderIdempotencyKey, o.RequestID)
+	}
+	return h
+}
+
+func (c *Client) change(ctx context.Context, sessionID int64, method, verb string, body any, o ChangeOptions) (*Changed, error) {
+	path := fmt.Sprintf("/admin/v1/sessions/%d", sessionID)
+	if verb != "" {
+		path += "/" + verb
+	}
+	var out Changed
+	if _, err := c.do(ctx, request{method: method, path: path, auth: c.AdminToken, body: body, header: o.header(), out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// PauseSession stops new orders of a session (423 PAUSED on every API
+// within a second); payments, timeouts and cancellations go on.
+func (c *Client) PauseSession(ctx context.Context, sessionID int64, o ChangeOptions) (*Changed, error) {
+	return c.change(ctx, sessionID, http.MethodPost, "pause", nil, o)
+}
+
+// ResumeSession lets orders in again after a pause.
+func (c *Client) ResumeSession(ctx context.Context, sessionID int64, o ChangeOptions) (*Changed, error) {
+	return c.change(ctx, sessionID, http.MethodPost, "resume", nil, o)
+}
+
+// EndSession ends the sale now: 410 ENDED from then on.
+func (c *Client) EndSession(ctx context.Context, sessionID int64, o ChangeOptions) (*Changed, error) {
+	return c.change(ctx, sessionID, http.MethodPost, "end", nil, o)
+}
+
+// AddStock adds units to a live or upcoming sale, in MySQL and Redis; the
+// sold-out flag lifts on every API within a second.
+func (c *Client) AddStock(ctx context.Context, sessionID int64, units int, o ChangeOptions) (*Changed, error) {
+	return c.change(ctx, sessionID, http.MethodPost, "stock", map[string]int{"add": units}, o)
+}
+
+// UpdateSession changes a session that has not started (CONFLICT once it
+// has): only u's non-nil fields.
+func (c *Client) UpdateSession(ctx context.Context, sessionID int64, u *seckill.SessionUpdate, o ChangeOptions) (*Changed, error) {
+	body := map[string]any{}
+	if u.Title != nil {
+		body["title"] = *u.Title
+	}
+	if u.PriceCents != nil {
+		body["price_cents"] = *u.PriceCents
+	}
+	if u.PerUserLimit != nil {
+		body["per_user_limit"] = *u.PerUserLimit
+	}
+	if u.StartAt != nil {
+		body["start_at"] = u.StartAt.UTC().Format(time.RFC3339Nano)
+	}
+	if u.EndAt != nil {
+		body["end_at"] = u.EndAt.UTC().Format(time.RFC3339Nano)
+	}
+	return c.change(ctx, sessionID, http.MethodPatch, "", body, o)
+}
+
+// SessionAudit returns the session's audit ledger, oldest first.
+func (c *Client) SessionAudit(ctx context.Context, sessionID int64) ([]seckill.SessionChange, error) {
+	var out struct {
+		Changes []seckill.SessionChange `json:"changes"`
+	}
+	if err := c.get(ctx, fmt.Sprintf("/admin/v1/sessions/%d/audit", sessionID), c.AdminToken, &out); err != nil {
+		return nil, err
+	}
+	return out.Changes, nil
+}

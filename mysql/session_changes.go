@@ -1,0 +1,120 @@
+package mysql
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/seckill/seckill"
+)
+
+// ChangeSession applies an operator's change to a session and records it in
+// the session's audit ledger, in one transaction that holds the session's
+// row lock (order creation and closing wait for it a moment, and see the new
+// stock after). A change whose request id the ledger already holds is not
+// applied again: applied is false and the session is returned as it is.
+//
+// ActionAddStock changes only MySQL here; the caller then adds the units in
+// Redis (redis.Gate.AddStock, idempotent by the same request id). MySQL
+// first: until Redis follows, the gate holds fewer units than the
+// database, so it can only undersell for a moment, never sell a unit the
+// database does not have.
+func (db *DB) ChangeSession(ctx context.Context, ch *seckill.SessionChange) (sess *seckill.Session, applied bool, err error) {
+	if err := ch.Check(); err != nil {
+		return nil, false, err
+	}
+	now := db.now()
+	ch.At = now
+	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var row sessionRow
+		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).First(&row, ch.SessionID).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return seckill.Errorf(seckill.ENOTFOUND, "session %d not found", ch.SessionID)
+		} else if err != nil {
+			return err
+		}
+		var seen int64
+		if err := tx.Model(&sessionAuditRow{}).Where("session_id = ? AND request_id = ?", ch.SessionID, ch.RequestID).Count(&seen).Error; err != nil {
+			return err
+		}
+		if seen > 0 {
+			sess = row.domain()
+			return nil
+		}
+		if err := change(&row, ch, now); err != nil {
+			return err
+		}
+		row.UpdatedAt = now
+		if err := tx.Save(&row).Error; err != nil {
+			return err
+		}
+		detail, err := json.Marshal(ch)
+		if err != nil {
+			return err
+		}
+		if err := tx.Create(&sessionAuditRow{SessionID: ch.SessionID, Action: string(ch.Action), Actor: ch.Actor,
+			FromAddr: ch.From, RequestID: ch.RequestID, Detail: string(detail), CreatedAt: now}).Error; err != nil {
+			return err
+		}
+		sess, applied = row.domain(), true
+		return nil
+	})
+	return sess, applied, err
+}
+
+// change applies ch to the locked row, or says why the session's state
+// forbids it.
+func change(row *sessionRow, ch *seckill.SessionChange, now time.Time) error {
+	ended := !now.Before(row.EndAt)
+	if ended && ch.Action != seckill.ActionResume {
+		return seckill.Errorf(seckill.ECONFLICT, "session %d ended at %s", row.ID, row.EndAt.UTC().Format(time.RFC3339))
+	}
+	switch ch.Action {
+	case seckill.ActionPause:
+		row.Paused = true
+	case seckill.ActionResume:
+		row.Paused = false
+	case seckill.ActionEnd:
+		row.EndAt = now
+		if !row.StartAt.Before(now) {
+			// Ended before it started: the window closes empty.
+			row.StartAt = now.Add(-time.Millisecond)
+		}
+	case seckill.ActionAddStock:
+		if row.TotalStock+ch.Add > seckill.MaxAddStock {
+			return seckill.Errorf(seckill.EINVALID, "stock would exceed %d", seckill.MaxAddStock)
+		}
+		row.Stock += ch.Add
+		row.TotalStock += ch.Add
+	case seckill.ActionUpdate:
+		if !now.Before(row.StartAt) {
+			return seckill.Errorf(seckill.ECONFLICT, "session %d has started: only pause, resume, end and stock changes apply now", row.ID)
+		}
+		s, err := ch.Update.Apply(*row.domain())
+		if err != nil {
+			return err
+		}
+		row.Title, row.PriceCents, row.PerUserLimit, row.StartAt, row.EndAt = s.Title, s.PriceCents, s.PerUserLimit, s.StartAt, s.EndAt
+	}
+	return nil
+}
+
+// SessionAudit returns a session's audit ledger, oldest first.
+func (db *DB) SessionAudit(ctx context.Context, sessionID int64) ([]seckill.SessionChange, error) {
+	var rows []sessionAuditRow
+	if err := db.gorm.WithContext(ctx).Where("session_id = ?", sessionID).Order("id").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]seckill.SessionChange, len(rows))
+	for i, r := range rows {
+		if err := json.Unmarshal([]byte(r.Detail), &out[i]); err != nil {
+			return nil, err
+		}
+		out[i].At = r.CreatedAt.UTC()
+	}
+	return out, nil
+}

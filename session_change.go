@@ -1,0 +1,123 @@
+package seckill
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SessionWorkflowID is the Temporal workflow id of a session's life (its
+// preheat before the start, its retirement after the end): one per session
+// of a deployment. Session ids are a database's auto-increment, so the id
+// is qualified by the deployment's task queue: two deployments (or test
+// databases) on one Temporal namespace each have a session 1.
+func SessionWorkflowID(taskQueue string, sessionID int64) string {
+	return "session:" + taskQueue + ":" + strconv.FormatInt(sessionID, 10)
+}
+
+// Defaults of a session's life (SECKILL_PREHEAT_LEAD is DefaultPreheatLead).
+const (
+	// DefaultRetainAfter is how long an ended, quiet session's Redis keys
+	// live on (SECKILL_RETAIN_AFTER): order views and idempotency records
+	// answer from Redis that long after the sale.
+	DefaultRetainAfter = 24 * time.Hour
+)
+
+// SessionAction is what an operator does to a session during its life.
+type SessionAction string
+
+const (
+	// ActionPause stops new orders (423 PAUSED) until ActionResume;
+	// payments, pay timeouts and cancellations go on.
+	ActionPause  SessionAction = "pause"
+	ActionResume SessionAction = "resume"
+	// ActionEnd ends the sale now: end_at becomes now (410 ENDED after).
+	ActionEnd SessionAction = "end"
+	// ActionAddStock adds units to the sale, in MySQL and then in Redis.
+	ActionAddStock SessionAction = "add_stock"
+	// ActionUpdate changes the title, price, window or per-user limit of a
+	// session that has not started.
+	ActionUpdate SessionAction = "update"
+)
+
+// MaxAddStock bounds one ActionAddStock (the same bound as a session's stock).
+const MaxAddStock = 10_000_000
+
+// SessionChange is one operator's change of a session, recorded in the
+// session's audit ledger in the same transaction as the change itself.
+type SessionChange struct {
+	SessionID int64         `json:"session_id"`
+	Action    SessionAction `json:"action"`
+	// Actor is who asked (the X-Seckill-Actor header, "admin" when none)
+	// and From the address it came from: the admin token is shared, so
+	// the ledger records what the operator said, and from where.
+	Actor string `json:"actor"`
+	From  string `json:"from"`
+	// RequestID makes the change idempotent: a retry with the same id (the
+	// Idempotency-Key, else the request's trace id) applies it once.
+	RequestID string `json:"request_id"`
+	// Add is ActionAddStock's unit count (> 0).
+	Add int `json:"add,omitempty"`
+	// Update is ActionUpdate's new values (nil fields stay).
+	Update *SessionUpdate `json:"update,omitempty"`
+	At     time.Time      `json:"at"`
+}
+
+// SessionUpdate holds the fields of a session that may change before it
+// starts; nil keeps the current value.
+type SessionUpdate struct {
+	Title        *string    `json:"title,omitempty"`
+	PriceCents   *int64     `json:"price_cents,omitempty"`
+	PerUserLimit *int       `json:"per_user_limit,omitempty"`
+	StartAt      *time.Time `json:"start_at,omitempty"`
+	EndAt        *time.Time `json:"end_at,omitempty"`
+}
+
+// Empty reports whether u changes nothing.
+func (u *SessionUpdate) Empty() bool {
+	return u == nil || (u.Title == nil && u.PriceCents == nil && u.PerUserLimit == nil && u.StartAt == nil && u.EndAt == nil)
+}
+
+// Apply returns s with u's values, validated.
+func (u *SessionUpdate) Apply(s Session) (*Session, error) {
+	if u.Title != nil {
+		s.Title = *u.Title
+	}
+	if u.PriceCents != nil {
+		s.PriceCents = *u.PriceCents
+	}
+	if u.PerUserLimit != nil {
+		s.PerUserLimit = *u.PerUserLimit
+	}
+	if u.StartAt != nil {
+		s.StartAt = u.StartAt.UTC()
+	}
+	if u.EndAt != nil {
+		s.EndAt = u.EndAt.UTC()
+	}
+	return &s, s.Validate()
+}
+
+// Check validates the change itself (not yet against the session's state).
+func (c *SessionChange) Check() error {
+	switch c.Action {
+	case ActionPause, ActionResume, ActionEnd:
+	case ActionAddStock:
+		if c.Add <= 0 || c.Add > MaxAddStock {
+			return Errorf(EINVALID, "add must be between 1 and %d", MaxAddStock)
+		}
+	case ActionUpdate:
+		if c.Update.Empty() {
+			return Errorf(EINVALID, "nothing to change: give title, price_cents, per_user_limit, start_at or end_at")
+		}
+	default:
+		return Errorf(EINVALID, "unknown session action %q", c.Action)
+	}
+	if c.RequestID == "" || len(c.RequestID) > MaxIdempotencyKey {
+		return Errorf(EINVALID, "a session change needs a request id of 1 to %d characters", MaxIdempotencyKey)
+	}
+	if c.Actor = strings.TrimSpace(c.Actor); c.Actor == "" || len(c.Actor) > 64 {
+		return Errorf(EINVALID, "actor must be 1 to 64 characters")
+	}
+	return nil
+}

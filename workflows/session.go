@@ -1,0 +1,114 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/activities"
+)
+
+const (
+	// SessionWorkflowName is the registered name of a session's life.
+	SessionWorkflowName = "SessionWorkflow"
+	// SessionChangedSignal tells a session's workflow that an operator
+	// changed its window (PATCH before the start, end): it reads the
+	// session again and moves its timers.
+	SessionChangedSignal = "session-changed"
+)
+
+// SessionLife is the input of SessionWorkflow.
+type SessionLife struct {
+	SessionID int64 `json:"session_id"`
+	// PreheatLead: the session is preheated this long before its start
+	// (at once when it starts sooner). RetainAfter: once it has ended and
+	// nothing of it is live, its Redis keys expire after this.
+	PreheatLead time.Duration `json:"preheat_lead"`
+	RetainAfter time.Duration `json:"retain_after"`
+}
+
+// quietEvery is how often an ended session is asked again whether anything
+// of it is still live (orders waiting for payment close within the pay
+// timeout).
+const quietEvery = time.Minute
+
+// sessionSteps names the session activities by method value (see steps).
+var sessionSteps *activities.Sessions
+
+// SessionWorkflow is a session's life, one per session (ID
+// session:<task queue>:<id>,
+// visible in the Web UI with its SessionID): it preheats the session
+// PreheatLead before its start, waits for its end, then, once no order of
+// it is live, lets its Redis keys expire after RetainAfter and takes it out
+// of the relays' and the scheduled reconcile's working set. An operator's
+// change of the window (SessionChangedSignal) moves the timers. Manual
+// preheat stays possible at any time: the workflow's preheat then finds the
+// stock loaded and changes nothing.
+func SessionWorkflow(ctx workflow.Context, in SessionLife) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 30 * time.Second},
+	})
+	log := workflow.GetLogger(ctx)
+	changed := workflow.GetSignalChannel(ctx, SessionChangedSignal)
+	var sess seckill.Session
+	load := func() error {
+		return workflow.ExecuteActivity(ctx, sessionSteps.LoadSession, in.SessionID).Get(ctx, &sess)
+	}
+	// sleepUntil waits for the instant at(), re-reading the session on each
+	// change signal; it returns when the instant has come.
+	sleepUntil := func(at func() time.Time) error {
+		for {
+			d := at().Sub(workflow.Now(ctx))
+			if d <= 0 {
+				return nil
+			}
+			tctx, cancel := workflow.WithCancel(ctx)
+			fired := false
+			sel := workflow.NewSelector(ctx)
+			sel.AddFuture(workflow.NewTimer(tctx, d), func(workflow.Future) { fired = true })
+			sel.AddReceive(changed, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+			sel.Select(ctx)
+			cancel()
+			if fired {
+				return nil
+			}
+			if err := load(); err != nil {
+				return err
+			}
+			log.Info("session changed", "session_id", in.SessionID, "start_at", sess.StartAt, "end_at", sess.EndAt)
+		}
+	}
+
+	if err := load(); err != nil {
+		return err
+	}
+	if err := sleepUntil(func() time.Time { return sess.StartAt.Add(-in.PreheatLead) }); err != nil {
+		return err
+	}
+	if !workflow.Now(ctx).Before(sess.EndAt) {
+		log.Info("session ended before its preheat", "session_id", in.SessionID)
+	} else if err := workflow.ExecuteActivity(ctx, sessionSteps.PreheatSession, in.SessionID).Get(ctx, nil); err != nil {
+		// Redis lost the state of a session with orders: an operator's
+		// forced preheat (reconcile and the alerts report it). The session
+		// still ends and retires on time.
+		log.Error("session not preheated", "session_id", in.SessionID, "error", err)
+	}
+	if err := sleepUntil(func() time.Time { return sess.EndAt }); err != nil {
+		return err
+	}
+	for {
+		var retired bool
+		if err := workflow.ExecuteActivity(ctx, sessionSteps.RetireSession, in.SessionID, in.RetainAfter).Get(ctx, &retired); err != nil {
+			return err
+		}
+		if retired {
+			return nil
+		}
+		if err := workflow.Sleep(ctx, quietEvery); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package workflows_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/workflows"
+)
+
+// lifeHarness runs SessionWorkflow on the test suite's skipped clock with
+// its three activities replaced by recorders: the session they load can be
+// changed mid-run, and RetireSession answers "something is live" a given
+// number of times first.
+type lifeHarness struct {
+	env *testsuite.TestWorkflowEnvironment
+
+	mu        sync.Mutex
+	session   seckill.Session
+	busy      int         // RetireSession calls to answer false
+	preheats  []time.Time // workflow clock at each call
+	retires   []time.Time
+	retainArg time.Duration
+}
+
+func newLifeHarness(t *testing.T, start, end time.Time, busy int) *lifeHarness {
+	var suite testsuite.WorkflowTestSuite
+	h := &lifeHarness{env: suite.NewTestWorkflowEnvironment(), busy: busy,
+		session: seckill.Session{ID: testSession, StartAt: start, EndAt: end}}
+	h.env.SetStartTime(startTime)
+	h.env.RegisterWorkflowWithOptions(workflows.SessionWorkflow, workflow.RegisterOptions{Name: workflows.SessionWorkflowName})
+	h.env.RegisterActivityWithOptions(func(_ context.Context, id int64) (*seckill.Session, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		s := h.session
+		return &s, nil
+	}, activity.RegisterOptions{Name: activities.LoadSessionName})
+	h.env.RegisterActivityWithOptions(func(_ context.Context, id int64) (int, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.preheats = append(h.preheats, h.env.Now().UTC())
+		return 10, nil
+	}, activity.RegisterOptions{Name: activities.PreheatSessionName})
+	h.env.RegisterActivityWithOptions(func(_ context.Context, id int64, retain time.Duration) (bool, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.retires = append(h.retires, h.env.Now().UTC())
+		h.retainArg = retain
+		if h.busy > 0 {
+			h.busy--
+			return false, nil
+		}
+		return true, nil
+	}, activity.RegisterOptions{Name: activities.RetireSessionName})
+	t.Cleanup(func() { h.env.AssertExpectations(t) })
+	return h
+}
+
+func (h *lifeHarness) run(t *testing.T) {
+	h.env.ExecuteWorkflow(workflows.SessionWorkflowName, workflows.SessionLife{
+		SessionID: testSession, PreheatLead: 5 * time.Minute, RetainAfter: 24 * time.Hour})
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+}
+
+// The life of a session created two hours ahead: preheated exactly five
+// minutes before its start, retired at its end once nothing is live (asked
+// again every minute meanwhile), with the configured retention.
+func TestSessionLifePreheatsThenRetires(t *testing.T) {
+	start := startTime.Add(2 * time.Hour)
+	h := newLifeHarness(t, start, start.Add(time.Hour), 2)
+	h.run(t)
+	require.Equal(t, []time.Time{start.Add(-5 * time.Minute)}, h.preheats)
+	end := start.Add(time.Hour)
+	require.Equal(t, []time.Time{end, end.Add(time.Minute), end.Add(2 * time.Minute)}, h.retires)
+	require.Equal(t, 24*time.Hour, h.retainArg)
+}
+
+// A session created less than the lead before its start is preheated at
+// once.
+func TestSessionLifePreheatsAtOnceWhenLate(t *testing.T) {
+	start := startTime.Add(time.Minute)
+	h := newLifeHarness(t, start, start.Add(time.Hour), 0)
+	h.run(t)
+	require.Equal(t, []time.Time{startTime}, h.preheats)
+}
+
+// An operator moves the window (PATCH, then the signal): the life preheats
+// and retires by the new one. Ended before its preheat: never preheated.
+func TestSessionLifeFollowsChanges(t *testing.T) {
+	start := startTime.Add(3 * time.Hour)
+	h := newLifeHarness(t, start, start.Add(time.Hour), 0)
+	newStart := startTime.Add(30 * time.Minute)
+	h.env.RegisterDelayedCallback(func() {
+		h.mu.Lock()
+		h.session.StartAt, h.session.EndAt = newStart, newStart.Add(10*time.Minute)
+		h.mu.Unlock()
+		h.env.SignalWorkflow(workflows.SessionChangedSignal, nil)
+	}, 10*time.Minute)
+	h.run(t)
+	require.Equal(t, []time.Time{newStart.Add(-5 * time.Minute)}, h.preheats)
+	require.Equal(t, []time.Time{newStart.Add(10 * time.Minute)}, h.retires)
+
+	ended := newLifeHarness(t, start, start.Add(time.Hour), 0)
+	ended.env.RegisterDelayedCallback(func() {
+		ended.mu.Lock()
+		ended.session.EndAt = startTime.Add(time.Minute) // POST /end
+		ended.session.StartAt = ended.session.EndAt.Add(-time.Millisecond)
+		ended.mu.Unlock()
+		ended.env.SignalWorkflow(workflows.SessionChangedSignal, nil)
+	}, time.Minute)
+	ended.run(t)
+	require.Empty(t, ended.preheats, "ended before its preheat")
+	require.Equal(t, []time.Time{startTime.Add(time.Minute)}, ended.retires)
+}
