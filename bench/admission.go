@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/mysql"
@@ -32,10 +30,10 @@ func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, 
 		return nil, err
 	}
 	defer db.Close()
-	rdb := redis.NewAdmissionClient(b.RedisAddr) // the stack API's settings
+	rdb := redis.NewAdmissionClient(redis.Server{Addrs: redis.ParseAddrs(b.RedisAddr)}) // the stack API's settings
 	defer rdb.Close()
 	prefix := "bench-admission-" + strconv.Itoa(rand.IntN(1<<30))
-	defer deletePrefix(rdb, prefix)
+	defer func() { _ = redis.DeletePrefix(context.Background(), rdb, prefix) }()
 	gate := redis.New(rdb, prefix)
 	if err := gate.Load(ctx); err != nil {
 		return nil, err
@@ -135,13 +133,3 @@ func (noStarts) SessionChanged(context.Context, int64) error { return errNoOrder
 func (noStarts) Ping(context.Context) error                  { return nil }
 
 var errNoOrderTier = seckill.Errorf(seckill.EUNAVAILABLE, "the admission-only baseline has no order tier")
-
-// deletePrefix deletes every key under prefix (a scratch prefix of a
-// baseline).
-func deletePrefix(rdb *goredis.Client, prefix string) {
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		rdb.Del(ctx, iter.Val())
-	}
-}

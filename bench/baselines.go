@@ -120,10 +120,10 @@ func fiberBaseline(conc, n int) (float64, error) {
 // call per shopper, half of them winning, on a scratch key prefix. It
 // returns calls/s and each call's latency in milliseconds.
 func luaBaseline(ctx context.Context, addr string, conc, n int) (float64, []float64, error) {
-	rdb := goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: conc})
+	rdb := goredis.NewUniversalClient(&goredis.UniversalOptions{Addrs: redis.ParseAddrs(addr), PoolSize: conc})
 	defer rdb.Close()
 	prefix := "bench-baseline-" + strconv.Itoa(rand.IntN(1<<30))
-	defer deletePrefix(rdb, prefix)
+	defer func() { _ = redis.DeletePrefix(context.Background(), rdb, prefix) }()
 	g := redis.New(rdb, prefix)
 	if err := g.Load(ctx); err != nil {
 		return 0, nil, err

@@ -36,9 +36,9 @@ func TestBenchSmallRun(t *testing.T) {
 		BaseURL: e.BaseURL, AdminToken: testenv.AdminToken, JWTSecret: testenv.JWTSecret,
 		WebhookSecret: testenv.WebhookSecret, Users: 80, PerUser: 2, Concurrency: 16, Steps: []int{8, 32},
 		Stock: 20, Quantity: 1, Limit: 1, PayRatio: 0.5, PayTimeout: 8 * time.Second, Settle: 30 * time.Second,
-		Baselines: &bench.BaselineConfig{RedisAddr: "127.0.0.1:6379", TemporalAddr: "127.0.0.1:7233",
+		Baselines: &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
 			TemporalNamespace: "default", NoopWorkflows: 20, MySQLDSN: e.DSN},
-		TemporalAddr: "127.0.0.1:7233", TemporalNamespace: "default", CostSample: 2,
+		TemporalAddr: e.TemporalAddr, TemporalNamespace: "default", CostSample: 2,
 	}
 	rep := runBench(t, cfg)
 	require.Len(t, rep.Steps, 2)
@@ -116,7 +116,7 @@ func TestBenchRepeat(t *testing.T) {
 		BaseURL: e.BaseURL, AdminToken: testenv.AdminToken, JWTSecret: testenv.JWTSecret,
 		WebhookSecret: testenv.WebhookSecret, Users: 40, PerUser: 2, Concurrency: 8,
 		Stock: 10, Quantity: 1, Limit: 1, PayRatio: 1, Settle: 30 * time.Second,
-		Baselines: &bench.BaselineConfig{RedisAddr: "127.0.0.1:6379", TemporalAddr: "127.0.0.1:7233",
+		Baselines: &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
 			TemporalNamespace: "default", NoopWorkflows: 10, MySQLDSN: e.DSN},
 		Repeat: 2, RedisAOF: bench.AOFModes, Warmup: true,
 	}

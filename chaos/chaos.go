@@ -250,13 +250,9 @@ func DefaultDir() (string, error) { return os.MkdirTemp("", "seckill-chaos-") }
 func Cleanup(ctx context.Context, cfg Config, removeDir bool) error {
 	var errs []error
 	errs = append(errs, mysql.DropDatabase(ctx, cfg.MySQLDSN))
-	rdb := redis.NewClient(&goredis.Options{Addr: cfg.RedisAddr})
+	rdb := redis.NewClient(&goredis.UniversalOptions{Addrs: []string{cfg.RedisAddr}})
 	defer rdb.Close()
-	iter := rdb.Scan(ctx, 0, cfg.RedisPrefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		errs = append(errs, rdb.Del(ctx, iter.Val()).Err())
-	}
-	errs = append(errs, iter.Err())
+	errs = append(errs, redis.DeletePrefix(ctx, rdb, cfg.RedisPrefix))
 	if removeDir {
 		errs = append(errs, os.RemoveAll(cfg.Dir))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/relay"
 )
 
@@ -19,7 +20,11 @@ import (
 // reconcile report shows the relay's backlog, and the relay starts every
 // workflow exactly once: all accepted orders reach WAIT_PAY.
 func TestDrillLostStartsAreRelayed(t *testing.T) {
-	e := testenv.New(t, testenv.Options{
+	testenv.OnTopologies(t, drillLostStartsAreRelayed)
+}
+
+func drillLostStartsAreRelayed(t *testing.T, server string) {
+	e := testenv.New(t, testenv.Options{RedisServer: server,
 		WrapFlow: testenv.LoseStarts})
 	sess := e.Session(10, 1, 100)
 	wins, codes := burst(t, e, sess.ID, 100, 30, 2)
@@ -51,12 +56,7 @@ func TestDrillLostStartsAreRelayed(t *testing.T) {
 // persistence would.
 func wipeRedis(t *testing.T, e *testenv.Env) {
 	t.Helper()
-	ctx := context.Background()
-	iter := e.Redis.Scan(ctx, 0, e.Prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		require.NoError(t, e.Redis.Del(ctx, iter.Val()).Err())
-	}
-	require.NoError(t, iter.Err())
+	require.NoError(t, redis.DeletePrefix(context.Background(), e.Redis, e.Prefix))
 }
 
 // Drill: Redis restarts empty in the middle of a sale. Reconcile detects
@@ -64,7 +64,11 @@ func wipeRedis(t *testing.T, e *testenv.Env) {
 // on without oversell, and the live orders still close and give back
 // exactly once.
 func TestDrillRedisLosesEverything(t *testing.T) {
-	e := testenv.New(t, testenv.Options{PayTimeout: 4 * time.Second})
+	testenv.OnTopologies(t, drillRedisLosesEverything)
+}
+
+func drillRedisLosesEverything(t *testing.T, server string) {
+	e := testenv.New(t, testenv.Options{RedisServer: server, PayTimeout: 4 * time.Second})
 	sess := e.Session(6, 1, 100)
 	wins, _ := burst(t, e, sess.ID, 200, 4, 1)
 	require.Len(t, wins, 4)

@@ -57,6 +57,20 @@ func burst(t *testing.T, e *testenv.Env, sessionID int64, firstUser int64, users
 	return wins, codes
 }
 
+// sellOut is a burst (see burst) that must sell exactly the session's
+// stock, no shopper over the per-user limit.
+func sellOut(t *testing.T, e *testenv.Env, sess *seckill.Session, firstUser int64, users, tries int) ([]accepted, map[string]int) {
+	t.Helper()
+	wins, codes := burst(t, e, sess.ID, firstUser, users, tries)
+	require.Len(t, wins, sess.TotalStock, "accepted exactly the stock; refusals: %v", codes)
+	perUser := map[int64]int{}
+	for _, w := range wins {
+		perUser[w.user]++
+		require.LessOrEqual(t, perUser[w.user], sess.PerUserLimit, "user %d over the limit", w.user)
+	}
+	return wins, codes
+}
+
 // TestBurstPayTimeoutAndResell is the saga end to end on the real services:
 // far more requests than stock, each user racing themself, exactly the
 // stock accepted; part paid through signed webhooks, the rest timed out
@@ -73,14 +87,8 @@ func TestBurstPayTimeoutAndResell(t *testing.T) {
 	const stock, limit = 24, 2
 	sess := e.Session(stock, limit, 1500)
 
-	wins, codes := burst(t, e, sess.ID, 1000, 60, 3) // 180 requests for 24 units
-	require.Len(t, wins, stock, "accepted exactly the stock; refusals: %v", codes)
+	wins, codes := sellOut(t, e, sess, 1000, 60, 3) // 180 requests for 24 units
 	require.Equal(t, 180-stock, codes["409 SOLD_OUT"]+codes["409 LIMIT_EXCEEDED"], "every loser is SOLD_OUT or LIMIT_EXCEEDED: %v", codes)
-	perUser := map[int64]int{}
-	for _, w := range wins {
-		perUser[w.user]++
-		require.LessOrEqual(t, perUser[w.user], limit, "user %d over the limit", w.user)
-	}
 
 	// Every accepted order reaches WAIT_PAY exactly once.
 	for _, w := range wins {

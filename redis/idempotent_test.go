@@ -29,9 +29,13 @@ func requireStockAndReservations(t *testing.T, e *testenv.Env, id int64, stock, 
 // deducted once, one reservation. Also once the stock is gone, and once
 // the reservation was released (the order closed): it never reserves again.
 func TestAdmitSameOrderNumberTwice(t *testing.T) {
+	testenv.OnTopologies(t, testAdmitSameOrderNumberTwice)
+}
+
+func testAdmitSameOrderNumberTwice(t *testing.T, server string) {
 	for _, coalesce := range []bool{true, false} {
 		t.Run(fmt.Sprintf("coalesce=%v", coalesce), func(t *testing.T) {
-			e, sess := gateEnv(t, 3, 2)
+			e, sess := gateEnvOn(t, server, 3, 2)
 			e.Gate.Coalesce = coalesce
 			ctx := context.Background()
 			first, left, err := e.Gate.Admit(ctx, sess, 7, 2, "1-twice", "t1", time.Now())
@@ -75,7 +79,11 @@ func attempt(sess *seckill.Session, user int64, qty int, no, key string) *seckil
 // live reservation; another body is refused; SOLD_OUT stays SOLD_OUT for
 // the key after stock came back; another user's same key is another key.
 func TestIdempotencyKeyPinsTheAnswer(t *testing.T) {
-	e, sess := gateEnv(t, 2, 2)
+	testenv.OnTopologies(t, testIdempotencyKeyPinsTheAnswer)
+}
+
+func testIdempotencyKeyPinsTheAnswer(t *testing.T, server string) {
+	e, sess := gateEnvOn(t, server, 2, 2)
 	ctx := context.Background()
 	adm, err := e.Gate.AdmitAttempt(ctx, attempt(sess, 7, 1, "1-a", "key-1"))
 	require.NoError(t, err)
@@ -152,7 +160,11 @@ func TestIdempotencyKeyRace(t *testing.T) {
 // A ticket is consumed by one owner: the same owner again (a retried SET,
 // the retry of the same purchase) is let through, anyone else is not.
 func TestConsumeTicketIsIdempotent(t *testing.T) {
-	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	testenv.OnTopologies(t, testConsumeTicketIsIdempotent)
+}
+
+func testConsumeTicketIsIdempotent(t *testing.T, server string) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, RedisServer: server})
 	ctx := context.Background()
 	for _, c := range []struct {
 		owner string
@@ -171,7 +183,7 @@ func TestConsumeTicketIsIdempotent(t *testing.T) {
 func TestAdmitThroughSlowReplies(t *testing.T) {
 	e, sess := gateEnv(t, 5, 1)
 	x := testenv.StartToxi(t, "redis-slow", "127.0.0.1:6379")
-	rdb := redis.NewClient(&goredis.Options{Addr: x.Addr, ReadTimeout: 100 * time.Millisecond, PoolSize: 4})
+	rdb := redis.NewClient(&goredis.UniversalOptions{Addrs: []string{x.Addr}, ReadTimeout: 100 * time.Millisecond, PoolSize: 4})
 	t.Cleanup(func() { rdb.Close() })
 	g := redis.New(rdb, e.Prefix)
 	ctx := context.Background()
@@ -210,7 +222,18 @@ func TestAdmitThroughSlowReplies(t *testing.T) {
 // re-sent script (the rate limiter's takes a token per run) would decide
 // twice. The gate retries the idempotent commands itself.
 func TestNewClientNeverRetriesBlindly(t *testing.T) {
-	rdb := redis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: 5})
-	t.Cleanup(func() { rdb.Close() })
-	require.Zero(t, rdb.Options().MaxRetries, "-1 is kept as 0: no retry")
+	one := redis.NewClient(&goredis.UniversalOptions{Addrs: []string{"127.0.0.1:1"}, MaxRetries: 5})
+	t.Cleanup(func() { one.Close() })
+	require.IsType(t, &goredis.Client{}, one, "one address: a single node")
+	require.Zero(t, one.(*goredis.Client).Options().MaxRetries, "-1 is kept as 0: no retry")
+
+	cluster := redis.NewClient(&goredis.UniversalOptions{Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}, MaxRetries: 5})
+	t.Cleanup(func() { cluster.Close() })
+	require.IsType(t, &goredis.ClusterClient{}, cluster, "several addresses: a Redis Cluster's seeds")
+	require.LessOrEqual(t, cluster.(*goredis.ClusterClient).Options().MaxRetries, 0)
+
+	sentinel := redis.NewClient(&goredis.UniversalOptions{Addrs: []string{"127.0.0.1:1"}, MasterName: "mymaster", MaxRetries: 5})
+	t.Cleanup(func() { sentinel.Close() })
+	require.IsType(t, &goredis.Client{}, sentinel, "a master name: Sentinel failover (a plain client that asks the Sentinels)")
+	require.Zero(t, sentinel.(*goredis.Client).Options().MaxRetries)
 }

@@ -17,7 +17,7 @@ import (
 // releases…) and the state of its connection pool at each scrape. A pool
 // that runs out of connections during a sale shows as waits and timeouts
 // here before it shows as 503s. Call it once per client and registry.
-func Instrument(rdb *goredis.Client, m *metrics.Metrics) {
+func Instrument(rdb goredis.UniversalClient, m *metrics.Metrics) {
 	rdb.AddHook(&hook{m: m})
 	stats := func(f func(*goredis.PoolStats) float64) func() float64 {
 		return func() float64 { return f(rdb.PoolStats()) }

@@ -36,6 +36,16 @@
 //	SET, GET (Captchas.Put, Peek)  set and read                                yes
 //	GETDEL (Captchas.Take)         no: the first run used the captcha up       never: the shopper fetches a new one
 //	HSCAN + HMGET (Unsettled)      reads                                       yes
+//
+// # Redis Cluster
+//
+// The client is go-redis's universal one (NewClient): a single node, a
+// Cluster or Sentinel failover. Every key a script, MULTI or pipeline
+// touches carries the session's hash tag, so each runs on one slot; the
+// scripts take all their keys in KEYS. On a Cluster the table above holds
+// too: a hook keeps the cluster client from re-sending a command whose
+// reply was lost (client.go). docs/ARCHITECTURE.md ("Redis Cluster") lists
+// the keys and what a failover can lose.
 package redis
 
 import (

@@ -15,7 +15,13 @@ import (
 )
 
 func gateEnv(t *testing.T, stock, limit int) (*testenv.Env, *seckill.Session) {
-	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	return gateEnvOn(t, "", stock, limit)
+}
+
+// gateEnvOn is gateEnv on server (SECKILL_REDIS_ADDR's form; "" for the
+// default single node).
+func gateEnvOn(t *testing.T, server string, stock, limit int) (*testenv.Env, *seckill.Session) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, RedisServer: server})
 	return e, e.Session(stock, limit, 100)
 }
 
@@ -23,14 +29,16 @@ func gateEnv(t *testing.T, stock, limit int) (*testenv.Env, *seckill.Session) {
 // batches and one call each: the script deducts exactly the stock, no user
 // passes the limit, and stock plus reservations always equals the total.
 func TestAdmitNeverOversells(t *testing.T) {
-	for _, coalesce := range []bool{true, false} {
-		t.Run(fmt.Sprintf("coalesce=%v", coalesce), func(t *testing.T) { admitNeverOversells(t, coalesce) })
-	}
+	testenv.OnTopologies(t, func(t *testing.T, server string) {
+		for _, coalesce := range []bool{true, false} {
+			t.Run(fmt.Sprintf("coalesce=%v", coalesce), func(t *testing.T) { admitNeverOversells(t, server, coalesce) })
+		}
+	})
 }
 
-func admitNeverOversells(t *testing.T, coalesce bool) {
+func admitNeverOversells(t *testing.T, server string, coalesce bool) {
 	const stock, limit, users, tries = 100, 3, 400, 5
-	e, sess := gateEnv(t, stock, limit)
+	e, sess := gateEnvOn(t, server, stock, limit)
 	e.Gate.Coalesce = coalesce
 	ctx := context.Background()
 	var won, soldOut, overLimit atomic.Int64
@@ -100,8 +108,10 @@ func TestAdmitHandsOutDistinctSlots(t *testing.T) {
 
 // Release gives back exactly once, however many times and however
 // concurrently it runs (activity retries, a relay and a workflow).
-func TestReleaseIsExactlyOnce(t *testing.T) {
-	e, sess := gateEnv(t, 5, 2)
+func TestReleaseIsExactlyOnce(t *testing.T) { testenv.OnTopologies(t, testReleaseIsExactlyOnce) }
+
+func testReleaseIsExactlyOnce(t *testing.T, server string) {
+	e, sess := gateEnvOn(t, server, 5, 2)
 	ctx := context.Background()
 	_, left, err := e.Gate.Admit(ctx, sess, 7, 2, "1-a", "t", time.Now())
 	require.NoError(t, err)
@@ -129,8 +139,10 @@ func TestReleaseIsExactlyOnce(t *testing.T) {
 
 // An unpreheated session refuses with UNAVAILABLE; preheat never overwrites
 // live stock; a forced rebuild restores stock, reservations and limits.
-func TestPreheatAndRebuild(t *testing.T) {
-	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+func TestPreheatAndRebuild(t *testing.T) { testenv.OnTopologies(t, testPreheatAndRebuild) }
+
+func testPreheatAndRebuild(t *testing.T, server string) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, RedisServer: server})
 	ctx := context.Background()
 	sess := &seckill.Session{ID: 99, PerUserLimit: 2}
 	_, _, err := e.Gate.Admit(ctx, sess, 1, 1, "99-a", "t", time.Now())
@@ -164,7 +176,11 @@ func TestPreheatAndRebuild(t *testing.T) {
 
 // Cached order views never go back in time: a stale writer loses.
 func TestPutOrderKeepsTheNewestView(t *testing.T) {
-	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	testenv.OnTopologies(t, testPutOrderKeepsTheNewestView)
+}
+
+func testPutOrderKeepsTheNewestView(t *testing.T, server string) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, RedisServer: server})
 	ctx := context.Background()
 	t0 := time.Now().UTC()
 	o := &seckill.Order{OrderNo: "5-a", SessionID: 5, UserID: 1, Quantity: 1, Status: seckill.StatusClosed, UpdatedAt: t0}
@@ -186,7 +202,11 @@ func TestPutOrderKeepsTheNewestView(t *testing.T) {
 // Reconcile's Redis side checks the per-user marks against the live
 // reservations: a corrupted mark is reported.
 func TestSnapshotChecksPerUserMarks(t *testing.T) {
-	e, sess := gateEnv(t, 5, 2)
+	testenv.OnTopologies(t, testSnapshotChecksPerUserMarks)
+}
+
+func testSnapshotChecksPerUserMarks(t *testing.T, server string) {
+	e, sess := gateEnvOn(t, server, 5, 2)
 	ctx := context.Background()
 	_, _, err := e.Gate.Admit(ctx, sess, 7, 2, "1-m", "t", time.Now())
 	require.NoError(t, err)
@@ -204,7 +224,11 @@ func TestSnapshotChecksPerUserMarks(t *testing.T) {
 // request its workflow is started with), and NOT_FOUND once it is
 // released or for a number never admitted.
 func TestReservationByOrderNumber(t *testing.T) {
-	e, sess := gateEnv(t, 5, 2)
+	testenv.OnTopologies(t, testReservationByOrderNumber)
+}
+
+func testReservationByOrderNumber(t *testing.T, server string) {
+	e, sess := gateEnvOn(t, server, 5, 2)
 	ctx := context.Background()
 	no := fmt.Sprintf("%d-resv", sess.ID)
 	at := time.Now().Truncate(time.Millisecond)
@@ -235,7 +259,11 @@ func TestReservationByOrderNumber(t *testing.T) {
 // worker's relay (entries older than its minimum age) leaves them alone;
 // an entry whose start was confirmed is not brought back by a late hold.
 func TestHoldRenewsOnlyPendingEntries(t *testing.T) {
-	e, sess := gateEnv(t, 5, 5)
+	testenv.OnTopologies(t, testHoldRenewsOnlyPendingEntries)
+}
+
+func testHoldRenewsOnlyPendingEntries(t *testing.T, server string) {
+	e, sess := gateEnvOn(t, server, 5, 5)
 	ctx := context.Background()
 	admitted := time.Now().Add(-time.Minute)
 	for _, no := range []string{"1-h1", "1-h2"} {

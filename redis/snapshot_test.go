@@ -10,13 +10,19 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/testenv"
 )
 
 // The snapshot is one script: while admissions and releases run
 // concurrently, every snapshot's stock plus its reservations is exactly the
 // total, and the per-user marks match the reservations.
 func TestSessionSnapshotIsOneInstant(t *testing.T) {
-	e, sess := gateEnv(t, 30, 2)
+	testenv.OnTopologies(t, testSessionSnapshotIsOneInstant)
+}
+
+func testSessionSnapshotIsOneInstant(t *testing.T, server string) {
+	e, sess := gateEnvOn(t, server, 30, 2)
 	ctx := context.Background()
 	var stop atomic.Bool
 	var wg sync.WaitGroup

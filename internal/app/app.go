@@ -38,7 +38,7 @@ import (
 type Main struct {
 	Config *Config
 	DB     *mysql.DB
-	Redis  *goredis.Client
+	Redis  goredis.UniversalClient
 	Gate   *redis.Gate
 	// Temporal is nil unless dialled: reconcile and the adapter tests
 	// need MySQL and Redis only.
@@ -64,7 +64,7 @@ func Connect(ctx context.Context, c *Config, withTemporal bool) (*Main, error) {
 	if m.DB, err = mysql.Open(ctx, c.MySQLDSN); err != nil {
 		return nil, err
 	}
-	m.Redis = redis.NewAdmissionClient(c.RedisAddr)
+	m.Redis = redis.NewAdmissionClient(c.Redis())
 	redis.Instrument(m.Redis, m.Metrics)
 	m.Gate = redis.New(m.Redis, c.RedisPrefix)
 	if err := m.Gate.Load(ctx); err != nil {

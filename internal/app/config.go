@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/refundhttp"
 	"github.com/seckill/seckill/relay"
 )
@@ -20,8 +21,14 @@ import (
 // Defaults that are facts of another package have no envDefault tag: they
 // come from that package (defaultConfig), so each is defined once.
 type Config struct {
-	MySQLDSN          string        `env:"SECKILL_MYSQL_DSN" envDefault:"root:@tcp(127.0.0.1:3306)/seckill?parseTime=true"`
+	MySQLDSN string `env:"SECKILL_MYSQL_DSN" envDefault:"root:@tcp(127.0.0.1:3306)/seckill?parseTime=true"`
+	// RedisAddr is one address (a single node), a comma-separated list
+	// (Redis Cluster seeds) or, with RedisMaster, the Sentinels' addresses:
+	// go-redis's universal client rules (see Redis).
 	RedisAddr         string        `env:"SECKILL_REDIS_ADDR" envDefault:"127.0.0.1:6379"`
+	RedisMaster       string        `env:"SECKILL_REDIS_MASTER"`
+	RedisPassword     string        `env:"SECKILL_REDIS_PASSWORD"`
+	RedisTLS          bool          `env:"SECKILL_REDIS_TLS"`
 	RedisPrefix       string        `env:"SECKILL_REDIS_PREFIX" envDefault:"seckill"`
 	TemporalAddr      string        `env:"SECKILL_TEMPORAL_ADDR" envDefault:"127.0.0.1:7233"`
 	TemporalNamespace string        `env:"SECKILL_TEMPORAL_NAMESPACE" envDefault:"default"`
@@ -98,10 +105,21 @@ func LoadConfig() (*Config, error) {
 	if c.LimitGlobalRPS < 0 || c.LimitUserRPS < 0 || c.LimitIPRPS < 0 || c.LimitReadRPS < 0 {
 		return nil, errors.New("SECKILL_LIMIT_*_RPS must be 0 (off) or a positive number of requests per second")
 	}
+	if len(redis.ParseAddrs(c.RedisAddr)) == 0 {
+		return nil, errors.New("SECKILL_REDIS_ADDR must name at least one host:port")
+	}
 	if err := c.parseProxies(); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// Redis is where Redis is, as SECKILL_REDIS_* say: one address is a single
+// node, several a Redis Cluster's seeds, and with SECKILL_REDIS_MASTER they
+// are Sentinels.
+func (c *Config) Redis() redis.Server {
+	return redis.Server{Addrs: redis.ParseAddrs(c.RedisAddr), MasterName: c.RedisMaster,
+		Password: c.RedisPassword, TLS: c.RedisTLS}
 }
 
 // The payment providers, by SECKILL_PAYMENT_PROVIDER. SandboxProvider

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/relay"
 )
 
@@ -58,6 +59,58 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 	t.Setenv("SECKILL_LIMIT_USER_RPS", "lots")
 	_, err = LoadConfig()
 	require.Error(t, err)
+}
+
+// SECKILL_REDIS_ADDR and its companions follow go-redis's universal
+// rules: one address is a single node, a comma-separated list a Redis
+// Cluster's seeds, and with SECKILL_REDIS_MASTER the Sentinels.
+func TestRedisConfig(t *testing.T) {
+	for _, v := range []string{"SECKILL_REDIS_ADDR", "SECKILL_REDIS_MASTER", "SECKILL_REDIS_PASSWORD", "SECKILL_REDIS_TLS"} {
+		t.Setenv(v, "") // restored after the test
+		os.Unsetenv(v)
+	}
+	c, err := LoadConfig()
+	require.NoError(t, err)
+	require.Equal(t, redis.Server{Addrs: []string{"127.0.0.1:6379"}}, c.Redis(), "the default: one local node")
+	require.Nil(t, c.Redis().Options().TLSConfig)
+
+	t.Setenv("SECKILL_REDIS_ADDR", "10.0.0.1:7000, 10.0.0.2:7000,,10.0.0.3:7000 ")
+	t.Setenv("SECKILL_REDIS_PASSWORD", "pw")
+	t.Setenv("SECKILL_REDIS_TLS", "true")
+	c, err = LoadConfig()
+	require.NoError(t, err)
+	s := c.Redis()
+	require.Equal(t, redis.Server{Addrs: []string{"10.0.0.1:7000", "10.0.0.2:7000", "10.0.0.3:7000"}, Password: "pw", TLS: true}, s)
+	o := s.Options()
+	require.Equal(t, "pw", o.Password)
+	require.Empty(t, o.SentinelPassword, "the password is the data nodes'")
+	require.NotNil(t, o.TLSConfig)
+	require.Nil(t, o.TLSConfig.RootCAs, "the system roots")
+	rdb := redis.NewAdmissionClient(s)
+	t.Cleanup(func() { rdb.Close() })
+	cluster, ok := rdb.(*goredis.ClusterClient)
+	require.True(t, ok, "a list of seeds is a Redis Cluster, got %T", rdb)
+	require.Equal(t, 256, cluster.Options().PoolSize, "the admission pool, per node")
+	require.Equal(t, 500*time.Millisecond, cluster.Options().ReadTimeout)
+	require.LessOrEqual(t, cluster.Options().MaxRetries, 0, "never re-sent by the client")
+
+	t.Setenv("SECKILL_REDIS_MASTER", "seckill")
+	t.Setenv("SECKILL_REDIS_TLS", "")
+	c, err = LoadConfig()
+	require.NoError(t, err)
+	require.Equal(t, "seckill", c.Redis().MasterName)
+	rdb = redis.NewAdmissionClient(c.Redis())
+	t.Cleanup(func() { rdb.Close() })
+	require.IsType(t, &goredis.Client{}, rdb, "Sentinel failover: a client that asks the Sentinels for the master")
+
+	for _, bad := range []string{" , ", "x"} {
+		t.Setenv("SECKILL_REDIS_ADDR", bad)
+		if bad == "x" {
+			t.Setenv("SECKILL_REDIS_TLS", "maybe")
+		}
+		_, err = LoadConfig()
+		require.Error(t, err, "SECKILL_REDIS_ADDR=%q", bad)
+	}
 }
 
 // The proxy settings are checked before anything connects: a bad entry,

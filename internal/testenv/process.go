@@ -55,6 +55,7 @@ func (e *Env) ProcessEnv(extra ...string) []string {
 	return append(os.Environ(), append([]string{
 		"SECKILL_MYSQL_DSN=" + e.DSN,
 		"SECKILL_REDIS_ADDR=" + e.RedisAddr,
+		"SECKILL_REDIS_MASTER=" + e.RedisMaster,
 		"SECKILL_TEMPORAL_ADDR=" + e.TemporalAddr,
 		"SECKILL_REDIS_PREFIX=" + e.Prefix,
 		"SECKILL_TASK_QUEUE=" + e.TaskQueue,

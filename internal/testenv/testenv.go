@@ -47,13 +47,17 @@ const AdminToken = "test-admin-token"
 
 // Env is one test's slice of the services.
 type Env struct {
-	T         testing.TB
-	DSN       string
-	DB        *mysql.DB
-	Redis     *goredis.Client
-	RedisAddr string
-	Prefix    string
-	Gate      *redis.Gate
+	T     testing.TB
+	DSN   string
+	DB    *mysql.DB
+	Redis goredis.UniversalClient
+	// RedisAddr is the Env's Redis in SECKILL_REDIS_ADDR's form (a
+	// comma-separated list is a Redis Cluster's seeds; with RedisMaster,
+	// the Sentinels).
+	RedisAddr   string
+	RedisMaster string
+	Prefix      string
+	Gate        *redis.Gate
 	// Temporal is nil unless the Env dialled it (see Options.Temporal).
 	Temporal client.Client
 	// TemporalAddr is the frontend the Env's clients use.
@@ -99,6 +103,15 @@ type Options struct {
 	Starter starter.Config
 	// Logger replaces the API's logger (a test reading its log lines).
 	Logger *slog.Logger
+	// RedisServer is the Env's Redis, for every client of the Env (its
+	// gate, the worker, the API, the processes it spawns), in
+	// SECKILL_REDIS_ADDR's form: a comma-separated list is a Redis
+	// Cluster's seeds (RedisCluster.Addr). Default: SECKILL_TEST_REDIS_ADDR
+	// or 127.0.0.1:6379.
+	RedisServer string
+	// RedisMaster makes RedisServer the Sentinels of this master
+	// (SECKILL_REDIS_MASTER).
+	RedisMaster string
 	// RedisAddr points the API's Redis client (gate and limiter) at
 	// another address, e.g. a Toxi in front of Redis; RedisReadTimeout
 	// sets its read timeout (go-redis's default when zero).
@@ -173,17 +186,17 @@ func New(t testing.TB, o Options) *Env {
 
 	// Redis: a key prefix per test.
 	e.RedisAddr = env("SECKILL_TEST_REDIS_ADDR", "127.0.0.1:6379")
-	e.Redis = redis.NewClient(&goredis.Options{Addr: e.RedisAddr, PoolSize: 64})
+	if o.RedisServer != "" {
+		e.RedisAddr = o.RedisServer
+	}
+	e.RedisMaster = o.RedisMaster
+	e.Redis = redis.NewClient(&goredis.UniversalOptions{Addrs: redis.ParseAddrs(e.RedisAddr), MasterName: e.RedisMaster, PoolSize: 64})
 	if err := e.Redis.Ping(ctx).Err(); err != nil {
 		t.Fatalf("Redis is not reachable (%v).\nStart it with: redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save '' --appendonly no", err)
 	}
 	e.Gate = redis.New(e.Redis, e.Prefix)
 	t.Cleanup(func() {
-		cctx := context.Background()
-		iter := e.Redis.Scan(cctx, 0, e.Prefix+":*", 1000).Iterator()
-		for iter.Next(cctx) {
-			e.Redis.Del(cctx, iter.Val())
-		}
+		_ = redis.DeletePrefix(context.Background(), e.Redis, e.Prefix)
 		e.Redis.Close()
 	})
 
@@ -262,7 +275,7 @@ func (e *Env) startAPI(o Options) {
 		cfg.SessionCacheTTL = o.SessionCacheTTL
 	}
 	if o.RedisAddr != "" {
-		rdb := redis.NewClient(&goredis.Options{Addr: o.RedisAddr, PoolSize: 64, ReadTimeout: o.RedisReadTimeout})
+		rdb := redis.NewClient(&goredis.UniversalOptions{Addrs: []string{o.RedisAddr}, PoolSize: 64, ReadTimeout: o.RedisReadTimeout})
 		e.T.Cleanup(func() { rdb.Close() })
 		g := redis.New(rdb, e.Prefix)
 		// Like every process at start: admission runs EVALSHA from the

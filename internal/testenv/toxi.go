@@ -138,7 +138,7 @@ func (e *Env) StartWorkerVia(l *Links) {
 	e.T.Cleanup(func() { db.Close() })
 	// The product's client (its retry policy per command) with the
 	// production timeouts, so faults meet what `seckill worker` would.
-	rdb := redis.NewClient(&goredis.Options{Addr: l.Redis.Addr, PoolSize: 32,
+	rdb := redis.NewClient(&goredis.UniversalOptions{Addrs: []string{l.Redis.Addr}, PoolSize: 32,
 		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond})
 	e.T.Cleanup(func() { rdb.Close() })
 	gate := redis.New(rdb, e.Prefix)
