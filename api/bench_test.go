@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dchest/captcha"
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
@@ -68,4 +69,16 @@ func BenchmarkBareFiber(b *testing.B) {
 			TraceID: fmt.Sprintf("%016x", time.Now().UnixNano())})
 	})
 	runHandler(b, app.Handler(), "Bearer x")
+}
+
+// What a captcha costs the API: drawing one image (the audio is drawn only
+// when asked for), next to the sold-out answer above in the same run.
+//
+//	go test ./api/ -run '^$' -bench 'CaptchaImage|SoldOut' -benchmem
+func BenchmarkCaptchaImage(b *testing.B) {
+	for b.Loop() {
+		if _, err := captchaImage("0123456789abcdef0123456789abcdef", captcha.RandomDigits(captchaDigits)); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
