@@ -10,7 +10,7 @@ TEMPORAL := scripts/temporal-dev.sh
 TEMPORAL_PORT ?= 7233
 export TEMPORAL_PORT
 
-.PHONY: all build bench chaos dev drill temporal temporal-stop test test-on-temporal test-short test-offline lint fmt clean
+.PHONY: all build bench chaos dev drill stack stack-stop temporal temporal-stop test test-on-temporal test-short test-offline lint fmt clean
 
 all: lint test
 
@@ -43,6 +43,12 @@ temporal-durable-stop: ## stop the durable server `make temporal-durable` starte
 # (internal/testenv.StartDurableTemporalServer): they fail without these.
 test: temporal-bins
 clean: temporal-durable-stop
+
+stack: ## the production topology here: Redis Cluster, durable Temporal (PostgreSQL), 2 workers, 2 APIs behind HAProxy on :8080
+	scripts/stack.sh start
+
+stack-stop: ## stop what `make stack` started
+	scripts/stack.sh stop
 
 dev: build temporal ## migrations, API on :8080, worker and a demo session in one process
 	bin/seckill dev
