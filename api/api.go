@@ -108,6 +108,10 @@ type Config struct {
 	// IP ones (required when either is on).
 	Limits  Limits
 	Limiter Limiter
+	// DependencyPing is how often the API pings MySQL, Redis and Temporal
+	// for seckill_dependency_up (metrics.DependencyPing when 0; negative:
+	// never, for a test that counts every command a server sees).
+	DependencyPing time.Duration
 	// Captchas keeps the answers of the captchas of sessions that require
 	// one (every API process shares it); nil: such sessions answer 503.
 	Captchas CaptchaStore

@@ -64,19 +64,11 @@ func parseCaptchaRecord(rec string) (user, sessionID int64, answer string, ok bo
 // for a session that requires one: {captcha_id, image (a PNG data URL),
 // audio (its URL), expires_at}. The answer goes with the ticket request.
 func (s *Server) newCaptcha(c *fiber.Ctx) error {
-	id, err := pathID(c, "id")
+	sess, user, err := s.shopperSession(c)
 	if err != nil {
 		return err
 	}
-	user := userID(c)
-	if s.blocked.has(user) {
-		return errBlocked
-	}
-	ctx := c.UserContext()
-	sess, err := s.sessions.get(ctx, id)
-	if err != nil {
-		return err
-	}
+	id, ctx := sess.ID, c.UserContext()
 	if !sess.RequireCaptcha {
 		return seckill.Errorf(seckill.EINVALID, "session %d does not require a captcha", id)
 	}

@@ -214,7 +214,9 @@ func (s *Server) Start(ctx context.Context) {
 		go tick.Every(ctx, fleetBeat, func() { s.beat(ctx) })
 	}
 	go tick.Every(ctx, s.cfg.SoldOutRecheck, func() { s.watchSoldOut(ctx) })
-	go s.cfg.Metrics.WatchDependencies(ctx, s.dependencies())
+	if s.cfg.DependencyPing >= 0 {
+		go s.cfg.Metrics.WatchDependencies(ctx, s.cfg.DependencyPing, s.dependencies())
+	}
 	go s.starts.Run(s.startsCtx)
 	go s.outbox.Run(ctx, time.Second)
 }

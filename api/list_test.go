@@ -62,7 +62,7 @@ func TestSessionList(t *testing.T) {
 	require.Contains(t, r.Header.Get("Content-Type"), "application/json")
 	first := list[0].(map[string]any)
 	require.Equal(t, float64(soon.ID), first["id"], "%s", r.Raw)
-	require.Equal(t, "SOLD_OUT", first["state"], "never preheated: nothing to buy")
+	require.Equal(t, "PREPARING", first["state"], "on sale but never preheated: nothing to buy yet, and not sold out")
 
 	// Each entry is exactly what the single-session endpoint answers.
 	second := list[1].(map[string]any)

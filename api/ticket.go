@@ -76,18 +76,11 @@ func verifyTicket(key []byte, raw string, sessionID, userID int64, now time.Time
 
 // issueTicket: POST /api/v1/sessions/{id}/ticket (shopper, inside the sale window).
 func (s *Server) issueTicket(c *fiber.Ctx) error {
-	id, err := pathID(c, "id")
+	sess, user, err := s.shopperSession(c)
 	if err != nil {
 		return err
 	}
-	user := userID(c)
-	if s.blocked.has(user) {
-		return errBlocked
-	}
-	sess, err := s.sessions.get(c.UserContext(), id)
-	if err != nil {
-		return err
-	}
+	id := sess.ID
 	if err := s.inWindow(sess); err != nil {
 		return err
 	}
@@ -101,6 +94,21 @@ func (s *Server) issueTicket(c *fiber.Ctx) error {
 	}
 	exp := s.cfg.Now().Add(ticketTTL)
 	return c.JSON(fiber.Map{"ticket": makeTicket(s.ticketKey, id, user, exp), "expires_at": exp.UTC().Truncate(time.Second)})
+}
+
+// shopperSession is the session of the path and the signed-in shopper
+// asking about it, refused at once when the shopper is blocked.
+func (s *Server) shopperSession(c *fiber.Ctx) (*seckill.Session, int64, error) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return nil, 0, err
+	}
+	user := userID(c)
+	if s.blocked.has(user) {
+		return nil, 0, errBlocked
+	}
+	sess, err := s.sessions.get(c.UserContext(), id)
+	return sess, user, err
 }
 
 // useTicket verifies and consumes the ticket of an order request. The

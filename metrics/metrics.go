@@ -235,17 +235,20 @@ func (m *Metrics) ObserveReports(reports []seckill.Report) {
 	m.ReconcileRuns.WithLabelValues(result).Inc()
 }
 
-// DependencyPing is how often WatchDependencies pings.
+// DependencyPing is how often WatchDependencies pings by default.
 const DependencyPing = 5 * time.Second
 
-// WatchDependencies pings each dependency at once and then every
-// DependencyPing until ctx ends, and sets DependencyUp from the answers. A
-// ping gets until the next one to answer: a dependency slower than that is
-// as good as down for a sale.
-func (m *Metrics) WatchDependencies(ctx context.Context, pings map[string]func(context.Context) error) {
+// WatchDependencies pings each dependency at once and then every interval
+// (DependencyPing when 0) until ctx ends, and sets DependencyUp from the
+// answers. A ping gets until the next one to answer: a dependency slower
+// than that is as good as down for a sale.
+func (m *Metrics) WatchDependencies(ctx context.Context, interval time.Duration, pings map[string]func(context.Context) error) {
+	if interval <= 0 {
+		interval = DependencyPing
+	}
 	check := func() {
 		for name, ping := range pings {
-			pctx, cancel := context.WithTimeout(ctx, DependencyPing)
+			pctx, cancel := context.WithTimeout(ctx, interval)
 			up := 1.0
 			if ping(pctx) != nil {
 				up = 0
@@ -257,7 +260,7 @@ func (m *Metrics) WatchDependencies(ctx context.Context, pings map[string]func(c
 		}
 	}
 	check()
-	tick.Every(ctx, DependencyPing, check)
+	tick.Every(ctx, interval, check)
 }
 
 // Handler serves the registry in the Prometheus text format.

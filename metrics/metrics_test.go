@@ -1,8 +1,12 @@
 package metrics_test
 
 import (
+	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
@@ -38,4 +42,27 @@ func TestObserveReports(t *testing.T) {
 # TYPE seckill_reconcile_drift gauge
 seckill_reconcile_drift{session_id="1"} 0
 `)), "session 2 is gone from the series")
+}
+
+// WatchDependencies sets seckill_dependency_up from each ping, at once and
+// then every interval: down while a ping fails or does not answer in time,
+// up again when it answers.
+func TestWatchDependencies(t *testing.T) {
+	m := metrics.New()
+	var redisDown atomic.Bool
+	redisDown.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	slow := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	go m.WatchDependencies(ctx, 50*time.Millisecond, map[string]func(context.Context) error{
+		"mysql":    func(context.Context) error { return nil },
+		"redis":    func(context.Context) error { return map[bool]error{true: errors.New("refused"), false: nil}[redisDown.Load()] },
+		"temporal": slow,
+	})
+	up := func(dep string) float64 { return testutil.ToFloat64(m.DependencyUp.WithLabelValues(dep)) }
+	require.Eventually(t, func() bool { return up("mysql") == 1 && up("redis") == 0 && up("temporal") == 0 && testutil.CollectAndCount(m.DependencyUp) == 3 },
+		5*time.Second, 10*time.Millisecond)
+	redisDown.Store(false)
+	require.Eventually(t, func() bool { return up("redis") == 1 }, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, 0.0, up("temporal"), "a ping that never answers is down")
 }

@@ -282,18 +282,24 @@ func TestBrowserUpcoming(t *testing.T) {
 	e.RequireInvariants(sess.ID)
 }
 
+// onSale stores s on sale from a minute ago for an hour, preheated.
+func onSale(t *testing.T, e *testenv.Env, s seckill.Session) *seckill.Session {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	s.StartAt, s.EndAt = now.Add(-time.Minute), now.Add(time.Hour)
+	require.NoError(t, e.DB.CreateSession(ctx, &s))
+	_, err := e.Gate.Preheat(ctx, s.ID, s.TotalStock)
+	require.NoError(t, err)
+	return &s
+}
+
 // (e) a sale that requires a purchase ticket: the page fetches one and
 // sends it with the buy (a buy without one is refused); the order shows in
 // My orders and follows its status there; Show opens it again.
 func TestBrowserTicketAndMyOrders(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
-	ctx := context.Background()
-	now := time.Now().UTC()
-	sess := &seckill.Session{SKUID: 4, Title: "Ticketed sale", PriceCents: 300, TotalStock: 2, PerUserLimit: 1,
-		StartAt: now.Add(-time.Minute), EndAt: now.Add(time.Hour), RequireTicket: true}
-	require.NoError(t, e.DB.CreateSession(ctx, sess))
-	_, err := e.Gate.Preheat(ctx, sess.ID, sess.TotalStock)
-	require.NoError(t, err)
+	sess := onSale(t, e, seckill.Session{SKUID: 4, Title: "Ticketed sale", PriceCents: 300, TotalStock: 2, PerUserLimit: 1, RequireTicket: true})
 	testenv.RequireError(t, e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), e.Token(10), nil),
 		http.StatusForbidden, "FORBIDDEN", "purchase ticket")
 
@@ -328,12 +334,7 @@ func TestBrowserTicketAndMyOrders(t *testing.T) {
 func TestBrowserCaptcha(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	ctx := context.Background()
-	now := time.Now().UTC()
-	sess := &seckill.Session{SKUID: 6, Title: "Checked sale", PriceCents: 100, TotalStock: 1, PerUserLimit: 1,
-		StartAt: now.Add(-time.Minute), EndAt: now.Add(time.Hour), RequireCaptcha: true}
-	require.NoError(t, e.DB.CreateSession(ctx, sess))
-	_, err := e.Gate.Preheat(ctx, sess.ID, sess.TotalStock)
-	require.NoError(t, err)
+	sess := onSale(t, e, seckill.Session{SKUID: 6, Title: "Checked sale", PriceCents: 100, TotalStock: 1, PerUserLimit: 1, RequireCaptcha: true})
 	answer := func(id string) string {
 		rec, err := e.Redis.Get(ctx, e.Prefix+":captcha:"+id).Result()
 		require.NoError(t, err)

@@ -29,7 +29,7 @@ func serveWorkerHTTP(ctx context.Context, addr string, m *app.Main) error {
 		return fmt.Errorf("worker ops HTTP (SECKILL_WORKER_HTTP_ADDR): %w", err)
 	}
 	deps := map[string]func(context.Context) error{"mysql": m.DB.Ping, "redis": m.Gate.Ping, "temporal": temporal.NewOrders(m.Temporal, "").Ping}
-	go m.Metrics.WatchDependencies(ctx, deps)
+	go m.Metrics.WatchDependencies(ctx, 0, deps)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
