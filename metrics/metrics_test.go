@@ -55,12 +55,16 @@ func TestWatchDependencies(t *testing.T) {
 	defer cancel()
 	slow := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
 	go m.WatchDependencies(ctx, 50*time.Millisecond, map[string]func(context.Context) error{
-		"mysql":    func(context.Context) error { return nil },
-		"redis":    func(context.Context) error { return map[bool]error{true: errors.New("refused"), false: nil}[redisDown.Load()] },
+		"mysql": func(context.Context) error { return nil },
+		"redis": func(context.Context) error {
+			return map[bool]error{true: errors.New("refused"), false: nil}[redisDown.Load()]
+		},
 		"temporal": slow,
 	})
 	up := func(dep string) float64 { return testutil.ToFloat64(m.DependencyUp.WithLabelValues(dep)) }
-	require.Eventually(t, func() bool { return up("mysql") == 1 && up("redis") == 0 && up("temporal") == 0 && testutil.CollectAndCount(m.DependencyUp) == 3 },
+	require.Eventually(t, func() bool {
+		return up("mysql") == 1 && up("redis") == 0 && up("temporal") == 0 && testutil.CollectAndCount(m.DependencyUp) == 3
+	},
 		5*time.Second, 10*time.Millisecond)
 	redisDown.Store(false)
 	require.Eventually(t, func() bool { return up("redis") == 1 }, 5*time.Second, 10*time.Millisecond)
