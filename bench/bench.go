@@ -385,6 +385,10 @@ func (r *stepRunner) run(ctx context.Context, level int) (*Step, error) {
 	fmt.Fprintf(r.cfg.Progress, "step %s: session %d, %d units, %d shoppers × %d requests\n",
 		r.levelName(), r.step.SessionID, r.cfg.Stock, r.cfg.Users, r.cfg.PerUser)
 
+	before, haveStarts, err := scrapeStarts(ctx, r.cfg.BaseURL)
+	if err != nil {
+		fmt.Fprintf(r.cfg.Progress, "step %s: no workflow-start latency: %v\n", r.levelName(), err)
+	}
 	results, dur := r.burst(ctx, level, "burst")
 	r.step.DurationSeconds = dur.Seconds()
 	r.step.Throughput = float64(len(results)) / dur.Seconds()
@@ -397,6 +401,11 @@ func (r *stepRunner) run(ctx context.Context, level int) (*Step, error) {
 
 	won := accepted(results)
 	r.follow(ctx, won)
+	if haveStarts {
+		if after, ok, err := scrapeStarts(ctx, r.cfg.BaseURL); err == nil && ok {
+			r.step.StartLatency = startLatency(before, after)
+		}
+	}
 	r.reconcile(ctx)
 	fmt.Fprintf(r.cfg.Progress, "step %s: %.0f req/s, sold-out %.0f req/s, %d accepted, all WAIT_PAY after %.2fs (%.0f orders/s), invariants ok: %v\n",
 		r.levelName(), r.step.Throughput, r.step.SoldOutThroughput, len(won), r.step.TimeToAllWaitPaySeconds,

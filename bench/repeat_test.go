@@ -59,3 +59,17 @@ func TestStepRatiosAndMedianBaselines(t *testing.T) {
 	require.False(t, fiber.Met(math.NaN()))
 	require.Empty(t, stepRatios(Step{}, nil))
 }
+
+// The workflow-start latency of a step is read from the API's histogram
+// difference, interpolated inside buckets like histogram_quantile.
+func TestStartLatency(t *testing.T) {
+	before := startHistogram{bounds: []float64{0.01, 0.1, 1}, counts: []uint64{5, 5, 5}, total: 5}
+	after := startHistogram{bounds: []float64{0.01, 0.1, 1}, counts: []uint64{55, 104, 105}, total: 105}
+	got := startLatency(before, after)
+	require.Equal(t, 100, got.Starts)
+	require.InDelta(t, 10, got.P50Ms, 1e-9)
+	require.InDelta(t, 100, got.P99Ms, 1e-9)
+	slow := startHistogram{bounds: after.bounds, counts: []uint64{5, 5, 5}, total: 15}
+	require.Equal(t, 1000.0, startLatency(before, slow).P99Ms, "beyond the last bound: the bound")
+	require.Equal(t, &StartLatency{}, startLatency(before, before))
+}

@@ -77,6 +77,9 @@ type Step struct {
 	// order was WAIT_PAY; OrdersPerSecond = accepted / that.
 	TimeToAllWaitPaySeconds float64 `json:"time_to_all_wait_pay_seconds"`
 	OrdersPerSecond         float64 `json:"orders_per_second"`
+	// StartLatency is the API's workflow starts during the step, from its
+	// own histogram (absent when the API serves none).
+	StartLatency *StartLatency `json:"workflow_start,omitempty"`
 	// Closing is how fast the unpaid orders closed once their pay timers
 	// fired (absent when the bench did not wait for them: --pay-timeout 0).
 	Closing *Closing `json:"closing,omitempty"`
@@ -85,6 +88,14 @@ type Step struct {
 	// Reconcile is the session's reconcile report once the step settled.
 	Reconcile    *seckill.Report `json:"reconcile,omitempty"`
 	InvariantsOK bool            `json:"invariants_ok"`
+}
+
+// StartLatency is how long the API's starter waited for StartWorkflow
+// during a step: the Temporal server's answer time as the API saw it.
+type StartLatency struct {
+	Starts int     `json:"starts"`
+	P50Ms  float64 `json:"p50_ms"`
+	P99Ms  float64 `json:"p99_ms"`
 }
 
 // Closing measures the pay timers of a step's unpaid orders, which fire

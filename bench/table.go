@@ -34,6 +34,10 @@ func WriteTable(w io.Writer, r *Report) error {
 	}
 	tw.Flush()
 	for _, s := range r.Steps {
+		if sl := s.StartLatency; sl != nil && sl.Starts > 0 {
+			fmt.Fprintf(w, "  %s: the API started %d workflows, StartWorkflow p50 %.1f ms, p99 %.1f ms\n",
+				stepLabel(s), sl.Starts, sl.P50Ms, sl.P99Ms)
+		}
 		if c := s.Closing; c != nil {
 			fmt.Fprintf(w, "  %s: %d unpaid orders closed at %.0f/s from the first pay deadline, the last %.2f s after the last deadline (lag p50 %.2f s, p99 %.2f s)\n",
 				stepLabel(s), c.Orders, c.PerSecond, c.AfterLastDeadlineSeconds, c.LagP50Seconds, c.LagP99Seconds)
