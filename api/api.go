@@ -60,6 +60,7 @@ type Gate interface {
 	// The pending-start outbox, drained by the API's outbox relay.
 	Sessions(ctx context.Context) ([]int64, error)
 	Pending(ctx context.Context, sessionID int64, before time.Time, limit int) ([]seckill.Reservation, error)
+	Backlog(ctx context.Context, sessionID int64) (int, error)
 	Release(ctx context.Context, sessionID int64, orderNo string) (int, error)
 	seckill.RedisSnapshotter
 	Ping(ctx context.Context) error

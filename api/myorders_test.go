@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/testenv"
 )
@@ -59,6 +60,50 @@ func TestListMyOrders(t *testing.T) {
 		"?cursor=!!": "cursor", "?cursor=bzA": "cursor", "?cursor=" + "eDEy": "cursor",
 	} {
 		testenv.RequireError(t, e.Do("GET", "/api/v1/orders"+q, tok, nil), 400, "INVALID_ARGUMENT", msg)
+	}
+	e.RequireInvariants(sess.ID)
+}
+
+// heldFlow holds every workflow start until release is closed: orders stay
+// QUEUED, their starts pending.
+type heldFlow struct {
+	api.Flow
+	release chan struct{}
+}
+
+func (f heldFlow) Start(ctx context.Context, req *seckill.OrderRequest) (bool, error) {
+	select {
+	case <-f.release:
+		return f.Flow.Start(ctx, req)
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// While orders wait for their workflows, a QUEUED order's poll says how
+// many of its sale wait to be created; once created, it says nothing more.
+func TestQueuedOrderSaysTheBacklog(t *testing.T) {
+	release := make(chan struct{})
+	e := testenv.New(t, testenv.Options{WrapFlow: func(f api.Flow) api.Flow { return heldFlow{Flow: f, release: release} }})
+	sess := e.Session(5, 1, 100)
+	ctx := context.Background()
+	var nos []string
+	for u := int64(51); u <= 53; u++ {
+		a, err := e.Shopper(u).Buy(ctx, sess.ID, client.BuyOptions{})
+		require.NoError(t, err)
+		nos = append(nos, a.OrderNo)
+	}
+	for i, no := range nos {
+		r := e.Do("GET", "/api/v1/orders/"+no, e.Token(int64(51+i)), nil)
+		require.Equal(t, 200, r.Status, "%s", r.Raw)
+		require.Equal(t, "QUEUED", r.Str("status"))
+		require.Equal(t, float64(3), r.Body["queued"], "%s", r.Raw)
+	}
+	close(release)
+	for i, no := range nos {
+		e.WaitStatus(e.Token(int64(51+i)), no, 30*time.Second, seckill.StatusWaitPay)
+		r := e.Do("GET", "/api/v1/orders/"+no, e.Token(int64(51+i)), nil)
+		require.NotContains(t, r.Body, "queued")
 	}
 	e.RequireInvariants(sess.ID)
 }

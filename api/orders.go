@@ -199,6 +199,10 @@ type orderJSON struct {
 	Status      seckill.Status `json:"status"`
 	CreatedAt   time.Time      `json:"created_at"`
 	PayDeadline *time.Time     `json:"pay_deadline"`
+	// Queued, on a QUEUED order's poll: how many orders of its sale wait
+	// for their workflow to create them, this one included (the starters'
+	// backlog): the shop's "N orders are being created".
+	Queued int `json:"queued,omitempty"`
 }
 
 // findOrder returns an order by number from the Redis view (the common
@@ -262,7 +266,14 @@ func (s *Server) getOrder(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(orderView(o))
+	v := orderView(o)
+	if o.Status == seckill.StatusQueued {
+		// Best effort: the queue view is a courtesy, the status the answer.
+		if n, err := s.gate.Backlog(c.UserContext(), o.SessionID); err == nil {
+			v.Queued = n
+		}
+	}
+	return c.JSON(v)
 }
 
 // cancelOrder: POST /api/v1/orders/{order_no}/cancel (owner, unpaid). The

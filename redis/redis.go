@@ -21,7 +21,7 @@
 //	putorder.lua (PutOrder)        keeps the newest version only               yes
 //	SET NX GET (ConsumeTicket)     the value names the owner; a match is ours  yes
 //	reads (Stock, Order, Pending,  reads                                       yes
-//	  Pinned, Sessions…)
+//	  Pinned, Sessions, Backlog…)
 //	ZREM (Started), SADD + SETNX   set semantics                               yes
 //	  (Preheat), ZADD XX (Hold)
 //	redis_rate script (Limiter)    no: every run takes a token                 never: 503, the client retries
@@ -375,6 +375,20 @@ func (g *Gate) Hold(ctx context.Context, sessionID int64, orderNos []string, at 
 		return unavailable(err)
 	}
 	return nil
+}
+
+// Backlog returns how many orders of the session wait for their workflow
+// start (its pending-start entries). Not a rank: a held entry's score is
+// its last renewal, not its admission, so no order's place in the line can
+// be read from it.
+func (g *Gate) Backlog(ctx context.Context, sessionID int64) (int, error) {
+	n, err := idempotent(ctx, func(ctx context.Context) (int64, error) {
+		return g.rdb.ZCard(ctx, g.keys(sessionID).pending).Result()
+	})
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	return int(n), nil
 }
 
 // Pending returns up to limit reservations of a session whose

@@ -464,6 +464,8 @@
     badge.textContent = st ? st.replace("_", " ") : "loading…";
     badge.dataset.status = st;
     var hint = STATUS_HINTS[st] || "";
+    // The queue view: at the peak, orders wait for their turn to be created.
+    if (st === "QUEUED" && order.queued > 1) hint += " " + order.queued + " orders of this sale are being created; yours is among them.";
     if (st === "WAIT_PAY" && !DEV) hint += " Payment happens with the payment provider; this page updates when it arrives.";
     $("order-hint").textContent = hint;
     $("pay-btn").hidden = !(DEV && st === "WAIT_PAY");
