@@ -37,12 +37,14 @@ func FuzzDecodeSessionBody(f *testing.F) {
 	})
 }
 
-// The operator's bodies (PATCH a session, add stock): anything that is not
-// a valid change is INVALID_ARGUMENT, never a panic or another code.
+// The operator's bodies (PATCH a session, add stock) and the ticket's
+// captcha answer: anything that is not valid is INVALID_ARGUMENT, never a
+// panic or another code.
 func FuzzDecodeSessionChange(f *testing.F) {
 	f.Add([]byte(`{"title":"t","price_cents":1,"per_user_limit":2,"start_at":"2026-01-01T00:00:00Z","end_at":"2026-01-02T00:00:00Z"}`))
 	f.Add([]byte(`{"add":5}`))
 	f.Add([]byte(`{"add":-1,"end_at":"later"}`))
+	f.Add([]byte(`{"captcha_id":"0123456789abcdef0123456789abcdef","captcha_answer":"123456"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var u updateSessionBody
 		err := decodeStrict(body, &u, false)
@@ -57,6 +59,8 @@ func FuzzDecodeSessionChange(f *testing.F) {
 			}
 		}
 		requireCode(t, err, seckill.EINVALID)
+		var tb ticketBody
+		requireCode(t, decodeStrict(body, &tb, false), seckill.EINVALID)
 		var a addStockBody
 		err = decodeStrict(body, &a, false)
 		if err == nil && a.Add != nil {
