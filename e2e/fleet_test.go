@@ -130,7 +130,8 @@ func soldOutFromMemory(e *testenv.Env, base string, sessionID, user int64) error
 }
 
 // TestFleetBehindTheBalancer sells through HAProxy to two APIs and two
-// workers: exact stock; both APIs learn a sale is sold out; one API killed
+// workers: exact stock; both APIs learn a sale is sold out, and paused (an
+// operator's change through one API holds on both); one API killed
 // mid-burst loses no accepted order (the balancer routes around it, the
 // shoppers' retries with their keys find their orders); one worker killed,
 // the other carries on; the relays and the reconcile schedule never act
@@ -146,6 +147,21 @@ func TestFleetBehindTheBalancer(t *testing.T) {
 	for i, base := range f.bases {
 		e.Eventually(3*time.Second, "sold-out flag on API "+fmt.Sprint(i+1), func() error {
 			return soldOutFromMemory(e, base, first.ID, 5000+int64(i))
+		})
+	}
+
+	// An operator's pause, made through one API, holds on both.
+	_, err := e.Client().PauseSession(context.Background(), first.ID, seckillclient.ChangeOptions{Actor: "fleet-test"})
+	require.NoError(t, err)
+	for i, base := range f.bases {
+		e.Eventually(3*time.Second, "pause on API "+fmt.Sprint(i+1), func() error {
+			c := e.Shopper(6000 + int64(i))
+			c.BaseURL = base
+			_, err := c.Buy(context.Background(), first.ID, seckillclient.BuyOptions{Quantity: 1})
+			if seckill.ErrorCode(err) != seckill.EPAUSED {
+				return fmt.Errorf("%s: not PAUSED: %v", base, err)
+			}
+			return nil
 		})
 	}
 
