@@ -72,6 +72,9 @@ type Config struct {
 	// first burst pays for cold connections and caches and would widen
 	// the spread. Its invariants are still checked.
 	Warmup bool
+	// Captchas, when positive, draws that many captchas at the end (one
+	// per shopper) and reports what the human check costs (Report.Captcha).
+	Captchas int
 }
 
 // Outcome codes: how one admission request ended, the keys of Step.Latency
@@ -301,6 +304,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if rounds == 1 {
 		// One round: the steps and baselines say it all.
 		rep.Repeats = nil
+	}
+	if cfg.Captchas > 0 {
+		cc, err := measureCaptchas(ctx, cfg, admin, shoppers, c, conc, cfg.Captchas)
+		if err != nil {
+			return nil, err
+		}
+		if last := len(rep.Steps) - 1; last >= 0 && rep.Steps[last].SoldOutThroughput > 0 {
+			cc.VsSoldOut = cc.PerSecond / rep.Steps[last].SoldOutThroughput
+		}
+		rep.Captcha = cc
 	}
 	return rep, nil
 }

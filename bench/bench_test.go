@@ -38,10 +38,18 @@ func TestBenchSmallRun(t *testing.T) {
 		Stock: 20, Quantity: 1, Limit: 1, PayRatio: 0.5, PayTimeout: 8 * time.Second, Settle: 30 * time.Second,
 		Baselines: &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
 			TemporalNamespace: "default", NoopWorkflows: 20, MySQLDSN: e.DSN},
-		TemporalAddr: e.TemporalAddr, TemporalNamespace: "default", CostSample: 2,
+		TemporalAddr: e.TemporalAddr, TemporalNamespace: "default", CostSample: 2, Captchas: 12,
 	}
 	rep := runBench(t, cfg)
 	require.Len(t, rep.Steps, 2)
+	require.NotNil(t, rep.Captcha, "--captchas draws the human check")
+	require.Equal(t, 12, rep.Captcha.Drawn)
+	require.Positive(t, rep.Captcha.PerSecond)
+	require.Positive(t, rep.Captcha.VsSoldOut)
+	for _, s := range rep.Steps {
+		require.NotNil(t, s.StartLatency, "the API's workflow starts, from its histogram")
+		require.GreaterOrEqual(t, s.StartLatency.Starts, 20, "a start per winner (and any retried)")
+	}
 	for _, s := range rep.Steps {
 		f := s.Funnel
 		require.Equal(t, 160, f.Requests)

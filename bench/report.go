@@ -29,6 +29,8 @@ type Report struct {
 	// RedisAOF (--redis-aof): the admission script against a private
 	// redis-server per persistence setting, medians over the rounds.
 	RedisAOF map[string]AOFResult `json:"redis_aof,omitempty"`
+	// Captcha (--captchas N): what drawing the human check costs the API.
+	Captcha *CaptchaCost `json:"captcha,omitempty"`
 	// CPUPinning says whether the stack ran pinned (--pin) and how.
 	CPUPinning CPUPinning `json:"cpu_pinning"`
 	// Temporal is the cost of an order in Temporal per path (absent when

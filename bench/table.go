@@ -33,6 +33,10 @@ func WriteTable(w io.Writer, r *Report) error {
 			f.Window, f.SoldOutMemory, f.SoldOutRedis, f.LimitExceeded, f.OtherErrors, f.Accepted, f.OrdersCreated, f.Paid, f.Closed)
 	}
 	tw.Flush()
+	if cc := r.Captcha; cc != nil {
+		fmt.Fprintf(w, "  captcha: %d drawn at %.0f/s (p50 %.1f ms, p99 %.1f ms): %.3f of the sold-out answers' rate\n",
+			cc.Drawn, cc.PerSecond, cc.P50Ms, cc.P99Ms, cc.VsSoldOut)
+	}
 	for _, s := range r.Steps {
 		if sl := s.StartLatency; sl != nil && sl.Starts > 0 {
 			fmt.Fprintf(w, "  %s: the API started %d workflows, StartWorkflow p50 %.1f ms, p99 %.1f ms\n",

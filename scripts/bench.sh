@@ -20,7 +20,8 @@
 # Redis on CPU 0, Temporal, the worker and MySQL on CPU 1, put back
 # afterwards), BENCH_REDIS_AOF=no|everysec|always (run the whole stack on a
 # private redis-server with that setting instead of SECKILL_REDIS_ADDR),
-# BENCH_PAY_TIMEOUT (20s), BENCH_ADDR.
+# BENCH_PAY_TIMEOUT (20s), BENCH_CAPTCHAS (1000 captchas drawn after the rounds: what
+# the human check costs; 0 skips), BENCH_ADDR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,7 +61,7 @@ if [ "${BENCH_PIN:-0}" = 1 ]; then pin=(--pin --pin-worker "$worker"); fi
 
 bin/seckill bench --api "http://$SECKILL_HTTP_ADDR" --pay-timeout "$SECKILL_PAY_TIMEOUT" --baselines \
   --users 5000 --requests-per-user 2 --stock 500 --concurrency 256 \
-  --warmup --repeat "${BENCH_REPEAT:-3}" --redis-aof all "${pin[@]}" \
+  --warmup --repeat "${BENCH_REPEAT:-3}" --redis-aof all --captchas "${BENCH_CAPTCHAS:-1000}" "${pin[@]}" \
   --json bench-report.json --html bench-report.html "$@"
 
 if [ "${BENCH_5K:-1}" != 0 ]; then
