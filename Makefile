@@ -1,6 +1,8 @@
 # seckill — make dev runs the whole thing locally, make test proves it.
-# Needs: Go 1.26, MySQL/MariaDB on 127.0.0.1:3306 (root, no password) and
-# Redis on 127.0.0.1:6379. The Temporal dev server is built and started here.
+# Needs: Go 1.26, MySQL/MariaDB on 127.0.0.1:3306 (root, no password),
+# Redis on 127.0.0.1:6379, PostgreSQL on 127.0.0.1:5432, and Debian's
+# chromium, haproxy, prometheus (promtool) and redis-server for make test
+# (.ci/run installs them). The Temporal servers are built and started here.
 
 GO       ?= go
 PKGS     := ./...
