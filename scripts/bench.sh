@@ -4,7 +4,9 @@
 # separate processes (as in production) on a fresh Redis prefix and task
 # queue, and runs `seckill bench --baselines` twice:
 #
-#   1. 500 units, 5,000 shoppers × 2 requests, an unrecorded warm-up step,
+#   1. 500 units, 20,000 shoppers × 2 requests (a burst of about two
+#      seconds: half-second bursts made every ratio swing by half from one
+#      round to the next), an unrecorded warm-up step,
 #      then BENCH_REPEAT (3) interleaved rounds (ratios are medians, ratios_spread their spread), and the
 #      admission script on private redis-servers with no persistence, AOF
 #      everysec and AOF always (--redis-aof): bench-report.{json,html};
@@ -60,7 +62,7 @@ pin=()
 if [ "${BENCH_PIN:-0}" = 1 ]; then pin=(--pin --pin-worker "$worker"); fi
 
 bin/seckill bench --api "http://$SECKILL_HTTP_ADDR" --pay-timeout "$SECKILL_PAY_TIMEOUT" --baselines \
-  --users 5000 --requests-per-user 2 --stock 500 --concurrency 256 \
+  --users 20000 --requests-per-user 2 --stock 500 --concurrency 256 \
   --warmup --repeat "${BENCH_REPEAT:-3}" --redis-aof all --captchas "${BENCH_CAPTCHAS:-1000}" "${pin[@]}" \
   --json bench-report.json --html bench-report.html "$@"
 
