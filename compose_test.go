@@ -463,17 +463,7 @@ func TestComposeGrafanaDashboard(t *testing.T) {
 	uid := ds.Datasources[0].UID
 	require.NotEmpty(t, uid, "the provisioned data source has a fixed uid for the dashboard to use")
 
-	// Collectors are defined in metrics/ and, for the Redis pool, next to
-	// the client they read (redis/instrument.go).
-	registered := map[string]bool{}
-	for _, file := range []string{"metrics/metrics.go", "redis/instrument.go"} {
-		src, err := os.ReadFile(file)
-		require.NoError(t, err)
-		for _, m := range regexp.MustCompile(`Name:\s*"(seckill_[a-z0-9_]+)"`).FindAllStringSubmatch(string(src), -1) {
-			registered[m[1]] = true
-		}
-	}
-	require.NotEmpty(t, registered)
+	registered := registeredMetrics(t)
 
 	metricName := regexp.MustCompile(`\bseckill_[a-z0-9_]+`)
 	unknown := map[string]bool{}
