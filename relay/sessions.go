@@ -21,6 +21,10 @@ type SessionLives struct {
 		StartSession(ctx context.Context, sessionID int64) (bool, error)
 	}
 	Log *slog.Logger
+
+	// known holds the open sessions whose life this process saw running
+	// (started it, or found it started): asked about once, not every pass.
+	known map[int64]bool
 }
 
 // maxLives bounds the open sessions one pass looks at (soonest first).
@@ -35,11 +39,18 @@ func (l *SessionLives) Pass(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	started := 0
+	seen := make(map[int64]bool, len(open))
+	defer func() { l.known = seen }() // forget sessions no longer open
 	for _, s := range open {
+		if l.known[s.ID] {
+			seen[s.ID] = true
+			continue
+		}
 		ok, err := l.Starter.StartSession(ctx, s.ID)
 		if err != nil {
 			return started, err
 		}
+		seen[s.ID] = true
 		if ok {
 			started++
 			l.Log.Info("session life started by the worker", "session_id", s.ID)
