@@ -188,17 +188,12 @@ func (s *Server) startWorkflow(req *seckill.OrderRequest) {
 	}
 }
 
-// orderJSON is the public shape of an order.
+// orderJSON is the public shape of an order: the order's own fields, but
+// pay_deadline is null until the order row sets one (the zero time is not
+// a deadline).
 type orderJSON struct {
-	OrderNo     string         `json:"order_no"`
-	SessionID   int64          `json:"session_id"`
-	SKUID       int64          `json:"sku_id"`
-	UserID      int64          `json:"user_id"`
-	Quantity    int            `json:"quantity"`
-	AmountCents int64          `json:"amount_cents"`
-	Status      seckill.Status `json:"status"`
-	CreatedAt   time.Time      `json:"created_at"`
-	PayDeadline *time.Time     `json:"pay_deadline"`
+	*seckill.Order
+	PayDeadline *time.Time `json:"pay_deadline"`
 	// Queued, on a QUEUED order's poll: how many orders of its sale wait
 	// for their workflow to create them, this one included (the starters'
 	// backlog): the shop's "N orders are being created".
@@ -249,10 +244,7 @@ func (s *Server) findOrder(ctx context.Context, orderNo string, owner int64) (*s
 }
 
 func orderView(o *seckill.Order) orderJSON {
-	v := orderJSON{
-		OrderNo: o.OrderNo, SessionID: o.SessionID, SKUID: o.SKUID, UserID: o.UserID, Quantity: o.Quantity,
-		AmountCents: o.AmountCents, Status: o.Status, CreatedAt: o.CreatedAt,
-	}
+	v := orderJSON{Order: o}
 	if !o.PayDeadline.IsZero() {
 		d := o.PayDeadline
 		v.PayDeadline = &d

@@ -256,30 +256,26 @@ func (s *DurableTemporalServer) dropDatabases() {
 	}
 }
 
-var (
-	schemaOnce sync.Once
-	schemaDir  string
-	schemaErr  error
-)
+// temporalSchema finds schema/postgresql/v12 of the go.temporal.io/server
+// module that tools/go.mod pins (once per test process).
+var temporalSchema = sync.OnceValues(func() (string, error) {
+	cmd := exec.Command("go", "list", "-modfile=tools/go.mod", "-m", "-f", "{{.Dir}}", "go.temporal.io/server")
+	cmd.Dir = repoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go list go.temporal.io/server: %w", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "schema", "postgresql", "v12"), nil
+})
 
-// schemaRoot is schema/postgresql/v12 of the go.temporal.io/server module
-// that tools/go.mod pins: the schema files of the very server the test runs.
+// schemaRoot is the schema files of the very server the test runs.
 func schemaRoot(t testing.TB) string {
 	t.Helper()
-	schemaOnce.Do(func() {
-		cmd := exec.Command("go", "list", "-modfile=tools/go.mod", "-m", "-f", "{{.Dir}}", "go.temporal.io/server")
-		cmd.Dir = repoRoot()
-		out, err := cmd.Output()
-		if err != nil {
-			schemaErr = fmt.Errorf("go list go.temporal.io/server: %w", err)
-			return
-		}
-		schemaDir = filepath.Join(strings.TrimSpace(string(out)), "schema", "postgresql", "v12")
-	})
-	if schemaErr != nil {
-		t.Fatal(schemaErr)
+	dir, err := temporalSchema()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return schemaDir
+	return dir
 }
 
 func repoRoot() string {

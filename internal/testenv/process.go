@@ -5,41 +5,35 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// buildBinary builds the seckill binary once per test process.
+var buildBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "seckill-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "seckill")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/seckill")
+	cmd.Dir = repoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
 
 // Binary builds the seckill binary once per test process and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		_, here, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(here), "..", "..")
-		dir, err := os.MkdirTemp("", "seckill-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "seckill")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/seckill")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build seckill: %v", buildErr)
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatalf("build seckill: %v", err)
 	}
-	return binPath
+	return bin
 }
 
 // Process is a seckill subcommand running as its own OS process, so a drill
