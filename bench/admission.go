@@ -6,9 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"strconv"
 	"time"
+
+	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
@@ -17,60 +18,20 @@ import (
 )
 
 // admissionOnlyBaseline sends the burst of a step at level (same shoppers,
-// requests and load loop) to an API built here with api.New, the real
-// handler code on the stack's MySQL and Redis, whose Flow starts nothing:
-// the order tier switched off. Its session lives only in this process and
-// on a scratch Redis prefix, so the stack's shoppers never see it and
-// nothing of it is left behind: the prefix (stock, reservations and the
-// pending-start entries the no-op starts leave) is deleted afterwards.
+// requests and load loop) to the admission-only API: the real handler code
+// on the stack's MySQL and Redis with the order tier switched off, in a
+// process of its own (admissionOnlyAPI).
 func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, level int) (*AdmissionOnly, error) {
 	b := cfg.Baselines
-	db, err := mysql.Open(ctx, b.MySQLDSN)
+	srv, err := startBaselineServer(ctx, b.Exec, cfg.Pin.frontPrefix(), ServerSpec{Kind: ServerAdmissionOnly,
+		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, AdminToken: cfg.AdminToken, Limits: b.Limits,
+		RedisAddr: b.RedisAddr, MySQLDSN: b.MySQLDSN, Stock: cfg.Stock, PerUserLimit: cfg.Limit})
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	rdb := redis.NewAdmissionClient(redis.Server{Addrs: redis.ParseAddrs(b.RedisAddr)}) // the stack API's settings
-	defer rdb.Close()
-	prefix := "bench-admission-" + strconv.Itoa(rand.IntN(1<<30))
-	defer func() { _ = redis.DeletePrefix(context.Background(), rdb, prefix) }()
-	gate := redis.New(rdb, prefix)
-	if err := gate.Load(ctx); err != nil {
-		return nil, err
-	}
-	now := time.Now().UTC()
-	sess := &seckill.Session{ID: 1, SKUID: 7000, Title: "bench admission-only", PriceCents: priceCents,
-		TotalStock: cfg.Stock, PerUserLimit: cfg.Limit, StartAt: now.Add(-time.Second), EndAt: now.Add(time.Hour)}
-	if _, err := gate.Preheat(ctx, sess.ID, sess.TotalStock); err != nil {
-		return nil, err
-	}
-	srv, err := api.New(api.Config{JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, AdminToken: cfg.AdminToken,
-		Limits: b.Limits, Limiter: redis.NewLimiter(rdb, prefix),
-		// One log line per winner would cost the baseline what the stack's
-		// WARN level spares the real API.
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		scratchStore{Store: db, sess: sess}, gate, noStarts{})
-	if err != nil {
-		return nil, err
-	}
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	srv.Start(sctx)
-	app := srv.App()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	go func() { _ = app.Listener(ln) }()
-	defer func() {
-		_ = app.Shutdown()
-		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(dctx)
-	}()
-
-	r := &stepRunner{cfg: cfg, c: newLoadClient("http://" + ln.Addr().String()), shoppers: shoppers, rep: &Report{},
-		step: &Step{SessionID: sess.ID, Latency: map[string]Percentiles{}, InvariantsOK: true}}
+	defer srv.stop()
+	r := &stepRunner{cfg: cfg, c: newLoadClient("http://" + srv.addr), shoppers: shoppers, rep: &Report{},
+		step: &Step{SessionID: 1, Latency: map[string]Percentiles{}, InvariantsOK: true}}
 	if cfg.Rate > 0 {
 		r.step.Rate = level
 	} else {
@@ -82,6 +43,62 @@ func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, 
 		return nil, fmt.Errorf("admission-only: no request of %d was accepted (%v)", len(results), outcomeCounts(results))
 	}
 	return &AdmissionOnly{RequestsPerSecond: float64(len(results)) / dur.Seconds(), AcceptedP50: p.P50, AcceptedP99: p.P99}, nil
+}
+
+// admissionOnlyAPI builds the real API (api.New) on the stack's MySQL and
+// Redis whose Flow starts nothing: the order tier switched off. Its session
+// (id 1) lives only in this process and on a scratch Redis prefix, so the
+// stack's shoppers never see it; cleanup deletes the prefix (stock,
+// reservations and the pending-start entries the no-op starts leave).
+func admissionOnlyAPI(ctx context.Context, spec ServerSpec) (app *fiber.App, cleanup func(), err error) {
+	var undo []func()
+	cleanup = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
+	db, err := mysql.Open(ctx, spec.MySQLDSN)
+	if err != nil {
+		return nil, nil, err
+	}
+	undo = append(undo, func() { db.Close() })
+	rdb := redis.NewAdmissionClient(redis.Server{Addrs: redis.ParseAddrs(spec.RedisAddr)}) // the stack API's settings
+	undo = append(undo, func() { rdb.Close() })
+	prefix := "bench-admission-" + strconv.Itoa(rand.IntN(1<<30))
+	undo = append(undo, func() { _ = redis.DeletePrefix(context.Background(), rdb, prefix) })
+	gate := redis.New(rdb, prefix)
+	if err := gate.Load(ctx); err != nil {
+		return nil, nil, err
+	}
+	now := time.Now().UTC()
+	sess := &seckill.Session{ID: 1, SKUID: 7000, Title: "bench admission-only", PriceCents: priceCents,
+		TotalStock: spec.Stock, PerUserLimit: spec.PerUserLimit, StartAt: now.Add(-time.Second), EndAt: now.Add(time.Hour)}
+	if _, err := gate.Preheat(ctx, sess.ID, sess.TotalStock); err != nil {
+		return nil, nil, err
+	}
+	srv, err := api.New(api.Config{JWTSecret: spec.JWTSecret, WebhookSecret: spec.WebhookSecret, AdminToken: spec.AdminToken,
+		Limits: spec.Limits, Limiter: redis.NewLimiter(rdb, prefix),
+		// One log line per winner would cost the baseline what the stack's
+		// WARN level spares the real API.
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		scratchStore{Store: db, sess: sess}, gate, noStarts{})
+	if err != nil {
+		return nil, nil, err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	srv.Start(sctx)
+	undo = append(undo, func() {
+		stop()
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(dctx)
+	})
+	return srv.App(), cleanup, nil
 }
 
 // outcomeCounts counts results by outcome, to say why a burst failed.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -28,6 +27,9 @@ type BaselineConfig struct {
 	RedisAddr         string
 	TemporalAddr      string
 	TemporalNamespace string
+	// Exec is this build's seckill binary: the bare-Fiber and admission-only
+	// baselines run as `Exec bench baseline-server`, processes of their own.
+	Exec string
 	// NoopWorkflows is how many no-op workflows the Temporal baseline runs.
 	NoopWorkflows int
 	// MySQLDSN is the stack's database, for the admission-only baseline
@@ -37,11 +39,11 @@ type BaselineConfig struct {
 	Limits   api.Limits
 }
 
-func measureBaselines(ctx context.Context, cfg BaselineConfig, conc, n int, progress io.Writer) (*Baselines, error) {
+func measureBaselines(ctx context.Context, cfg BaselineConfig, pin *PinPlan, conc, n int, progress io.Writer) (*Baselines, error) {
 	b := &Baselines{}
 	var err error
 	fmt.Fprintf(progress, "baseline: bare Fiber, %d requests at c=%d\n", n, conc)
-	if b.FiberRPS, err = fiberBaseline(conc, n); err != nil {
+	if b.FiberRPS, err = fiberBaseline(ctx, cfg, pin, conc, n); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(progress, "baseline: admission script alone, %d calls at c=%d\n", n, conc)
@@ -91,21 +93,15 @@ func closedLoop(conc, n int, f func(i int) error) (float64, error) {
 }
 
 // fiberBaseline: a bare Fiber handler answering the same JSON as a refused
-// admission, loaded by the same client at the same concurrency.
-func fiberBaseline(conc, n int) (float64, error) {
-	app := fiber.New(fiber.Config{DisableStartupMessage: true})
-	var ids atomic.Uint64
-	app.Post("/api/v1/sessions/:id/orders", func(c *fiber.Ctx) error {
-		return c.Status(fiber.StatusConflict).JSON(api.ErrorBody{Code: seckill.ESOLDOUT, Message: "sold out",
-			TraceID: strconv.FormatUint(ids.Add(1), 36)})
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// admission (a process of its own), loaded by the same client at the same
+// concurrency.
+func fiberBaseline(ctx context.Context, cfg BaselineConfig, pin *PinPlan, conc, n int) (float64, error) {
+	srv, err := startBaselineServer(ctx, cfg.Exec, pin.frontPrefix(), ServerSpec{Kind: ServerFiber})
 	if err != nil {
 		return 0, err
 	}
-	go func() { _ = app.Listener(ln) }()
-	defer app.Shutdown()
-	c := newLoadClient("http://" + ln.Addr().String())
+	defer srv.stop()
+	c := newLoadClient("http://" + srv.addr)
 	body := []byte(`{"quantity":1}`)
 	return closedLoop(conc, n, func(int) error {
 		code, _, _, err := c.do("POST", "/api/v1/sessions/1/orders", "Bearer x", body)

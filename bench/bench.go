@@ -192,11 +192,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}()
 	for _, m := range cfg.RedisAOF {
-		var prefix []string
-		if cfg.Pin != nil {
-			prefix = []string{"taskset", "-c", cfg.Pin.FrontCPU}
-		}
-		r, err := startPrivateRedis(ctx, m, prefix)
+		r, err := startPrivateRedis(ctx, m, cfg.Pin.frontPrefix())
 		if err != nil {
 			return nil, err
 		}
@@ -235,13 +231,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if cfg.Baselines != nil {
 			// Baselines first, on a quiet machine: after a step the stack
 			// is still closing orders and would slow them down.
-			b, err := measureBaselines(ctx, *cfg.Baselines, conc, cfg.Users*cfg.PerUser, cfg.Progress)
+			b, err := measureBaselines(ctx, *cfg.Baselines, cfg.Pin, conc, cfg.Users*cfg.PerUser, cfg.Progress)
 			if err != nil {
 				return nil, fmt.Errorf("baselines: %w", err)
 			}
 			if cfg.Baselines.MySQLDSN != "" {
 				level := steps[len(steps)-1]
-				fmt.Fprintf(cfg.Progress, "baseline: admission only, the same burst at %d through an in-process API with no order tier\n", level)
+				fmt.Fprintf(cfg.Progress, "baseline: admission only, the same burst at %d through an API with no order tier (a process of its own)\n", level)
 				if b.AdmissionOnly, err = admissionOnlyBaseline(ctx, cfg, shoppers, level); err != nil {
 					return nil, fmt.Errorf("admission-only baseline: %w", err)
 				}

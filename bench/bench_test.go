@@ -37,7 +37,7 @@ func TestBenchSmallRun(t *testing.T) {
 		WebhookSecret: testenv.WebhookSecret, Users: 80, PerUser: 2, Concurrency: 16, Steps: []int{8, 32},
 		Stock: 20, Quantity: 1, Limit: 1, PayRatio: 0.5, PayTimeout: 8 * time.Second, Settle: 30 * time.Second,
 		Baselines: &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
-			TemporalNamespace: "default", NoopWorkflows: 20, MySQLDSN: e.DSN},
+			TemporalNamespace: "default", NoopWorkflows: 20, MySQLDSN: e.DSN, Exec: testenv.Binary(t)},
 		TemporalAddr: e.TemporalAddr, TemporalNamespace: "default", CostSample: 2, Captchas: 12,
 	}
 	rep := runBench(t, cfg)
@@ -125,7 +125,7 @@ func TestBenchRepeat(t *testing.T) {
 		WebhookSecret: testenv.WebhookSecret, Users: 40, PerUser: 2, Concurrency: 8,
 		Stock: 10, Quantity: 1, Limit: 1, PayRatio: 1, Settle: 30 * time.Second,
 		Baselines: &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
-			TemporalNamespace: "default", NoopWorkflows: 10, MySQLDSN: e.DSN},
+			TemporalNamespace: "default", NoopWorkflows: 10, MySQLDSN: e.DSN, Exec: testenv.Binary(t)},
 		Repeat: 2, RedisAOF: bench.AOFModes, Warmup: true,
 	}
 	rep := runBench(t, cfg)

@@ -15,8 +15,9 @@ import (
 // PinPlan puts the API side (the API and Redis) on one CPU and the order
 // tier (Temporal, the worker, MySQL) on another with taskset, so that the
 // winners' latency measures the API rather than CPU contention with
-// Temporal. The load generator (this process, with the in-process
-// baselines) is not pinned.
+// Temporal. The load generator (this process, with the Lua and Temporal
+// baselines' clients) is not pinned; the baseline servers start on the
+// front CPU.
 type PinPlan struct {
 	FrontCPU, BackCPU string
 	Front, Back       []PinnedProcess
@@ -35,6 +36,16 @@ type CPUPinning struct {
 	BackCPU  string          `json:"back_cpu,omitempty"`
 	Front    []PinnedProcess `json:"front,omitempty"` // API, Redis
 	Back     []PinnedProcess `json:"back,omitempty"`  // Temporal, worker, MySQL
+}
+
+// frontPrefix is the command prefix that starts a process on the front
+// CPU, beside the API it stands for (a baseline server, a private Redis);
+// nil when nothing is pinned.
+func (p *PinPlan) frontPrefix() []string {
+	if p == nil {
+		return nil
+	}
+	return []string{"taskset", "-c", p.FrontCPU}
 }
 
 // CheckPinning fails with a clear message when pinning cannot work here.

@@ -45,10 +45,12 @@ through signed webhooks, waits --pay-timeout for the rest to close, and
 checks the invariants through the reconcile report. --baselines measures,
 in the same run, a bare Fiber handler, the admission script alone, a
 no-op Temporal workflow and the admission-only API (the last step's burst,
-same shoppers, requests and load, through an API built in the bench process
-from the same code on SECKILL_MYSQL_DSN and SECKILL_REDIS_ADDR under a
-scratch key prefix, with the order tier switched off: no workflow is
-started; baselines.admission_only in the JSON), and reports the ratios
+same shoppers, requests and load, through an API built from the same code
+on SECKILL_MYSQL_DSN and SECKILL_REDIS_ADDR under a scratch key prefix,
+with the order tier switched off: no workflow is started;
+baselines.admission_only in the JSON); the bare Fiber handler and the
+admission-only API run as processes of their own, like the API they stand
+for, so that they do not share the load generator's Go runtime. It reports the ratios
 against them with their targets: admission_vs_fiber ≥ 0.5,
 soldout_vs_fiber ≥ 0.85, burst_vs_admission_only ≥ 0.8 (the burst's
 requests/s within 1.25× of the admission-only API's),
@@ -90,7 +92,11 @@ and SECKILL_ADMIN_TOKEN.`,
 				}
 			}
 			if baselines {
-				cfg.Baselines = &bench.BaselineConfig{RedisAddr: c.RedisAddr, TemporalAddr: c.TemporalAddr,
+				exe, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("--baselines: find this binary to run the baseline servers: %w", err)
+				}
+				cfg.Baselines = &bench.BaselineConfig{Exec: exe, RedisAddr: c.RedisAddr, TemporalAddr: c.TemporalAddr,
 					TemporalNamespace: c.TemporalNamespace, NoopWorkflows: noopCount, MySQLDSN: c.MySQLDSN,
 					Limits: api.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS}}
 			}
@@ -177,7 +183,22 @@ and SECKILL_ADMIN_TOKEN.`,
 	f.StringVar(&pinWorker, "pin-worker", "", "with --pin: comma-separated PIDs of the worker processes (they listen on no port the bench knows)")
 	f.StringVar(&jsonPath, "json", "", "write the report as JSON to this file")
 	f.StringVar(&htmlPath, "html", "", "write the report as HTML with charts to this file")
+	cmd.AddCommand(baselineServerCmd())
 	return cmd
+}
+
+// baselineServerCmd is the process a bench runs each HTTP baseline in
+// (bench.ServeBaseline): not for people, hence hidden.
+func baselineServerCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "baseline-server",
+		Short:  "Serve one of the bench's HTTP baselines (started by seckill bench --baselines)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return bench.ServeBaseline(cmd.Context(), os.Stdin, os.Stdout)
+		},
+	}
 }
 
 // pinPlan finds the stack's processes by the ports they listen on: the API
