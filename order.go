@@ -54,11 +54,15 @@ func OrderNoSession(orderNo string) (int64, bool) {
 
 // NewOrderRequest is the workflow input of a reserved order: the
 // reservation, the session's SKU and price as they are now, and the pay
-// timeout. The API (at admission and when a QUEUED order is paid), the
-// relay and the sweep all build it here, so an order started by any of them
-// is the same order.
+// timeout, counted from the reservation (PayBy). The API (at admission and
+// when a QUEUED order is paid), the relay and the sweep all build it here,
+// so an order started by any of them is the same order.
 func NewOrderRequest(r Reservation, sess *Session, payTimeout time.Duration) *OrderRequest {
-	return &OrderRequest{Reservation: r, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: payTimeout}
+	req := &OrderRequest{Reservation: r, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: payTimeout}
+	if payTimeout > 0 && !r.ReservedAt.IsZero() {
+		req.PayBy = r.ReservedAt.Add(payTimeout)
+	}
+	return req
 }
 
 // Request is the inverse of OrderRequest.Order: the workflow input of an

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/seckill/seckill"
 )
 
@@ -46,4 +48,19 @@ func TestOrderRequestFromItsOrder(t *testing.T) {
 		!back.ReservedAt.Equal(at) || back.TraceID != "tr" || back.SKUID != 11 || back.PriceCents != 450 || back.PayTimeout != 0 {
 		t.Fatalf("round trip: %+v, want the request of %+v", back, req)
 	}
+}
+
+// The workflow input's pay deadline is the pay timeout after the
+// reservation; without a timeout or a reservation time there is none (the
+// workflow then counts from its start).
+func TestNewOrderRequestPayBy(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	sess := &seckill.Session{SKUID: 3, PriceCents: 250}
+	r := seckill.Reservation{OrderNo: "7-x", SessionID: 7, UserID: 1, Quantity: 2, ReservedAt: at}
+	req := seckill.NewOrderRequest(r, sess, 15*time.Minute)
+	require.Equal(t, at.Add(15*time.Minute), req.PayBy)
+	require.Equal(t, int64(500), req.AmountCents())
+	require.True(t, seckill.NewOrderRequest(r, sess, 0).PayBy.IsZero())
+	r.ReservedAt = time.Time{}
+	require.True(t, seckill.NewOrderRequest(r, sess, 15*time.Minute).PayBy.IsZero())
 }

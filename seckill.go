@@ -204,6 +204,14 @@ type OrderRequest struct {
 	SKUID      int64         `json:"sku_id"`
 	PriceCents int64         `json:"price_cents"`
 	PayTimeout time.Duration `json:"pay_timeout"`
+	// PayBy is the pay deadline: PayTimeout after the reservation, the
+	// moment the shopper won and from which a QUEUED order is payable, not
+	// after the workflow started. A backlog of starts therefore never
+	// moves a deadline, and the winners of one burst have theirs within
+	// the same second, as the sweep and reconcile (which age reservations)
+	// always assumed. Zero in requests made before it: the workflow then
+	// counts from its own start, as it did.
+	PayBy time.Time `json:"pay_by,omitempty"`
 }
 
 // AmountCents is what the shopper must pay.

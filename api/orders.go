@@ -189,8 +189,8 @@ func (s *Server) startWorkflow(req *seckill.OrderRequest) {
 }
 
 // orderJSON is the public shape of an order: the order's own fields, but
-// pay_deadline is null until the order row sets one (the zero time is not
-// a deadline).
+// pay_deadline is null for an order that has none (FAILED: the zero time
+// is not a deadline).
 type orderJSON struct {
 	*seckill.Order
 	PayDeadline *time.Time `json:"pay_deadline"`
@@ -239,6 +239,12 @@ func (s *Server) findOrder(ctx context.Context, orderNo string, owner int64) (*s
 			return nil, err
 		}
 		o.SKUID, o.AmountCents = sess.SKUID, sess.PriceCents*int64(o.Quantity)
+		if o.PayDeadline.IsZero() {
+			// A QUEUED order is payable already, and its deadline counts
+			// from the reservation (seckill.NewOrderRequest): the shopper
+			// sees the same one before and after the row exists.
+			o.PayDeadline = o.CreatedAt.Add(s.cfg.PayTimeout)
+		}
 	}
 	return o, nil
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // The public order shape: every field of the order under its contract
-// name, pay_deadline null until the row sets one, internal fields never.
+// name, pay_deadline null for an order without one, internal fields never.
 func TestOrderViewJSON(t *testing.T) {
 	created := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	o := &seckill.Order{

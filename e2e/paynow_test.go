@@ -17,6 +17,7 @@ import (
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/workflows"
 )
 
 // Payable at once: a payment for an order that is still QUEUED (reserved in
@@ -263,4 +264,36 @@ func TestPaymentNeverStartsAnOrderWithARow(t *testing.T) {
 	require.Equal(t, seckill.StatusPaid, o.Status)
 	rep := e.RequireInvariants(sess.ID)
 	require.Equal(t, 1, rep.RefundsPending, "the second payment waits for its refund")
+}
+
+// The pay deadline counts from the shopper's 202, not from the workflow's
+// start: a QUEUED order shows it already (it is payable), and the relay
+// starting the order late leaves it where it was, in the row and in the
+// workflow.
+func TestPayDeadlineFromTheReservation(t *testing.T) {
+	e := testenv.New(t, testenv.Options{WrapFlow: testenv.LoseStarts, PayTimeout: 10 * time.Minute})
+	sess := e.Session(2, 1, 250)
+	bought := time.Now()
+	tok, no := buyQueued(t, e, sess.ID, 1)
+	ctx := context.Background()
+	queued, err := e.Client().WithToken(tok).Order(ctx, no)
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusQueued, queued.Status)
+	require.WithinDuration(t, bought.Add(10*time.Minute), queued.PayDeadline, 2*time.Second)
+
+	time.Sleep(2 * time.Second) // the start comes late
+	rl := &relay.Relay{Gate: e.Gate, Store: e.DB, Starter: e.Orders, PayTimeout: 10 * time.Minute, Log: e.Log}
+	st, err := rl.Pass(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Started)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
+	waiting, err := e.Client().WithToken(tok).Order(ctx, no)
+	require.NoError(t, err)
+	require.WithinDuration(t, queued.PayDeadline, waiting.PayDeadline, time.Second, "the row keeps the QUEUED order's deadline")
+	var state workflows.OrderState
+	v, err := e.Temporal.QueryWorkflow(ctx, seckill.WorkflowID(no), "", workflows.StateQuery)
+	require.NoError(t, err)
+	require.NoError(t, v.Get(&state))
+	require.WithinDuration(t, queued.PayDeadline, state.PayDeadline, time.Second, "the workflow's timer counts to it")
+	e.RequireInvariants(sess.ID)
 }

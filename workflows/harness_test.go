@@ -101,13 +101,20 @@ func newHarness(t *testing.T, total int) *harness {
 	return h
 }
 
-// admit wins a reservation in Redis and returns the workflow input the API
-// would start OrderWorkflow with.
+// admit wins a reservation in Redis when the workflow starts and returns
+// the workflow input the API would start OrderWorkflow with.
 func (h *harness) admit(orderNo string, userID int64, qty int) seckill.OrderRequest {
 	h.t.Helper()
-	r, _, err := h.gate.Admit(context.Background(), &h.session, userID, qty, orderNo, "trace-"+orderNo, startTime)
+	return h.admitAt(startTime, orderNo, userID, qty)
+}
+
+// admitAt wins the reservation at a given time (before the workflow starts:
+// a backlog of starts).
+func (h *harness) admitAt(at time.Time, orderNo string, userID int64, qty int) seckill.OrderRequest {
+	h.t.Helper()
+	r, _, err := h.gate.Admit(context.Background(), &h.session, userID, qty, orderNo, "trace-"+orderNo, at)
 	require.NoError(h.t, err)
-	return seckill.OrderRequest{Reservation: *r, SKUID: testSKU, PriceCents: testPrice, PayTimeout: payTimeout}
+	return *seckill.NewOrderRequest(*r, &h.session, payTimeout)
 }
 
 func payment(req seckill.OrderRequest, id string) seckill.Payment {

@@ -124,7 +124,12 @@ func OrderWorkflow(ctx workflow.Context, req seckill.OrderRequest) (OrderState, 
 		}
 	}
 
-	o.state.PayDeadline = workflow.Now(ctx).Add(req.PayTimeout)
+	o.state.PayDeadline = req.PayBy
+	if o.state.PayDeadline.IsZero() {
+		// Started by a build from before PayBy (or a request without a
+		// reservation time): count from the workflow's start, as it did.
+		o.state.PayDeadline = workflow.Now(ctx).Add(req.PayTimeout)
+	}
 	var created activities.CreateOrderResult
 	err := o.create(ctx, activities.CreateOrderInput{Request: req, PayDeadline: o.state.PayDeadline}, &created)
 	if err != nil {

@@ -97,8 +97,7 @@ func TestOrderTimeoutClosesAndGivesBackOnce(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, 10)
-			req := h.admit("7-timeout", 1002, 3)
-			req.PayTimeout = tc.timeout
+			req := *seckill.NewOrderRequest(h.admit("7-timeout", 1002, 3).Reservation, &h.session, tc.timeout)
 			justBefore := h.queryAt(tc.deadline - time.Millisecond)
 
 			st := h.run(req)
@@ -405,4 +404,44 @@ func TestOrderStateQuery(t *testing.T) {
 	assert.Equal(t, workflows.ReasonTimeout, final.CloseReason)
 	assert.Equal(t, []string{"pay-late"}, final.LatePayments)
 	h.assertFinal("CLOSED", "REFUND_PENDING")
+}
+
+// The pay deadline counts from the reservation (the shopper's 202, from
+// which a QUEUED order is payable), not from the workflow's start: a
+// backlog of starts never moves it. A reservation whose deadline passed
+// before its workflow started is created and closed at once, its stock
+// given back exactly once; a request from an API that predates PayBy
+// counts from the workflow's start, as before.
+func TestOrderDeadlineCountsFromTheReservation(t *testing.T) {
+	cases := []struct {
+		name       string
+		reservedAt time.Duration // before the workflow's start
+		oldAPI     bool          // no PayBy in the request
+		deadline   time.Duration // after the workflow's start
+	}{
+		{"started at once", 0, false, payTimeout},
+		{"started 5 minutes late", 5 * time.Minute, false, payTimeout - 5*time.Minute},
+		{"started after its deadline", payTimeout + time.Minute, false, -time.Minute},
+		{"an older API's request", 5 * time.Minute, true, payTimeout},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 4)
+			req := h.admitAt(startTime.Add(-tc.reservedAt), "7-late", 1040, 2)
+			if tc.oldAPI {
+				req.PayBy = time.Time{}
+			}
+
+			st := h.run(req)
+
+			assert.True(t, st.PayDeadline.Equal(startTime.Add(tc.deadline)), "deadline %v", st.PayDeadline)
+			assert.False(t, h.env.Now().Before(startTime.Add(tc.deadline)), "closed before the deadline")
+			assert.False(t, h.env.Now().After(startTime.Add(max(0, tc.deadline))), "closed after the deadline: at +%v", h.env.Now().Sub(startTime))
+			h.assertCompensated(req, st, workflows.ReasonTimeout)
+			dec, res := h.store.Counts(req.OrderNo)
+			assert.Equal(t, 2, dec)
+			assert.Equal(t, 2, res)
+			h.assertInvariants()
+		})
+	}
 }

@@ -182,7 +182,7 @@ func TestPaymentBufferedAtCreationIsAppliedFirst(t *testing.T) {
 		{
 			name: "creating outlasted the pay timeout",
 			setup: func(h *harness, req *seckill.OrderRequest) {
-				req.PayTimeout = 5 * time.Second
+				*req = *seckill.NewOrderRequest(req.Reservation, &h.session, 5*time.Second)
 				h.inj.FailNext(storetest.CreateOrder, storetest.Times(7, storetest.Transient())...)
 			},
 			payments: []string{"pay-1"}, status: seckill.StatusPaid, paidBy: "pay-1",
