@@ -9,7 +9,7 @@
 # run failed (then the database is kept for a look and named).
 #
 #   run=<name> addr=<host:port> source scripts/local-stack.sh
-# Sets: log, api, worker (pids), and the EXIT trap, which also calls the
+# Sets: log, api, worker (pids), restart_processes, and the EXIT trap, which also calls the
 # caller's stack_on_exit function if there is one (define it before
 # sourcing: it then runs even when the stack fails to start). Extra
 # SECKILL_* settings: export them first; API_ENV adds variables for the API
@@ -71,17 +71,33 @@ stack_fail() {
 echo "stack: $run: API http://$SECKILL_HTTP_ADDR, worker ops http://$SECKILL_WORKER_HTTP_ADDR, database ${db_name}, Temporal $SECKILL_TEMPORAL_ADDR, log $log"
 stack_db="$db_name"
 bin/seckill migrate >>"$log" 2>&1 || stack_fail "migrations failed"
-env ${API_ENV:-} bin/seckill api >>"$log" 2>&1 & api=$!
-bin/seckill worker >>"$log" 2>&1 & worker=$!
-stack_ready=0
-for _ in $(seq 1 300); do
-  kill -0 "$api" 2>/dev/null || stack_fail "the API (pid $api) exited"
-  kill -0 "$worker" 2>/dev/null || stack_fail "the worker (pid $worker) exited"
-  if curl -fsS "http://$SECKILL_HTTP_ADDR/readyz" >/dev/null 2>&1 &&
-    curl -fsS "http://$SECKILL_WORKER_HTTP_ADDR/readyz" >/dev/null 2>&1; then
-    stack_ready=1
-    break
-  fi
-  sleep 0.2
-done
-[ "$stack_ready" = 1 ] || stack_fail "the API or the worker did not become ready within 60 s"
+# start_processes starts the API and the worker with the current SECKILL_*
+# settings and waits until both are ready.
+start_processes() {
+  env ${API_ENV:-} bin/seckill api >>"$log" 2>&1 & api=$!
+  bin/seckill worker >>"$log" 2>&1 & worker=$!
+  local ready=0
+  for _ in $(seq 1 300); do
+    kill -0 "$api" 2>/dev/null || stack_fail "the API (pid $api) exited"
+    kill -0 "$worker" 2>/dev/null || stack_fail "the worker (pid $worker) exited"
+    if curl -fsS "http://$SECKILL_HTTP_ADDR/readyz" >/dev/null 2>&1 &&
+      curl -fsS "http://$SECKILL_WORKER_HTTP_ADDR/readyz" >/dev/null 2>&1; then
+      ready=1
+      break
+    fi
+    sleep 0.2
+  done
+  [ "$ready" = 1 ] || stack_fail "the API or the worker did not become ready within 60 s"
+}
+
+# restart_processes stops the API and the worker and starts them again with
+# the SECKILL_* settings as they are now (same database, prefix and queue):
+# a run that needs another setting, e.g. a longer pay timeout.
+restart_processes() {
+  kill $api $worker 2>/dev/null || true
+  { wait $api $worker; } 2>/dev/null || true
+  api="" worker=""
+  start_processes
+}
+
+start_processes
