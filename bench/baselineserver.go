@@ -154,10 +154,15 @@ func startBaselineServer(ctx context.Context, exe string, prefix []string, spec 
 		return nil, fmt.Errorf("%s baseline server: %w: %s", spec.Kind, err, s.errs.String())
 	}
 	var ready serverReady
-	if err := json.NewDecoder(stdout).Decode(&ready); err != nil || ready.Addr == "" {
+	dec := json.NewDecoder(stdout)
+	if err := dec.Decode(&ready); err != nil || ready.Addr == "" {
 		s.stop()
 		return nil, fmt.Errorf("%s baseline server did not start (%v): %s", spec.Kind, err, strings.TrimSpace(s.errs.String()))
 	}
+	// Whatever else it prints (GORM logs slow queries to stdout) is
+	// drained, or a full pipe would block it mid-burst; stop's Wait ends
+	// the copy by closing the pipe.
+	go func() { _, _ = io.Copy(io.Discard, io.MultiReader(dec.Buffered(), stdout)) }()
 	s.addr = ready.Addr
 	return s, nil
 }

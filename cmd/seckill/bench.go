@@ -50,8 +50,8 @@ on SECKILL_MYSQL_DSN and SECKILL_REDIS_ADDR under a scratch key prefix,
 with the order tier switched off: no workflow is started;
 baselines.admission_only in the JSON); the bare Fiber handler and the
 admission-only API run as processes of their own, like the API they stand
-for, so that they do not share the load generator's Go runtime. It reports the ratios
-against them with their targets: admission_vs_fiber ≥ 0.5,
+for, so that they do not share the load generator's Go runtime. It
+reports the ratios against them with their targets: admission_vs_fiber ≥ 0.5,
 soldout_vs_fiber ≥ 0.85, burst_vs_admission_only ≥ 0.8 (the burst's
 requests/s within 1.25× of the admission-only API's),
 accept_p50_vs_admission_only ≤ 1.5 and accept_p99_vs_admission_only ≤ 1.5
