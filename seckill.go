@@ -211,7 +211,7 @@ type OrderRequest struct {
 	// the same second, as the sweep and reconcile (which age reservations)
 	// always assumed. Zero in requests made before it: the workflow then
 	// counts from its own start, as it did.
-	PayBy time.Time `json:"pay_by,omitempty"`
+	PayBy time.Time `json:"pay_by,omitzero"`
 }
 
 // AmountCents is what the shopper must pay.
