@@ -31,11 +31,11 @@ func runBench(t *testing.T, cfg bench.Config) *bench.Report {
 // every funnel adds up, the unpaid orders time out, the invariants hold,
 // and the baselines give the three ratios.
 func TestBenchSmallRun(t *testing.T) {
-	e := testenv.New(t, testenv.Options{PayTimeout: 8 * time.Second})
+	e := testenv.New(t, testenv.Options{PayTimeout: 12 * time.Second})
 	cfg := bench.Config{
 		BaseURL: e.BaseURL, AdminToken: testenv.AdminToken, JWTSecret: testenv.JWTSecret,
 		WebhookSecret: testenv.WebhookSecret, Users: 80, PerUser: 2, Concurrency: 16, Steps: []int{8, 32},
-		Stock: 20, Quantity: 1, Limit: 1, PayRatio: 0.5, PayTimeout: 8 * time.Second, Settle: 30 * time.Second,
+		Stock: 20, Quantity: 1, Limit: 1, PayRatio: 0.5, PayTimeout: 12 * time.Second, Settle: 30 * time.Second,
 		Baselines: &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
 			TemporalNamespace: "default", NoopWorkflows: 20, MySQLDSN: e.DSN, Exec: testenv.Binary(t)},
 		TemporalAddr: e.TemporalAddr, TemporalNamespace: "default", CostSample: 2, Captchas: 12,

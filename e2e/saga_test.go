@@ -79,11 +79,13 @@ func sellOut(t *testing.T, e *testenv.Env, sess *seckill.Session, firstUser int6
 func TestBurstPayTimeoutAndResell(t *testing.T) {
 	// The pay timeout is the margin every check of an open order has: the
 	// test looks at all 24 orders while they are WAIT_PAY, and later at the
-	// resold ones, before their deadlines close them. 6 s was too little on
-	// a CI box busy with the other packages' own Temporal servers (an order
-	// closed before the test polled it); waiting 15 s for the timeouts is
+	// resold ones, before their deadlines close them. The deadline counts
+	// from the 202, so the margin must also cover the waves of the resale
+	// and each order's creation on a CI box busy with the other packages'
+	// own Temporal servers: 6 s, then 15 s, were too little there (an order
+	// closed before the test polled it). Waiting 30 s for the timeouts is
 	// the price of a check that does not depend on the machine's speed.
-	e := testenv.New(t, testenv.Options{PayTimeout: 15 * time.Second})
+	e := testenv.New(t, testenv.Options{PayTimeout: 30 * time.Second})
 	const stock, limit = 24, 2
 	sess := e.Session(stock, limit, 1500)
 
@@ -113,7 +115,7 @@ func TestBurstPayTimeoutAndResell(t *testing.T) {
 	}
 	// The rest time out, and their stock comes back.
 	for _, w := range wins[stock/2:] {
-		e.WaitStatus(w.token, w.orderNo, 45*time.Second, seckill.StatusClosed)
+		e.WaitStatus(w.token, w.orderNo, 60*time.Second, seckill.StatusClosed)
 	}
 	waitReleased(e, sess.ID)
 	r = e.RequireInvariants(sess.ID)
