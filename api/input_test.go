@@ -118,7 +118,9 @@ func TestSaleWindow(t *testing.T) {
 // are refused and change nothing; replays answer 200 and change nothing; a
 // payment after the order closed is recorded for refund, never PAID.
 func TestWebhookRules(t *testing.T) {
-	e := testenv.New(t, testenv.Options{PayTimeout: 2 * time.Second})
+	// The order must stay WAIT_PAY through the refused deliveries; its
+	// deadline counts from the 202, creation included.
+	e := testenv.New(t, testenv.Options{PayTimeout: 6 * time.Second})
 	sess := e.Session(2, 1, 990)
 	tok := e.Token(1)
 	r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), tok, nil)

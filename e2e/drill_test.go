@@ -68,7 +68,9 @@ func TestDrillRedisLosesEverything(t *testing.T) {
 }
 
 func drillRedisLosesEverything(t *testing.T, server string) {
-	e := testenv.New(t, testenv.Options{RedisServer: server, PayTimeout: 4 * time.Second})
+	// The unpaid orders must still be open through the wipe and the
+	// repair; their deadlines count from the 202s, creation included.
+	e := testenv.New(t, testenv.Options{RedisServer: server, PayTimeout: 10 * time.Second})
 	sess := e.Session(6, 1, 100)
 	wins, _ := burst(t, e, sess.ID, 200, 4, 1)
 	require.Len(t, wins, 4)

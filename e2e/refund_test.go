@@ -41,7 +41,8 @@ func TestLateAndDuplicatePaymentsAreRefunded(t *testing.T) {
 	// outlive the test database on a shared Temporal server.
 	u := fmt.Sprint(time.Now().UnixNano())
 	payOK, payTwice, payLate := "pay-ok-"+u, "pay-twice-"+u, "pay-late-"+u
-	e.WaitStatus(paid, paidNo, 20*time.Second, seckill.StatusWaitPay)
+	// Paid at once, QUEUED or not (payable from the 202), well within its
+	// 2 s deadline.
 	code, err := e.Provider.Pay(ctx, paidNo, payOK, 500)
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
@@ -110,7 +111,9 @@ func (lostRelaySignals) Pay(context.Context, *seckill.Payment) error { return ni
 // (its workflow was terminated in WAIT_PAY), refunded when the order closed.
 // While the workflow runs, the relay leaves the payment to it.
 func TestPaymentNoWorkflowRecordedIsSettled(t *testing.T) {
-	e := testenv.New(t, testenv.Options{PayTimeout: 3 * time.Second,
+	// The lost run must still wait in WAIT_PAY when it is terminated: its
+	// deadline counts from the 202, creation included.
+	e := testenv.New(t, testenv.Options{PayTimeout: 8 * time.Second,
 		WrapFlow: func(f api.Flow) api.Flow { return lostPayments{f} }})
 	sess := e.Session(4, 1, 500)
 	ctx := context.Background()
