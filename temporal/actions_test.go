@@ -33,7 +33,9 @@ func TestActionsPerOrder(t *testing.T) {
 		no := fmt.Sprintf("%d-act%d-%s", sess.ID, stamp, path)
 		resv, _, err := e.Gate.Admit(ctx, sess, user, 1, no, "trace-act-"+path, time.Now())
 		require.NoError(t, err)
-		started, err := e.Orders.Start(ctx, &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: 100, PayTimeout: payTimeout})
+		// Built as the API builds it: the current shape, the deadline
+		// from the reservation.
+		started, err := e.Orders.Start(ctx, seckill.NewOrderRequest(*resv, sess, payTimeout))
 		require.NoError(t, err)
 		require.True(t, started)
 		e.Eventually(20*time.Second, no+" WAIT_PAY", func() error {
@@ -111,6 +113,10 @@ func TestCountActionsOfRecordedHistories(t *testing.T) {
 		// activities (the same actions, fewer events and round trips).
 		"history_paid_v2.json": {6, 18}, "history_cancelled_v2.json": {6, 18}, "history_timeout_v2.json": {5, 17},
 		"history_paid_sws_v3.json": {3, 15},
+		// Started with the current shape (OrderRequest.Shape): the same
+		// actions, no version markers and no TemporalChangeVersion upserts.
+		"history_paid_v3.json": {6, 14}, "history_cancelled_v3.json": {6, 14}, "history_timeout_v3.json": {5, 13},
+		"history_paid_sws_v4.json": {3, 9},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f, err := os.Open(filepath.Join("..", "workflows", "testdata", name))

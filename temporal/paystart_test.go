@@ -31,7 +31,7 @@ func TestPayWithStart(t *testing.T) {
 		no := fmt.Sprintf("%d-sws%d-%s", sess.ID, stamp, path)
 		resv, _, err := e.Gate.Admit(ctx, sess, user, 1, no, "trace-sws-"+path, time.Now())
 		require.NoError(t, err)
-		return &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: 100, PayTimeout: time.Hour}
+		return seckill.NewOrderRequest(*resv, sess, time.Hour)
 	}
 	pay := func(req *seckill.OrderRequest, id string) *seckill.Payment {
 		return &seckill.Payment{EventID: "ev-" + id, PaymentID: id, OrderNo: req.OrderNo, AmountCents: 100, TraceID: "trace-pay"}
