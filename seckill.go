@@ -163,9 +163,11 @@ type Order struct {
 	CreatedAt   time.Time `json:"created_at"`
 	PayDeadline time.Time `json:"pay_deadline"`
 	TraceID     string    `json:"-"`
-	// UpdatedAt is when the row last changed: cached views never go back
-	// to an older one.
-	UpdatedAt time.Time `json:"-"`
+	// UpdatedAt is when the row last changed (created, paid, closed):
+	// cached views never go back to an older one, and the shopper (and
+	// seckill bench) read when a change happened without polling for it.
+	// A QUEUED view has none: its row does not exist yet.
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
 
 // Payment is one notification from the payment provider that money was

@@ -12,12 +12,13 @@ import (
 )
 
 // The public order shape: every field of the order under its contract
-// name, pay_deadline null for an order without one, internal fields never.
+// name, pay_deadline null for an order without one, updated_at only once
+// the row exists, internal fields never.
 func TestOrderViewJSON(t *testing.T) {
 	created := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	o := &seckill.Order{
 		OrderNo: "7-abc", SessionID: 7, SKUID: 70, UserID: 3, Quantity: 2, AmountCents: 1998,
-		Status: seckill.StatusQueued, CreatedAt: created, TraceID: "secret-trace", UpdatedAt: created,
+		Status: seckill.StatusQueued, CreatedAt: created, TraceID: "secret-trace",
 	}
 	decode := func(v orderJSON) map[string]any {
 		b, err := json.Marshal(v)
@@ -36,9 +37,10 @@ func TestOrderViewJSON(t *testing.T) {
 		"pay_deadline": nil, "queued": 12.0,
 	}, m)
 
-	o.Status, o.PayDeadline = seckill.StatusWaitPay, created.Add(15*time.Minute)
+	o.Status, o.PayDeadline, o.UpdatedAt = seckill.StatusWaitPay, created.Add(15*time.Minute), created.Add(time.Second)
 	m = decode(orderView(o))
 	assert.Equal(t, "2026-12-01T10:15:00Z", m["pay_deadline"])
+	assert.Equal(t, "2026-12-01T10:00:01Z", m["updated_at"])
 	assert.Equal(t, "WAIT_PAY", m["status"])
 	assert.NotContains(t, m, "queued")
 }
