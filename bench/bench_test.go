@@ -94,6 +94,32 @@ func TestBenchSmallRun(t *testing.T) {
 	require.Contains(t, out.String(), "Temporal cost per order")
 }
 
+// --pay-after-creation: the payments wait for the last order to be
+// created, then go out together and are measured on their own; the
+// unpaid half still times out. Every time comes from the orders' rows.
+func TestBenchPayAfterCreation(t *testing.T) {
+	e := testenv.New(t, testenv.Options{PayTimeout: 10 * time.Second})
+	cfg := bench.Config{
+		BaseURL: e.BaseURL, AdminToken: testenv.AdminToken, JWTSecret: testenv.JWTSecret,
+		WebhookSecret: testenv.WebhookSecret, Users: 40, PerUser: 2, Concurrency: 8,
+		Stock: 10, Quantity: 1, Limit: 1, PayRatio: 0.5, PayAfterCreation: true,
+		PayTimeout: 10 * time.Second, Settle: 30 * time.Second,
+	}
+	rep := runBench(t, cfg)
+	require.True(t, rep.Config.PayAfterCreation)
+	s := rep.Steps[0]
+	require.Equal(t, 10, s.Funnel.OrdersCreated)
+	require.Equal(t, 5, s.Funnel.Paid)
+	require.Equal(t, 5, s.Funnel.Closed)
+	require.Positive(t, s.PaymentsPerSecond)
+	require.Positive(t, s.OrdersPerSecond)
+	require.NotNil(t, s.Closing)
+	require.Equal(t, 5, s.Closing.Orders)
+	// The closes' lag is measured from the rows: a close comes after its
+	// deadline, never before it.
+	require.GreaterOrEqual(t, s.Closing.LagP50Seconds, 0.0)
+}
+
 // Open loop: arrivals on a clock (--rate), every winner paid.
 func TestBenchOpenLoop(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})

@@ -53,6 +53,8 @@ type Settings struct {
 	Limit       int     `json:"per_user_limit"`
 	PayRatio    float64 `json:"pay_ratio"`
 	PayTimeout  string  `json:"pay_timeout"`
+	// PayAfterCreation: payments waited for the last order (see Config).
+	PayAfterCreation bool `json:"pay_after_creation,omitempty"`
 }
 
 // Step is one load level: a fresh session sold out under that load.
@@ -79,6 +81,10 @@ type Step struct {
 	// order was WAIT_PAY; OrdersPerSecond = accepted / that.
 	TimeToAllWaitPaySeconds float64 `json:"time_to_all_wait_pay_seconds"`
 	OrdersPerSecond         float64 `json:"orders_per_second"`
+	// PaymentsPerSecond, with --pay-after-creation: the paid orders over
+	// the time from the first payment sent to the last order PAID (each a
+	// signal and a workflow task through the task queue).
+	PaymentsPerSecond float64 `json:"payments_per_second,omitempty"`
 	// StartLatency is the API's workflow starts during the step, from its
 	// own histogram (absent when the API serves none).
 	StartLatency *StartLatency `json:"workflow_start,omitempty"`

@@ -42,6 +42,9 @@ func WriteTable(w io.Writer, r *Report) error {
 			fmt.Fprintf(w, "  %s: the API started %d workflows, StartWorkflow p50 %.1f ms, p99 %.1f ms\n",
 				stepLabel(s), sl.Starts, sl.P50Ms, sl.P99Ms)
 		}
+		if s.PaymentsPerSecond > 0 {
+			fmt.Fprintf(w, "  %s: %d orders paid after the last was created, at %.0f/s\n", stepLabel(s), s.Funnel.Paid, s.PaymentsPerSecond)
+		}
 		if c := s.Closing; c != nil {
 			fmt.Fprintf(w, "  %s: %d unpaid orders closed at %.0f/s from the first pay deadline, the last %.2f s after the last deadline (lag p50 %.2f s, p99 %.2f s)\n",
 				stepLabel(s), c.Orders, c.PerSecond, c.AfterLastDeadlineSeconds, c.LagP50Seconds, c.LagP99Seconds)

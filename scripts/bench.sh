@@ -13,7 +13,8 @@
 #   2. 5,000 units, 20,000 shoppers × 1 request, one round: the 5,000-winner
 #      scenario, the order tier at real burst size (a few minutes: every
 #      winner must reach WAIT_PAY and the unpaid half time out; BENCH_5K=0
-#      skips it): bench-report-5k.{json,html}.
+#      skips it), its creation, payments and closes each measured alone
+#      (--pay-after-creation): bench-report-5k.{json,html}.
 #
 # Then it stops what it started. Extra arguments go to both runs of
 # `seckill bench`.
@@ -77,6 +78,6 @@ if [ "${BENCH_5K:-1}" != 0 ]; then
   restart_processes
   if [ "${BENCH_PIN:-0}" = 1 ]; then pin=(--pin --pin-worker "$worker"); fi
   bin/seckill bench --api "http://$SECKILL_HTTP_ADDR" --pay-timeout "$SECKILL_PAY_TIMEOUT" --baselines \
-    --users 20000 --requests-per-user 1 --stock 5000 --concurrency 256 --settle 4m \
+    --users 20000 --requests-per-user 1 --stock 5000 --concurrency 256 --settle 4m --pay-after-creation \
     "${pin[@]}" --json bench-report-5k.json --html bench-report-5k.html "$@"
 fi
