@@ -74,13 +74,18 @@ func NewClient(o *goredis.UniversalOptions) goredis.UniversalClient {
 	return rdb
 }
 
+// AdmissionPoolSize is the Redis connection pool of a process that admits
+// shoppers, per node: one connection per request in flight on the hot
+// path of a sale.
+const AdmissionPoolSize = 256
+
 // NewAdmissionClient is the client of a process that admits shoppers (the
 // API, and the bench's admission-only baseline, which must cost what the
 // API does): admission is one short script per request, so many
 // connections and small timeouts. On a Cluster the pool is per node.
 func NewAdmissionClient(s Server) goredis.UniversalClient {
 	o := s.Options()
-	o.PoolSize = 256
+	o.PoolSize = AdmissionPoolSize
 	o.MinIdleConns = 16
 	o.ReadTimeout = 500 * time.Millisecond
 	o.WriteTimeout = 500 * time.Millisecond
