@@ -39,7 +39,7 @@ type BaselineConfig struct {
 	Limits   api.Limits
 }
 
-func measureBaselines(ctx context.Context, cfg BaselineConfig, pin *PinPlan, conc, n int, progress io.Writer) (*Baselines, error) {
+func measureBaselines(ctx context.Context, cfg BaselineConfig, pin *PinPlan, cpu *serverCPU, conc, n int, progress io.Writer) (*Baselines, error) {
 	b := &Baselines{}
 	var err error
 	fmt.Fprintf(progress, "baseline: bare Fiber, %d requests at c=%d\n", n, conc)
@@ -55,8 +55,12 @@ func measureBaselines(ctx context.Context, cfg BaselineConfig, pin *PinPlan, con
 		k = 500
 	}
 	fmt.Fprintf(progress, "baseline: %d no-op workflows with one local activity\n", k)
+	from := cpu.mark()
 	if b.TemporalNoopPerSecond, err = temporalBaseline(ctx, cfg, min(conc, 64), k); err != nil {
 		return nil, err
+	}
+	if p := cpu.phase(from); p.serverSeconds > 0 {
+		b.TemporalNoopCPUMs, b.TemporalNoopShare = p.msPer(k), p.share
 	}
 	fmt.Fprintf(progress, "baselines: Fiber %.0f req/s, Lua %.0f/s, Temporal no-op %.0f workflows/s\n",
 		b.FiberRPS, b.LuaPerSecond, b.TemporalNoopPerSecond)

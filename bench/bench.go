@@ -203,6 +203,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		aof = append(aof, r)
 	}
+	temporalAddr := cfg.TemporalAddr
+	if temporalAddr == "" && cfg.Baselines != nil {
+		temporalAddr = cfg.Baselines.TemporalAddr
+	}
+	cpu := meterServer(temporalAddr)
 	cs, err := dialCosts(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("temporal cost: %w", err)
@@ -236,7 +241,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if cfg.Baselines != nil {
 			// Baselines first, on a quiet machine: after a step the stack
 			// is still closing orders and would slow them down.
-			b, err := measureBaselines(ctx, *cfg.Baselines, cfg.Pin, conc, cfg.Users*cfg.PerUser, cfg.Progress)
+			b, err := measureBaselines(ctx, *cfg.Baselines, cfg.Pin, cpu, conc, cfg.Users*cfg.PerUser, cfg.Progress)
 			if err != nil {
 				return nil, fmt.Errorf("baselines: %w", err)
 			}
@@ -270,7 +275,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		var last Step
 		for _, level := range steps {
-			r := &stepRunner{cfg: cfg, c: c, api: admin, shoppers: shoppers, rep: rep, costs: cs}
+			r := &stepRunner{cfg: cfg, c: c, api: admin, shoppers: shoppers, rep: rep, costs: cs, cpu: cpu}
 			if rounds > 1 {
 				r.label = fmt.Sprintf("round %d ", n)
 			}
@@ -392,6 +397,10 @@ type stepRunner struct {
 	shoppers []shopper
 	rep      *Report
 	costs    *costs // nil: the Temporal cost is not counted
+	// cpu meters the Temporal server (nil: not on this machine); creating
+	// is its reading when the step's burst began.
+	cpu      *serverCPU
+	creating *cpuSnap
 	// label names the round in problems ("round 2 ", "warm-up "; "" in a
 	// single-round run).
 	label string
@@ -423,6 +432,7 @@ func (r *stepRunner) run(ctx context.Context, level int) (*Step, error) {
 	if err != nil {
 		fmt.Fprintf(r.cfg.Progress, "step %s: no workflow-start latency: %v\n", r.levelName(), err)
 	}
+	r.creating = r.cpu.mark()
 	results, dur := r.burst(ctx, level, "burst")
 	r.step.DurationSeconds = dur.Seconds()
 	r.step.Throughput = float64(len(results)) / dur.Seconds()

@@ -46,6 +46,15 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 	reached := r.waitAll(ctx, won, r.cfg.Settle, payNow, createdAt, seckill.StatusWaitPay, seckill.StatusPaid, seckill.StatusClosed)
 	last := lastOf(reached)
 	f.OrdersCreated = len(reached)
+	var spent TemporalCPU
+	if p := r.cpu.phase(r.creating); p.serverSeconds > 0 {
+		spent.CreateShare = p.share
+		if payNow == nil || nPay == 0 {
+			spent.CreateMs = p.msPer(len(reached))
+		} else {
+			spent.CreateAndPayMs = p.msPer(len(reached))
+		}
+	}
 	if f.OrdersCreated < len(won) {
 		r.problem("%d accepted orders never reached WAIT_PAY within %s", len(won)-f.OrdersCreated, r.cfg.Settle)
 	} else {
@@ -64,8 +73,9 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 		f.Cancelled = len(cancelled)
 	}
 	var paying time.Time
+	var payCPU *cpuSnap
 	if r.cfg.PayAfterCreation {
-		paying = time.Now()
+		paying, payCPU = time.Now(), r.cpu.mark()
 		r.parallel(pay, func(x result) { r.pay(ctx, x) })
 	}
 	paid := r.waitAll(ctx, pay, r.cfg.Settle, nil, changedAt, seckill.StatusPaid)
@@ -74,6 +84,9 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 		r.problem("%d paid orders never reached PAID", len(pay)-f.Paid)
 	} else if !paying.IsZero() && f.Paid > 0 {
 		r.step.PaymentsPerSecond = float64(f.Paid) / lastOf(paid).Sub(paying).Seconds()
+		if p := r.cpu.phase(payCPU); p.serverSeconds > 0 {
+			spent.PayMs, spent.PayShare = p.msPer(f.Paid), p.share
+		}
 	}
 	r.count(ctx, pathPaid, pay[:min(r.cfg.CostSample, len(pay))])
 	if len(cancelled) > 0 && len(r.waitAll(ctx, cancelled, r.cfg.Settle, nil, changedAt, seckill.StatusClosed)) == len(cancelled) {
@@ -81,6 +94,10 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 	}
 	if r.cfg.PayTimeout > 0 && len(rest) > 0 {
 		fmt.Fprintf(r.cfg.Progress, "  %s: waiting up to %s for %d unpaid orders to time out\n", r.levelName(), r.cfg.PayTimeout+r.cfg.Settle, len(rest))
+		// Nothing closes before the first deadline: the server's CPU for
+		// the closes is read from there.
+		time.Sleep(time.Until(firstDeadline(rest[len(cancelled):], reached)))
+		closeCPU := r.cpu.mark()
 		closed := r.waitAll(ctx, rest, r.cfg.PayTimeout+r.cfg.Settle, nil, changedAt, seckill.StatusClosed)
 		f.Closed = len(closed)
 		if f.Closed < len(rest) {
@@ -88,7 +105,13 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 		}
 		timedOut := rest[len(cancelled):]
 		r.step.Closing = closing(timedOut, reached, closed)
+		if p := r.cpu.phase(closeCPU); p.serverSeconds > 0 && r.step.Closing != nil {
+			spent.CloseMs, spent.CloseShare = p.msPer(r.step.Closing.Orders), p.share
+		}
 		r.count(ctx, pathTimeout, timedOut[:min(r.cfg.CostSample, len(timedOut))])
+	}
+	if spent.CreateShare > 0 {
+		r.step.TemporalCPU = &spent
 	}
 }
 
@@ -115,6 +138,20 @@ func (r *stepRunner) pay(ctx context.Context, x result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.problem("payment of %s was never accepted", x.orderNo)
+}
+
+// firstDeadline is the earliest pay deadline the WAIT_PAY views of orders
+// showed (zero when none did).
+func firstDeadline(orders []result, created map[string]seen) time.Time {
+	var first time.Time
+	for _, x := range orders {
+		if w, ok := created[x.orderNo]; ok {
+			if d := w.order.PayDeadline; !d.IsZero() && (first.IsZero() || d.Before(first)) {
+				first = d
+			}
+		}
+	}
+	return first
 }
 
 // closing measures the closes of the timed-out orders (see Closing), with

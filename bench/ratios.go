@@ -70,6 +70,22 @@ var Ratios = []Ratio{
 			}
 			return div(s.Closing.PerSecond, b.TemporalNoopPerSecond)
 		}},
+	{Key: "orders_vs_temporal_noop_cpu", Name: "Temporal CPU: no-op vs order",
+		Meaning: "the Temporal server's CPU time per no-op workflow against its CPU time per order created, with nothing else running (--pay-after-creation; measured when the server runs on this machine): 1 means creating an order costs the server no more than a no-op, whatever CPU the rest of the stack took from it",
+		Target:  0.9, of: func(s Step, b *Baselines) (float64, bool) {
+			if s.TemporalCPU == nil {
+				return 0, false
+			}
+			return div(b.TemporalNoopCPUMs, s.TemporalCPU.CreateMs)
+		}},
+	{Key: "closes_vs_temporal_noop_cpu", Name: "Temporal CPU: no-op vs close",
+		Meaning: "the Temporal server's CPU time per no-op workflow against its CPU time per order closed by its pay timer",
+		Target:  0.9, of: func(s Step, b *Baselines) (float64, bool) {
+			if s.TemporalCPU == nil {
+				return 0, false
+			}
+			return div(b.TemporalNoopCPUMs, s.TemporalCPU.CloseMs)
+		}},
 }
 
 // RatioKeys are the keys of Ratios, in order.

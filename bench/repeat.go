@@ -68,12 +68,15 @@ func minMax(vs []float64) (lo, hi float64) {
 // medianBaselines is the baseline of each kind, median over the rounds
 // (the admission-only one over the rounds that measured it).
 func medianBaselines(bs []*Baselines) *Baselines {
-	var f, l, t, aRPS, a50, a99 []float64
+	var f, l, t, tCPU, tShare, aRPS, a50, a99 []float64
 	for _, b := range bs {
 		if b == nil {
 			continue
 		}
 		f, l, t = append(f, b.FiberRPS), append(l, b.LuaPerSecond), append(t, b.TemporalNoopPerSecond)
+		if b.TemporalNoopCPUMs > 0 {
+			tCPU, tShare = append(tCPU, b.TemporalNoopCPUMs), append(tShare, b.TemporalNoopShare)
+		}
 		if a := b.AdmissionOnly; a != nil {
 			aRPS, a50, a99 = append(aRPS, a.RequestsPerSecond), append(a50, a.AcceptedP50), append(a99, a.AcceptedP99)
 		}
@@ -82,6 +85,9 @@ func medianBaselines(bs []*Baselines) *Baselines {
 		return nil
 	}
 	m := &Baselines{FiberRPS: medianOf(f), LuaPerSecond: medianOf(l), TemporalNoopPerSecond: medianOf(t)}
+	if len(tCPU) > 0 {
+		m.TemporalNoopCPUMs, m.TemporalNoopShare = medianOf(tCPU), medianOf(tShare)
+	}
 	if len(aRPS) > 0 {
 		m.AdmissionOnly = &AdmissionOnly{RequestsPerSecond: medianOf(aRPS), AcceptedP50: medianOf(a50), AcceptedP99: medianOf(a99)}
 	}

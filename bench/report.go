@@ -88,6 +88,9 @@ type Step struct {
 	// StartLatency is the API's workflow starts during the step, from its
 	// own histogram (absent when the API serves none).
 	StartLatency *StartLatency `json:"workflow_start,omitempty"`
+	// TemporalCPU is what the Temporal server spent per order in each
+	// phase (absent unless the server runs on this machine).
+	TemporalCPU *TemporalCPU `json:"temporal_cpu,omitempty"`
 	// Closing is how fast the unpaid orders closed once their pay timers
 	// fired (absent when the bench did not wait for them: --pay-timeout 0).
 	Closing *Closing `json:"closing,omitempty"`
@@ -104,6 +107,29 @@ type StartLatency struct {
 	Starts int     `json:"starts"`
 	P50Ms  float64 `json:"p50_ms"`
 	P99Ms  float64 `json:"p99_ms"`
+}
+
+// TemporalCPU is the Temporal server process's CPU time per order in each
+// phase of a step, in milliseconds, and its part of the machine's busy
+// CPU during the phase: beside the no-op workflow's (Baselines), it tells
+// whether an order makes the server work more than a no-op does, and how
+// much of a rate below the no-op's is CPU the server did not get.
+type TemporalCPU struct {
+	// Create: from the burst to the last order's row, per order created,
+	// when nothing else ran meanwhile (--pay-after-creation, or nothing
+	// paid); CreateAndPay instead when shoppers paid while the orders were
+	// being created (the payments' cost shared out over the orders).
+	CreateMs       float64 `json:"create_ms_per_order,omitempty"`
+	CreateAndPayMs float64 `json:"create_and_pay_ms_per_order,omitempty"`
+	CreateShare    float64 `json:"create_share"`
+	// Pay: with --pay-after-creation, from the first payment to the last
+	// order PAID, per paid order.
+	PayMs    float64 `json:"pay_ms_per_order,omitempty"`
+	PayShare float64 `json:"pay_share,omitempty"`
+	// Close: from the first pay deadline to the last close, per order
+	// closed by its timer.
+	CloseMs    float64 `json:"close_ms_per_order,omitempty"`
+	CloseShare float64 `json:"close_share,omitempty"`
 }
 
 // Closing measures the pay timers of a step's unpaid orders, which fire
@@ -170,6 +196,11 @@ type Baselines struct {
 	// TemporalNoopPerSecond: no-op workflows with one local activity,
 	// started and completed per second on the same Temporal server.
 	TemporalNoopPerSecond float64 `json:"temporal_noop_per_second"`
+	// TemporalNoopCPUMs is the Temporal server's CPU time per no-op
+	// workflow, and TemporalNoopShare its part of the machine's busy CPU
+	// meanwhile (absent unless the server runs on this machine).
+	TemporalNoopCPUMs float64 `json:"temporal_noop_cpu_ms,omitempty"`
+	TemporalNoopShare float64 `json:"temporal_noop_share,omitempty"`
 	// AdmissionOnly: the same burst through the same API code with the
 	// order tier switched off (absent when the bench has no MySQL DSN).
 	AdmissionOnly *AdmissionOnly `json:"admission_only,omitempty"`

@@ -42,6 +42,20 @@ func WriteTable(w io.Writer, r *Report) error {
 			fmt.Fprintf(w, "  %s: the API started %d workflows, StartWorkflow p50 %.1f ms, p99 %.1f ms\n",
 				stepLabel(s), sl.Starts, sl.P50Ms, sl.P99Ms)
 		}
+		if tc := s.TemporalCPU; tc != nil {
+			if tc.CreateMs > 0 {
+				fmt.Fprintf(w, "  %s: Temporal server CPU per order: created %.1f ms (%.0f%% of the busy CPU)", stepLabel(s), tc.CreateMs, tc.CreateShare*100)
+			} else {
+				fmt.Fprintf(w, "  %s: Temporal server CPU per order: created and paid meanwhile %.1f ms (%.0f%% of the busy CPU)", stepLabel(s), tc.CreateAndPayMs, tc.CreateShare*100)
+			}
+			if tc.PayMs > 0 {
+				fmt.Fprintf(w, ", paid %.1f ms (%.0f%%)", tc.PayMs, tc.PayShare*100)
+			}
+			if tc.CloseMs > 0 {
+				fmt.Fprintf(w, ", closed %.1f ms (%.0f%%)", tc.CloseMs, tc.CloseShare*100)
+			}
+			fmt.Fprintln(w)
+		}
 		if s.PaymentsPerSecond > 0 {
 			fmt.Fprintf(w, "  %s: %d orders paid after the last was created, at %.0f/s\n", stepLabel(s), s.Funnel.Paid, s.PaymentsPerSecond)
 		}
@@ -72,6 +86,9 @@ func WriteTable(w io.Writer, r *Report) error {
 		}
 		fmt.Fprintf(w, "\nbaselines (%s): bare Fiber %.0f req/s, admission script alone %.0f/s, Temporal no-op %.0f workflows/s\n",
 			what, b.FiberRPS, b.LuaPerSecond, b.TemporalNoopPerSecond)
+		if b.TemporalNoopCPUMs > 0 {
+			fmt.Fprintf(w, "  Temporal server CPU per no-op workflow: %.1f ms (%.0f%% of the busy CPU)\n", b.TemporalNoopCPUMs, b.TemporalNoopShare*100)
+		}
 		if a := b.AdmissionOnly; a != nil {
 			fmt.Fprintf(w, "  admission only (the same burst, order tier off): %.0f req/s, winners' accept p50 %.1f ms, p99 %.1f ms\n",
 				a.RequestsPerSecond, a.AcceptedP50, a.AcceptedP99)

@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// The rates of the order tier (orders, payments, closes per second) are
+// compared with the no-op workflow's, but on a machine shared by every
+// process of the stack they also measure how much CPU the Temporal server
+// was left: the no-op baseline runs on an idle stack, an order's creation
+// beside the API, MySQL and Redis doing that order's own work. So the
+// bench also reads, when the Temporal server runs on this machine, the CPU
+// time the server process spent per workflow in each phase, and the share
+// of the machine's busy CPU it got. The first says whether seckill makes
+// the server do more per order than per no-op; the second, how much of a
+// rate ratio below 1 is CPU the server never had.
+
+// userHZ is the unit of the CPU times in /proc (USER_HZ, 100 on Linux
+// whatever the kernel's own tick rate).
+const userHZ = 100
+
+// serverCPU meters the Temporal server process of a run.
+type serverCPU struct {
+	pid int
+}
+
+// cpuSnap is one reading: the server's CPU time and the machine's busy and
+// total CPU time, in seconds (all cores).
+type cpuSnap struct {
+	server, busy, total float64
+}
+
+// meterServer returns a meter of the process listening on the Temporal
+// address, or nil when that is not a loopback address of this machine or
+// /proc cannot say (the figures are then absent from the report).
+func meterServer(addr string) *serverCPU {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return nil
+	}
+	pid, err := ListeningPID(n)
+	if err != nil {
+		return nil
+	}
+	m := &serverCPU{pid: pid}
+	if _, err := m.snap(); err != nil {
+		return nil
+	}
+	return m
+}
+
+// snap reads the server's and the machine's CPU times now.
+func (m *serverCPU) snap() (cpuSnap, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.pid))
+	if err != nil {
+		return cpuSnap{}, err
+	}
+	// pid (comm) state ppid … utime stime: fields 14 and 15, counted after
+	// the command name, which may hold spaces.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return cpuSnap{}, fmt.Errorf("/proc/%d/stat: too few fields", m.pid)
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return cpuSnap{}, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", m.pid, f[11], f[12])
+	}
+	busy, total, err := machineCPU()
+	if err != nil {
+		return cpuSnap{}, err
+	}
+	return cpuSnap{server: (utime + stime) / userHZ, busy: busy, total: total}, nil
+}
+
+// machineCPU reads the machine's busy and total CPU time (all cores) from
+// the first line of /proc/stat.
+func machineCPU() (busy, total float64, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var idle float64
+	for i, s := range f[1:] {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat: %q: %w", s, err)
+		}
+		// user nice system idle iowait irq softirq steal guest guest_nice:
+		// guest time is counted in user already.
+		if i >= 8 {
+			break
+		}
+		total += v
+		if i == 3 || i == 4 {
+			idle += v
+		}
+	}
+	return (total - idle) / userHZ, total / userHZ, nil
+}
+
+// phase is what the server spent between two readings: CPU seconds, and
+// its part of the machine's busy CPU.
+type phase struct {
+	serverSeconds, share float64
+}
+
+// since is the phase from a to b.
+func since(a, b cpuSnap) phase {
+	p := phase{serverSeconds: b.server - a.server}
+	if busy := b.busy - a.busy; busy > 0 {
+		p.share = p.serverSeconds / busy
+	}
+	return p
+}
+
+// msPer is the phase's server CPU per workflow, in milliseconds.
+func (p phase) msPer(n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return p.serverSeconds * 1000 / float64(n)
+}
+
+// mark is a reading to close a phase later with (phase); nil when m is nil
+// or the reading failed.
+func (m *serverCPU) mark() *cpuSnap {
+	if m == nil {
+		return nil
+	}
+	s, err := m.snap()
+	if err != nil {
+		return nil
+	}
+	return &s
+}
+
+// phase closes a phase opened by mark.
+func (m *serverCPU) phase(from *cpuSnap) phase {
+	if m == nil || from == nil {
+		return phase{}
+	}
+	to, err := m.snap()
+	if err != nil {
+		return phase{}
+	}
+	return since(*from, to)
+}

@@ -1,0 +1,40 @@
+package bench
+
+import (
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The meter finds the process behind a loopback address (here this test's
+// own listener) and reads what it spends; a remote server is not metered.
+func TestServerCPUMeter(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	m := meterServer(ln.Addr().String())
+	require.NotNil(t, m)
+	require.Equal(t, os.Getpid(), m.pid)
+
+	from := m.mark()
+	require.NotNil(t, from)
+	x := 0
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+		x++ // busy: the process spends CPU
+	}
+	p := m.phase(from)
+	require.Positive(t, x)
+	require.Positive(t, p.serverSeconds)
+	require.Positive(t, p.share)
+	require.LessOrEqual(t, p.share, 1.0)
+	require.InDelta(t, p.serverSeconds*1000/4, p.msPer(4), 1e-9)
+
+	require.Nil(t, meterServer("192.0.2.1:7233"), "not this machine")
+	require.Nil(t, meterServer("no-port"))
+	var none *serverCPU
+	require.Nil(t, none.mark())
+	require.Zero(t, none.phase(nil))
+}
