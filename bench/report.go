@@ -138,10 +138,10 @@ type TemporalCPU struct {
 // how long the last close came after the last deadline. PerSecond is
 // Orders / (last close − first deadline): the closing capacity when the
 // closes lag the deadlines, the pace of the deadlines (the creation rate)
-// when they keep up (then AfterLastDeadlineSeconds stays near the poll
-// interval). The lag of each order (its close as the polling shopper saw
-// it, minus its pay deadline) tells the two apart: it stays flat while the
-// closes keep up and grows once they fall behind.
+// when they keep up (then AfterLastDeadlineSeconds stays near zero). The
+// lag of each order (its close, read from its row's updated_at, minus its
+// pay deadline) tells the two apart: it stays flat while the closes keep
+// up and grows once they fall behind.
 type Closing struct {
 	Orders                   int     `json:"orders"`
 	AfterLastDeadlineSeconds float64 `json:"after_last_deadline_seconds"`
