@@ -72,20 +72,10 @@ var Ratios = []Ratio{
 		}},
 	{Key: "orders_vs_temporal_noop_cpu", Name: "Temporal CPU: no-op vs order",
 		Meaning: "the Temporal server's CPU time per no-op workflow against its CPU time per order created, with nothing else running (--pay-after-creation; measured when the server runs on this machine): 1 means creating an order costs the server no more than a no-op, whatever CPU the rest of the stack took from it",
-		Target:  0.9, of: func(s Step, b *Baselines) (float64, bool) {
-			if s.TemporalCPU == nil {
-				return 0, false
-			}
-			return div(b.TemporalNoopCPUMs, s.TemporalCPU.CreateMs)
-		}},
+		Target:  0.9, of: vsNoopCPU(func(c *TemporalCPU) float64 { return c.CreateMs })},
 	{Key: "closes_vs_temporal_noop_cpu", Name: "Temporal CPU: no-op vs close",
 		Meaning: "the Temporal server's CPU time per no-op workflow against its CPU time per order closed by its pay timer",
-		Target:  0.9, of: func(s Step, b *Baselines) (float64, bool) {
-			if s.TemporalCPU == nil {
-				return 0, false
-			}
-			return div(b.TemporalNoopCPUMs, s.TemporalCPU.CloseMs)
-		}},
+		Target:  0.9, of: vsNoopCPU(func(c *TemporalCPU) float64 { return c.CloseMs })},
 }
 
 // RatioKeys are the keys of Ratios, in order.
@@ -116,6 +106,17 @@ func vsAdmissionOnly(subject func(Step) float64, base func(*AdmissionOnly) float
 			return 0, false
 		}
 		return div(subject(s), base(b.AdmissionOnly))
+	}
+}
+
+// vsNoopCPU is the Temporal server's CPU per no-op workflow over its CPU
+// per order in one phase of the step, absent when either was not measured.
+func vsNoopCPU(phase func(*TemporalCPU) float64) func(Step, *Baselines) (float64, bool) {
+	return func(s Step, b *Baselines) (float64, bool) {
+		if s.TemporalCPU == nil || b.TemporalNoopCPUMs <= 0 {
+			return 0, false
+		}
+		return div(b.TemporalNoopCPUMs, phase(s.TemporalCPU))
 	}
 }
 
