@@ -49,7 +49,9 @@ type Config struct {
 	// PayAfterCreation holds the payments until every order reached
 	// WAIT_PAY, then sends them all: the creation, the payments and the
 	// closes each run alone, and each rate compares with the no-op
-	// workflow's. Off, a shopper pays as soon as the order shows WAIT_PAY.
+	// workflow's (the pay timeout must outlast the creation, or the first
+	// orders close before their payment). Off, a shopper pays as soon as
+	// the order shows WAIT_PAY.
 	PayAfterCreation bool
 	Settle           time.Duration
 	Baselines        *BaselineConfig

@@ -96,7 +96,10 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 		fmt.Fprintf(r.cfg.Progress, "  %s: waiting up to %s for %d unpaid orders to time out\n", r.levelName(), r.cfg.PayTimeout+r.cfg.Settle, len(rest))
 		// Nothing closes before the first deadline: the server's CPU for
 		// the closes is read from there.
-		time.Sleep(time.Until(firstDeadline(rest[len(cancelled):], reached)))
+		select {
+		case <-time.After(time.Until(firstDeadline(rest[len(cancelled):], reached))):
+		case <-ctx.Done():
+		}
 		closeCPU := r.cpu.mark()
 		closed := r.waitAll(ctx, rest, r.cfg.PayTimeout+r.cfg.Settle, nil, changedAt, seckill.StatusClosed)
 		f.Closed = len(closed)
