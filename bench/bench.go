@@ -356,10 +356,10 @@ func newLoadClient(base string) *httpClient {
 
 // warm opens the connections a closed-loop burst at level uses before its
 // clock starts. Without it every burst began with level connections dialled
-// at once, and the first few hundred answers — the winners' — measured the
-// kernel's accept queue and the dial more than the handler: the winners'
-// p99 swung by 40% between rounds. In production shoppers reach the API
-// through a load balancer that keeps its upstream connections open.
+// at once, and the first few hundred answers — the winners' — carried the
+// dials and the kernel's accept queue besides the handler. In production
+// shoppers reach the API through a load balancer that keeps its upstream
+// connections open.
 func (c *httpClient) warm(level int) {
 	for range 2 {
 		var wg sync.WaitGroup
