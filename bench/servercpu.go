@@ -28,10 +28,10 @@ type serverCPU struct {
 	pid int
 }
 
-// cpuSnap is one reading: the server's CPU time and the machine's busy and
-// total CPU time, in seconds (all cores).
+// cpuSnap is one reading: the server's CPU time and the machine's busy
+// CPU time, in seconds (all cores).
 type cpuSnap struct {
-	server, busy, total float64
+	server, busy float64
 }
 
 // meterServer returns a meter of the process listening on the Temporal
@@ -77,42 +77,36 @@ func (m *serverCPU) snap() (cpuSnap, error) {
 	if err1 != nil || err2 != nil {
 		return cpuSnap{}, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", m.pid, f[11], f[12])
 	}
-	busy, total, err := machineCPU()
+	busy, err := machineBusy()
 	if err != nil {
 		return cpuSnap{}, err
 	}
-	return cpuSnap{server: (utime + stime) / userHZ, busy: busy, total: total}, nil
+	return cpuSnap{server: (utime + stime) / userHZ, busy: busy}, nil
 }
 
-// machineCPU reads the machine's busy and total CPU time (all cores) from
-// the first line of /proc/stat.
-func machineCPU() (busy, total float64, err error) {
+// machineBusy reads the CPU time the machine's cores spent working (all
+// cores, in seconds) from the first line of /proc/stat: user, nice,
+// system, irq and softirq; not idle, iowait, or steal (time another guest
+// of the host had: not this machine's work).
+func machineBusy() (float64, error) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	f := strings.Fields(line)
-	if len(f) < 6 || f[0] != "cpu" {
-		return 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
 	}
-	var idle float64
-	for i, s := range f[1:] {
-		v, err := strconv.ParseFloat(s, 64)
+	var busy float64
+	for _, i := range []int{1, 2, 3, 6, 7} { // user nice system irq softirq
+		v, err := strconv.ParseFloat(f[i], 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/stat: %q: %w", s, err)
+			return 0, fmt.Errorf("/proc/stat: %q: %w", f[i], err)
 		}
-		// user nice system idle iowait irq softirq steal guest guest_nice:
-		// guest time is counted in user already.
-		if i >= 8 {
-			break
-		}
-		total += v
-		if i == 3 || i == 4 {
-			idle += v
-		}
+		busy += v
 	}
-	return (total - idle) / userHZ, total / userHZ, nil
+	return busy / userHZ, nil
 }
 
 // phase is what the server spent between two readings: CPU seconds, and
