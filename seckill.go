@@ -215,7 +215,7 @@ type OrderRequest struct {
 	// counts from its own start, as it did.
 	PayBy time.Time `json:"pay_by,omitzero"`
 	// Shape is the shape of the order workflow the starter asks for (see
-	// workflows.CurrentShape): a workflow started with the current shape
+	// OrderShape): a workflow started with the current shape
 	// takes every change the workflow code lists without recording a
 	// version marker for each. Zero in requests made before it: the
 	// workflow then decides each change with GetVersion, as it did.
