@@ -45,11 +45,14 @@ type Metrics struct {
 	// StarterInFlight, StarterLimit and StarterQueue are the starter's
 	// starts in flight, its adaptive limit on them and the orders waiting
 	// in its memory, by starter (api, relay); StarterDropped counts
-	// handoffs that found the queue full (left to the outbox).
+	// handoffs that found the queue full (left to the outbox);
+	// StarterYielding is 1 while the starter holds its starts for a busy
+	// front door (a burst being answered).
 	StarterInFlight *prometheus.GaugeVec
 	StarterLimit    *prometheus.GaugeVec
 	StarterQueue    *prometheus.GaugeVec
 	StarterDropped  *prometheus.CounterVec
+	StarterYielding *prometheus.GaugeVec
 
 	// DependencyUp is 1 while MySQL, Redis or Temporal answered this
 	// process's last ping (every DependencyPing), 0 when it did not: the
@@ -129,6 +132,9 @@ func New() *Metrics {
 		StarterLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_starter_limit", Help: "The starter's adaptive limit on starts in flight (grows while starts answer within 1 s, shrinks a tenth per slower round trip, halves on timeouts and overload).",
 		}, []string{"starter"}),
+		StarterYielding: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_starter_yielding", Help: "1 while the starter holds new workflow starts for a busy front door (at most SECKILL_STARTER_YIELD per order), by starter.",
+		}, []string{"starter"}),
 		StarterQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_starter_queue", Help: "Orders waiting in the starter's memory for their workflow start.",
 		}, []string{"starter"}),
@@ -186,7 +192,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(m.Refunds, m.RefundFailures)
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Admissions, m.RedisAdmit, m.RedisCommands, m.RedisErrors, m.WorkflowStart,
-		m.WorkflowStartFailures, m.StarterInFlight, m.StarterLimit, m.StarterQueue, m.StarterDropped, m.DependencyUp, m.FleetSize, m.GlobalShare, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.SweepActions, m.Orders, m.Stock, m.Drift,
+		m.WorkflowStartFailures, m.StarterInFlight, m.StarterLimit, m.StarterQueue, m.StarterDropped, m.StarterYielding, m.DependencyUp, m.FleetSize, m.GlobalShare, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.SweepActions, m.Orders, m.Stock, m.Drift,
 		m.Stuck, m.Problems, m.InFlight, m.ReconcileRuns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

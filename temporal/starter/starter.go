@@ -59,6 +59,12 @@ const (
 	// DefaultHoldEvery is how often a starter renews what it holds: well
 	// within the worker relay's minimum age (30 s by default).
 	DefaultHoldEvery = 5 * time.Second
+	// DefaultYield is how long an order may wait for a busy front door
+	// (Config.Busy) before its start goes out anyway.
+	DefaultYield = 3 * time.Second
+	// yieldPoll is how often a yielding starter looks at the front door
+	// again.
+	yieldPoll = 10 * time.Millisecond
 )
 
 // Config builds a Starter.
@@ -77,6 +83,24 @@ type Config struct {
 	// HoldEvery is how often the orders held here are renewed when Gate
 	// is a Holder (DefaultHoldEvery).
 	HoldEvery time.Duration
+	// Busy, when set, tells whether the process's front door is busy: a
+	// burst of shoppers is being answered. While it is, the starter sends
+	// no new start until the oldest order it holds has waited Yield: the
+	// front door comes first. Starting an order takes CPU in this process
+	// (with eager start, its first workflow task and the CreateOrder
+	// transaction run here) and in the Temporal server; spent during the
+	// burst, it is taken from the shoppers still waiting for an answer,
+	// 99% of whom will lose. Spent right after, it is the same work: the
+	// last order is created about as late (the CPU was saturated either
+	// way), the burst is answered sooner, and no shopper notices: the 202
+	// is the promise, the order is payable while QUEUED, and its pay
+	// deadline counts from the 202. Yield bounds the wait, so a front
+	// door that stays busy (a long sale's steady traffic) delays starts by
+	// at most Yield and never starves them.
+	Busy func() bool
+	// Yield bounds how long an order waits for a busy front door
+	// (DefaultYield; negative: never wait).
+	Yield time.Duration
 	// Name labels the starter's metrics ("api", "relay").
 	Name    string
 	Log     *slog.Logger
@@ -94,6 +118,7 @@ type Result struct {
 type item struct {
 	req  *seckill.OrderRequest
 	done func(Result) // nil for handoffs
+	at   time.Time    // when it was queued
 }
 
 // Starter drains workflow starts with adaptive concurrency.
@@ -108,6 +133,8 @@ type Starter struct {
 	queued   int
 	known    map[string]int64 // order numbers queued or in flight, with their session
 	inFlight int
+	// yielding: the last pass held its starts for the front door.
+	yielding bool
 	wake     chan struct{}
 }
 
@@ -124,6 +151,9 @@ func New(cfg Config) *Starter {
 	}
 	if cfg.HoldEvery <= 0 {
 		cfg.HoldEvery = DefaultHoldEvery
+	}
+	if cfg.Yield == 0 {
+		cfg.Yield = DefaultYield
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -218,6 +248,7 @@ func (s *Starter) Do(ctx context.Context, reqs []*seckill.OrderRequest) []Result
 }
 
 func (s *Starter) pushLocked(it item) {
+	it.at = time.Now()
 	id := it.req.SessionID
 	if len(s.queues[id]) == 0 {
 		s.ring = append(s.ring, id)
@@ -286,9 +317,16 @@ func (s *Starter) Run(ctx context.Context) {
 	if h, ok := s.cfg.Gate.(Holder); ok {
 		go s.hold(ctx, h)
 	}
+	again := time.NewTimer(time.Hour)
+	again.Stop()
 	for {
 		s.mu.Lock()
+		wait := time.Duration(0)
+		s.yielding = false
 		for s.inFlight < s.limit.Current() {
+			if wait = s.yieldLocked(); wait > 0 {
+				break
+			}
 			it, ok := s.popLocked()
 			if !ok {
 				break
@@ -299,12 +337,38 @@ func (s *Starter) Run(ctx context.Context) {
 		}
 		s.gaugesLocked()
 		s.mu.Unlock()
+		if wait > 0 {
+			again.Reset(wait)
+		}
 		select {
 		case <-ctx.Done():
+			again.Stop()
 			return
 		case <-s.wake:
+		case <-again.C:
+		}
+		again.Stop()
+	}
+}
+
+// yieldLocked is how long to hold the next start for a busy front door
+// (see Config.Busy): zero to start now.
+func (s *Starter) yieldLocked() time.Duration {
+	if s.cfg.Busy == nil || s.cfg.Yield < 0 || s.queued == 0 {
+		return 0
+	}
+	oldest := time.Time{}
+	for _, id := range s.ring {
+		if at := s.queues[id][0].at; oldest.IsZero() || at.Before(oldest) {
+			oldest = at
 		}
 	}
+	left := s.cfg.Yield - time.Since(oldest)
+	if left <= 0 || !s.cfg.Busy() {
+		return 0
+	}
+	s.yielding = true
+	return min(left, yieldPoll)
 }
 
 // hold renews, every Config.HoldEvery, the pending-start entries of the orders
@@ -445,4 +509,9 @@ func (s *Starter) gaugesLocked() {
 	m.StarterInFlight.WithLabelValues(s.cfg.Name).Set(float64(s.inFlight))
 	m.StarterLimit.WithLabelValues(s.cfg.Name).Set(float64(s.limit.Current()))
 	m.StarterQueue.WithLabelValues(s.cfg.Name).Set(float64(s.queued))
+	yielding := 0.0
+	if s.yielding {
+		yielding = 1
+	}
+	m.StarterYielding.WithLabelValues(s.cfg.Name).Set(yielding)
 }

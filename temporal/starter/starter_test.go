@@ -6,13 +6,16 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/temporal/starter"
 )
 
@@ -125,6 +128,13 @@ func (f *fakeFlow) Start(ctx context.Context, req *seckill.OrderRequest) (bool, 
 	defer f.mu.Unlock()
 	f.started[req.OrderNo]++
 	return f.started[req.OrderNo] == 1, nil
+}
+
+// count is how many orders were started.
+func (f *fakeFlow) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.started)
 }
 
 type fakeGate struct {
@@ -348,4 +358,57 @@ func TestStarterHoldsWhatItHolds(t *testing.T) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	require.Equal(t, before, g.held["1-0"], "started: no longer renewed")
+}
+
+// While the front door is busy the starter holds new starts, and sends
+// them as soon as it is quiet again; a front door that stays busy holds
+// each order at most Yield, so starts are delayed, never starved.
+func TestStarterYieldsToABusyFrontDoor(t *testing.T) {
+	f := &fakeFlow{started: map[string]int{}, latency: func(int) time.Duration { return 0 }}
+	var busy atomic.Bool
+	busy.Store(true)
+	m := metrics.New()
+	s := starter.New(starter.Config{Flow: f, Gate: &fakeGate{cleared: map[string]bool{}}, CallTimeout: time.Second,
+		Busy: busy.Load, Yield: time.Hour, Metrics: m, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	for i := 0; i < 50; i++ {
+		require.True(t, s.Offer(req(1, i)))
+	}
+	time.Sleep(100 * time.Millisecond)
+	require.Zero(t, f.count(), "nothing starts while the front door is busy")
+	require.Equal(t, 50, s.Queued())
+	require.Equal(t, 1.0, testutil.ToFloat64(m.StarterYielding.WithLabelValues("api")), "ops see why the queue grows")
+	busy.Store(false)
+	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer dcancel()
+	require.True(t, s.Drain(dctx), "quiet again: everything starts")
+	require.Equal(t, 50, f.count())
+	require.Eventually(t, func() bool { return testutil.ToFloat64(m.StarterYielding.WithLabelValues("api")) == 0 },
+		time.Second, 10*time.Millisecond)
+
+	// The front door stays busy: each order waits out its Yield, then starts.
+	f2 := &fakeFlow{started: map[string]int{}, latency: func(int) time.Duration { return 0 }}
+	s2 := starter.New(starter.Config{Flow: f2, Gate: &fakeGate{cleared: map[string]bool{}}, CallTimeout: time.Second,
+		Busy: func() bool { return true }, Yield: 300 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	go s2.Run(ctx)
+	offered := time.Now()
+	for i := 0; i < 50; i++ {
+		require.True(t, s2.Offer(req(2, i)))
+	}
+	require.True(t, s2.Drain(dctx), "a front door that stays busy delays starts, never starves them")
+	require.GreaterOrEqual(t, time.Since(offered), 300*time.Millisecond)
+	require.Equal(t, 50, f2.count())
+
+	// Yield < 0: no yield at all.
+	f3 := &fakeFlow{started: map[string]int{}, latency: func(int) time.Duration { return 0 }}
+	s3 := starter.New(starter.Config{Flow: f3, Gate: &fakeGate{cleared: map[string]bool{}}, CallTimeout: time.Second,
+		Busy: func() bool { return true }, Yield: -1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	go s3.Run(ctx)
+	for i := 0; i < 50; i++ {
+		require.True(t, s3.Offer(req(3, i)))
+	}
+	require.True(t, s3.Drain(dctx))
+	require.Equal(t, 50, f3.count())
 }
