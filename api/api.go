@@ -163,6 +163,8 @@ type Server struct {
 	// drains the pending-start entries no starter holds.
 	starts *starter.Starter
 	outbox *relay.Relay
+	// door measures the order route: the front door the starter yields to.
+	door frontDoor
 	// stopStarts ends the starter's loop once Shutdown drained it (it
 	// outlives Start's context: the drain needs it running).
 	startsCtx  context.Context
@@ -233,6 +235,9 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	s.shop = page
 	sc := cfg.Starter
 	sc.Flow, sc.Gate, sc.Log, sc.Metrics, sc.Name = flow, gate, cfg.Logger, cfg.Metrics, "api"
+	if sc.Busy == nil {
+		sc.Busy = s.door.busy
+	}
 	s.starts = starter.New(sc)
 	s.startsCtx, s.stopStarts = context.WithCancel(context.Background())
 	s.outbox = &relay.Relay{Gate: gate, Store: store, Starts: s.starts, PayTimeout: cfg.PayTimeout,
@@ -275,7 +280,7 @@ func (s *Server) App() *fiber.App {
 	v1 := app.Group("/api/v1")
 	v1.Get("/sessions", s.readLimit, s.listSessions)
 	v1.Get("/sessions/:id", s.readLimit, s.getSession)
-	v1.Post("/sessions/:id/orders", s.globalLimit, s.soldOutFast, s.shopper, s.createOrder)
+	v1.Post("/sessions/:id/orders", s.door.count, s.globalLimit, s.soldOutFast, s.shopper, s.createOrder)
 	v1.Post("/sessions/:id/ticket", s.globalLimit, s.shopper, s.issueTicket)
 	v1.Post("/sessions/:id/captcha", s.globalLimit, s.shopper, s.newCaptcha)
 	v1.Get("/captchas/:captcha_id/audio", s.readLimit, s.shopper, s.captchaAudio)

@@ -172,6 +172,10 @@ func (m *Main) APIConfig(dev bool) api.Config {
 		Logger:         m.Log,
 		Metrics:        m.Metrics,
 	}
+	cfg.Starter.Yield = c.StarterYield
+	if c.StarterYield == 0 {
+		cfg.Starter.Yield = -1 // off (the starter's zero value is its default)
+	}
 	if dev {
 		cfg.Dev, cfg.Payer = true, m.Provider()
 	}

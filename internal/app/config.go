@@ -15,6 +15,7 @@ import (
 	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/refundhttp"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/temporal/starter"
 )
 
 // Config is read from the environment; the defaults serve a local machine.
@@ -62,13 +63,17 @@ type Config struct {
 	PaymentProviderSecret string        `env:"SECKILL_PAYMENT_PROVIDER_SECRET"`
 	ReconcileEvery        time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
 	EagerStart            bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
-	PprofAddr             string        `env:"SECKILL_PPROF_ADDR"`
-	WorkerHTTPAddr        string        `env:"SECKILL_WORKER_HTTP_ADDR" envDefault:":8081"`
-	ObserveEvery          time.Duration `env:"SECKILL_OBSERVE_EVERY" envDefault:"5s"`
-	JWTSecret             string        `env:"SECKILL_JWT_SECRET"`
-	WebhookSecret         string        `env:"SECKILL_WEBHOOK_SECRET"`
-	AdminToken            string        `env:"SECKILL_ADMIN_TOKEN"`
-	LogLevel              slog.Level    `env:"SECKILL_LOG_LEVEL" envDefault:"INFO"`
+	// StarterYield is how long the API's starter may hold an order's
+	// workflow start while a burst is being answered (starter.Config.Busy);
+	// 0 turns the yield off.
+	StarterYield   time.Duration `env:"SECKILL_STARTER_YIELD"` // starter.DefaultYield
+	PprofAddr      string        `env:"SECKILL_PPROF_ADDR"`
+	WorkerHTTPAddr string        `env:"SECKILL_WORKER_HTTP_ADDR" envDefault:":8081"`
+	ObserveEvery   time.Duration `env:"SECKILL_OBSERVE_EVERY" envDefault:"5s"`
+	JWTSecret      string        `env:"SECKILL_JWT_SECRET"`
+	WebhookSecret  string        `env:"SECKILL_WEBHOOK_SECRET"`
+	AdminToken     string        `env:"SECKILL_ADMIN_TOKEN"`
+	LogLevel       slog.Level    `env:"SECKILL_LOG_LEVEL" envDefault:"INFO"`
 
 	// trusted is TrustedProxies parsed.
 	trusted []netip.Prefix
@@ -78,11 +83,12 @@ type Config struct {
 // defaults owned by other packages. An unset or empty variable keeps them.
 func defaultConfig() Config {
 	return Config{
-		PayTimeout:  seckill.DefaultPayTimeout,
-		SweepGrace:  seckill.DefaultSweepGrace,
-		RelayMinAge: relay.DefaultMinAge,
-		PreheatLead: seckill.DefaultPreheatLead,
-		RetainAfter: seckill.DefaultRetainAfter,
+		PayTimeout:   seckill.DefaultPayTimeout,
+		SweepGrace:   seckill.DefaultSweepGrace,
+		RelayMinAge:  relay.DefaultMinAge,
+		PreheatLead:  seckill.DefaultPreheatLead,
+		RetainAfter:  seckill.DefaultRetainAfter,
+		StarterYield: starter.DefaultYield,
 	}
 }
 
@@ -98,6 +104,9 @@ func LoadConfig() (*Config, error) {
 	}
 	if _, err := c.provider(); err != nil {
 		return nil, err
+	}
+	if c.StarterYield < 0 {
+		return nil, errors.New("SECKILL_STARTER_YIELD must be 0 (off) or a positive duration")
 	}
 	if c.ObserveEvery <= 0 {
 		return nil, errors.New("SECKILL_OBSERVE_EVERY must be a positive duration")

@@ -1,0 +1,56 @@
+package api
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// Thresholds of a busy front door. A quiet sale has a handful of order
+// requests in flight and a few hundred a second. A burst has hundreds in
+// flight while they wait for the admission script (by Little's law, 40,000
+// requests/s answered in 3 ms is 120) and, once the sale is sold out, tens
+// of thousands a second answered from memory in microseconds, few in flight
+// at any instant but the CPU still saturated: either sign is a burst.
+const (
+	busyInFlight = 32
+	busyRate     = 5000 // order requests per second
+	// doorSample is how often the rate is sampled.
+	doorSample = 50 * time.Millisecond
+)
+
+// frontDoor measures the order route for the process's workflow starter,
+// which holds new starts for a moment while a burst is being answered
+// (starter.Config.Busy): the CPU a start takes here (the order's first
+// workflow task, eager start) and in the Temporal server is better spent
+// on the shoppers still waiting for an answer.
+type frontDoor struct {
+	inFlight atomic.Int64
+	seen     atomic.Int64 // order requests so far
+	// rate is the requests per second of the last sample; last is seen at
+	// that sample (touched by sample alone).
+	rate atomic.Int64
+	last int64
+}
+
+// count is the order route's first handler: it counts the request in and
+// out, whatever answers it (the memory, a limit, the script).
+func (d *frontDoor) count(c *fiber.Ctx) error {
+	d.seen.Add(1)
+	d.inFlight.Add(1)
+	defer d.inFlight.Add(-1)
+	return c.Next()
+}
+
+// sample turns the count into a rate; it runs every doorSample.
+func (d *frontDoor) sample() {
+	n := d.seen.Load()
+	d.rate.Store((n - d.last) * int64(time.Second/doorSample))
+	d.last = n
+}
+
+// busy says whether a burst is being answered.
+func (d *frontDoor) busy() bool {
+	return d.inFlight.Load() >= busyInFlight || d.rate.Load() >= busyRate
+}
