@@ -71,7 +71,7 @@ test-on-temporal: # make test's body, once the dev server on TEMPORAL_PORT answe
 	  $(GO) test ./api/ -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZ_TIME) >/tmp/seckill-fuzz.log 2>&1 || { cat /tmp/seckill-fuzz.log; exit 1; }; \
 	done
 
-bench: ## load test with same-run baselines: 500 units (3 interleaved rounds, Redis AOF cost); BENCH_5K=1 adds the 5,000-winner run (bench-report-5k.{json,html}); BENCH_PIN=1 pins CPUs
+bench: ## load test with same-run baselines: 500 units (3 interleaved rounds, Redis AOF cost); then the 5,000-winner run (bench-report-5k.{json,html}; BENCH_5K=0 skips it); BENCH_PIN=1 pins CPUs
 	scripts/bench.sh
 
 drill: ## rehearse a sale locally: burst, SIGKILL the worker mid-burst, restart it, pay, cancel, pay late, check invariants
