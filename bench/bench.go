@@ -77,12 +77,20 @@ type Config struct {
 	// Warmup runs one unrecorded step first (at the last load level, every
 	// winner paid, so nothing waits for the pay timeout): a fresh API's
 	// first burst pays for cold connections and caches and would widen
-	// the spread. Its invariants are still checked.
+	// the spread, and the admission-only baseline it is compared with
+	// fills its Redis pool before serving. At most warmupStock units are
+	// sold: the burst warms the API, not the order tier. Its invariants
+	// are still checked.
 	Warmup bool
 	// Captchas, when positive, draws that many captchas at the end (one
 	// per shopper) and reports what the human check costs (Report.Captcha).
 	Captchas int
 }
+
+// warmupStock caps the units the warm-up step sells: enough winners to
+// take every connection of the API's pools, few enough that a 5,000-unit
+// run does not wait for a second 5,000-order creation.
+const warmupStock = 500
 
 // Outcome codes: how one admission request ended, the keys of Step.Latency
 // and of Outcomes.
@@ -218,7 +226,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	c := newLoadClient(cfg.BaseURL)
 	if cfg.Warmup {
 		wcfg := cfg
-		wcfg.PayRatio, wcfg.PayTimeout = 1, 0
+		wcfg.PayRatio, wcfg.PayTimeout, wcfg.Stock = 1, 0, min(cfg.Stock, warmupStock)
 		r := &stepRunner{cfg: wcfg, c: c, api: admin, shoppers: shoppers, rep: rep, label: "warm-up "}
 		fmt.Fprintln(cfg.Progress, "warm-up step (not recorded)")
 		st, err := r.run(ctx, steps[len(steps)-1])
