@@ -19,6 +19,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/temporal/starter"
 )
 
 // api and worker refuse to start without their secrets, naming each one.
@@ -59,6 +60,30 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 	t.Setenv("SECKILL_LIMIT_USER_RPS", "lots")
 	_, err = LoadConfig()
 	require.Error(t, err)
+}
+
+// SECKILL_STARTER_YIELD: 3 s unless set; 0 is off (the starter's own zero
+// value would mean its default), a negative duration is a mistake.
+func TestStarterYieldConfig(t *testing.T) {
+	for _, v := range []string{"SECKILL_STARTER_YIELD", "SECKILL_LIMIT_USER_RPS"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	c, err := LoadConfig()
+	require.NoError(t, err)
+	require.Equal(t, starter.DefaultYield, c.StarterYield)
+	m := &Main{Config: c, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	require.Equal(t, starter.DefaultYield, m.APIConfig(false).Starter.Yield)
+
+	t.Setenv("SECKILL_STARTER_YIELD", "0")
+	c, err = LoadConfig()
+	require.NoError(t, err)
+	m.Config = c
+	require.Negative(t, m.APIConfig(false).Starter.Yield, "0 turns the yield off")
+
+	t.Setenv("SECKILL_STARTER_YIELD", "-1s")
+	_, err = LoadConfig()
+	require.ErrorContains(t, err, "SECKILL_STARTER_YIELD")
 }
 
 // SECKILL_REDIS_ADDR and its companions follow go-redis's universal
