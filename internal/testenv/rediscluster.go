@@ -95,8 +95,62 @@ func StartRedisCluster(t testing.TB) *RedisCluster {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	t.Cleanup(c.Stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.logTails(t)
+		}
+		c.Stop()
+	})
 	return c
+}
+
+// ReplicaInSync waits until a running replica of master has its
+// replication link up, at most d: the precondition of a failover that
+// keeps the master's data. On a loaded machine a replica can lose its
+// link for a while (a stalled fsync, a missed ping); the error says what
+// each candidate reported.
+func (c *RedisCluster) ReplicaInSync(ctx context.Context, master string, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	_, port, _ := strings.Cut(master, ":")
+	var last error
+	for {
+		last = fmt.Errorf("no replica of %s", master)
+		for _, a := range c.Running() {
+			n := goredis.NewClient(&goredis.Options{Addr: a, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+			repl, err := n.Info(ctx, "replication").Result()
+			n.Close()
+			if err != nil || !strings.Contains(repl, "role:slave") || !strings.Contains(repl, "master_port:"+port+"\r\n") {
+				continue
+			}
+			if strings.Contains(repl, "master_link_status:up") {
+				return nil
+			}
+			last = fmt.Errorf("replica %s of %s: link down", a, master)
+		}
+		select {
+		case <-ctx.Done():
+			return last
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// logTails logs the end of every node's log, for a failed test: the
+// nodes' directory goes with the cluster.
+func (c *redisProcs) logTails(t testing.TB) {
+	c.mu.Lock()
+	order := append([]string(nil), c.order...)
+	c.mu.Unlock()
+	for _, a := range order {
+		_, port, _ := strings.Cut(a, ":")
+		b, err := os.ReadFile(filepath.Join(c.dir, port, "redis.log"))
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		t.Logf("redis node %s, last lines of its log:\n%s", a, strings.Join(lines[max(0, len(lines)-15):], "\n"))
+	}
 }
 
 var shared struct {
