@@ -354,7 +354,10 @@ func (s *Starter) Run(ctx context.Context) {
 // yieldLocked is how long to hold the next start for a busy front door
 // (see Config.Busy): zero to start now.
 func (s *Starter) yieldLocked() time.Duration {
-	if s.cfg.Busy == nil || s.cfg.Yield < 0 || s.queued == 0 {
+	// Busy first: it is cheap (the API's is two atomic loads), and a
+	// quiet front door (the drain after a burst) then pops without
+	// scanning the sessions.
+	if s.cfg.Busy == nil || s.cfg.Yield < 0 || s.queued == 0 || !s.cfg.Busy() {
 		return 0
 	}
 	oldest := time.Time{}
@@ -364,7 +367,7 @@ func (s *Starter) yieldLocked() time.Duration {
 		}
 	}
 	left := s.cfg.Yield - time.Since(oldest)
-	if left <= 0 || !s.cfg.Busy() {
+	if left <= 0 {
 		return 0
 	}
 	s.yielding = true
