@@ -30,6 +30,8 @@ import (
 
 // Store is the MySQL side the activities need.
 type Store interface {
+	// CreateOrder returns the order's row as stored, whether this call
+	// created it or found it (CreateOrder caches it as the view as it is).
 	CreateOrder(ctx context.Context, req *seckill.OrderRequest, payDeadline time.Time) (*seckill.Order, error)
 	CloseOrder(ctx context.Context, req *seckill.OrderRequest, reason string) (seckill.Status, bool, error)
 	ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error)
@@ -40,6 +42,9 @@ type Store interface {
 type Gate interface {
 	Release(ctx context.Context, sessionID int64, orderNo string) (int, error)
 	PutOrder(ctx context.Context, o *seckill.Order) error
+	// PutNewOrder caches the row as CreateOrder returned it, not read
+	// back: it loses a tie with a cached view of the same version.
+	PutNewOrder(ctx context.Context, o *seckill.Order) error
 }
 
 // Activities holds the dependencies of the order steps.
@@ -60,7 +65,16 @@ func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (Crea
 		l.Warn("database refused an order Redis admitted (drift)")
 	}
 	l.Debug("order row", "status", o.Status)
-	return CreateOrderResult{Status: o.Status}, a.publish(ctx, l, o.OrderNo)
+	// The store returns the row as stored, new or found: cached as it is,
+	// without the read back the other steps make (the creation is the
+	// busiest step of a sale). A late attempt (abandoned, its workflow
+	// cancelled and the order closed since) cannot cache its older row
+	// over the close: the cache keeps the newest by UpdatedAt, and this
+	// write loses a tie.
+	if err := a.Gate.PutNewOrder(ctx, o); err != nil {
+		return CreateOrderResult{}, failed(l, "publish order view", err)
+	}
+	return CreateOrderResult{Status: o.Status}, nil
 }
 
 // ApplyPayment records a payment: PAID, or a refund to come.

@@ -166,7 +166,7 @@ func (db *DB) createBatch(ctx context.Context, calls []*createCall) ([]createRes
 			}
 			first[c.req.OrderNo] = i
 			req := c.req
-			deadline := c.deadline.UTC()
+			deadline := columnTime(c.deadline)
 			row := orderRow{
 				OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
 				Quantity: req.Quantity, AmountCents: req.AmountCents(), Status: string(seckill.StatusWaitPay),

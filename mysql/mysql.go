@@ -24,7 +24,10 @@ import (
 type DB struct {
 	gorm *gorm.DB
 	sql  *sql.DB
-	// now is the clock for created_at/updated_at columns; tests may pin it.
+	// now is the clock for created_at/updated_at columns, at their
+	// precision (DATETIME(3)): a row a call returns is then the row as
+	// stored, to the millisecond (CreateOrder's caller caches it as the
+	// order's view). Tests may pin it.
 	now func() time.Time
 	// creates and closes group the hot-row transactions of a session
 	// (batch.go).
@@ -65,7 +68,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("mysql %s: %w", cfg.Addr, err)
 	}
-	db := &DB{gorm: g, sql: sqlDB, now: func() time.Time { return time.Now().UTC() }}
+	db := &DB{gorm: g, sql: sqlDB, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 	db.creates = newBatcher(db.runCreates)
 	db.closes = newBatcher(db.runCloses)
 	return db, nil

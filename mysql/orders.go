@@ -27,7 +27,9 @@ func (e errRefused) Error() string { return "refused: " + e.reason }
 // CreateOrder creates the order row in WAIT_PAY, takes its per-user slots and
 // decrements the database stock, all in one transaction. It is idempotent on
 // the order number: called again (an activity retry after a timeout), it
-// returns the order as it is, and never decrements twice.
+// returns the order as it is, and never decrements twice. The order it
+// returns is the row as stored (times at the columns' millisecond), so the
+// caller can cache it as the order's view without reading it back.
 //
 // If the database refuses (not enough stock, or the user's slots are taken)
 // the order is stored as FAILED, with nothing decremented.
@@ -38,15 +40,13 @@ func (db *DB) CreateOrder(ctx context.Context, req *seckill.OrderRequest, payDea
 	return db.batchCreate(ctx, req, payDeadline)
 }
 
-// createOne is CreateOrder for one order in its own transaction.
+// createOne is CreateOrder for one order in its own transaction. It does
+// not look for the row first: a retry is rare, and the unique order number
+// refuses its insert (the transaction rolls back whole) at the cost of one
+// read then, where a look first would cost every new order a round trip.
 func (db *DB) createOne(ctx context.Context, req *seckill.OrderRequest, payDeadline time.Time) (*seckill.Order, error) {
-	if o, err := db.Order(ctx, req.OrderNo); err == nil {
-		return o, nil
-	} else if seckill.ErrorCode(err) != seckill.ENOTFOUND {
-		return nil, err
-	}
 	now := db.now()
-	deadline := payDeadline.UTC()
+	deadline := columnTime(payDeadline)
 	row := orderRow{
 		OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
 		Quantity: req.Quantity, AmountCents: req.AmountCents(), Status: string(seckill.StatusWaitPay),
@@ -87,12 +87,17 @@ func (db *DB) createOne(ctx context.Context, req *seckill.OrderRequest, payDeadl
 	case errors.As(err, &refused):
 		return db.createFailed(ctx, req, refused.reason)
 	case isDuplicate(err):
-		// A concurrent attempt of the same order won the insert.
+		// The order exists: a retry, a concurrent attempt that won the
+		// insert, or a tombstone. It is returned as it is.
 		return db.Order(ctx, req.OrderNo)
 	default:
 		return nil, err
 	}
 }
+
+// columnTime is t as a DATETIME(3) column stores it (UTC, to the
+// millisecond), so that the row a call returns equals the row read back.
+func columnTime(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 
 // createFailed records an order the database refused, so that its status
 // is visible, retries see it, and reconcile counts it as drift.

@@ -584,13 +584,25 @@ type orderView struct {
 // need no database. A view older than the cached one (two writers racing,
 // e.g. an abandoned activity attempt) is ignored.
 func (g *Gate) PutOrder(ctx context.Context, o *seckill.Order) error {
+	return g.putOrder(ctx, o, "0")
+}
+
+// PutNewOrder is PutOrder for the row as its creation returned it, not
+// read back: it also loses a tie with a cached view of the same updated_at,
+// which can only be a change made in the same millisecond (a close after
+// a cancel) and read from the row.
+func (g *Gate) PutNewOrder(ctx context.Context, o *seckill.Order) error {
+	return g.putOrder(ctx, o, "1")
+}
+
+func (g *Gate) putOrder(ctx context.Context, o *seckill.Order, losesTie string) error {
 	b, err := json.Marshal(orderView{Order: *o, TraceID: o.TraceID})
 	if err != nil {
 		return err
 	}
 	// Idempotent: the script keeps the newest version.
 	err = retry(ctx, func(ctx context.Context) error {
-		return putOrderScript.Run(ctx, g.rdb, []string{g.keys(o.SessionID).orders}, o.OrderNo, o.UpdatedAt.UnixMicro(), b).Err()
+		return putOrderScript.Run(ctx, g.rdb, []string{g.keys(o.SessionID).orders}, o.OrderNo, o.UpdatedAt.UnixMicro(), b, losesTie).Err()
 	})
 	if err != nil {
 		return unavailable(err)

@@ -125,6 +125,7 @@ func TestStore(t *testing.T, newStore NewStore) {
 		requireStock(t, s, sess, 3)
 		got, err := s.Order(ctx, req.OrderNo)
 		require.NoError(t, err)
+		require.Equal(t, got, o, "a retry returns the row as stored")
 		for _, v := range []*seckill.Order{o, got} {
 			require.Equal(t, req.OrderNo, v.OrderNo)
 			require.Equal(t, sess.ID, v.SessionID)
@@ -135,6 +136,40 @@ func TestStore(t *testing.T, newStore NewStore) {
 			require.Equal(t, seckill.StatusWaitPay, v.Status)
 			require.True(t, due.Equal(v.PayDeadline), "deadline %v, want %v", v.PayDeadline, due)
 		}
+	})
+
+	t.Run("CreateOrderReturnsTheRowAsStored", func(t *testing.T) {
+		// The activity caches what CreateOrder returns as the order's view
+		// without reading it back: it must equal the row to the last field,
+		// whatever the precision of the deadline it was given, for orders
+		// created alone and together (the batch), new and refused.
+		s, sess := newStore(t, 3, 1)
+		due := time.Now().Add(time.Minute).Add(123456 * time.Nanosecond)
+		reqs := []*seckill.OrderRequest{Request(sess, "r1", 1, 1, 1), Request(sess, "r2", 2, 1, 1),
+			Request(sess, "r3", 3, 1, 1), Request(sess, "r4", 3, 1, 1)} // r4: user 3's slot is r3's
+		outs := make([]*seckill.Order, len(reqs))
+		var wg sync.WaitGroup
+		for i, req := range reqs[:3] {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				o, err := s.CreateOrder(ctx, req, due)
+				if assertNoError(t, err) {
+					outs[i] = o
+				}
+			}()
+		}
+		wg.Wait()
+		o, err := s.CreateOrder(ctx, reqs[3], due)
+		require.NoError(t, err)
+		outs[3] = o
+		for i, req := range reqs {
+			got, err := s.Order(ctx, req.OrderNo)
+			require.NoError(t, err)
+			require.Equal(t, got, outs[i], "%s: returned vs stored", req.OrderNo)
+		}
+		require.Equal(t, seckill.StatusFailed, outs[3].Status)
+		requireStock(t, s, sess, 0)
 	})
 
 	t.Run("RefusedOrdersEndFailedAndTakeNothing", func(t *testing.T) {
@@ -403,5 +438,28 @@ func TestGate(t *testing.T, newGate NewGate) {
 			require.NoError(t, g.PutOrder(ctx, &next))
 			requireView(t, g, r.OrderNo, v.want)
 		}
+	})
+
+	t.Run("NewOrderViewsLoseTies", func(t *testing.T) {
+		// CreateOrder caches the row it created without reading it back;
+		// a close in the same millisecond, read from the row, must win
+		// whichever is cached last.
+		g, sess := newGate(t, 5, 2)
+		r := admit(t, g, sess, "a", 7, 1)
+		t0 := time.Now().UTC().Truncate(time.Millisecond)
+		created := &seckill.Order{OrderNo: r.OrderNo, SessionID: sess.ID, UserID: 7, Quantity: 1,
+			Status: seckill.StatusWaitPay, UpdatedAt: t0}
+		require.NoError(t, g.PutNewOrder(ctx, created))
+		requireView(t, g, r.OrderNo, seckill.StatusWaitPay) // nothing cached: written
+		closed := *created
+		closed.Status = seckill.StatusClosed
+		require.NoError(t, g.PutOrder(ctx, &closed))
+		requireView(t, g, r.OrderNo, seckill.StatusClosed) // a tie read from the row wins
+		require.NoError(t, g.PutNewOrder(ctx, created))
+		requireView(t, g, r.OrderNo, seckill.StatusClosed) // the late creation loses it
+		later := *created
+		later.UpdatedAt = t0.Add(time.Millisecond)
+		require.NoError(t, g.PutNewOrder(ctx, &later))
+		requireView(t, g, r.OrderNo, seckill.StatusWaitPay) // newer still wins
 	})
 }

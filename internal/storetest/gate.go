@@ -119,11 +119,24 @@ func (g *MemGate) Release(_ context.Context, sessionID int64, orderNo string) (i
 // PutOrder caches an order's view unless a newer one (by UpdatedAt) is
 // cached already.
 func (g *MemGate) PutOrder(_ context.Context, o *seckill.Order) error {
+	return g.putOrder(o, false)
+}
+
+// PutNewOrder is PutOrder for a row as its creation returned it: it also
+// loses a tie (see redis.Gate.PutNewOrder). Faults are injected as PutOrder's.
+func (g *MemGate) PutNewOrder(_ context.Context, o *seckill.Order) error {
+	return g.putOrder(o, true)
+}
+
+func (g *MemGate) putOrder(o *seckill.Order, losesTie bool) error {
 	_, err := step(g.inj, PutOrder, func() (struct{}, error) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if v, ok := g.views[o.OrderNo]; ok && v.UpdatedAt.UnixMicro() > o.UpdatedAt.UnixMicro() {
-			return struct{}{}, nil
+		if v, ok := g.views[o.OrderNo]; ok {
+			cached, version := v.UpdatedAt.UnixMicro(), o.UpdatedAt.UnixMicro()
+			if cached > version || cached == version && losesTie {
+				return struct{}{}, nil
+			}
 		}
 		g.views[o.OrderNo] = *o
 		return struct{}{}, nil

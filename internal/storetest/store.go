@@ -24,7 +24,10 @@ type slot struct {
 // the conditional decrement or a slot refuses; CloseOrder a compare-and-set
 // WAIT_PAY→CLOSED that gives stock and slots back once, or a CLOSED
 // tombstone when no row exists; ApplyPayment capturing, refunding or
-// de-duplicating. TestStore holds it to mysql.DB's behaviour.
+// de-duplicating. Every change stamps the row's UpdatedAt, strictly
+// increasing, as MySQL's updated_at does: the cached views keep the
+// newest by it, so a late cache write of an older row loses here as there.
+// TestStore holds it to mysql.DB's behaviour.
 type MemStore struct {
 	inj *Injector
 
@@ -37,6 +40,17 @@ type MemStore struct {
 	payments    []storedPayment
 	decremented map[string]int // stock taken by CreateOrder, per order
 	restored    map[string]int // stock given back by CloseOrder, per order
+	clock       time.Time      // the last UpdatedAt stamped
+}
+
+// stamp marks o changed now: UpdatedAt later than any before it.
+func (s *MemStore) stamp(o *seckill.Order) *seckill.Order {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	if !now.After(s.clock) {
+		now = s.clock.Add(time.Microsecond)
+	}
+	s.clock, o.UpdatedAt = now, now
+	return o
 }
 
 var _ Store = (*MemStore)(nil)
@@ -59,7 +73,7 @@ func (s *MemStore) CreateOrder(_ context.Context, req *seckill.OrderRequest, pay
 			return copyOrder(o), nil // a retry, or a tombstone: never a second decrement
 		}
 		if reason := s.refusal(req); reason != "" {
-			o := req.Order(seckill.StatusFailed, time.Time{})
+			o := s.stamp(req.Order(seckill.StatusFailed, time.Time{}))
 			s.orders[req.OrderNo], s.reasons[req.OrderNo] = o, reason
 			return copyOrder(o), nil
 		}
@@ -68,7 +82,7 @@ func (s *MemStore) CreateOrder(_ context.Context, req *seckill.OrderRequest, pay
 		}
 		s.stock -= req.Quantity
 		s.decremented[req.OrderNo] += req.Quantity
-		o := req.Order(seckill.StatusWaitPay, payDeadline.UTC())
+		o := s.stamp(req.Order(seckill.StatusWaitPay, payDeadline.UTC()))
 		s.orders[req.OrderNo], s.reasons[req.OrderNo] = o, "created"
 		return copyOrder(o), nil
 	})
@@ -99,7 +113,7 @@ func (s *MemStore) CloseOrder(_ context.Context, req *seckill.OrderRequest, reas
 		defer s.mu.Unlock()
 		o, ok := s.orders[req.OrderNo]
 		if !ok {
-			s.orders[req.OrderNo] = req.Order(seckill.StatusClosed, time.Time{})
+			s.orders[req.OrderNo] = s.stamp(req.Order(seckill.StatusClosed, time.Time{}))
 			s.reasons[req.OrderNo] = reason
 			return closeResult{status: seckill.StatusClosed}, nil
 		}
@@ -107,6 +121,7 @@ func (s *MemStore) CloseOrder(_ context.Context, req *seckill.OrderRequest, reas
 			return closeResult{status: o.Status}, nil
 		}
 		o.Status, s.reasons[req.OrderNo] = seckill.StatusClosed, reason
+		s.stamp(o)
 		for k, no := range s.slots {
 			if no == o.OrderNo {
 				delete(s.slots, k)
@@ -147,10 +162,12 @@ func (s *MemStore) ApplyPayment(_ context.Context, p *seckill.Payment) (seckill.
 		case seckill.StatusWaitPay:
 			s.payments = append(s.payments, storedPayment{Payment: *p, captured: true})
 			o.Status, s.reasons[o.OrderNo] = seckill.StatusPaid, "paid"
+			s.stamp(o)
 			return applyResult{seckill.PaymentCaptured, o.Status}, nil
 		case seckill.StatusClosed:
 			s.payments = append(s.payments, storedPayment{Payment: *p})
 			o.Status, s.reasons[o.OrderNo] = seckill.StatusRefundPending, "late_payment"
+			s.stamp(o)
 			return applyResult{seckill.PaymentRefundPending, o.Status}, nil
 		default:
 			s.payments = append(s.payments, storedPayment{Payment: *p})
