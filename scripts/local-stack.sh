@@ -9,7 +9,8 @@
 # run failed (then the database is kept for a look and named).
 #
 #   run=<name> addr=<host:port> source scripts/local-stack.sh
-# Sets: log, api, worker (pids), restart_processes, and the EXIT trap, which also calls the
+# Sets: log, api, worker (pids), start_processes, stop_processes,
+# restart_processes, restart_temporal, and the EXIT trap, which also calls the
 # caller's stack_on_exit function if there is one (define it before
 # sourcing: it then runs even when the stack fails to start). Extra
 # SECKILL_* settings: export them first; API_ENV adds variables for the API
@@ -90,14 +91,33 @@ start_processes() {
   [ "$ready" = 1 ] || stack_fail "the API or the worker did not become ready within 60 s"
 }
 
+# restart_temporal gives the run a fresh, empty Temporal dev server, if the
+# stack started the one it runs on (someone else's server is left alone;
+# it returns 1 then): the in-memory dev server keeps every workflow of the
+# run in one SQLite database and slows as it fills (its no-op workflows
+# fell from 126-132/s to 75/s within one make bench), which a production
+# server does not. Call it between runs, with nothing in flight, between
+# stop_processes and start_processes.
+restart_temporal() {
+  [ "$temporal_started" = 1 ] || return 1
+  scripts/temporal-dev.sh stop >/dev/null
+  temporal_out="$(scripts/temporal-dev.sh start)" || { echo "$temporal_out" >&2; exit 1; }
+  echo "stack: ${temporal_out##*$'\n'}"
+}
+
 # restart_processes stops the API and the worker and starts them again with
 # the SECKILL_* settings as they are now (same database, prefix and queue):
 # a run that needs another setting, e.g. a longer pay timeout.
 restart_processes() {
+  stop_processes
+  start_processes
+}
+
+# stop_processes stops the API and the worker.
+stop_processes() {
   kill $api $worker 2>/dev/null || true
   { wait $api $worker; } 2>/dev/null || true
   api="" worker=""
-  start_processes
 }
 
 start_processes
