@@ -78,9 +78,10 @@ if [ "${BENCH_5K:-1}" != 0 ]; then
   # The restarted API is warmed first (500 units, all paid), as the 500-unit
   # rounds are: its first burst pays for cold pools and a growing heap, and
   # the admission-only baseline it is compared with fills its pool first.
-  # A dev server this script started is restarted empty first: filled by
-  # the 500-unit rounds, it would run the 5,000 winners slower than it runs
-  # anything else (a server someone else runs is used as it is).
+  # A dev server this script started is restarted empty first, so that
+  # the 5,000-winner run and its baselines start from the same footing as
+  # the 500-unit rounds did (the server slowed as those rounds went on); a
+  # server someone else runs is used as it is.
   export SECKILL_PAY_TIMEOUT="${BENCH_5K_PAY_TIMEOUT:-150s}"
   stop_processes
   restart_temporal || echo "bench: Temporal ${SECKILL_TEMPORAL_ADDR} is not this run's dev server: the 5,000-winner run uses it as it is"

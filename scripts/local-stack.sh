@@ -94,10 +94,9 @@ start_processes() {
 # restart_temporal gives the run a fresh, empty Temporal dev server, if the
 # stack started the one it runs on (someone else's server is left alone;
 # it returns 1 then): the in-memory dev server keeps every workflow of the
-# run in one SQLite database and slows as it fills (its no-op workflows
-# fell from 126-132/s to 75/s within one make bench), which a production
-# server does not. Call it between runs, with nothing in flight, between
-# stop_processes and start_processes.
+# run, and slowed as a long run went on (its no-op workflows fell from
+# 126-132/s to 75/s within one make bench). Call it between runs, with
+# nothing in flight, between stop_processes and start_processes.
 restart_temporal() {
   [ "$temporal_started" = 1 ] || return 1
   scripts/temporal-dev.sh stop >/dev/null
