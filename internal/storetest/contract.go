@@ -416,13 +416,10 @@ func TestGate(t *testing.T, newGate NewGate) {
 	})
 
 	t.Run("ViewsKeepTheNewest", func(t *testing.T) {
-		g, sess := newGate(t, 5, 2)
-		r := admit(t, g, sess, "a", 7, 1)
-		t0 := time.Now().UTC().Truncate(time.Millisecond)
-		o := &seckill.Order{OrderNo: r.OrderNo, SessionID: sess.ID, UserID: 7, Quantity: 1,
-			Status: seckill.StatusWaitPay, UpdatedAt: t0}
+		g, o := viewedOrder(t, newGate)
+		t0 := o.UpdatedAt
 		require.NoError(t, g.PutOrder(ctx, o))
-		requireView(t, g, r.OrderNo, seckill.StatusWaitPay)
+		requireView(t, g, o.OrderNo, seckill.StatusWaitPay)
 		for _, v := range []struct {
 			status seckill.Status
 			at     time.Duration
@@ -436,7 +433,7 @@ func TestGate(t *testing.T, newGate NewGate) {
 			next := *o
 			next.Status, next.UpdatedAt = v.status, t0.Add(v.at)
 			require.NoError(t, g.PutOrder(ctx, &next))
-			requireView(t, g, r.OrderNo, v.want)
+			requireView(t, g, o.OrderNo, v.want)
 		}
 	})
 
@@ -444,22 +441,29 @@ func TestGate(t *testing.T, newGate NewGate) {
 		// CreateOrder caches the row it created without reading it back;
 		// a close in the same millisecond, read from the row, must win
 		// whichever is cached last.
-		g, sess := newGate(t, 5, 2)
-		r := admit(t, g, sess, "a", 7, 1)
-		t0 := time.Now().UTC().Truncate(time.Millisecond)
-		created := &seckill.Order{OrderNo: r.OrderNo, SessionID: sess.ID, UserID: 7, Quantity: 1,
-			Status: seckill.StatusWaitPay, UpdatedAt: t0}
+		g, created := viewedOrder(t, newGate)
+		t0 := created.UpdatedAt
 		require.NoError(t, g.PutNewOrder(ctx, created))
-		requireView(t, g, r.OrderNo, seckill.StatusWaitPay) // nothing cached: written
+		requireView(t, g, created.OrderNo, seckill.StatusWaitPay) // nothing cached: written
 		closed := *created
 		closed.Status = seckill.StatusClosed
 		require.NoError(t, g.PutOrder(ctx, &closed))
-		requireView(t, g, r.OrderNo, seckill.StatusClosed) // a tie read from the row wins
+		requireView(t, g, created.OrderNo, seckill.StatusClosed) // a tie read from the row wins
 		require.NoError(t, g.PutNewOrder(ctx, created))
-		requireView(t, g, r.OrderNo, seckill.StatusClosed) // the late creation loses it
+		requireView(t, g, created.OrderNo, seckill.StatusClosed) // the late creation loses it
 		later := *created
 		later.UpdatedAt = t0.Add(time.Millisecond)
 		require.NoError(t, g.PutNewOrder(ctx, &later))
-		requireView(t, g, r.OrderNo, seckill.StatusWaitPay) // newer still wins
+		requireView(t, g, created.OrderNo, seckill.StatusWaitPay) // newer still wins
 	})
+}
+
+// viewedOrder is a gate with one admitted order and that order's WAIT_PAY
+// view as its creation makes it (updated now, to the millisecond), not
+// cached yet.
+func viewedOrder(t *testing.T, newGate NewGate) (Gate, *seckill.Order) {
+	g, sess := newGate(t, 5, 2)
+	r := admit(t, g, sess, "a", 7, 1)
+	return g, &seckill.Order{OrderNo: r.OrderNo, SessionID: sess.ID, UserID: 7, Quantity: 1,
+		Status: seckill.StatusWaitPay, UpdatedAt: time.Now().UTC().Truncate(time.Millisecond)}
 }
