@@ -236,7 +236,7 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	sc := cfg.Starter
 	sc.Flow, sc.Gate, sc.Log, sc.Metrics, sc.Name = flow, gate, cfg.Logger, cfg.Metrics, "api"
 	if sc.Busy == nil {
-		sc.Busy = s.door.busy
+		sc.Busy = func() bool { return s.door.busy(time.Now()) }
 	}
 	s.starts = starter.New(sc)
 	s.startsCtx, s.stopStarts = context.WithCancel(context.Background())

@@ -18,6 +18,16 @@ const (
 	busyRate     = 5000 // order requests per second
 	// doorSample is how often the rate is sampled.
 	doorSample = 50 * time.Millisecond
+	// doorLinger is how long the door stays busy after the last sample
+	// that saw a burst. On a saturated machine a burst's arrivals stall
+	// now and then (a pause in the client, the network or this process):
+	// a sample or two of quiet, and the starter sent starts in them, whose
+	// CPU went to the burst's shoppers' expense (the starter's gauges,
+	// scraped during bursts: 48 and 86 starts sent while it was holding;
+	// none with the linger). A burst that has really ended delays the
+	// starts by this much more, well within the yield's bound
+	// (starter.Config.Yield).
+	doorLinger = 4 * doorSample
 )
 
 // frontDoor measures the order route for the process's workflow starter,
@@ -32,6 +42,9 @@ type frontDoor struct {
 	// that sample (touched by sample alone).
 	rate atomic.Int64
 	last int64
+	// until is when the door stops being busy without a new sign of a
+	// burst (unix ns; doorLinger after the last busy sample).
+	until atomic.Int64
 }
 
 // count is the order route's first handler: it counts the request in and
@@ -43,14 +56,25 @@ func (d *frontDoor) count(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// sample turns the count into a rate; it runs every doorSample.
-func (d *frontDoor) sample() {
+// sample turns the count into a rate; it runs every doorSample, now being
+// the time of the sample.
+func (d *frontDoor) sample(now time.Time) {
 	n := d.seen.Load()
 	d.rate.Store((n - d.last) * int64(time.Second/doorSample))
 	d.last = n
+	if d.burst() {
+		d.until.Store(now.Add(doorLinger).UnixNano())
+	}
 }
 
-// busy says whether a burst is being answered.
-func (d *frontDoor) busy() bool {
+// burst says whether the door shows a burst this instant: many requests
+// in flight, or a high rate in the last sample.
+func (d *frontDoor) burst() bool {
 	return d.inFlight.Load() >= busyInFlight || d.rate.Load() >= busyRate
+}
+
+// busy says whether a burst is being answered at now: one shows, or one
+// showed at a sample less than doorLinger ago.
+func (d *frontDoor) busy(now time.Time) bool {
+	return d.burst() || now.UnixNano() < d.until.Load()
 }

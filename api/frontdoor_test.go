@@ -23,7 +23,8 @@ func TestFrontDoorBusy(t *testing.T) {
 		<-release
 		return c.SendStatus(fiber.StatusAccepted)
 	})
-	require.False(t, d.busy())
+	now := time.Now()
+	require.False(t, d.busy(now))
 
 	var done sync.WaitGroup
 	send := func(n int) {
@@ -41,22 +42,38 @@ func TestFrontDoorBusy(t *testing.T) {
 		entered.Wait()
 	}
 	send(busyInFlight - 1)
-	require.False(t, d.busy(), "a handful in flight is a quiet sale")
+	require.False(t, d.busy(now), "a handful in flight is a quiet sale")
 	send(1)
-	require.True(t, d.busy(), "%d in flight is a burst", busyInFlight)
+	require.True(t, d.busy(now), "%d in flight is a burst", busyInFlight)
 	close(release)
 	done.Wait()
-	require.False(t, d.busy(), "answered: quiet again")
+	require.False(t, d.busy(now), "answered, and no sample saw it: quiet again")
 
 	// A rate: the requests of one sample, scaled to a second.
-	d.sample()
 	perSample := int64(busyRate * doorSample / time.Second)
+	d.sample(now)
 	d.seen.Add(perSample - 1)
-	d.sample()
-	require.False(t, d.busy(), "just under %d requests/s", busyRate)
+	d.sample(now)
+	require.False(t, d.busy(now), "just under %d requests/s", busyRate)
 	d.seen.Add(perSample)
-	d.sample()
-	require.True(t, d.busy(), "%d requests/s is a burst", busyRate)
-	d.sample()
-	require.False(t, d.busy(), "no request in the last sample: quiet")
+	d.sample(now)
+	require.True(t, d.busy(now), "%d requests/s is a burst", busyRate)
+
+	// A burst's arrivals stall for a sample or two: still a burst, until
+	// doorLinger has passed since the last sample that saw one.
+	now = now.Add(doorSample)
+	d.sample(now)
+	require.True(t, d.busy(now), "a quiet sample within a burst")
+	require.True(t, d.busy(now.Add(doorLinger-doorSample-time.Nanosecond)), "still within doorLinger of the burst's last sample")
+	require.False(t, d.busy(now.Add(doorLinger-doorSample)), "doorLinger after the burst's last sample: quiet")
+
+	// A sample that sees many in flight lingers too.
+	release = make(chan struct{})
+	send(busyInFlight)
+	now = now.Add(time.Second)
+	d.sample(now)
+	close(release)
+	done.Wait()
+	require.True(t, d.busy(now.Add(doorLinger-time.Nanosecond)), "answered, but a sample saw the burst")
+	require.False(t, d.busy(now.Add(doorLinger)), "answered, doorLinger later: quiet")
 }

@@ -217,7 +217,7 @@ func (s *Server) Start(ctx context.Context) {
 	if s.cfg.DependencyPing >= 0 {
 		go s.cfg.Metrics.WatchDependencies(ctx, s.cfg.DependencyPing, s.dependencies())
 	}
-	go tick.Every(ctx, doorSample, s.door.sample)
+	go tick.Every(ctx, doorSample, func() { s.door.sample(time.Now()) })
 	go s.starts.Run(s.startsCtx)
 	go s.outbox.Run(ctx, time.Second)
 }
