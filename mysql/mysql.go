@@ -68,7 +68,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("mysql %s: %w", cfg.Addr, err)
 	}
-	db := &DB{gorm: g, sql: sqlDB, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+	db := &DB{gorm: g, sql: sqlDB, now: func() time.Time { return columnTime(time.Now()) }}
 	db.creates = newBatcher(db.runCreates)
 	db.closes = newBatcher(db.runCloses)
 	return db, nil

@@ -354,7 +354,7 @@ func (s *Starter) Run(ctx context.Context) {
 // yieldLocked is how long to hold the next start for a busy front door
 // (see Config.Busy): zero to start now.
 func (s *Starter) yieldLocked() time.Duration {
-	// Busy first: it is cheap (the API's is two atomic loads), and a
+	// Busy first: it is cheap (the API's is a few atomic loads), and a
 	// quiet front door (the drain after a burst) then pops without
 	// scanning the sessions.
 	if s.cfg.Busy == nil || s.cfg.Yield < 0 || s.queued == 0 || !s.cfg.Busy() {
