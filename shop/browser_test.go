@@ -119,8 +119,24 @@ func (p *page) attr(sel, name string) string {
 // wait waits for a CSS selector to match a visible element.
 func wait(sel string) chromedp.Action[chromedp.Void] { return chromedp.WaitVisible(chromedp.CSS(sel)) }
 
+// click clicks sel once it is visible and enabled, on the node itself.
+// chromedp.Click presses the mouse where the node's box was when it read
+// it: a layout shift in between (a list arriving above the node) sends the
+// press elsewhere, and the next step waits for nothing. A disabled button
+// ignores this click as it ignores a shopper's.
 func click(sel string) chromedp.Action[chromedp.Void] {
-	return chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible)
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		ready := chromedp.Steps(chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.WaitEnabled(chromedp.CSS(sel)))
+		if _, err := ready(ctx, t); err != nil {
+			return chromedp.Void{}, err
+		}
+		found, err := chromedp.Evaluate[bool](fmt.Sprintf(
+			`(function(){var n=document.querySelector(%q);if(!n)return false;n.click();return true})()`, sel))(ctx, t)
+		if err == nil && !found {
+			err = fmt.Errorf("click %s: no such element", sel)
+		}
+		return chromedp.Void{}, err
+	}
 }
 
 func card(id int64) string { return fmt.Sprintf(`li.session[data-session-id="%d"]`, id) }

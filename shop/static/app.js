@@ -158,6 +158,9 @@
       who.dataset.user = String(c.sub);
     }
     $("token-clear").hidden = !tok;
+    // The section shows with the sign-in itself, not when its list arrives:
+    // appearing later it would push the sales down under the cursor.
+    $("my-orders").hidden = !tok;
   }
 
   function setToken(tok) {
