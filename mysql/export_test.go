@@ -12,3 +12,7 @@ import (
 func (db *DB) CreateOneForTest(ctx context.Context, req *seckill.OrderRequest, payDeadline time.Time) (*seckill.Order, error) {
 	return db.createOne(ctx, req, payDeadline)
 }
+
+// StopClockForTest makes every change stamp at, as if it all happened in
+// one millisecond.
+func (db *DB) StopClockForTest(at time.Time) { db.now = func() time.Time { return columnTime(at) } }

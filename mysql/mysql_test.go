@@ -169,6 +169,58 @@ func TestPaymentRacesClose(t *testing.T) {
 	require.Zero(t, snap.LedgerMismatch)
 }
 
+// Every change of an order moves its updated_at forward, even when the
+// clock does not: updated_at versions the order's cached view, and a close
+// and the late payment right after it in one millisecond must not tie.
+func TestEveryChangeAdvancesUpdatedAt(t *testing.T) {
+	e, sess := store(t, 5, 1)
+	ctx := context.Background()
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	e.DB.StopClockForTest(at)
+	versions := func(no string) func(step string) {
+		last := time.Time{}
+		return func(step string) {
+			t.Helper()
+			o, err := e.DB.Order(ctx, no)
+			require.NoError(t, err)
+			require.True(t, o.UpdatedAt.After(last), "%s: updated_at %s, not after %s", step, o.UpdatedAt, last)
+			last = o.UpdatedAt
+		}
+	}
+
+	late := request(sess, "1-late", 1, 1, 1)
+	_, err := e.DB.CreateOrder(ctx, late, at)
+	require.NoError(t, err)
+	step := versions(late.OrderNo)
+	step("created")
+	_, _, err = e.DB.CloseOrder(ctx, late, "pay_timeout")
+	require.NoError(t, err)
+	step("closed")
+	outcome, status, err := e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: "e-late", PaymentID: "p-late",
+		OrderNo: late.OrderNo, AmountCents: 100, TraceID: "t"})
+	require.NoError(t, err)
+	require.Equal(t, seckill.PaymentRefundPending, outcome)
+	require.Equal(t, seckill.StatusRefundPending, status)
+	step("paid late")
+	status, err = e.DB.MarkRefunded(ctx, "p-late", "r-late")
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusRefunded, status)
+	step("refunded")
+
+	// A clock that steps back does not take a version back either.
+	e.DB.StopClockForTest(at.Add(-time.Hour))
+	paid := request(sess, "1-paid", 2, 1, 1)
+	_, err = e.DB.CreateOrder(ctx, paid, at)
+	require.NoError(t, err)
+	step = versions(paid.OrderNo)
+	step("created")
+	_, _, err = e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: "e-paid", PaymentID: "p-paid",
+		OrderNo: paid.OrderNo, AmountCents: 100, TraceID: "t"})
+	require.NoError(t, err)
+	step("paid")
+	e.RequireInvariants(sess.ID)
+}
+
 // Payments: duplicates change nothing, a wrong amount changes nothing, a
 // second payment of a paid order waits for a refund and the order stays PAID.
 func TestApplyPaymentRules(t *testing.T) {

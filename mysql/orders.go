@@ -95,6 +95,17 @@ func (db *DB) createOne(ctx context.Context, req *seckill.OrderRequest, payDeadl
 	}
 }
 
+// changedAt is the updated_at of a change to an order row: now, or a
+// millisecond past the row's last change when that is later. updated_at is
+// the version of the order's cached view (the cache keeps the newest,
+// the last writer winning a tie), so two changes in one millisecond, a
+// close and the payment that came right after it, must not share one: the
+// close's view, cached last, would hide the late payment's REFUND_PENDING
+// for good.
+func changedAt(now time.Time) clause.Expr {
+	return gorm.Expr("GREATEST(CAST(? AS DATETIME(3)), updated_at + INTERVAL 1000 MICROSECOND)", now)
+}
+
 // columnTime is t as a DATETIME(3) column stores it (UTC, to the
 // millisecond), so that the row a call returns equals the row read back.
 func columnTime(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
@@ -181,7 +192,7 @@ func closeInTx(tx *gorm.DB, req *seckill.OrderRequest, reason string, now time.T
 		return status, 0, nil // already closed, paid or failed: nothing to give back
 	}
 	res := tx.Model(&orderRow{}).Where("id = ? AND status = ?", row.ID, seckill.StatusWaitPay).
-		Updates(map[string]any{"status": seckill.StatusClosed, "reason": reason, "updated_at": now})
+		Updates(map[string]any{"status": seckill.StatusClosed, "reason": reason, "updated_at": changedAt(now)})
 	if res.Error != nil {
 		return "", 0, res.Error
 	}

@@ -87,7 +87,7 @@ func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.Pay
 			reason = "late_payment"
 		}
 		res := tx.Model(&orderRow{}).Where("id = ? AND status = ?", row.ID, status).
-			Updates(map[string]any{"status": next, "reason": reason, "updated_at": now})
+			Updates(map[string]any{"status": next, "reason": reason, "updated_at": changedAt(now)})
 		if res.Error != nil {
 			return res.Error
 		}

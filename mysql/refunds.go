@@ -234,7 +234,7 @@ func (db *DB) MarkRefunded(ctx context.Context, paymentID, refundID string) (sec
 			return nil
 		}
 		if err := tx.Model(&orderRow{}).Where("id = ? AND status = ?", row.ID, seckill.StatusRefundPending).
-			Updates(map[string]any{"status": seckill.StatusRefunded, "reason": "refunded", "updated_at": now}).Error; err != nil {
+			Updates(map[string]any{"status": seckill.StatusRefunded, "reason": "refunded", "updated_at": changedAt(now)}).Error; err != nil {
 			return err
 		}
 		row.Status, row.Reason, row.TraceID = string(seckill.StatusRefunded), "refunded", traceOr(pay.TraceID, row.TraceID)
