@@ -105,28 +105,21 @@ func StartRedisCluster(t testing.TB) *RedisCluster {
 }
 
 // ReplicaInSync waits until a running replica of master has its
-// replication link up, at most d: the precondition of a failover that
-// keeps the master's data. On a loaded machine a replica can lose its
-// link for a while (a stalled fsync, a missed ping); the error says what
-// each candidate reported.
+// replication link up and has applied everything master had written when
+// asked, at most d: the precondition of a failover that keeps the master's
+// data. A link that is up is not enough: a replica in the middle of a full
+// resync, or one that fell behind on a loaded machine (a stalled fsync, a
+// missed ping), reports it up and may hold none of the sale. The error
+// says what each candidate reported.
 func (c *RedisCluster) ReplicaInSync(ctx context.Context, master string, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	_, port, _ := strings.Cut(master, ":")
 	var last error
 	for {
-		last = fmt.Errorf("no replica of %s", master)
-		for _, a := range c.Running() {
-			n := goredis.NewClient(&goredis.Options{Addr: a, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-			repl, err := n.Info(ctx, "replication").Result()
-			n.Close()
-			if err != nil || !strings.Contains(repl, "role:slave") || !strings.Contains(repl, "master_port:"+port+"\r\n") {
-				continue
-			}
-			if strings.Contains(repl, "master_link_status:up") {
-				return nil
-			}
-			last = fmt.Errorf("replica %s of %s: link down", a, master)
+		last = c.replicaCaughtUp(ctx, master, port)
+		if last == nil {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -134,6 +127,53 @@ func (c *RedisCluster) ReplicaInSync(ctx context.Context, master string, d time.
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// replicaCaughtUp is one look of ReplicaInSync: the master's replication
+// offset first, then whether a replica's applied offset has reached it.
+func (c *RedisCluster) replicaCaughtUp(ctx context.Context, master, port string) error {
+	m, err := infoReplication(ctx, master)
+	if err != nil {
+		return fmt.Errorf("master %s: %w", master, err)
+	}
+	want, err := strconv.ParseInt(m["master_repl_offset"], 10, 64)
+	if err != nil {
+		return fmt.Errorf("master %s: no master_repl_offset in %v", master, m)
+	}
+	last := fmt.Errorf("no replica of %s", master)
+	for _, a := range c.Running() {
+		r, err := infoReplication(ctx, a)
+		if err != nil || r["role"] != "slave" || r["master_port"] != port {
+			continue
+		}
+		got, _ := strconv.ParseInt(r["slave_repl_offset"], 10, 64)
+		switch {
+		case r["master_link_status"] != "up":
+			last = fmt.Errorf("replica %s of %s: link %s", a, master, r["master_link_status"])
+		case got < want:
+			last = fmt.Errorf("replica %s of %s: applied offset %d, master at %d", a, master, got, want)
+		default:
+			return nil
+		}
+	}
+	return last
+}
+
+// infoReplication is a node's INFO replication as field → value.
+func infoReplication(ctx context.Context, addr string) (map[string]string, error) {
+	n := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer n.Close()
+	s, err := n.Info(ctx, "replication").Result()
+	if err != nil {
+		return nil, err
+	}
+	f := map[string]string{}
+	for _, line := range strings.Split(s, "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			f[k] = v
+		}
+	}
+	return f, nil
 }
 
 // logTails logs the end of every node's log, for a failed test: the
