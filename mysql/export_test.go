@@ -16,3 +16,6 @@ func (db *DB) CreateOneForTest(ctx context.Context, req *seckill.OrderRequest, p
 // StopClockForTest makes every change stamp at, as if it all happened in
 // one millisecond.
 func (db *DB) StopClockForTest(at time.Time) { db.now = func() time.Time { return columnTime(at) } }
+
+// NamesCharset is namesCharset, for its test.
+var NamesCharset = namesCharset

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/mysql"
 )
 
 func request(sess *seckill.Session, no string, user int64, qty int, slots ...int) *seckill.OrderRequest {
@@ -167,6 +168,21 @@ func TestPaymentRacesClose(t *testing.T) {
 	require.Equal(t, n, snap.DBStock+snap.HeldQty)
 	require.Zero(t, snap.PaidPaymentMismatch)
 	require.Zero(t, snap.LedgerMismatch)
+}
+
+// The driver fills placeholders in (one round trip per statement) unless
+// the DSN names a charset of its own, which might be one where that is
+// unsafe.
+func TestNamesCharset(t *testing.T) {
+	for dsn, want := range map[string]bool{
+		"root@tcp(127.0.0.1:3306)/seckill":                            false,
+		"root@tcp(127.0.0.1:3306)/seckill?parseTime=true&loc=UTC":     false,
+		"root@tcp(127.0.0.1:3306)/seckill?charset=gbk":                true,
+		"root@tcp(127.0.0.1:3306)/seckill?timeout=5s&charset=utf8mb4": true,
+		"root@tcp(127.0.0.1:3306)/seckill?charset=%zz":                true, // unreadable: keep the driver's default
+	} {
+		require.Equal(t, want, mysql.NamesCharset(dsn), dsn)
+	}
 }
 
 // Every change of an order moves its updated_at forward, even when the
