@@ -32,7 +32,7 @@ const (
 // process of its own (admissionOnlyAPI). The same burst first sells a
 // sale of its own, unmeasured: the stack's API has served bursts before
 // (the warm-up step, the rounds before), a fresh process has not, and its
-// winners came out 0.3–3× the stack's from round to round.
+// winners' p50 moved between 35 and 124 ms from round to round.
 func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, level int) (*AdmissionOnly, error) {
 	b := cfg.Baselines
 	srv, err := startBaselineServer(ctx, b.Exec, cfg.Pin.frontPrefix(), ServerSpec{Kind: ServerAdmissionOnly,

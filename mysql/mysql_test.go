@@ -224,12 +224,12 @@ func TestEveryChangeAdvancesUpdatedAt(t *testing.T) {
 	step("refunded")
 
 	// A clock that steps back does not take a version back either.
-	e.DB.StopClockForTest(at.Add(-time.Hour))
 	paid := request(sess, "1-paid", 2, 1, 1)
 	_, err = e.DB.CreateOrder(ctx, paid, at)
 	require.NoError(t, err)
 	step = versions(paid.OrderNo)
 	step("created")
+	e.DB.StopClockForTest(at.Add(-time.Hour))
 	_, _, err = e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: "e-paid", PaymentID: "p-paid",
 		OrderNo: paid.OrderNo, AmountCents: 100, TraceID: "t"})
 	require.NoError(t, err)
