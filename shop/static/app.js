@@ -623,7 +623,6 @@
       });
       ul.appendChild(li);
     });
-    $("my-orders").hidden = !token();
     $("my-orders-empty").hidden = ul.children.length > 0;
     $("my-orders-more").hidden = !myCursor;
   }
