@@ -237,6 +237,7 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	sc.Flow, sc.Gate, sc.Log, sc.Metrics, sc.Name = flow, gate, cfg.Logger, cfg.Metrics, "api"
 	if sc.Busy == nil {
 		sc.Busy = func() bool { return s.door.busy(time.Now()) }
+		sc.Settle = doorSettle
 	}
 	s.starts = starter.New(sc)
 	s.startsCtx, s.stopStarts = context.WithCancel(context.Background())

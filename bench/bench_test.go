@@ -63,6 +63,7 @@ func TestBenchSmallRun(t *testing.T) {
 		require.Positive(t, s.Throughput)
 		require.Positive(t, s.SoldOutThroughput)
 		require.Positive(t, s.OrdersPerSecond)
+		require.LessOrEqual(t, s.CreatedDuringBurst, f.OrdersCreated)
 		require.NotNil(t, s.Closing, "the unpaid orders' pay timers")
 		require.NotNil(t, s.TemporalCPU, "the test's Temporal server runs on this machine")
 		require.Positive(t, s.TemporalCPU.CreateAndPayMs, "shoppers paid as the orders showed WAIT_PAY")

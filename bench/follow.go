@@ -46,6 +46,12 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 	reached := r.waitAll(ctx, won, r.cfg.Settle, payNow, createdAt, seckill.StatusWaitPay, seckill.StatusPaid, seckill.StatusClosed)
 	last := lastOf(reached)
 	f.OrdersCreated = len(reached)
+	burstEnd := r.start.Add(time.Duration(r.step.DurationSeconds * float64(time.Second)))
+	for _, x := range reached {
+		if x.at.Before(burstEnd) {
+			r.step.CreatedDuringBurst++
+		}
+	}
 	var spent TemporalCPU
 	if p := r.cpu.phase(r.creating); p.serverSeconds > 0 {
 		spent.CreateShare = p.share

@@ -81,6 +81,11 @@ type Step struct {
 	// order was WAIT_PAY; OrdersPerSecond = accepted / that.
 	TimeToAllWaitPaySeconds float64 `json:"time_to_all_wait_pay_seconds"`
 	OrdersPerSecond         float64 `json:"orders_per_second"`
+	// CreatedDuringBurst counts the orders whose row was created before
+	// the burst's last answer: starts the API's starter sent while the
+	// front door was busy (it holds them until the burst is answered, see
+	// starter.Config.Busy), which took CPU from the shoppers waiting.
+	CreatedDuringBurst int `json:"created_during_burst"`
 	// PaymentsPerSecond, with --pay-after-creation: the paid orders over
 	// the time from the first payment sent to the last order PAID (each a
 	// signal and a workflow task through the task queue).

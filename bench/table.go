@@ -42,6 +42,10 @@ func WriteTable(w io.Writer, r *Report) error {
 			fmt.Fprintf(w, "  %s: the API started %d workflows, StartWorkflow p50 %.1f ms, p99 %.1f ms\n",
 				stepLabel(s), sl.Starts, sl.P50Ms, sl.P99Ms)
 		}
+		if s.Funnel.OrdersCreated > 0 {
+			fmt.Fprintf(w, "  %s: %d of the %d orders were created while the burst was being answered\n",
+				stepLabel(s), s.CreatedDuringBurst, s.Funnel.OrdersCreated)
+		}
 		if tc := s.TemporalCPU; tc != nil {
 			if tc.CreateMs > 0 {
 				fmt.Fprintf(w, "  %s: Temporal server CPU per order: created %.1f ms (%.0f%% of the busy CPU)", stepLabel(s), tc.CreateMs, tc.CreateShare*100)

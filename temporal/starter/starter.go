@@ -101,6 +101,13 @@ type Config struct {
 	// Yield bounds how long an order waits for a busy front door
 	// (DefaultYield; negative: never wait).
 	Yield time.Duration
+	// Settle, with Busy, is how long a start waits after its order was
+	// queued before Busy is asked (0: not at all). A burst's first winners
+	// are queued before the front door can tell a burst from a trickle (a
+	// rate needs a sample or two); without it their starts went out in the
+	// burst's first instants, on the CPU their own shoppers' answers
+	// needed. Negative Yield turns it off too.
+	Settle time.Duration
 	// Name labels the starter's metrics ("api", "relay").
 	Name    string
 	Log     *slog.Logger
@@ -352,12 +359,9 @@ func (s *Starter) Run(ctx context.Context) {
 }
 
 // yieldLocked is how long to hold the next start for a busy front door
-// (see Config.Busy): zero to start now.
+// (see Config.Busy and Config.Settle): zero to start now.
 func (s *Starter) yieldLocked() time.Duration {
-	// Busy first: it is cheap (the API's is a few atomic loads), and a
-	// quiet front door (the drain after a burst) then pops without
-	// scanning the sessions.
-	if s.cfg.Busy == nil || s.cfg.Yield < 0 || s.queued == 0 || !s.cfg.Busy() {
+	if s.cfg.Busy == nil || s.cfg.Yield < 0 || s.queued == 0 {
 		return 0
 	}
 	oldest := time.Time{}
@@ -366,7 +370,14 @@ func (s *Starter) yieldLocked() time.Duration {
 			oldest = at
 		}
 	}
-	left := s.cfg.Yield - time.Since(oldest)
+	waited := time.Since(oldest)
+	if waited < s.cfg.Settle {
+		return s.cfg.Settle - waited
+	}
+	if !s.cfg.Busy() {
+		return 0
+	}
+	left := s.cfg.Yield - waited
 	if left <= 0 {
 		return 0
 	}

@@ -415,3 +415,48 @@ func TestStarterYieldsToABusyFrontDoor(t *testing.T) {
 	require.True(t, s3.Drain(qctx), "no yield: started at once")
 	require.Equal(t, 50, f3.count())
 }
+
+// A burst's first winners are queued before the front door can tell a
+// burst from a trickle: with Settle, their starts wait until it can, and
+// then for the burst to be answered. Without it they go out at once.
+func TestStarterSettlesBeforeAskingTheFrontDoor(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	burst := func(settle time.Duration) (*fakeFlow, *starter.Starter, *atomic.Bool) {
+		f := &fakeFlow{started: map[string]int{}, latency: func(int) time.Duration { return 0 }}
+		var busy atomic.Bool // the door has not sampled the burst yet
+		s := starter.New(starter.Config{Flow: f, Gate: &fakeGate{cleared: map[string]bool{}}, CallTimeout: time.Second,
+			Busy: busy.Load, Yield: time.Hour, Settle: settle, Log: quiet})
+		go s.Run(ctx)
+		for i := 0; i < 50; i++ {
+			require.True(t, s.Offer(req(1, i)))
+		}
+		time.Sleep(40 * time.Millisecond)
+		busy.Store(true) // the door's first sample sees the burst
+		time.Sleep(200 * time.Millisecond)
+		return f, s, &busy
+	}
+
+	f, s, busy := burst(150 * time.Millisecond)
+	require.Zero(t, f.count(), "no start before the door could see the burst, none while it is busy")
+	busy.Store(false)
+	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer dcancel()
+	require.True(t, s.Drain(dctx), "the burst answered: everything starts")
+	require.Equal(t, 50, f.count())
+
+	f0, _, _ := burst(0)
+	require.Positive(t, f0.count(), "without Settle the first winners start in the burst's first instants")
+
+	// A lone order on a quiet door starts once it has settled.
+	f1 := &fakeFlow{started: map[string]int{}, latency: func(int) time.Duration { return 0 }}
+	s1 := starter.New(starter.Config{Flow: f1, Gate: &fakeGate{cleared: map[string]bool{}}, CallTimeout: time.Second,
+		Busy: func() bool { return false }, Settle: 100 * time.Millisecond, Log: quiet})
+	go s1.Run(ctx)
+	offered := time.Now()
+	require.True(t, s1.Offer(req(2, 0)))
+	require.True(t, s1.Drain(dctx))
+	require.GreaterOrEqual(t, time.Since(offered), 100*time.Millisecond)
+	require.Equal(t, 1, f1.count())
+}
