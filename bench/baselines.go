@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -50,21 +51,52 @@ func measureBaselines(ctx context.Context, cfg BaselineConfig, pin *PinPlan, cpu
 	if b.LuaPerSecond, _, err = luaBaseline(ctx, cfg.RedisAddr, conc, n); err != nil {
 		return nil, err
 	}
+	noop, err := measureNoop(ctx, cfg, cpu, conc, progress)
+	if err != nil {
+		return nil, err
+	}
+	b.TemporalNoopPerSecond, b.TemporalNoopBefore = noop.perSecond, noop.perSecond
+	b.TemporalNoopCPUMs, b.TemporalNoopShare = noop.cpuMs, noop.share
+	fmt.Fprintf(progress, "baselines: Fiber %.0f req/s, Lua %.0f/s, Temporal no-op %.0f workflows/s\n",
+		b.FiberRPS, b.LuaPerSecond, b.TemporalNoopPerSecond)
+	return b, nil
+}
+
+// noopRun is one run of the Temporal no-op baseline: workflows/s and, when
+// the server runs on this machine, its CPU per workflow and its share of
+// the busy CPU (zero otherwise).
+type noopRun struct{ perSecond, cpuMs, share float64 }
+
+// measureNoop runs the Temporal no-op baseline once.
+func measureNoop(ctx context.Context, cfg BaselineConfig, cpu *serverCPU, conc int, progress io.Writer) (noopRun, error) {
 	k := cfg.NoopWorkflows
 	if k <= 0 {
 		k = 500
 	}
 	fmt.Fprintf(progress, "baseline: %d no-op workflows with one local activity\n", k)
 	from := cpu.mark()
-	if b.TemporalNoopPerSecond, err = temporalBaseline(ctx, cfg, min(conc, 64), k); err != nil {
-		return nil, err
+	var run noopRun
+	var err error
+	if run.perSecond, err = temporalBaseline(ctx, cfg, min(conc, 64), k); err != nil {
+		return run, err
 	}
 	if p := cpu.phase(from); p.serverSeconds > 0 {
-		b.TemporalNoopCPUMs, b.TemporalNoopShare = p.msPer(k), p.share
+		run.cpuMs, run.share = p.msPer(k), p.share
 	}
-	fmt.Fprintf(progress, "baselines: Fiber %.0f req/s, Lua %.0f/s, Temporal no-op %.0f workflows/s\n",
-		b.FiberRPS, b.LuaPerSecond, b.TemporalNoopPerSecond)
-	return b, nil
+	return run, nil
+}
+
+// bracket adds the no-op baseline run after the steps to the one run
+// before them: the baseline becomes their mean, the server's pace while
+// the steps ran (it slows as it fills with the run's workflows, so a run
+// before them alone overstates it, the more so the later the round).
+func (b *Baselines) bracket(after noopRun) {
+	b.TemporalNoopAfter = after.perSecond
+	b.TemporalNoopPerSecond = (b.TemporalNoopBefore + after.perSecond) / 2
+	if b.TemporalNoopCPUMs > 0 && after.cpuMs > 0 {
+		b.TemporalNoopCPUMs = (b.TemporalNoopCPUMs + after.cpuMs) / 2
+		b.TemporalNoopShare = (b.TemporalNoopShare + after.share) / 2
+	}
 }
 
 // closedLoop runs f n times from conc goroutines and returns calls/s.
@@ -155,7 +187,9 @@ func noopWorkflow(ctx workflow.Context) error {
 func noopActivity(context.Context) error { return nil }
 
 // temporalBaseline starts k no-op workflows (eager start, a worker in this
-// process) and returns how many completed per second.
+// process) and returns how many completed per second, from the first
+// completion to the last: the pace, without the first round trip's ramp
+// (the order tier's rate is timed the same way, Step.CreationPerSecond).
 func temporalBaseline(ctx context.Context, cfg BaselineConfig, conc, k int) (float64, error) {
 	c, err := client.DialContext(ctx, client.Options{HostPort: cfg.TemporalAddr, Namespace: cfg.TemporalNamespace})
 	if err != nil {
@@ -169,13 +203,24 @@ func temporalBaseline(ctx context.Context, cfg BaselineConfig, conc, k int) (flo
 		return 0, err
 	}
 	defer w.Stop()
-	return closedLoop(conc, k, func(i int) error {
+	done := make([]time.Time, k)
+	perSecond, err := closedLoop(conc, k, func(i int) error {
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 			ID: fmt.Sprintf("%s-%d", queue, i), TaskQueue: queue, EnableEagerStart: true,
 		}, "BenchNoopWorkflow")
 		if err != nil {
 			return err
 		}
-		return run.Get(ctx, nil)
+		err = run.Get(ctx, nil)
+		done[i] = time.Now()
+		return err
 	})
+	if err != nil {
+		return 0, err
+	}
+	first, last := slices.MinFunc(done, time.Time.Compare), slices.MaxFunc(done, time.Time.Compare)
+	if span := last.Sub(first).Seconds(); k > 1 && span > 0 {
+		return float64(k-1) / span, nil
+	}
+	return perSecond, nil
 }

@@ -303,6 +303,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				round.InvariantsOK = false
 			}
 		}
+		if b := round.Baselines; b != nil {
+			after, err := measureNoop(ctx, *cfg.Baselines, cpu, conc, cfg.Progress)
+			if err != nil {
+				return nil, fmt.Errorf("baselines after the steps: %w", err)
+			}
+			b.bracket(after)
+			fmt.Fprintf(cfg.Progress, "baseline: Temporal no-op %.0f workflows/s before the steps, %.0f after: %.0f\n",
+				b.TemporalNoopBefore, b.TemporalNoopAfter, b.TemporalNoopPerSecond)
+		}
 		round.Ratios = stepRatios(last, round.Baselines)
 		ratioRounds = append(ratioRounds, round.Ratios)
 		rep.Repeats = append(rep.Repeats, round)

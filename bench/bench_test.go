@@ -63,6 +63,7 @@ func TestBenchSmallRun(t *testing.T) {
 		require.Positive(t, s.Throughput)
 		require.Positive(t, s.SoldOutThroughput)
 		require.Positive(t, s.OrdersPerSecond)
+		require.Positive(t, s.CreationPerSecond)
 		require.LessOrEqual(t, s.CreatedDuringBurst, f.OrdersCreated)
 		require.NotNil(t, s.Closing, "the unpaid orders' pay timers")
 		require.NotNil(t, s.TemporalCPU, "the test's Temporal server runs on this machine")
@@ -78,6 +79,9 @@ func TestBenchSmallRun(t *testing.T) {
 	}
 	// The admission-only baseline: the same burst through an in-process
 	// API with no order tier.
+	require.Positive(t, rep.Baselines.TemporalNoopBefore, "the no-op baseline before the steps")
+	require.Positive(t, rep.Baselines.TemporalNoopAfter, "and after them")
+	require.InDelta(t, (rep.Baselines.TemporalNoopBefore+rep.Baselines.TemporalNoopAfter)/2, rep.Baselines.TemporalNoopPerSecond, 1e-9)
 	require.NotNil(t, rep.Baselines.AdmissionOnly)
 	require.Positive(t, rep.Baselines.AdmissionOnly.RequestsPerSecond)
 	require.Positive(t, rep.Baselines.AdmissionOnly.AcceptedP50)

@@ -66,6 +66,9 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 	} else {
 		r.step.TimeToAllWaitPaySeconds = last.Sub(r.start).Seconds()
 		r.step.OrdersPerSecond = float64(len(won)) / r.step.TimeToAllWaitPaySeconds
+		if span := last.Sub(firstOf(reached)).Seconds(); len(reached) > 1 && span > 0 {
+			r.step.CreationPerSecond = float64(len(reached)-1) / span
+		}
 	}
 
 	// A few unpaid orders are cancelled by their shoppers, for the cost
@@ -203,6 +206,17 @@ type seen struct {
 }
 
 // lastOf is the latest time in a set of orders seen.
+// firstOf is the earliest time in s (zero for none).
+func firstOf(s map[string]seen) time.Time {
+	var first time.Time
+	for _, x := range s {
+		if first.IsZero() || x.at.Before(first) {
+			first = x.at
+		}
+	}
+	return first
+}
+
 func lastOf(s map[string]seen) time.Time {
 	var last time.Time
 	for _, x := range s {

@@ -68,12 +68,15 @@ func minMax(vs []float64) (lo, hi float64) {
 // medianBaselines is the baseline of each kind, median over the rounds
 // (the admission-only one over the rounds that measured it).
 func medianBaselines(bs []*Baselines) *Baselines {
-	var f, l, t, tCPU, tShare, aRPS, a50, a99 []float64
+	var f, l, t, tBefore, tAfter, tCPU, tShare, aRPS, a50, a99 []float64
 	for _, b := range bs {
 		if b == nil {
 			continue
 		}
 		f, l, t = append(f, b.FiberRPS), append(l, b.LuaPerSecond), append(t, b.TemporalNoopPerSecond)
+		if b.TemporalNoopAfter > 0 {
+			tBefore, tAfter = append(tBefore, b.TemporalNoopBefore), append(tAfter, b.TemporalNoopAfter)
+		}
 		if b.TemporalNoopCPUMs > 0 {
 			tCPU, tShare = append(tCPU, b.TemporalNoopCPUMs), append(tShare, b.TemporalNoopShare)
 		}
@@ -85,6 +88,9 @@ func medianBaselines(bs []*Baselines) *Baselines {
 		return nil
 	}
 	m := &Baselines{FiberRPS: medianOf(f), LuaPerSecond: medianOf(l), TemporalNoopPerSecond: medianOf(t)}
+	if len(tAfter) > 0 {
+		m.TemporalNoopBefore, m.TemporalNoopAfter = medianOf(tBefore), medianOf(tAfter)
+	}
 	if len(tCPU) > 0 {
 		m.TemporalNoopCPUMs, m.TemporalNoopShare = medianOf(tCPU), medianOf(tShare)
 	}

@@ -38,15 +38,19 @@ func TestAggregateRatios(t *testing.T) {
 
 func TestStepRatiosAndMedianBaselines(t *testing.T) {
 	b := medianBaselines([]*Baselines{
-		{FiberRPS: 100, LuaPerSecond: 10, TemporalNoopPerSecond: 1, AdmissionOnly: &AdmissionOnly{RequestsPerSecond: 80, AcceptedP50: 4, AcceptedP99: 20}},
+		{FiberRPS: 100, LuaPerSecond: 10, TemporalNoopPerSecond: 1, TemporalNoopBefore: 1.5, TemporalNoopAfter: 0.5,
+			AdmissionOnly: &AdmissionOnly{RequestsPerSecond: 80, AcceptedP50: 4, AcceptedP99: 20}},
 		nil,
-		{FiberRPS: 300, LuaPerSecond: 30, TemporalNoopPerSecond: 3},
-		{FiberRPS: 200, LuaPerSecond: 20, TemporalNoopPerSecond: 2, AdmissionOnly: &AdmissionOnly{RequestsPerSecond: 120, AcceptedP50: 6, AcceptedP99: 40}},
+		{FiberRPS: 300, LuaPerSecond: 30, TemporalNoopPerSecond: 3, TemporalNoopBefore: 3.5, TemporalNoopAfter: 2.5},
+		{FiberRPS: 200, LuaPerSecond: 20, TemporalNoopPerSecond: 2, TemporalNoopBefore: 2.5, TemporalNoopAfter: 1.5,
+			AdmissionOnly: &AdmissionOnly{RequestsPerSecond: 120, AcceptedP50: 6, AcceptedP99: 40}},
 	})
-	require.Equal(t, &Baselines{FiberRPS: 200, LuaPerSecond: 20, TemporalNoopPerSecond: 2,
+	require.Equal(t, &Baselines{FiberRPS: 200, LuaPerSecond: 20, TemporalNoopPerSecond: 2, TemporalNoopBefore: 2.5, TemporalNoopAfter: 1.5,
 		AdmissionOnly: &AdmissionOnly{RequestsPerSecond: 100, AcceptedP50: 5, AcceptedP99: 30}}, b)
 	require.Nil(t, medianBaselines([]*Baselines{nil}))
-	r := stepRatios(Step{Throughput: 50, SoldOutThroughput: 150, OrdersPerSecond: 1,
+	// The orders' ratio is the tier's own pace (first row to last), not
+	// the accepted orders over the time since the burst began.
+	r := stepRatios(Step{Throughput: 50, SoldOutThroughput: 150, OrdersPerSecond: 0.5, CreationPerSecond: 1,
 		Latency: map[string]Percentiles{"accepted": {P50: 10, P99: 45}}}, b)
 	require.Equal(t, map[string]float64{"admission_vs_fiber": 0.25, "soldout_vs_fiber": 0.75, "orders_vs_temporal_noop": 0.5,
 		"burst_vs_admission_only": 0.5, "accept_p50_vs_admission_only": 2, "accept_p99_vs_admission_only": 1.5}, r)
@@ -58,6 +62,19 @@ func TestStepRatiosAndMedianBaselines(t *testing.T) {
 	require.True(t, fiber.Met(0.5)) // a lower bound
 	require.False(t, fiber.Met(math.NaN()))
 	require.Empty(t, stepRatios(Step{}, nil))
+}
+
+// The no-op baseline run after the steps joins the one before them: the
+// mean is the server's pace while the steps ran.
+func TestBracketNoop(t *testing.T) {
+	b := &Baselines{TemporalNoopPerSecond: 300, TemporalNoopBefore: 300, TemporalNoopCPUMs: 4, TemporalNoopShare: 0.8}
+	b.bracket(noopRun{perSecond: 200, cpuMs: 6, share: 0.7})
+	require.Equal(t, &Baselines{TemporalNoopPerSecond: 250, TemporalNoopBefore: 300, TemporalNoopAfter: 200,
+		TemporalNoopCPUMs: 5, TemporalNoopShare: 0.75}, b)
+	remote := &Baselines{TemporalNoopPerSecond: 300, TemporalNoopBefore: 300}
+	remote.bracket(noopRun{perSecond: 100})
+	require.Equal(t, &Baselines{TemporalNoopPerSecond: 200, TemporalNoopBefore: 300, TemporalNoopAfter: 100}, remote,
+		"a server on another machine: no CPU figures to mix")
 }
 
 // The workflow-start latency of a step is read from the API's histogram

@@ -81,6 +81,13 @@ type Step struct {
 	// order was WAIT_PAY; OrdersPerSecond = accepted / that.
 	TimeToAllWaitPaySeconds float64 `json:"time_to_all_wait_pay_seconds"`
 	OrdersPerSecond         float64 `json:"orders_per_second"`
+	// CreationPerSecond is the order tier's own pace: orders created per
+	// second from the first order's row to the last one's, (n − 1) / that
+	// span. OrdersPerSecond also counts the burst and the starter's hold
+	// for it (the front door's time, not the tier's); the no-op baseline
+	// is timed the same way, first completion to last
+	// (orders_vs_temporal_noop).
+	CreationPerSecond float64 `json:"creation_per_second,omitempty"`
 	// CreatedDuringBurst counts the orders whose row was created before
 	// the burst's last answer: starts the API's starter sent while the
 	// front door was busy (it holds them until the burst is answered, see
@@ -199,8 +206,14 @@ type Baselines struct {
 	// at the same concurrency.
 	LuaPerSecond float64 `json:"lua_per_second"`
 	// TemporalNoopPerSecond: no-op workflows with one local activity,
-	// started and completed per second on the same Temporal server.
+	// started and completed per second on the same Temporal server, first
+	// completion to last; with the steps run, the mean of a run before
+	// them and one after (TemporalNoopBefore, TemporalNoopAfter): the
+	// server slows as it fills with the run's workflows, and the mean is
+	// its pace while the steps ran.
 	TemporalNoopPerSecond float64 `json:"temporal_noop_per_second"`
+	TemporalNoopBefore    float64 `json:"temporal_noop_before_per_second,omitempty"`
+	TemporalNoopAfter     float64 `json:"temporal_noop_after_per_second,omitempty"`
 	// TemporalNoopCPUMs is the Temporal server's CPU time per no-op
 	// workflow, and TemporalNoopShare its part of the machine's busy CPU
 	// meanwhile (absent unless the server runs on this machine).

@@ -119,7 +119,10 @@ type phase struct {
 func since(a, b cpuSnap) phase {
 	p := phase{serverSeconds: b.server - a.server}
 	if busy := b.busy - a.busy; busy > 0 {
-		p.share = p.serverSeconds / busy
+		// The two counters are read one after the other, so over a phase
+		// where the server alone was busy the ratio can come out a hair
+		// above 1.
+		p.share = min(1, p.serverSeconds/busy)
 	}
 	return p
 }

@@ -16,12 +16,12 @@ func WriteTable(w io.Writer, r *Report) error {
 		fmt.Fprintf(w, "rounds: %d, interleaved (baselines, then the steps, each round)\n", len(r.Repeats))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(tw, "load\treq/s\tsold-out req/s\taccepted\taccept p99 ms\tsold out after s\tall WAIT_PAY after s\torders/s\tinvariants\t")
+	fmt.Fprintln(tw, "load\treq/s\tsold-out req/s\taccepted\taccept p99 ms\tsold out after s\tall WAIT_PAY after s\torders/s\tcreated/s\tinvariants\t")
 	for _, s := range r.Steps {
 		load := stepLabel(s)
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%d\t%.1f\t%.2f\t%.2f\t%.0f\t%v\t\n", load, s.Throughput, s.SoldOutThroughput,
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%d\t%.1f\t%.2f\t%.2f\t%.0f\t%.0f\t%v\t\n", load, s.Throughput, s.SoldOutThroughput,
 			s.Funnel.Accepted, s.Latency[OutAccepted].P99, s.TimeToSellOutSeconds, s.TimeToAllWaitPaySeconds,
-			s.OrdersPerSecond, okWord(s.InvariantsOK))
+			s.OrdersPerSecond, s.CreationPerSecond, okWord(s.InvariantsOK))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -90,6 +90,10 @@ func WriteTable(w io.Writer, r *Report) error {
 		}
 		fmt.Fprintf(w, "\nbaselines (%s): bare Fiber %.0f req/s, admission script alone %.0f/s, Temporal no-op %.0f workflows/s\n",
 			what, b.FiberRPS, b.LuaPerSecond, b.TemporalNoopPerSecond)
+		if b.TemporalNoopAfter > 0 {
+			fmt.Fprintf(w, "  Temporal no-op: %.0f workflows/s before the steps, %.0f after (their mean is the baseline)\n",
+				b.TemporalNoopBefore, b.TemporalNoopAfter)
+		}
 		if b.TemporalNoopCPUMs > 0 {
 			fmt.Fprintf(w, "  Temporal server CPU per no-op workflow: %.1f ms (%.0f%% of the busy CPU)\n", b.TemporalNoopCPUMs, b.TemporalNoopShare*100)
 		}

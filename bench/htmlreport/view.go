@@ -84,17 +84,17 @@ type ratioRow struct {
 type baselineRow struct{ Name, Value, Unit, Meaning string }
 
 type stepView struct {
-	N                                    int
-	Load                                 string
-	Requests, Duration                   string
-	Throughput, SoldOutThroughput        string
-	SellOut, AllWaitPay, OrdersPerSecond string
-	AcceptedP99                          string
-	OK                                   bool
-	Latency                              *svgChart // nil: empty timeline
-	Funnel                               *svgChart
-	Outcomes                             []outcomeRow
-	Reconcile                            []kv
+	N                                                       int
+	Load                                                    string
+	Requests, Duration                                      string
+	Throughput, SoldOutThroughput                           string
+	SellOut, AllWaitPay, OrdersPerSecond, CreationPerSecond string
+	AcceptedP99                                             string
+	OK                                                      bool
+	Latency                                                 *svgChart // nil: empty timeline
+	Funnel                                                  *svgChart
+	Outcomes                                                []outcomeRow
+	Reconcile                                               []kv
 }
 
 type outcomeRow struct{ Name, Code, Count, P50, P95, P99, Max string }
@@ -187,7 +187,7 @@ func baselineRows(b *bench.Baselines) []baselineRow {
 	rows := []baselineRow{
 		{"Bare Fiber handler", fmtRate(b.FiberRPS), "req/s", "a no-op handler answering the same JSON under the same load: the ceiling for any route here"},
 		{"Admission script alone", fmtRate(b.LuaPerSecond), "calls/s", "the Redis admission Lua script called directly through go-redis at the same concurrency"},
-		{"Temporal no-op workflow", fmtRate(b.TemporalNoopPerSecond), "workflows/s", "no-op workflows with one local activity, started and completed on the same Temporal server"},
+		{"Temporal no-op workflow", fmtRate(b.TemporalNoopPerSecond), "workflows/s", "no-op workflows with one local activity, started and completed on the same Temporal server, first completion to last; the mean of a run before the steps and one after"},
 	}
 	if a := b.AdmissionOnly; a != nil {
 		rows = append(rows, baselineRow{"Admission only (order tier off)", fmtRate(a.RequestsPerSecond), "req/s",
@@ -208,6 +208,7 @@ func buildStep(n int, s bench.Step) stepView {
 		SellOut:           fmtSeconds(s.TimeToSellOutSeconds),
 		AllWaitPay:        fmtSeconds(s.TimeToAllWaitPaySeconds),
 		OrdersPerSecond:   fmtRate(s.OrdersPerSecond),
+		CreationPerSecond: fmtRate(s.CreationPerSecond),
 		AcceptedP99:       "—",
 		OK:                s.InvariantsOK,
 		Latency:           latencyChart(n, s),
