@@ -205,8 +205,7 @@ type seen struct {
 	order *seckill.Order
 }
 
-// lastOf is the latest time in a set of orders seen.
-// firstOf is the earliest time in s (zero for none).
+// firstOf is the earliest time in a set of orders seen (zero for none).
 func firstOf(s map[string]seen) time.Time {
 	var first time.Time
 	for _, x := range s {
@@ -217,6 +216,7 @@ func firstOf(s map[string]seen) time.Time {
 	return first
 }
 
+// lastOf is the latest time in a set of orders seen.
 func lastOf(s map[string]seen) time.Time {
 	var last time.Time
 	for _, x := range s {

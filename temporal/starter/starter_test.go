@@ -438,7 +438,7 @@ func TestStarterSettlesBeforeAskingTheFrontDoor(t *testing.T) {
 		return f, s, &busy
 	}
 
-	f, s, busy := burst(150 * time.Millisecond)
+	f, s, busy := burst(time.Second)
 	require.Zero(t, f.count(), "no start before the door could see the burst, none while it is busy")
 	busy.Store(false)
 	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
