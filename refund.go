@@ -1,9 +1,6 @@
 package seckill
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // Refund is one payment to give back: a payment that came after its order
 // closed, or a second payment of an order already paid.
@@ -17,13 +14,6 @@ type Refund struct {
 // RefundWorkflowID is the Temporal workflow id of a payment's refund: one
 // per payment, so a refund is never started twice.
 func RefundWorkflowID(paymentID string) string { return "refund:" + paymentID }
-
-// PaymentProvider is the payment service's side of refunds. Refund must be
-// idempotent on the payment id: called again for the same payment it
-// returns the same refund and moves no more money.
-type PaymentProvider interface {
-	Refund(ctx context.Context, r Refund) (refundID string, err error)
-}
 
 // RefundRetry is how refunds that failed at the provider are tried again.
 // Each try is one refund run; after a failed run the next one waits First,

@@ -26,6 +26,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/payments"
 )
 
 // Store is the MySQL side the activities need.
@@ -51,6 +52,9 @@ type Gate interface {
 type Activities struct {
 	Store Store
 	Gate  Gate
+	// Settle asks the payment provider before an order closes unpaid
+	// whether it was paid after all; nil closes without asking.
+	Settle *payments.Settle
 }
 
 // CreateOrder creates the order row (WAIT_PAY, or FAILED when MySQL refuses
@@ -79,7 +83,11 @@ func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (Crea
 
 // ApplyPayment records a payment: PAID, or a refund to come.
 func (a *Activities) ApplyPayment(ctx context.Context, p seckill.Payment) (PaymentResult, error) {
-	l := log.With(logger(ctx, p.OrderNo, p.TraceID), "payment_id", p.PaymentID)
+	return a.applyPayment(ctx, logger(ctx, p.OrderNo, p.TraceID), p)
+}
+
+func (a *Activities) applyPayment(ctx context.Context, l log.Logger, p seckill.Payment) (PaymentResult, error) {
+	l = log.With(l, "payment_id", p.PaymentID)
 	outcome, status, err := a.Store.ApplyPayment(ctx, &p)
 	if err != nil {
 		return PaymentResult{}, failed(l, "apply payment", err)
@@ -94,12 +102,37 @@ func (a *Activities) CloseOrder(ctx context.Context, in CloseOrderInput) (CloseO
 }
 
 func (a *Activities) closeOrder(ctx context.Context, l log.Logger, in CloseOrderInput) (CloseOrderResult, error) {
+	if paid, err := a.paidAfterAll(ctx, in); err != nil {
+		return CloseOrderResult{}, failed(l, "ask the payment provider", err)
+	} else if paid != nil {
+		res, err := a.applyPayment(ctx, l, *paid)
+		switch {
+		case seckill.ErrorCode(err) == seckill.EUNAVAILABLE || seckill.ErrorCode(err) == seckill.EINTERNAL:
+			return CloseOrderResult{}, err
+		case err != nil:
+			// Refused (its amount is not the order's): not this order's
+			// payment; the close goes on.
+		case res.Status == seckill.StatusPaid:
+			return CloseOrderResult{Status: res.Status, PaymentID: paid.PaymentID}, nil
+		}
+		// Otherwise the order could not take it (paid by another payment,
+		// closed already): it is recorded for refund, and the close goes on.
+	}
 	status, gaveBack, err := a.Store.CloseOrder(ctx, &in.Request, in.Reason)
 	if err != nil {
 		return CloseOrderResult{}, failed(l, "close order", err)
 	}
 	l.Debug("close", "reason", in.Reason, "status", status, "gave_back", gaveBack)
 	return CloseOrderResult{Status: status, GaveBack: gaveBack}, a.publish(ctx, l, in.Request.OrderNo)
+}
+
+// paidAfterAll asks the provider, before the order closes, whether it was
+// paid (see payments.Settle); nil when it may close.
+func (a *Activities) paidAfterAll(ctx context.Context, in CloseOrderInput) (*seckill.Payment, error) {
+	if a.Settle == nil || in.AskedAt.IsZero() {
+		return nil, nil
+	}
+	return a.Settle.BeforeClose(ctx, in.Request.OrderNo, in.Request.TraceID, in.AskedAt)
 }
 
 // ReleaseReservation gives the Redis reservation back (stock and the
@@ -122,11 +155,11 @@ func (a *Activities) release(ctx context.Context, l log.Logger, in ReleaseInput)
 // exactly-once: a retry finds the order CLOSED already (no stock moves
 // twice) and the reservation released already (0 units).
 func (a *Activities) CloseAndRelease(ctx context.Context, in CloseOrderInput) (CloseAndReleaseResult, error) {
-	closed, released, err := a.CloseLost(ctx, logger(ctx, in.Request.OrderNo, in.Request.TraceID), in.Request, in.Reason)
+	closed, released, err := a.CloseLost(ctx, logger(ctx, in.Request.OrderNo, in.Request.TraceID), in)
 	if err != nil {
 		return CloseAndReleaseResult{}, err
 	}
-	return CloseAndReleaseResult{Status: closed.Status, GaveBack: closed.GaveBack, Released: released}, nil
+	return CloseAndReleaseResult{Status: closed.Status, GaveBack: closed.GaveBack, Released: released, PaymentID: closed.PaymentID}, nil
 }
 
 // CloseLost closes an order whose workflow is gone, exactly as the
@@ -137,8 +170,9 @@ func (a *Activities) CloseAndRelease(ctx context.Context, in CloseOrderInput) (C
 // compensates too gives nothing back twice. It is not an activity: the
 // worker's sweep calls it, with l carrying the order's log fields. released
 // is the units given back in Redis.
-func (a *Activities) CloseLost(ctx context.Context, l log.Logger, req seckill.OrderRequest, reason string) (closed CloseOrderResult, released int, err error) {
-	closed, err = a.closeOrder(ctx, l, CloseOrderInput{Request: req, Reason: reason})
+func (a *Activities) CloseLost(ctx context.Context, l log.Logger, in CloseOrderInput) (closed CloseOrderResult, released int, err error) {
+	req := in.Request
+	closed, err = a.closeOrder(ctx, l, in)
 	if err != nil || closed.Status.HoldsStock() || closed.Status == seckill.StatusFailed {
 		// Paid meanwhile, or never held stock: nothing to give back.
 		return closed, 0, err

@@ -16,10 +16,16 @@ type RefundStore interface {
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 }
 
+// Refunder is the payment provider's side of a refund
+// (seckill.PaymentProvider.Refund): idempotent on the payment id.
+type Refunder interface {
+	Refund(ctx context.Context, r seckill.Refund) (refundID string, err error)
+}
+
 // Refunds holds the dependencies of the refund steps.
 type Refunds struct {
 	Store    RefundStore
-	Provider seckill.PaymentProvider
+	Provider Refunder
 	Gate     Gate
 	// Retry is the backoff and parking of failed refunds; zero means
 	// seckill.DefaultRefundRetry.

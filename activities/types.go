@@ -55,6 +55,12 @@ type PaymentResult struct {
 type CloseOrderInput struct {
 	Request seckill.OrderRequest `json:"request"`
 	Reason  string               `json:"reason"`
+	// AskedAt is when the close was decided (the pay timer fired, the
+	// shopper cancelled): the payment provider is asked whether the order
+	// was paid after all, and may stay unreachable for the pay grace from
+	// then before the order closes anyway. Zero: close without asking (the
+	// row was never created).
+	AskedAt time.Time `json:"asked_at,omitzero"`
 }
 
 // CloseOrderResult tells the order's status after the close and whether
@@ -62,15 +68,19 @@ type CloseOrderInput struct {
 type CloseOrderResult struct {
 	Status   seckill.Status `json:"status"`
 	GaveBack bool           `json:"gave_back"`
+	// PaymentID is the payment the provider said had paid the order when
+	// asked before the close: the order is PAID with it instead.
+	PaymentID string `json:"payment_id,omitempty"`
 }
 
 // CloseAndReleaseResult is the result of the CloseAndRelease activity:
 // the close's result and the units given back in Redis (0 when the order
 // was not closed, or was released before).
 type CloseAndReleaseResult struct {
-	Status   seckill.Status `json:"status"`
-	GaveBack bool           `json:"gave_back"`
-	Released int            `json:"released"`
+	Status    seckill.Status `json:"status"`
+	GaveBack  bool           `json:"gave_back"`
+	Released  int            `json:"released"`
+	PaymentID string         `json:"payment_id,omitempty"`
 }
 
 // ReleaseInput names the reservation to give back in Redis.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"sync"
 	"time"
@@ -130,14 +131,16 @@ type Config struct {
 	// ClientIP). Both or neither: a header believed from any peer would let
 	// every client choose its own address.
 	TrustedProxies []netip.Prefix
-	// Dev mounts the dev-only endpoints under /dev/v1 (a token for any
-	// user, payment through Payer) and shows their buttons on the shop
-	// page. Only `seckill dev` sets it: anyone could buy as anyone.
+	// Dev mounts the dev-only endpoint under /dev/v1 (a token for any
+	// user) and shows its sign-in on the shop page. Only `seckill dev`
+	// sets it: anyone could buy as anyone.
 	Dev bool
-	// Payer pays an order through the payment provider the way a shopper
-	// at its checkout would (dev only: the sandbox, which sends the real
-	// signed webhook back to this API).
-	Payer Payer
+	// Checkout opens the payment provider's payment of an order for its
+	// shopper (nil: POST /api/v1/orders/{no}/payment answers 503).
+	Checkout Checkout
+	// CheckoutPages, when set, are the sandbox provider's hosted checkout
+	// pages, served under /dev/checkout/ (only when it is the provider).
+	CheckoutPages http.Handler
 	// Now is the clock (tests pin it); time.Now when nil.
 	Now func() time.Time
 }
@@ -288,6 +291,7 @@ func (s *Server) App() *fiber.App {
 	v1.Get("/orders", s.readLimit, s.shopper, s.listOrders)
 	v1.Get("/orders/:order_no", s.readLimit, s.shopper, s.getOrder)
 	v1.Post("/orders/:order_no/cancel", s.shopper, s.cancelOrder)
+	v1.Post("/orders/:order_no/payment", s.globalLimit, s.shopper, s.shopperLimits, s.createPayment)
 	v1.Post("/payments/webhook", s.webhook)
 
 	admin := app.Group("/admin/v1", s.admin)
@@ -304,10 +308,9 @@ func (s *Server) App() *fiber.App {
 	admin.Delete("/blocklist/:user_id", s.unblock)
 
 	if s.cfg.Dev {
-		dev := app.Group("/dev/v1")
-		dev.Post("/token", s.devToken)
-		dev.Post("/orders/:order_no/pay", s.shopper, s.devPay)
+		app.Post("/dev/v1/token", s.devToken)
 	}
+	s.mountCheckoutPages(app)
 
 	app.Use(func(c *fiber.Ctx) error {
 		return seckill.Errorf(seckill.ENOTFOUND, "no route %s %s", c.Method(), c.Path())

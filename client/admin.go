@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/seckill/seckill"
@@ -109,12 +108,6 @@ func (c *Client) DevToken(ctx context.Context, userID int64) (*DevToken, error) 
 		return nil, err
 	}
 	return &t, nil
-}
-
-// DevPay has `seckill dev`'s sandbox provider pay one of the shopper's
-// orders through the real signed webhook (dev only).
-func (c *Client) DevPay(ctx context.Context, orderNo string) (*Accepted, error) {
-	return c.accepted(ctx, "/dev/v1/orders/"+url.PathEscape(orderNo)+"/pay", c.Token, nil)
 }
 
 // Healthy returns nil when the API process answers /healthz.

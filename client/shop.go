@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seckill/seckill"
@@ -171,6 +173,46 @@ func (c *Client) accepted(ctx context.Context, path, auth string, body any) (*Ac
 	}
 	a.Meta = m
 	return &a, nil
+}
+
+// Checkout opens (or finds again) the payment provider's payment of one
+// of the shopper's orders: where to pay it, and until when. CONFLICT once
+// the order can no longer be paid.
+func (c *Client) Checkout(ctx context.Context, orderNo string) (*seckill.Checkout, error) {
+	var co seckill.Checkout
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/orders/" + url.PathEscape(orderNo) + "/payment",
+		auth: c.Token, body: struct{}{}, out: &co}); err != nil {
+		return nil, err
+	}
+	co.OrderNo = orderNo
+	return &co, nil
+}
+
+// PaySandbox pays at a sandbox checkout page (checkout_url of a sandbox
+// payment) as the shopper's click does; with lose the sandbox keeps the
+// payment's webhook to itself (a drill of a lost webhook). It returns the
+// page's status: 200 paid, 409 no longer payable.
+func (c *Client) PaySandbox(ctx context.Context, checkoutURL string, lose bool) (int, error) {
+	action := "pay"
+	if lose {
+		action = "lose"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, checkoutURL, strings.NewReader("action="+action))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
 
 // Ticket is a purchase ticket for a session that requires one.

@@ -20,14 +20,14 @@ import (
 func TestRefundThroughAConfiguredProvider(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, PayTimeout: 2 * time.Second})
 	secret := []byte("the-adapters-shared-secret")
-	adapter := testenv.StartRefundAdapter(t, secret)
+	adapter := testenv.StartPaymentAdapter(t, secret)
 	adapter.Answer = func(n int) (int, string) {
 		if n == 1 {
 			return http.StatusServiceUnavailable, "provider down"
 		}
 		return 0, ""
 	}
-	e.Spawn(e.ProcessEnv("SECKILL_PAYMENT_PROVIDER=http", "SECKILL_PAYMENT_REFUND_URL="+adapter.URL,
+	e.Spawn(e.ProcessEnv("SECKILL_PAYMENT_PROVIDER=http", "SECKILL_PAYMENT_REFUND_URL="+adapter.RefundURL,
 		"SECKILL_PAYMENT_PROVIDER_SECRET="+string(secret)), "worker")
 
 	sess := e.Session(2, 1, 700)

@@ -1,30 +1,213 @@
-// Package sandbox is an in-process payment provider for `seckill dev`, the
-// tests and the bench: it pays orders by sending correctly signed webhooks
-// to the API, and records refunds (idempotent on the payment id) so a test
-// can check that every late payment was refunded exactly once.
+// Package sandbox is the payment provider of `seckill dev`, the tests and
+// the bench: it moves no money. It opens a payment per order with a hosted
+// checkout page under /dev/checkout/ (checkout.go), pays by sending the
+// real signed webhook to the API (or, on request, "loses" it, for drills),
+// answers the close's question "paid or not?", cancels, and records
+// refunds (idempotent on the payment id) so a test can check that every
+// refund was made exactly once.
+//
+// Payments live in Redis under the deployment's prefix, so every API and
+// worker process of a stack sees the same ones: the API opens a payment,
+// the page pays it, a worker asks about it at the deadline.
 package sandbox
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/client"
 )
 
+// Name is the provider's name (SECKILL_PAYMENT_PROVIDER=sandbox).
+const Name = "sandbox"
+
+// CheckoutPath is where the hosted checkout pages are served: the API
+// mounts the provider's handler under it.
+const CheckoutPath = "/dev/checkout/"
+
+// keep is how long a payment is remembered: past any pay deadline and
+// grace, long enough for a late webhook's refund.
+const keep = 24 * time.Hour
+
 // Provider is the sandbox payment provider.
 type Provider struct {
 	// APIBase is the seckill API the webhooks go to (http://host:port).
 	APIBase string
-	// Secret signs the webhooks (SECKILL_WEBHOOK_SECRET).
+	// Secret signs the webhooks (SECKILL_WEBHOOK_SECRET) and makes the
+	// payment ids, so a checkout URL cannot be guessed from an order number.
 	Secret []byte
 	Client *http.Client
+	// Redis holds the payments, under Prefix.
+	Redis  goredis.UniversalClient
+	Prefix string
+	// Now is the provider's clock (time.Now when nil).
+	Now func() time.Time
 
 	mu      sync.Mutex
 	refunds map[string]seckill.Refund // payment id → refund
 	calls   int
+}
+
+// Name implements seckill.PaymentProvider.
+func (p *Provider) Name() string { return Name }
+
+// PaymentID is the sandbox payment of an order: derived, so asking for an
+// order's payment needs no index, and keyed, so it cannot be guessed.
+func (p *Provider) PaymentID(orderNo string) string {
+	m := hmac.New(sha256.New, p.Secret)
+	m.Write([]byte("sandbox-payment:" + orderNo))
+	return "sbx_" + hex.EncodeToString(m.Sum(nil))[:24]
+}
+
+func (p *Provider) key(paymentID string) string {
+	return p.Prefix + ":sandbox:{" + paymentID + "}"
+}
+
+func (p *Provider) now() time.Time {
+	if p.Now == nil {
+		return time.Now()
+	}
+	return p.Now()
+}
+
+// Payment is one sandbox payment as stored.
+type Payment struct {
+	ID          string
+	OrderNo     string
+	AmountCents int64
+	State       seckill.PaymentState
+	ExpiresAt   time.Time
+}
+
+// open creates the payment unless it exists, then returns it.
+var open = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], 'order_no', ARGV[1], 'amount', ARGV[2], 'state', 'OPEN', 'expires', ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+end
+return redis.call('HMGET', KEYS[1], 'order_no', 'amount', 'state', 'expires')`)
+
+// move changes an OPEN payment's state to ARGV[1] (SUCCEEDED only before
+// it expires at ARGV[2] ms) and returns the payment as it then is.
+var move = goredis.NewScript(`
+local p = redis.call('HMGET', KEYS[1], 'order_no', 'amount', 'state', 'expires')
+if not p[1] then return p end
+if p[3] == 'OPEN' and (ARGV[1] ~= 'SUCCEEDED' or tonumber(ARGV[2]) <= tonumber(p[4])) then
+  redis.call('HSET', KEYS[1], 'state', ARGV[1])
+  p[3] = ARGV[1]
+end
+return p`)
+
+func (p *Provider) move(ctx context.Context, id string, to seckill.PaymentState) (*Payment, error) {
+	v, err := move.Run(ctx, p.Redis, []string{p.key(id)}, string(to), p.now().UnixMilli()).Result()
+	return p.decode(id, v, err)
+}
+
+func (p *Provider) decode(id string, v any, err error) (*Payment, error) {
+	if err != nil {
+		return nil, fmt.Errorf("sandbox payments: %w", err)
+	}
+	f, _ := v.([]any)
+	if len(f) != 4 || f[0] == nil {
+		return nil, nil
+	}
+	amount, _ := strconv.ParseInt(fmt.Sprint(f[1]), 10, 64)
+	ms, _ := strconv.ParseInt(fmt.Sprint(f[3]), 10, 64)
+	return &Payment{ID: id, OrderNo: fmt.Sprint(f[0]), AmountCents: amount,
+		State: seckill.PaymentState(fmt.Sprint(f[2])), ExpiresAt: time.UnixMilli(ms).UTC()}, nil
+}
+
+// CreatePayment opens the order's payment (once) and returns its checkout
+// page.
+func (p *Provider) CreatePayment(ctx context.Context, r seckill.CheckoutRequest) (*seckill.Checkout, error) {
+	id := p.PaymentID(r.OrderNo)
+	v, err := open.Run(ctx, p.Redis, []string{p.key(id)}, r.OrderNo, r.AmountCents, r.ExpiresAt.UnixMilli(), keep.Milliseconds()).Result()
+	pay, err := p.decode(id, v, err)
+	if err != nil {
+		return nil, err
+	}
+	if pay == nil {
+		return nil, errors.New("sandbox payments: payment vanished while opened")
+	}
+	return &seckill.Checkout{Provider: Name, OrderNo: r.OrderNo, PaymentID: id,
+		CheckoutURL: strings.TrimSuffix(p.APIBase, "/") + CheckoutPath + id, ExpiresAt: pay.ExpiresAt}, nil
+}
+
+// Payment returns a payment by id; nil when there is none.
+func (p *Provider) Payment(ctx context.Context, paymentID string) (*Payment, error) {
+	v, err := p.Redis.HMGet(ctx, p.key(paymentID), "order_no", "amount", "state", "expires").Result()
+	return p.decode(paymentID, v, err)
+}
+
+func (p *Provider) ref(ref seckill.PaymentRef) string {
+	if ref.PaymentID != "" {
+		return ref.PaymentID
+	}
+	return p.PaymentID(ref.OrderNo)
+}
+
+func answer(pay *Payment, id string) seckill.ProviderPayment {
+	if pay == nil {
+		return seckill.ProviderPayment{PaymentID: id, State: seckill.PaymentNone}
+	}
+	return seckill.ProviderPayment{PaymentID: pay.ID, State: pay.State, AmountCents: pay.AmountCents}
+}
+
+// QueryPayment tells where the order's payment stands.
+func (p *Provider) QueryPayment(ctx context.Context, ref seckill.PaymentRef) (seckill.ProviderPayment, error) {
+	id := p.ref(ref)
+	pay, err := p.Payment(ctx, id)
+	if err != nil {
+		return seckill.ProviderPayment{}, err
+	}
+	return answer(pay, id), nil
+}
+
+// CancelPayment cancels an open payment; a paid one stays SUCCEEDED.
+func (p *Provider) CancelPayment(ctx context.Context, ref seckill.PaymentRef) (seckill.ProviderPayment, error) {
+	id := p.ref(ref)
+	pay, err := p.move(ctx, id, seckill.PaymentCanceled)
+	if err != nil {
+		return seckill.ProviderPayment{}, err
+	}
+	return answer(pay, id), nil
+}
+
+// ErrNotPayable: the payment was cancelled, or its time ran out.
+var ErrNotPayable = errors.New("this payment can no longer be paid")
+
+// Complete pays an open payment, as the shopper does at the checkout page,
+// and sends its signed webhook unless lose is set (a drill of a webhook
+// the provider never delivered: the order learns of it only by asking).
+// Paying a paid payment again sends the webhook again (a replay). It
+// returns the status the API answered the webhook with (0 when lost).
+func (p *Provider) Complete(ctx context.Context, paymentID string, lose bool) (int, error) {
+	pay, err := p.move(ctx, paymentID, seckill.PaymentSucceeded)
+	if err != nil {
+		return 0, err
+	}
+	if pay == nil {
+		return 0, fmt.Errorf("payment %s: %w", paymentID, ErrNotPayable)
+	}
+	if pay.State != seckill.PaymentSucceeded {
+		return 0, fmt.Errorf("payment %s is %s: %w", paymentID, strings.ToLower(string(pay.State)), ErrNotPayable)
+	}
+	if lose {
+		return 0, nil
+	}
+	return p.Pay(ctx, pay.OrderNo, pay.ID, pay.AmountCents)
 }
 
 // Refund records a refund once per payment and returns its id.

@@ -46,7 +46,7 @@ type Workflows interface {
 // (activities.Activities): the compensation, and the refresh of an order's
 // cached view.
 type Steps interface {
-	CloseLost(ctx context.Context, l log.Logger, req seckill.OrderRequest, reason string) (activities.CloseOrderResult, int, error)
+	CloseLost(ctx context.Context, l log.Logger, in activities.CloseOrderInput) (activities.CloseOrderResult, int, error)
 	RefreshView(ctx context.Context, l log.Logger, orderNo string) error
 }
 
@@ -201,7 +201,13 @@ func (s *Sweep) settle(ctx context.Context, req seckill.OrderRequest, was seckil
 		st.Running++
 		return
 	}
-	closed, released, err := s.Steps.CloseLost(ctx, log.NewStructuredLogger(l), req, Reason)
+	in := activities.CloseOrderInput{Request: req, Reason: Reason}
+	if was == seckill.StatusWaitPay {
+		// Asked like the workflow's close asks, from the moment the sweep
+		// could first close it: the provider's grace runs from there.
+		in.AskedAt = req.PayBy.Add(s.Grace)
+	}
+	closed, released, err := s.Steps.CloseLost(ctx, log.NewStructuredLogger(l), in)
 	if err != nil {
 		st.Failed++
 		l.Warn("sweep: close failed; retried on the next pass", "error", err)

@@ -342,10 +342,10 @@ func (o *order) compensate(ctx workflow.Context, reason string) error {
 		return o.closeAndRelease(dctx, reason)
 	}
 	var closed activities.CloseOrderResult
-	if err := workflow.ExecuteActivity(dctx, steps.CloseOrder,
-		activities.CloseOrderInput{Request: o.req, Reason: reason}).Get(dctx, &closed); err != nil {
+	if err := workflow.ExecuteActivity(dctx, steps.CloseOrder, o.closeInput(ctx, reason)).Get(dctx, &closed); err != nil {
 		return err
 	}
+	o.paidAtClose(closed.PaymentID)
 	o.setStatus(dctx, closed.Status)
 	if closed.Status.HoldsStock() || closed.Status == seckill.StatusFailed {
 		// Lost the race to a payment (PAID), or never held stock (FAILED):
@@ -372,7 +372,7 @@ func (o *order) compensate(ctx workflow.Context, reason string) error {
 // activity instead of two saves an action per closed order.
 func (o *order) closeAndRelease(dctx workflow.Context, reason string) error {
 	var res activities.CloseAndReleaseResult
-	in := activities.CloseOrderInput{Request: o.req, Reason: reason}
+	in := o.closeInput(dctx, reason)
 	var f workflow.Future
 	if o.localSteps(dctx) {
 		f = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(dctx, localCompensationOptions), steps.CloseAndRelease, in)
@@ -382,6 +382,7 @@ func (o *order) closeAndRelease(dctx workflow.Context, reason string) error {
 	if err := f.Get(dctx, &res); err != nil {
 		return err
 	}
+	o.paidAtClose(res.PaymentID)
 	if res.Status.HoldsStock() || res.Status == seckill.StatusFailed {
 		o.setStatus(dctx, res.Status)
 		o.log.Info("close skipped: nothing to give back", "reason", reason, "status", res.Status)
@@ -391,6 +392,27 @@ func (o *order) closeAndRelease(dctx workflow.Context, reason string) error {
 	o.setStatus(dctx, res.Status)
 	o.log.Info("stock given back", "reason", reason, "mysql", res.GaveBack, "redis_units", res.Released)
 	return nil
+}
+
+// closeInput is the close's input. Unless the row was never created, the
+// close first asks the payment provider whether the order was paid after
+// all (a lost or late webhook), from now on: the provider's grace counts
+// from the moment the close was decided.
+func (o *order) closeInput(ctx workflow.Context, reason string) activities.CloseOrderInput {
+	in := activities.CloseOrderInput{Request: o.req, Reason: reason}
+	if reason != ReasonCreateFailed {
+		in.AskedAt = workflow.Now(ctx)
+	}
+	return in
+}
+
+// paidAtClose records the payment the provider named when asked before
+// the close: the order is PAID with it instead of closed.
+func (o *order) paidAtClose(paymentID string) {
+	if paymentID != "" && o.state.PaymentID == "" {
+		o.state.PaymentID = paymentID
+		o.log.Info("paid at the provider before the close", "payment_id", paymentID)
+	}
 }
 
 // shapes says which shape (seckill.OrderShape, OrderRequest.Shape) first

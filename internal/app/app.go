@@ -22,6 +22,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/mysql"
+	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/sandbox"
@@ -50,9 +51,12 @@ type Main struct {
 	// Policy is when reconcile calls an order stuck: the configured pay
 	// timeout and sweep grace.
 	Policy seckill.ReconcilePolicy
-	// Sandbox is the payment provider; Provider makes it from the Config
-	// when nil.
+	// Sandbox is the sandbox payment provider; Provider makes it from the
+	// Config when nil.
 	Sandbox *sandbox.Provider
+	// Payments, when set, is the payment provider instead of the
+	// configured one (a test's provider that fails on purpose).
+	Payments seckill.PaymentProvider
 }
 
 // Connect opens MySQL and Redis (and dials Temporal when withTemporal) as
@@ -98,14 +102,23 @@ func (m *Main) Close() {
 	}
 }
 
-// Activities are the order steps over the process's stores.
+// Activities are the order steps over the process's stores; an unpaid
+// order's close asks the payment provider first.
 func (m *Main) Activities() *activities.Activities {
-	return &activities.Activities{Store: m.DB, Gate: m.Gate}
+	return &activities.Activities{Store: m.DB, Gate: m.Gate, Settle: &payments.Settle{
+		Provider: m.PaymentProvider(), Checkouts: m.DB, Grace: m.Config.PayGrace, Now: time.Now, Log: m.Log,
+	}}
 }
 
 // Refunds are the refund steps with the configured provider.
 func (m *Main) Refunds() *activities.Refunds {
-	return &activities.Refunds{Store: m.DB, Gate: m.Gate, Provider: m.RefundProvider(), Metrics: m.Metrics}
+	return &activities.Refunds{Store: m.DB, Gate: m.Gate, Provider: m.PaymentProvider(), Metrics: m.Metrics}
+}
+
+// Checkout opens the provider's payment of an order for its shopper.
+func (m *Main) Checkout() *payments.Checkout {
+	return &payments.Checkout{Provider: m.PaymentProvider(), Checkouts: m.DB, Currency: m.Config.currency(),
+		MinLeft: time.Second, Now: time.Now}
 }
 
 // Reconciler is the scheduled reconcile and the sale metrics' source.
@@ -113,21 +126,28 @@ func (m *Main) Reconciler() *activities.Reconciler {
 	return &activities.Reconciler{Store: m.DB, Gate: m.Gate, Policy: m.Policy}
 }
 
-// RefundProvider is where refunds go: the configured provider, or the
-// sandbox (which Config.RequireProvider made sure was chosen on purpose,
-// or `seckill dev` chose).
-func (m *Main) RefundProvider() seckill.PaymentProvider {
+// PaymentProvider is the payment provider orders are paid and refunded
+// through: the configured one, or the sandbox (which
+// Config.RequireProvider made sure was chosen on purpose, or `seckill dev`
+// chose).
+func (m *Main) PaymentProvider() seckill.PaymentProvider {
+	if m.Payments != nil {
+		return m.Payments
+	}
 	if p, err := m.Config.provider(); err == nil && p != nil {
 		return p
 	}
 	return m.Provider()
 }
 
-// Provider is the sandbox payment provider: the dev endpoints pay through
-// it, and refunds go to it when it is the configured provider.
+// Provider is the sandbox payment provider, on the process's Redis: its
+// checkout pages are served under /dev/checkout/ when it is the provider.
 func (m *Main) Provider() *sandbox.Provider {
 	if m.Sandbox == nil {
 		m.Sandbox = &sandbox.Provider{APIBase: m.Config.APIBase(), Secret: []byte(m.Config.WebhookSecret)}
+	}
+	if m.Sandbox.Redis == nil {
+		m.Sandbox.Redis, m.Sandbox.Prefix = m.Redis, m.Config.RedisPrefix
 	}
 	return m.Sandbox
 }
@@ -153,8 +173,8 @@ func (m *Main) Orders() *temporal.Orders {
 }
 
 // APIConfig is the API's configuration from the Config; dev adds the
-// dev-only endpoints with the sandbox provider as their payer (never set
-// by `seckill api`).
+// dev-only sign-in (never set by `seckill api`). With the sandbox as the
+// payment provider the API serves its checkout pages.
 func (m *Main) APIConfig(dev bool) api.Config {
 	c := m.Config
 	cfg := api.Config{
@@ -176,8 +196,10 @@ func (m *Main) APIConfig(dev bool) api.Config {
 	if c.StarterYield == 0 {
 		cfg.Starter.Yield = -1 // off (the starter's zero value is its default)
 	}
-	if dev {
-		cfg.Dev, cfg.Payer = true, m.Provider()
+	cfg.Dev = dev
+	cfg.Checkout = m.Checkout()
+	if p, _ := m.Config.provider(); p == nil {
+		cfg.CheckoutPages = m.Provider() // the sandbox is the provider
 	}
 	return cfg
 }

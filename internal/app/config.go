@@ -6,15 +6,17 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/paymenthttp"
 	"github.com/seckill/seckill/redis"
-	"github.com/seckill/seckill/refundhttp"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/sandbox"
 	"github.com/seckill/seckill/temporal/starter"
 )
 
@@ -41,6 +43,13 @@ type Config struct {
 	// answer). Still parsed, so an old deployment that sets it starts.
 	StartTimeout time.Duration `env:"SECKILL_START_TIMEOUT"`
 	SweepGrace   time.Duration `env:"SECKILL_SWEEP_GRACE"` // seckill.DefaultSweepGrace
+	// PayGrace is how long an unpaid order stays open past its deadline
+	// (or a cancel) while its payment provider cannot say whether it was
+	// paid; then it closes anyway.
+	PayGrace time.Duration `env:"SECKILL_PAY_GRACE"` // seckill.DefaultPayGrace
+	// Currency is what sessions' prices are in, as the payment provider
+	// is asked for them (ISO 4217, lower case).
+	Currency string `env:"SECKILL_CURRENCY" envDefault:"usd"`
 	// PreheatLead and RetainAfter shape each session's life (its
 	// SessionWorkflow): preheated this long before its start, its Redis
 	// keys expire this long after it ended and went quiet.
@@ -56,9 +65,11 @@ type Config struct {
 	ProxyHeader     string        `env:"SECKILL_PROXY_HEADER"`
 	TrustedProxies  string        `env:"SECKILL_TRUSTED_PROXIES"`
 	PaymentProvider string        `env:"SECKILL_PAYMENT_PROVIDER"`
-	// PaymentRefundURL and PaymentProviderSecret configure the http
-	// provider (package refundhttp): where refunds are sent, and the key
-	// that signs them.
+	// PaymentURL, PaymentRefundURL and PaymentProviderSecret configure the
+	// http provider (package paymenthttp): the adapter's payments API,
+	// where refunds are sent (PaymentURL + "/refunds" when empty), and the
+	// key that signs every request.
+	PaymentURL            string        `env:"SECKILL_PAYMENT_URL"`
 	PaymentRefundURL      string        `env:"SECKILL_PAYMENT_REFUND_URL"`
 	PaymentProviderSecret string        `env:"SECKILL_PAYMENT_PROVIDER_SECRET"`
 	ReconcileEvery        time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
@@ -85,6 +96,7 @@ func defaultConfig() Config {
 	return Config{
 		PayTimeout:   seckill.DefaultPayTimeout,
 		SweepGrace:   seckill.DefaultSweepGrace,
+		PayGrace:     seckill.DefaultPayGrace,
 		RelayMinAge:  relay.DefaultMinAge,
 		PreheatLead:  seckill.DefaultPreheatLead,
 		RetainAfter:  seckill.DefaultRetainAfter,
@@ -99,8 +111,11 @@ func LoadConfig() (*Config, error) {
 	if err := env.Parse(&c); err != nil {
 		return nil, err
 	}
-	if c.PayTimeout <= 0 || c.SweepGrace <= 0 || c.RelayMinAge <= 0 || c.RetainAfter <= 0 || c.PreheatLead <= 0 {
-		return nil, errors.New("SECKILL_PAY_TIMEOUT, SECKILL_SWEEP_GRACE, SECKILL_RELAY_MIN_AGE, SECKILL_PREHEAT_LEAD and SECKILL_RETAIN_AFTER must be positive durations")
+	if c.PayTimeout <= 0 || c.SweepGrace <= 0 || c.PayGrace <= 0 || c.RelayMinAge <= 0 || c.RetainAfter <= 0 || c.PreheatLead <= 0 {
+		return nil, errors.New("SECKILL_PAY_TIMEOUT, SECKILL_SWEEP_GRACE, SECKILL_PAY_GRACE, SECKILL_RELAY_MIN_AGE, SECKILL_PREHEAT_LEAD and SECKILL_RETAIN_AFTER must be positive durations")
+	}
+	if len(c.Currency) != 3 || strings.ToLower(c.Currency) != c.Currency {
+		return nil, fmt.Errorf("SECKILL_CURRENCY=%q must be a lower-case ISO 4217 code such as usd", c.Currency)
 	}
 	if _, err := c.provider(); err != nil {
 		return nil, err
@@ -132,27 +147,35 @@ func (c *Config) Redis() redis.Server {
 }
 
 // The payment providers, by SECKILL_PAYMENT_PROVIDER. SandboxProvider
-// refunds nothing real (it records refunds in memory), so it must be asked
-// for by name; HTTPProvider sends each refund, signed, to the team's own
-// adapter at SECKILL_PAYMENT_REFUND_URL (package refundhttp).
+// moves no money (its payments live in Redis, its refunds in memory), so
+// it must be asked for by name; HTTPProvider calls the team's own adapter
+// at SECKILL_PAYMENT_URL (package paymenthttp).
 const (
-	SandboxProvider = "sandbox"
-	HTTPProvider    = "http"
+	SandboxProvider = sandbox.Name
+	HTTPProvider    = paymenthttp.Name
 )
 
-// provider builds the configured refund provider: nil for the sandbox (the
-// process's own, see Main.Provider) and when none is named; an error when
-// the name is unknown or its settings do not hold.
+// provider builds the configured payment provider: nil for the sandbox
+// (the process's own, see Main.Provider) and when none is named; an error
+// when the name is unknown or its settings do not hold.
 func (c *Config) provider() (seckill.PaymentProvider, error) {
 	switch c.PaymentProvider {
 	case "", SandboxProvider:
 		return nil, nil
 	case HTTPProvider:
-		return refundhttp.New(c.PaymentRefundURL, []byte(c.PaymentProviderSecret))
+		return paymenthttp.New(paymenthttp.Config{BaseURL: c.PaymentURL, RefundURL: c.PaymentRefundURL, Secret: []byte(c.PaymentProviderSecret)})
 	default:
-		return nil, fmt.Errorf("SECKILL_PAYMENT_PROVIDER=%q: the providers are %q (dev and tests) and %q (your adapter at SECKILL_PAYMENT_REFUND_URL); see the README to add one",
+		return nil, fmt.Errorf("SECKILL_PAYMENT_PROVIDER=%q: the providers are %q (dev and tests) and %q (your adapter at SECKILL_PAYMENT_URL); see the README to add one",
 			c.PaymentProvider, SandboxProvider, HTTPProvider)
 	}
+}
+
+// currency is Currency, or its default for a Config built by hand.
+func (c *Config) currency() string {
+	if c.Currency == "" {
+		return "usd"
+	}
+	return c.Currency
 }
 
 // RequireProvider refuses to run refunds without a provider chosen
@@ -169,7 +192,7 @@ func (c *Config) RequireProvider() error {
 // WarnProvider says loudly, at start, that refunds go nowhere real.
 func (c *Config) WarnProvider(log *slog.Logger) {
 	if c.PaymentProvider == SandboxProvider {
-		log.Warn("SANDBOX PAYMENT PROVIDER: refunds are recorded in memory and move no money; never run this in production",
+		log.Warn("SANDBOX PAYMENT PROVIDER: payments and refunds move no money; never run this in production",
 			"SECKILL_PAYMENT_PROVIDER", c.PaymentProvider)
 	}
 }

@@ -269,8 +269,8 @@ func TestPaymentProviderByConfiguration(t *testing.T) {
 	require.ErrorContains(t, err, `"http"`)
 	t.Setenv("SECKILL_PAYMENT_PROVIDER", HTTPProvider)
 	_, err = LoadConfig()
-	require.ErrorContains(t, err, "SECKILL_PAYMENT_REFUND_URL")
-	t.Setenv("SECKILL_PAYMENT_REFUND_URL", "https://refunds.internal/v1/refunds")
+	require.ErrorContains(t, err, "SECKILL_PAYMENT_URL")
+	t.Setenv("SECKILL_PAYMENT_URL", "https://payments.internal/v1")
 	_, err = LoadConfig()
 	require.ErrorContains(t, err, "SECKILL_PAYMENT_PROVIDER_SECRET")
 	t.Setenv("SECKILL_PAYMENT_PROVIDER_SECRET", "0123456789abcdef0123")
@@ -278,7 +278,7 @@ func TestPaymentProviderByConfiguration(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.RequireProvider())
 	m := &Main{Config: c}
-	require.Equal(t, "*refundhttp.Provider", fmt.Sprintf("%T", m.RefundProvider()))
+	require.Equal(t, "*paymenthttp.Provider", fmt.Sprintf("%T", m.PaymentProvider()))
 	c.PaymentProvider = SandboxProvider
-	require.Equal(t, "*sandbox.Provider", fmt.Sprintf("%T", m.RefundProvider()))
+	require.Equal(t, "*sandbox.Provider", fmt.Sprintf("%T", m.PaymentProvider()))
 }

@@ -91,9 +91,13 @@ type Options struct {
 	TemporalAddr string
 	// Limits are off unless a test sets them.
 	Limits api.Limits
-	// Dev mounts the API's dev-only endpoints, with the Env's sandbox
-	// provider as the payer (what `seckill dev` does).
+	// Dev mounts the API's dev-only sign-in (what `seckill dev` does).
 	Dev bool
+	// WrapPayments lets a test disturb the payment provider (the Env's
+	// sandbox) that the API and the worker use; PayGrace is how long an
+	// order's close waits for an unreachable provider (default 2m).
+	WrapPayments func(*sandbox.Provider) seckill.PaymentProvider
+	PayGrace     time.Duration
 	// WrapStore and WrapGate let a test observe or disturb the API's
 	// MySQL store and Redis gate.
 	WrapStore func(api.Store) api.Store
@@ -202,9 +206,12 @@ func New(t testing.TB, o Options) *Env {
 
 	e.App = &app.Main{
 		Config: &app.Config{RedisPrefix: e.Prefix, TaskQueue: e.TaskQueue, TemporalNamespace: "default",
-			PayTimeout: o.PayTimeout, PreheatLead: o.PreheatLead, RetainAfter: o.RetainAfter,
+			PayTimeout: o.PayTimeout, PayGrace: o.PayGrace, PreheatLead: o.PreheatLead, RetainAfter: o.RetainAfter,
 			JWTSecret: string(JWTSecret), WebhookSecret: string(WebhookSecret), AdminToken: AdminToken},
 		DB: db, Redis: e.Redis, Gate: e.Gate, Log: e.Log, Sandbox: e.Provider,
+	}
+	if o.WrapPayments != nil {
+		e.App.Payments = o.WrapPayments(e.App.Provider())
 	}
 
 	// Temporal: the dev server, a task queue per test. The address is set

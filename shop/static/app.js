@@ -469,9 +469,9 @@
     var hint = STATUS_HINTS[st] || "";
     // The queue view: at the peak, orders wait for their turn to be created.
     if (st === "QUEUED" && order.queued > 1) hint += " " + order.queued + " orders of this sale are being created; yours is among them.";
-    if (st === "WAIT_PAY" && !DEV) hint += " Payment happens with the payment provider; this page updates when it arrives.";
+    if (st === "WAIT_PAY" || st === "QUEUED") hint += " Pay at the payment provider's checkout; this page updates when the payment arrives.";
     $("order-hint").textContent = hint;
-    $("pay-btn").hidden = !(DEV && st === "WAIT_PAY");
+    $("pay-btn").hidden = !(st === "WAIT_PAY" || st === "QUEUED");
     $("cancel-btn").hidden = st !== "WAIT_PAY";
     $("pay-btn").disabled = $("cancel-btn").disabled = busy;
     $("order-dismiss").hidden = !FINAL[st];
@@ -508,8 +508,22 @@
     });
   }
 
+  // Pay opens the order's payment at the provider (the same one on every
+  // click) and sends the shopper to its checkout page; coming back, the
+  // page finds the order again and polls until the payment arrives.
   $("pay-btn").addEventListener("click", function () {
-    orderAction("/dev/v1/orders/" + encodeURIComponent(order.order_no) + "/pay", "Payment sent through the sandbox provider.");
+    if (!order || busy) return;
+    busy = true;
+    renderOrder();
+    call("POST", "/api/v1/orders/" + encodeURIComponent(order.order_no) + "/payment", {}, true).then(function (r) {
+      busy = false;
+      if (r.ok && r.data.checkout_url) {
+        window.location.assign(r.data.checkout_url);
+        return;
+      }
+      showError(r.error);
+      renderOrder();
+    });
   });
   $("cancel-btn").addEventListener("click", function () {
     orderAction("/api/v1/orders/" + encodeURIComponent(order.order_no) + "/cancel", "Cancelling your order…");
