@@ -69,4 +69,6 @@ type RefundState struct {
 	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
 	// ParkedAt is when a parked refund stopped being tried.
 	ParkedAt time.Time `json:"parked_at,omitzero"`
+	// RefundID is the provider's refund, once refunded.
+	RefundID string `json:"refund_id,omitempty"`
 }

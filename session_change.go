@@ -1,6 +1,7 @@
 package seckill
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -38,7 +39,14 @@ const (
 	// ActionUpdate changes the title, price, window or per-user limit of a
 	// session that has not started.
 	ActionUpdate SessionAction = "update"
+	// ActionRefund gives a paid order of the session its money back (a
+	// customer-service cancellation): PAID → REFUND_PENDING → REFUNDED
+	// through the payment provider, its units back to the sale.
+	ActionRefund SessionAction = "refund"
 )
+
+// MaxRefundReason bounds the reason an operator gives for a refund.
+const MaxRefundReason = 256
 
 // MaxAddStock bounds one ActionAddStock (the same bound as a session's stock).
 const MaxAddStock = 10_000_000
@@ -56,11 +64,17 @@ type SessionChange struct {
 	// RequestID makes the change idempotent: a retry with the same id (the
 	// Idempotency-Key, else the request's trace id) applies it once.
 	RequestID string `json:"request_id"`
+	// TraceID is the request's trace id: the ledger rows the change
+	// writes carry it (absent in older audit rows).
+	TraceID string `json:"trace_id,omitempty"`
 	// Add is ActionAddStock's unit count (> 0).
 	Add int `json:"add,omitempty"`
 	// Update is ActionUpdate's new values (nil fields stay).
 	Update *SessionUpdate `json:"update,omitempty"`
-	At     time.Time      `json:"at"`
+	// OrderNo and Reason are ActionRefund's order and why it is refunded.
+	OrderNo string    `json:"order_no,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	At      time.Time `json:"at"`
 }
 
 // SessionUpdate holds the fields of a session that may change before it
@@ -110,6 +124,13 @@ func (c *SessionChange) Check() error {
 		if c.Update.Empty() {
 			return Errorf(EINVALID, "nothing to change: give title, price_cents, per_user_limit, start_at or end_at")
 		}
+	case ActionRefund:
+		if c.OrderNo == "" || len(c.OrderNo) > 64 {
+			return Errorf(EINVALID, "a refund names its order: order_no of 1 to 64 characters")
+		}
+		if c.Reason = strings.TrimSpace(c.Reason); c.Reason == "" || len(c.Reason) > MaxRefundReason {
+			return Errorf(EINVALID, "field \"reason\" must be 1 to %d characters: it is kept in the audit ledger", MaxRefundReason)
+		}
 	default:
 		return Errorf(EINVALID, "unknown session action %q", c.Action)
 	}
@@ -120,4 +141,24 @@ func (c *SessionChange) Check() error {
 		return Errorf(EINVALID, "actor must be 1 to 64 characters")
 	}
 	return nil
+}
+
+// SameRequest reports whether o asks for what c asks (the action and its
+// arguments, not who or when): a change retried under its request id must
+// ask the same, or it is refused with IDEMPOTENCY_MISMATCH instead of being
+// answered as the replay of another change.
+func (c *SessionChange) SameRequest(o *SessionChange) bool {
+	type request struct {
+		SessionID int64
+		Action    SessionAction
+		Add       int
+		Update    *SessionUpdate
+		OrderNo   string
+		Reason    string
+	}
+	key := func(x *SessionChange) string {
+		b, _ := json.Marshal(request{x.SessionID, x.Action, x.Add, x.Update, x.OrderNo, x.Reason})
+		return string(b)
+	}
+	return key(c) == key(o)
 }

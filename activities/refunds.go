@@ -47,13 +47,27 @@ func (a *Refunds) RefundPayment(ctx context.Context, r seckill.Refund) (string, 
 }
 
 // MarkRefunded records the refund and refreshes the order's cached view.
+// A refunded order holds no units: its Redis reservation is given back
+// here too (exactly once by the release script's guard). The operator's
+// refund releases it at once; this is for the refund whose API call
+// stopped between MySQL and Redis and was never retried. A late payment's
+// order was released by its close already (0 units).
 func (a *Refunds) MarkRefunded(ctx context.Context, r seckill.Refund, refundID string) (seckill.Status, error) {
 	l := refundLogger(ctx, r)
 	st, err := a.Store.MarkRefunded(ctx, r.PaymentID, refundID)
 	if err != nil {
 		return "", failed(l, "record refund", err)
 	}
-	if err := seckill.PublishOrderView(ctx, a.Store, a.Gate, r.OrderNo); err != nil {
+	o, err := a.Store.Order(ctx, r.OrderNo)
+	if err != nil {
+		return "", failed(l, "read order", err)
+	}
+	if o.Status == seckill.StatusRefundPending || o.Status == seckill.StatusRefunded {
+		if _, err := a.Gate.Release(ctx, o.SessionID, o.OrderNo); err != nil {
+			return "", failed(l, "release reservation", err)
+		}
+	}
+	if err := a.Gate.PutOrder(ctx, o); err != nil {
 		return "", failed(l, "publish order view", err)
 	}
 	return st, nil

@@ -138,6 +138,9 @@ type Config struct {
 	// Checkout opens the payment provider's payment of an order for its
 	// shopper (nil: POST /api/v1/orders/{no}/payment answers 503).
 	Checkout Checkout
+	// Refund refunds a paid order for an operator (nil:
+	// POST /admin/v1/orders/{no}/refund answers 503).
+	Refund OrderRefund
 	// CheckoutPages, when set, are the sandbox provider's hosted checkout
 	// pages, served under /dev/checkout/ (only when it is the provider).
 	CheckoutPages http.Handler
@@ -304,6 +307,7 @@ func (s *Server) App() *fiber.App {
 	admin.Post("/sessions/:id/end", s.changeSession(seckill.ActionEnd))
 	admin.Post("/sessions/:id/stock", s.changeSession(seckill.ActionAddStock))
 	admin.Get("/sessions/:id/audit", s.sessionAudit)
+	admin.Post("/orders/:order_no/refund", s.refundOrder)
 	admin.Put("/blocklist/:user_id", s.block)
 	admin.Delete("/blocklist/:user_id", s.unblock)
 

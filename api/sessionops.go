@@ -48,6 +48,15 @@ func (b *updateSessionBody) update() (*seckill.SessionUpdate, error) {
 	return u, nil
 }
 
+// actor is who the operator says they are (HeaderActor), "admin" when
+// unsaid.
+func actor(c *fiber.Ctx) string {
+	if a := c.Get(HeaderActor); a != "" {
+		return a
+	}
+	return "admin"
+}
+
 // changeSession is every admin change of a session: it builds the
 // SessionChange from the request, applies it in MySQL with its audit row,
 // then does what the other stores need, and answers the session as it is
@@ -66,12 +75,8 @@ func (s *Server) changeSession(action seckill.SessionAction) fiber.Handler {
 		if requestID == "" {
 			requestID = traceID(c)
 		}
-		actor := c.Get(HeaderActor)
-		if actor == "" {
-			actor = "admin"
-		}
-		ch := &seckill.SessionChange{SessionID: id, Action: action, Actor: actor,
-			From: s.clientIP(c).String(), RequestID: requestID}
+		ch := &seckill.SessionChange{SessionID: id, Action: action, Actor: actor(c),
+			From: s.clientIP(c).String(), RequestID: requestID, TraceID: traceID(c)}
 		switch action {
 		case seckill.ActionAddStock:
 			var body addStockBody
@@ -123,7 +128,7 @@ func (s *Server) changeSession(action seckill.SessionAction) fiber.Handler {
 			out["redis_stock"] = left
 		}
 		s.log.Info("session changed", "trace_id", traceID(c), "session_id", id, "action", action,
-			"actor", actor, "request_id", requestID, "applied", applied, "add", ch.Add)
+			"actor", ch.Actor, "request_id", requestID, "applied", applied, "add", ch.Add)
 		v, err := s.sessionView(ctx, sess)
 		if err != nil {
 			return err

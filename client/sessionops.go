@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/seckill/seckill"
@@ -105,4 +106,24 @@ func (c *Client) SessionAudit(ctx context.Context, sessionID int64) ([]seckill.S
 		return nil, err
 	}
 	return out.Changes, nil
+}
+
+// Refunded is the answer to an operator's refund of an order.
+type Refunded struct {
+	OrderNo string         `json:"order_no"`
+	Status  seckill.Status `json:"status"`
+	// Applied is false for a retry of a refund already made.
+	Applied bool `json:"applied"`
+}
+
+// RefundOrder refunds a PAID order (POST /admin/v1/orders/{no}/refund):
+// REFUND_PENDING now, REFUNDED once the provider gave the money back.
+// o.RequestID is required: the same id is one refund however often sent.
+func (c *Client) RefundOrder(ctx context.Context, orderNo, reason string, o ChangeOptions) (*Refunded, error) {
+	var out Refunded
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/admin/v1/orders/" + url.PathEscape(orderNo) + "/refund",
+		auth: c.AdminToken, body: map[string]string{"reason": reason}, header: o.header(), out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

@@ -21,6 +21,7 @@ func TestRefundThroughAConfiguredProvider(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, PayTimeout: 2 * time.Second})
 	secret := []byte("the-adapters-shared-secret")
 	adapter := testenv.StartPaymentAdapter(t, secret)
+	e.ProviderRefunds = func() map[string]seckill.Refund { refunds, _ := adapter.Refunds(); return refunds }
 	adapter.Answer = func(n int) (int, string) {
 		if n == 1 {
 			return http.StatusServiceUnavailable, "provider down"

@@ -218,7 +218,10 @@ func TestEveryChangeAdvancesUpdatedAt(t *testing.T) {
 	require.Equal(t, seckill.PaymentRefundPending, outcome)
 	require.Equal(t, seckill.StatusRefundPending, status)
 	step("paid late")
-	status, err = e.DB.MarkRefunded(ctx, "p-late", "r-late")
+	// The refund workflow's two steps: the provider's refund, then its record.
+	refundID, err := e.Provider.Refund(ctx, seckill.Refund{PaymentID: "p-late", OrderNo: late.OrderNo, AmountCents: 100})
+	require.NoError(t, err)
+	status, err = e.DB.MarkRefunded(ctx, "p-late", refundID)
 	require.NoError(t, err)
 	require.Equal(t, seckill.StatusRefunded, status)
 	step("refunded")

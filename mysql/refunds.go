@@ -131,6 +131,25 @@ func (db *DB) RefundStates(ctx context.Context, limit int) ([]seckill.RefundStat
 	return out, nil
 }
 
+// SessionPayments lists every payment of a session's orders with where
+// its refund stands (state "captured" for the payment of a PAID order,
+// "refunded" with the provider's refund id), oldest first: the test
+// invariant that every refunded payment has exactly one provider refund
+// reads it.
+func (db *DB) SessionPayments(ctx context.Context, sessionID int64) ([]seckill.RefundState, error) {
+	var rows []paymentRow
+	if err := db.gorm.WithContext(ctx).Where("order_no IN (?)",
+		db.gorm.Model(&orderRow{}).Select("order_no").Where("session_id = ?", sessionID)).
+		Order("id").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]seckill.RefundState, len(rows))
+	for i := range rows {
+		out[i] = *refundState(&rows[i])
+	}
+	return out, nil
+}
+
 // RefundCounts counts the refunds not done by state (seckill.RefundDue,
 // RefundParked, RefundReceived), for the metrics.
 func (db *DB) RefundCounts(ctx context.Context) (map[string]int, error) {
@@ -186,6 +205,9 @@ func refundState(r *paymentRow) *seckill.RefundState {
 		Refund:   seckill.Refund{PaymentID: r.PaymentID, OrderNo: r.OrderNo, AmountCents: r.AmountCents, TraceID: r.TraceID},
 		State:    refundStateName(r.Status, r.RefundParkedAt != nil),
 		Attempts: r.RefundAttempts, LastError: r.RefundError, CreatedAt: r.CreatedAt.UTC(),
+	}
+	if r.RefundID != nil {
+		st.RefundID = *r.RefundID
 	}
 	if r.RefundParkedAt != nil {
 		st.ParkedAt = r.RefundParkedAt.UTC()

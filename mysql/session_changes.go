@@ -37,13 +37,9 @@ func (db *DB) ChangeSession(ctx context.Context, ch *seckill.SessionChange) (ses
 		} else if err != nil {
 			return err
 		}
-		var seen int64
-		if err := tx.Model(&sessionAuditRow{}).Where("session_id = ? AND request_id = ?", ch.SessionID, ch.RequestID).Count(&seen).Error; err != nil {
-			return err
-		}
-		if seen > 0 {
+		if seen, err := auditSeen(tx, ch); err != nil || seen {
 			sess = row.domain()
-			return nil
+			return err
 		}
 		if err := change(&row, ch, now); err != nil {
 			return err
@@ -52,18 +48,46 @@ func (db *DB) ChangeSession(ctx context.Context, ch *seckill.SessionChange) (ses
 		if err := tx.Save(&row).Error; err != nil {
 			return err
 		}
-		detail, err := json.Marshal(ch)
-		if err != nil {
-			return err
-		}
-		if err := tx.Create(&sessionAuditRow{SessionID: ch.SessionID, Action: string(ch.Action), Actor: ch.Actor,
-			FromAddr: ch.From, RequestID: ch.RequestID, Detail: string(detail), CreatedAt: now}).Error; err != nil {
+		if err := audit(tx, ch); err != nil {
 			return err
 		}
 		sess, applied = row.domain(), true
 		return nil
 	})
 	return sess, applied, err
+}
+
+// auditSeen reports whether the session's audit ledger holds ch's request
+// id already (a retry: nothing is applied again), and refuses the id with
+// IDEMPOTENCY_MISMATCH when it was used for another change.
+func auditSeen(tx *gorm.DB, ch *seckill.SessionChange) (bool, error) {
+	var rows []sessionAuditRow
+	if err := tx.Where("session_id = ? AND request_id = ?", ch.SessionID, ch.RequestID).Limit(1).Find(&rows).Error; err != nil {
+		return false, err
+	}
+	if len(rows) == 0 {
+		return false, nil
+	}
+	var first seckill.SessionChange
+	if err := json.Unmarshal([]byte(rows[0].Detail), &first); err != nil {
+		return false, err
+	}
+	if !first.SameRequest(ch) {
+		return false, seckill.Errorf(seckill.EIDEMPOTENCY,
+			"Idempotency-Key %q was used for another change of session %d (%s)", ch.RequestID, ch.SessionID, first.Action)
+	}
+	return true, nil
+}
+
+// audit records ch in its session's audit ledger (inside the change's
+// transaction, stamped ch.At).
+func audit(tx *gorm.DB, ch *seckill.SessionChange) error {
+	detail, err := json.Marshal(ch)
+	if err != nil {
+		return err
+	}
+	return tx.Create(&sessionAuditRow{SessionID: ch.SessionID, Action: string(ch.Action), Actor: ch.Actor,
+		FromAddr: ch.From, RequestID: ch.RequestID, Detail: string(detail), CreatedAt: ch.At}).Error
 }
 
 // change applies ch to the locked row, or says why the session's state

@@ -16,6 +16,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -55,9 +56,9 @@ type Provider struct {
 	// Now is the provider's clock (time.Now when nil).
 	Now func() time.Time
 
+	// refunds are the refunds made when no Redis is configured.
 	mu      sync.Mutex
 	refunds map[string]seckill.Refund // payment id → refund
-	calls   int
 }
 
 // Name implements seckill.PaymentProvider.
@@ -210,27 +211,63 @@ func (p *Provider) Complete(ctx context.Context, paymentID string, lose bool) (i
 	return p.Pay(ctx, pay.OrderNo, pay.ID, pay.AmountCents)
 }
 
-// Refund records a refund once per payment and returns its id.
-func (p *Provider) Refund(_ context.Context, r seckill.Refund) (string, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.calls++
-	if p.refunds == nil {
-		p.refunds = map[string]seckill.Refund{}
+// refundsKey is the hash of the refunds made: payment id → the refund as
+// JSON. In Redis like the payments, so a refund a worker process made is
+// seen by the test or the drill that checks it.
+func (p *Provider) refundsKey() string { return p.Prefix + ":sandbox:refunds" }
+
+// Refund records a refund once per payment (a second call is the same
+// refund, as a provider's idempotency key makes it) and returns its id.
+func (p *Provider) Refund(ctx context.Context, r seckill.Refund) (string, error) {
+	id := "re_" + r.PaymentID
+	if p.Redis == nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.refunds == nil {
+			p.refunds = map[string]seckill.Refund{}
+		}
+		if _, ok := p.refunds[r.PaymentID]; !ok {
+			p.refunds[r.PaymentID] = r
+		}
+		return id, nil
 	}
-	if _, ok := p.refunds[r.PaymentID]; !ok {
-		p.refunds[r.PaymentID] = r
+	v, err := json.Marshal(r)
+	if err != nil {
+		return "", err
 	}
-	return "re_" + r.PaymentID, nil
+	pipe := p.Redis.TxPipeline()
+	pipe.HSetNX(ctx, p.refundsKey(), r.PaymentID, v)
+	pipe.PExpire(ctx, p.refundsKey(), keep)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return "", fmt.Errorf("sandbox refunds: %w", err)
+	}
+	return id, nil
 }
 
-// Refunds returns the refunds made, by payment id.
+// Refunds returns the refunds made, by payment id, for tests and drills to
+// check. It panics when Redis cannot be read: an empty answer would pass
+// a check that nothing was refunded.
 func (p *Provider) Refunds() map[string]seckill.Refund {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make(map[string]seckill.Refund, len(p.refunds))
-	for k, v := range p.refunds {
-		out[k] = v
+	if p.Redis == nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		out := make(map[string]seckill.Refund, len(p.refunds))
+		for k, v := range p.refunds {
+			out[k] = v
+		}
+		return out
+	}
+	raw, err := p.Redis.HGetAll(context.Background(), p.refundsKey()).Result()
+	if err != nil {
+		panic(fmt.Sprintf("sandbox refunds: %v", err))
+	}
+	out := make(map[string]seckill.Refund, len(raw))
+	for k, v := range raw {
+		var r seckill.Refund
+		if err := json.Unmarshal([]byte(v), &r); err != nil {
+			panic(fmt.Sprintf("sandbox refund %s: %v", k, err))
+		}
+		out[k] = r
 	}
 	return out
 }

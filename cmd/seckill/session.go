@@ -37,15 +37,7 @@ applied once), and retry add-stock with it after an UNAVAILABLE answer.`,
 	f.StringVar(&opts.Actor, "actor", os.Getenv("USER"), "who is changing the session (the audit ledger's who)")
 	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key of the change: a retry with the same id applies it once")
 
-	admin := func() (*client.Client, error) {
-		c, err := loadConfig("SECKILL_ADMIN_TOKEN")
-		if err != nil {
-			return nil, err
-		}
-		cl := client.New(base)
-		cl.AdminToken = c.AdminToken
-		return cl, nil
-	}
+	admin := func() (*client.Client, error) { return adminClient(base) }
 	sessionArg := func(args []string) (int64, error) {
 		id, err := strconv.ParseInt(args[0], 10, 64)
 		if err != nil || id <= 0 {
@@ -69,9 +61,7 @@ applied once), and retry add-stock with it after an UNAVAILABLE answer.`,
 				if err != nil {
 					return err
 				}
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return printJSON(cmd, out)
 			},
 		}
 	}
@@ -106,6 +96,25 @@ applied once), and retry add-stock with it after an UNAVAILABLE answer.`,
 			}),
 	)
 	return cmd
+}
+
+// adminClient is the admin API of the running stack at base, with the
+// configured SECKILL_ADMIN_TOKEN.
+func adminClient(base string) (*client.Client, error) {
+	c, err := loadConfig("SECKILL_ADMIN_TOKEN")
+	if err != nil {
+		return nil, err
+	}
+	cl := client.New(base)
+	cl.AdminToken = c.AdminToken
+	return cl, nil
+}
+
+// printJSON writes v to the command's output as indented JSON.
+func printJSON(cmd *cobra.Command, v any) error {
+	enc := json.NewEncoder(cmd.OutOrStdout())
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // updateCmd is `seckill session update`: only the flags given change.

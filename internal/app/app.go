@@ -198,6 +198,7 @@ func (m *Main) APIConfig(dev bool) api.Config {
 	}
 	cfg.Dev = dev
 	cfg.Checkout = m.Checkout()
+	cfg.Refund = &payments.Refund{Store: m.DB, Gate: m.Gate}
 	if p, _ := m.Config.provider(); p == nil {
 		cfg.CheckoutPages = m.Provider() // the sandbox is the provider
 	}

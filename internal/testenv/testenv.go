@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,9 +72,13 @@ type Env struct {
 	// Provider is the sandbox payment provider: refunds land here, and it
 	// pays orders through the API's webhook.
 	Provider *sandbox.Provider
-	API      *api.Server
-	BaseURL  string
-	Log      *slog.Logger
+	// ProviderRefunds are the refunds the payment provider made, by payment
+	// id, for the invariant that each refunded payment has exactly one:
+	// the sandbox's unless a test runs another provider.
+	ProviderRefunds func() map[string]seckill.Refund
+	API             *api.Server
+	BaseURL         string
+	Log             *slog.Logger
 }
 
 // Options tune an Env.
@@ -210,6 +215,7 @@ func New(t testing.TB, o Options) *Env {
 			JWTSecret: string(JWTSecret), WebhookSecret: string(WebhookSecret), AdminToken: AdminToken},
 		DB: db, Redis: e.Redis, Gate: e.Gate, Log: e.Log, Sandbox: e.Provider,
 	}
+	e.ProviderRefunds = e.App.Provider().Refunds // on the Env's Redis from here
 	if o.WrapPayments != nil {
 		e.App.Payments = o.WrapPayments(e.App.Provider())
 	}
@@ -372,7 +378,44 @@ func (e *Env) RequireInvariants(sessionID int64) *seckill.Report {
 	if !r.OK || r.InFlight != 0 {
 		e.T.Fatalf("invariants broken for session %d: in_flight=%d problems=%v report=%+v", sessionID, r.InFlight, r.Problems, r)
 	}
+	e.requireOneRefundEach(sessionID)
 	return r
+}
+
+// requireOneRefundEach checks that every refunded payment of the session
+// (a late payment, a duplicate, or a paid order an operator refunded) has
+// exactly one refund at the provider, of its amount, and that the provider
+// refunded no payment of the session that is not refunded in MySQL (the
+// captured payment of a PAID order above all). The provider keeps one
+// refund per payment id (its idempotency key), so a second refund would be
+// one under another key: a payment of the session it does not know.
+func (e *Env) requireOneRefundEach(sessionID int64) {
+	e.T.Helper()
+	pays, err := e.DB.SessionPayments(context.Background(), sessionID)
+	if err != nil {
+		e.T.Fatalf("payments of session %d: %v", sessionID, err)
+	}
+	made := e.ProviderRefunds()
+	orders := map[string]bool{}
+	for _, p := range pays {
+		orders[p.OrderNo] = true
+		r, refunded := made[p.PaymentID]
+		switch {
+		case p.State == "refunded" && !refunded:
+			e.T.Fatalf("payment %s of order %s is REFUNDED in MySQL (refund %s) but the provider made no refund", p.PaymentID, p.OrderNo, p.RefundID)
+		case p.State == "refunded" && r.AmountCents != p.AmountCents:
+			e.T.Fatalf("payment %s: refunded %d cents, paid %d", p.PaymentID, r.AmountCents, p.AmountCents)
+		case p.State == "captured" && refunded:
+			// (A pending refund the provider made is a run between its
+			// two steps: MarkRefunded follows.)
+			e.T.Fatalf("payment %s pays order %s but the provider refunded it", p.PaymentID, p.OrderNo)
+		}
+	}
+	for id, r := range made {
+		if orders[r.OrderNo] && !slices.ContainsFunc(pays, func(p seckill.RefundState) bool { return p.PaymentID == id }) {
+			e.T.Fatalf("the provider refunded %s for order %s, a payment MySQL does not know", id, r.OrderNo)
+		}
+	}
 }
 
 // Eventually polls cond until it returns nil or the timeout passes.

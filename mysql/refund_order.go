@@ -1,0 +1,97 @@
+package mysql
+
+import (
+	"context"
+	"errors"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/seckill/seckill"
+)
+
+// reasonOperatorRefund is the order's reason once an operator refunded it.
+const reasonOperatorRefund = "operator_refund"
+
+// RefundOrder starts an operator's refund of a paid order (ch is an
+// ActionRefund naming it), in one transaction under the order's row lock:
+// the order PAID → REFUND_PENDING with its ledger row, its captured payment
+// REFUND_PENDING and due (the refund relay sends it to the provider, then
+// MarkRefunded ends both REFUNDED), its units back to the session's stock
+// and its user's slots freed, and the change in the session's audit ledger.
+//
+// ch.SessionID is taken from the order. A retry with the same request id
+// changes nothing (applied is false); the id used for another change is
+// refused with IDEMPOTENCY_MISMATCH. Any other refund of an order that is
+// not PAID any more is refused with CONFLICT: one order, one refund.
+//
+// The units go back whether or not the sale still runs: the unit is not
+// sold any more, and db_stock + Σqty(orders that hold stock) stays the
+// session's total. After the end nobody can buy it.
+func (db *DB) RefundOrder(ctx context.Context, ch *seckill.SessionChange) (o *seckill.Order, applied bool, err error) {
+	if ch.Action != seckill.ActionRefund {
+		return nil, false, seckill.Errorf(seckill.EINVALID, "RefundOrder takes a refund, not %q", ch.Action)
+	}
+	now := db.now()
+	ch.At = now
+	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var row orderRow
+		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("order_no = ?", ch.OrderNo).Take(&row).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return seckill.Errorf(seckill.ENOTFOUND, "order %s not found", ch.OrderNo)
+		} else if err != nil {
+			return err
+		}
+		ch.SessionID = row.SessionID
+		if err := ch.Check(); err != nil {
+			return err
+		}
+		if seen, err := auditSeen(tx, ch); err != nil || seen {
+			return err
+		}
+		if status := seckill.Status(row.Status); status != seckill.StatusPaid {
+			if status == seckill.StatusRefundPending || status == seckill.StatusRefunded {
+				return seckill.Errorf(seckill.ECONFLICT, "order %s is %s: its money goes back already, and an order is refunded once", row.OrderNo, status)
+			}
+			return seckill.Errorf(seckill.ECONFLICT, "order %s is %s: only a PAID order can be refunded", row.OrderNo, status)
+		}
+		res := tx.Model(&paymentRow{}).Where("order_no = ? AND status = ?", row.OrderNo, paymentCaptured).
+			Updates(map[string]any{"status": paymentRefundPending, "refund_next_at": now, "updated_at": now})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return seckill.Errorf(seckill.ECONFLICT, "order %s is PAID but has %d captured payments: reconcile it first", row.OrderNo, res.RowsAffected)
+		}
+		res = tx.Model(&orderRow{}).Where("id = ? AND status = ?", row.ID, seckill.StatusPaid).
+			Updates(map[string]any{"status": seckill.StatusRefundPending, "reason": reasonOperatorRefund, "updated_at": changedAt(now)})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return errors.New("refund: compare-and-set lost under a row lock")
+		}
+		if err := tx.Where("order_no = ?", row.OrderNo).Delete(&slotRow{}).Error; err != nil {
+			return err
+		}
+		if err := giveBack(tx, row.SessionID, row.Quantity, now); err != nil {
+			return err
+		}
+		row.Status, row.Reason = string(seckill.StatusRefundPending), reasonOperatorRefund
+		row.TraceID = traceOr(ch.TraceID, row.TraceID)
+		if err := tx.Create(ledger(&row, seckill.StatusPaid, row.Quantity, now)).Error; err != nil {
+			return err
+		}
+		if err := audit(tx, ch); err != nil {
+			return err
+		}
+		applied = true
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	// Read back: the row's updated_at is the database's (changedAt).
+	o, err = db.Order(ctx, ch.OrderNo)
+	return o, applied, err
+}
