@@ -427,6 +427,9 @@ type stepRunner struct {
 	// start is when the first burst began: the origin of the step's times.
 	start time.Time
 	mu    sync.Mutex // guards problems found by concurrent followers
+	// paymentIDs are the orders' payments at the provider (order number →
+	// payment id), from their checkouts.
+	paymentIDs sync.Map
 }
 
 func (r *stepRunner) problem(format string, args ...any) {

@@ -12,6 +12,7 @@ import (
 	"github.com/seckill/seckill/bench"
 	"github.com/seckill/seckill/bench/htmlreport"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/relay"
 )
 
 // runBench runs the bench (its progress on stderr under -v); the run must
@@ -40,6 +41,7 @@ func TestBenchSmallRun(t *testing.T) {
 			TemporalNamespace: "default", NoopWorkflows: 20, MySQLDSN: e.DSN, Exec: testenv.Binary(t)},
 		TemporalAddr: e.TemporalAddr, TemporalNamespace: "default", CostSample: 2, Captchas: 12,
 	}
+	runRefundRelay(t, e)
 	rep := runBench(t, cfg)
 	require.Len(t, rep.Steps, 2)
 	require.NotNil(t, rep.Captcha, "--captchas draws the human check")
@@ -60,6 +62,7 @@ func TestBenchSmallRun(t *testing.T) {
 		require.Equal(t, 10, f.Paid)
 		require.Equal(t, 10, f.Closed)
 		require.Equal(t, 2, f.Cancelled)
+		require.Equal(t, 2, f.Refunded, "refunded by the bench as an operator, for their cost")
 		require.Positive(t, s.Throughput)
 		require.Positive(t, s.SoldOutThroughput)
 		require.Positive(t, s.OrdersPerSecond)
@@ -98,8 +101,8 @@ func TestBenchSmallRun(t *testing.T) {
 	// What an order costs in Temporal, from the histories of 2 orders of
 	// each path per step (docs/temporal-actions.md).
 	require.NotNil(t, rep.Temporal)
-	require.Equal(t, map[string]float64{"paid": 6, "timeout": 5, "cancel": 6}, rep.Temporal.ActionsPerOrder)
-	require.Equal(t, map[string]int{"paid": 4, "timeout": 4, "cancel": 4}, rep.Temporal.Sampled)
+	require.Equal(t, map[string]float64{"paid": 6, "timeout": 5, "cancel": 6, "refunded": 9}, rep.Temporal.ActionsPerOrder)
+	require.Equal(t, map[string]int{"paid": 4, "timeout": 4, "cancel": 4, "refunded": 4}, rep.Temporal.Sampled)
 	for _, p := range []string{"paid", "timeout", "cancel"} {
 		require.Positive(t, rep.Temporal.EventsPerOrder[p], p)
 	}
@@ -212,4 +215,12 @@ func TestBenchRepeat(t *testing.T) {
 	var html strings.Builder
 	require.NoError(t, htmlreport.WriteHTML(&html, rep))
 	require.Contains(t, html.String(), "Redis persistence")
+}
+
+// runRefundRelay runs the refund relay a stack's worker runs, for the
+// orders the bench refunds.
+func runRefundRelay(t *testing.T, e *testenv.Env) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go (&relay.Refunds{Store: e.DB, Starter: e.Orders, Log: e.Log}).Run(ctx, 200*time.Millisecond)
 }

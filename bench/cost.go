@@ -18,11 +18,14 @@ const (
 	pathPaid    = "paid"
 	pathTimeout = "timeout"
 	pathCancel  = "cancel"
+	// pathRefunded is a paid order an operator refunded: its order
+	// workflow and its refund workflow together.
+	pathRefunded = "refunded"
 )
 
 // CostPaths are the order paths whose cost the bench counts, in the order
 // the reports list them.
-var CostPaths = []string{pathPaid, pathTimeout, pathCancel}
+var CostPaths = []string{pathPaid, pathTimeout, pathCancel, pathRefunded}
 
 // TemporalCost is what an order costs in Temporal, counted from the real
 // histories of a few orders of each path (temporal.CountActions): Temporal

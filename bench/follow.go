@@ -3,10 +3,14 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/sandbox"
+	"github.com/seckill/seckill/temporal"
 )
 
 // pollEvery is how often the bench polls an order's status: the shop
@@ -98,6 +102,9 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 		}
 	}
 	r.count(ctx, pathPaid, pay[:min(r.cfg.CostSample, len(pay))])
+	if r.costs != nil && f.Paid == len(pay) {
+		r.refund(ctx, pay[len(pay)-min(r.cfg.CostSample, len(pay)/2):])
+	}
 	if len(cancelled) > 0 && len(r.waitAll(ctx, cancelled, r.cfg.Settle, nil, changedAt, seckill.StatusClosed)) == len(cancelled) {
 		r.count(ctx, pathCancel, cancelled)
 	}
@@ -136,20 +143,73 @@ func (r *stepRunner) cancel(ctx context.Context, x result) {
 	}
 }
 
-// pay sends an order's signed SUCCEEDED webhook, retrying as a provider
-// does while the API does not answer 200 (the order is still being created).
-func (r *stepRunner) pay(ctx context.Context, x result) {
-	p := seckill.Payment{EventID: "evt_" + x.orderNo, PaymentID: "pay_" + x.orderNo, OrderNo: x.orderNo,
-		AmountCents: priceCents * int64(r.cfg.Quantity)}
-	for attempt := 0; attempt < 50 && ctx.Err() == nil; attempt++ {
-		if _, err := r.api.Pay(ctx, p); err == nil {
+// refund has an operator refund a few paid orders, for the cost of the
+// refunded path: the order's workflow and its refund's
+// (refund:<payment_id>), which the stack's refund relay starts.
+func (r *stepRunner) refund(ctx context.Context, orders []result) {
+	if len(orders) == 0 {
+		return
+	}
+	for _, x := range orders {
+		if _, err := r.api.RefundOrder(ctx, x.orderNo, "bench: the refunded path's cost",
+			client.ChangeOptions{Actor: "bench", RequestID: "bench-refund:" + x.orderNo}); err != nil {
+			r.problem("refund of %s: %v", x.orderNo, err)
 			return
 		}
+	}
+	refunded := r.waitAll(ctx, orders, r.cfg.Settle, nil, changedAt, seckill.StatusRefunded)
+	r.step.Funnel.Refunded = len(refunded)
+	if len(refunded) < len(orders) {
+		r.problem("%d refunded orders never reached REFUNDED (is the worker's refund relay running?)", len(orders)-len(refunded))
+		return
+	}
+	for _, x := range orders {
+		paymentID, _ := r.paymentIDs.Load(x.orderNo)
+		cctx, cancel := context.WithTimeout(ctx, r.cfg.Settle)
+		order, err := temporal.OrderCost(cctx, r.costs.c, x.orderNo)
+		var refund temporal.Cost
+		if err == nil {
+			refund, err = temporal.RefundCost(cctx, r.costs.c, fmt.Sprint(paymentID))
+		}
+		cancel()
+		if err != nil {
+			r.problem("actions of refunded order %s: %v", x.orderNo, err)
+			continue
+		}
+		r.costs.byPath[pathRefunded] = append(r.costs.byPath[pathRefunded], order.Plus(refund))
+	}
+}
+
+// pay pays an order as its shopper does: the checkout
+// (POST /api/v1/orders/{no}/payment), then the provider's page, whose
+// signed webhook reaches the API. The bench's stack runs the sandbox
+// provider, whose page pays at once. Retried as a shopper would click
+// again while the API is not ready (the order still being created): a
+// second click at the page is the provider sending its webhook again.
+func (r *stepRunner) pay(ctx context.Context, x result) {
+	shop := r.shoppers[x.shopper].api
+	var last string
+	for attempt := 0; attempt < 50 && ctx.Err() == nil; attempt++ {
+		co, err := shop.Checkout(ctx, x.orderNo)
+		if err == nil && co.Provider != sandbox.Name {
+			last = fmt.Sprintf("the stack's payment provider is %q: the bench pays at the sandbox's page", co.Provider)
+			break
+		}
+		if err == nil {
+			var code int
+			if code, err = shop.PaySandbox(ctx, co.CheckoutURL, false); err == nil && code == http.StatusOK {
+				r.paymentIDs.Store(x.orderNo, co.PaymentID)
+				return
+			} else if err == nil {
+				err = fmt.Errorf("checkout page answered %d", code)
+			}
+		}
+		last = err.Error()
 		time.Sleep(100 * time.Millisecond)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.problem("payment of %s was never accepted", x.orderNo)
+	r.problem("payment of %s was never accepted: %s", x.orderNo, last)
 }
 
 // firstDeadline is the earliest pay deadline the WAIT_PAY views of orders
@@ -309,7 +369,7 @@ func (r *stepRunner) reconcile(ctx context.Context) {
 	if !rep.OK {
 		r.problem("reconcile: %v", rep.Problems)
 	}
-	if paid := rep.Orders[seckill.StatusPaid]; paid != r.step.Funnel.Paid {
-		r.problem("reconcile counts %d PAID orders, the bench paid %d", paid, r.step.Funnel.Paid)
+	if paid, refunded := rep.Orders[seckill.StatusPaid], rep.Orders[seckill.StatusRefunded]; paid != r.step.Funnel.Paid-r.step.Funnel.Refunded || refunded != r.step.Funnel.Refunded {
+		r.problem("reconcile counts %d PAID and %d REFUNDED orders, the bench paid %d and refunded %d", paid, refunded, r.step.Funnel.Paid, r.step.Funnel.Refunded)
 	}
 }

@@ -178,6 +178,9 @@ type Funnel struct {
 	// cost); they are counted in Closed too.
 	Cancelled int `json:"cancelled"`
 	Closed    int `json:"closed"`
+	// Refunded paid orders (by the bench as an operator, for the refunded
+	// path's cost); they are counted in Paid too.
+	Refunded int `json:"refunded"`
 }
 
 // Percentiles of a latency distribution, milliseconds.

@@ -110,7 +110,18 @@ func CountActions(events []*historypb.HistoryEvent) Cost {
 // history and counts it (CountActions). seckill bench measures the actions
 // per order with it, and the tests pin them.
 func OrderCost(ctx context.Context, c client.Client, orderNo string) (Cost, error) {
-	id := seckill.WorkflowID(orderNo)
+	return WorkflowCost(ctx, c, seckill.WorkflowID(orderNo))
+}
+
+// RefundCost counts the refund workflow of a payment (refund:<payment_id>)
+// once it ended: a refunded order costs its order workflow and this.
+func RefundCost(ctx context.Context, c client.Client, paymentID string) (Cost, error) {
+	return WorkflowCost(ctx, c, seckill.RefundWorkflowID(paymentID))
+}
+
+// WorkflowCost waits for a workflow to end, reads its whole history and
+// counts it (CountActions).
+func WorkflowCost(ctx context.Context, c client.Client, id string) (Cost, error) {
 	// A paid or closed order's view is published before its workflow
 	// records the last status: wait for the end, or the count is short.
 	if err := c.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
@@ -126,4 +137,15 @@ func OrderCost(ctx context.Context, c client.Client, orderNo string) (Cost, erro
 		events = append(events, e)
 	}
 	return CountActions(events), nil
+}
+
+// Plus is the cost of two runs together (an order and its refund).
+func (c Cost) Plus(o Cost) Cost {
+	sum := Cost{Actions: c.Actions + o.Actions, Events: c.Events + o.Events, ByKind: map[string]int{}}
+	for _, m := range []map[string]int{c.ByKind, o.ByKind} {
+		for k, v := range m {
+			sum.ByKind[k] += v
+		}
+	}
+	return sum
 }

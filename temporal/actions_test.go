@@ -16,6 +16,8 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/payments"
+	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/temporal"
 )
 
@@ -26,7 +28,7 @@ import (
 // (how workflows/testdata's *_v1 histories were recorded).
 func TestActionsPerOrder(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoAPI: true})
-	sess := e.Session(3, 1, 100)
+	sess := e.Session(4, 1, 100)
 	ctx := context.Background()
 	stamp := time.Now().UnixNano()
 	start := func(path string, user int64, payTimeout time.Duration) string {
@@ -47,7 +49,10 @@ func TestActionsPerOrder(t *testing.T) {
 		return no
 	}
 	paid, cancelled, timedOut := start("paid", 1, time.Hour), start("cancel", 2, time.Hour), start("timeout", 3, 2*time.Second)
-	require.NoError(t, e.Orders.Pay(ctx, &seckill.Payment{EventID: "ev-" + paid, PaymentID: "pay-" + paid, OrderNo: paid, AmountCents: 100, TraceID: "trace-pay"}))
+	refunded := start("refund", 4, time.Hour)
+	for _, no := range []string{paid, refunded} {
+		require.NoError(t, e.Orders.Pay(ctx, &seckill.Payment{EventID: "ev-" + no, PaymentID: "pay-" + no, OrderNo: no, AmountCents: 100, TraceID: "trace-pay"}))
+	}
 	require.NoError(t, e.Orders.Cancel(ctx, cancelled, "trace-cancel"))
 
 	cost := func(no string) temporal.Cost {
@@ -77,6 +82,30 @@ func TestActionsPerOrder(t *testing.T) {
 	require.Equal(t, map[string]int{"start": 1, "local_activities": 2, "timers": 1,
 		"search_attribute_upserts": 1}, c.ByKind)
 	require.Equal(t, 5, c.Actions)
+
+	// Refunded by an operator: the paid path's six, then the refund's own
+	// workflow (refund:<payment_id>): start · RefundPayment ·
+	// MarkRefunded. The order's workflow has ended; it is not woken.
+	orderCost := cost(refunded)
+	_, applied, err := (&payments.Refund{Store: e.DB, Gate: e.Gate}).Order(ctx, &seckill.SessionChange{
+		Action: seckill.ActionRefund, OrderNo: refunded, Reason: "cost of the refunded path", Actor: "test", RequestID: "refund-" + refunded})
+	require.NoError(t, err)
+	require.True(t, applied)
+	relayed := &relay.Refunds{Store: e.DB, Starter: e.Orders, Log: e.Log}
+	n, err := relayed.Pass(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	refundCost, err := temporal.RefundCost(rctx, e.Temporal, "pay-"+refunded)
+	require.NoError(t, err)
+	c = orderCost.Plus(refundCost)
+	require.Equal(t, map[string]int{"start": 2, "local_activities": 2, "timers": 1, "signals": 1,
+		"search_attribute_upserts": 1, "activities": 2}, c.ByKind)
+	require.Equal(t, 9, c.Actions)
+	o, err := e.DB.Order(ctx, refunded)
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusRefunded, o.Status)
 	e.RequireInvariants(sess.ID)
 }
 
