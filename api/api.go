@@ -138,6 +138,10 @@ type Config struct {
 	// Checkout opens the payment provider's payment of an order for its
 	// shopper (nil: POST /api/v1/orders/{no}/payment answers 503).
 	Checkout Checkout
+	// StripeEvents, when set, verifies the events of Stripe's webhook
+	// (POST /api/v1/payments/stripe/webhook): only with the stripe
+	// provider.
+	StripeEvents StripeEvents
 	// CheckoutPages, when set, are the sandbox provider's hosted checkout
 	// pages, served under /dev/checkout/ (only when it is the provider).
 	CheckoutPages http.Handler
@@ -293,6 +297,12 @@ func (s *Server) App() *fiber.App {
 	v1.Post("/orders/:order_no/cancel", s.shopper, s.cancelOrder)
 	v1.Post("/orders/:order_no/payment", s.globalLimit, s.shopper, s.shopperLimits, s.createPayment)
 	v1.Post("/payments/webhook", s.webhook)
+	// Only with Stripe as the provider: elsewhere nothing verifies its
+	// events, and a route that cannot accept one would only be a door
+	// to probe. The catch-all answers 404 NOT_FOUND instead.
+	if s.cfg.StripeEvents != nil {
+		v1.Post("/payments/stripe/webhook", s.stripeWebhook)
+	}
 
 	admin := app.Group("/admin/v1", s.admin)
 	admin.Post("/sessions", s.createSession)
