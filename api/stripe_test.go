@@ -1,35 +1,17 @@
 package api_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
-	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 )
-
-const stripeWebhookSecret = "whsec_test_seckill"
-
-// stripeEvent is a Stripe event object of type typ about intent.
-func stripeEvent(t *testing.T, id, typ string, intent map[string]any) []byte {
-	t.Helper()
-	b, err := json.Marshal(map[string]any{"id": id, "object": "event", "api_version": "2024-06-20",
-		"created": time.Now().Unix(), "type": typ, "data": map[string]any{"object": intent}})
-	require.NoError(t, err)
-	return b
-}
-
-func stripeSignature(payload []byte, secret string, at time.Time) string {
-	return webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: payload, Secret: secret, Timestamp: at}).Header
-}
 
 // A sale order checked out with the stripe provider (on stripe-mock) is
 // paid by Stripe's payment_intent.succeeded event, through the same intake
@@ -38,10 +20,7 @@ func stripeSignature(payload []byte, secret string, at time.Time) string {
 // replays answer 200 and change nothing.
 func TestStripeWebhookPaysTheOrder(t *testing.T) {
 	mock := testenv.StartStripeMock(t)
-	e := testenv.New(t, testenv.Options{Configure: func(c *app.Config) {
-		c.PaymentProvider, c.StripeSecretKey, c.StripeAPIURL = app.StripeProvider, testenv.StripeMockKey, mock.URL
-		c.StripeWebhookSecret = stripeWebhookSecret
-	}})
+	e := testenv.New(t, testenv.Options{Configure: mock.Configure})
 	sess := e.Session(2, 1, 990)
 	tok := e.Token(1)
 	no := buyWaitPay(t, e, sess.ID, tok)
@@ -55,7 +34,7 @@ func TestStripeWebhookPaysTheOrder(t *testing.T) {
 
 	intent := map[string]any{"id": pi, "object": "payment_intent", "amount": 990, "amount_received": 990,
 		"currency": "usd", "status": "succeeded", "metadata": map[string]string{"order_no": no}}
-	paid := stripeEvent(t, "evt_paid", "payment_intent.succeeded", intent)
+	paid := testenv.StripeEvent(t, "evt_paid", "payment_intent.succeeded", intent)
 	send := func(b []byte, sig string) *testenv.Response {
 		return e.Do("POST", "/api/v1/payments/stripe/webhook", "", b, api.HeaderStripeSignature, sig)
 	}
@@ -63,18 +42,20 @@ func TestStripeWebhookPaysTheOrder(t *testing.T) {
 
 	now := time.Now()
 	testenv.RequireError(t, send(paid, ""), 401, "UNAUTHENTICATED", "Stripe-Signature")
-	testenv.RequireError(t, send(paid, stripeSignature(paid, "whsec_forged", now)), 401, "UNAUTHENTICATED", "does not match")
-	testenv.RequireError(t, send(paid, stripeSignature(paid, stripeWebhookSecret, now.Add(-6*time.Minute))), 401, "UNAUTHENTICATED", "tolerance")
+	testenv.RequireError(t, send(paid, testenv.StripeSignature(paid, "whsec_forged", now)), 401, "UNAUTHENTICATED", "does not match")
+	testenv.RequireError(t, send(paid, testenv.StripeSignature(paid, testenv.StripeWebhookSecret, now.Add(-6*time.Minute))), 401, "UNAUTHENTICATED", "tolerance")
 	tampered := []byte(strings.Replace(string(paid), `"amount_received":990`, `"amount_received":1`, 1))
-	testenv.RequireError(t, send(tampered, stripeSignature(paid, stripeWebhookSecret, now)), 401, "UNAUTHENTICATED", "does not match")
-	signed := func(b []byte) *testenv.Response { return send(b, stripeSignature(b, stripeWebhookSecret, time.Now())) }
+	testenv.RequireError(t, send(tampered, testenv.StripeSignature(paid, testenv.StripeWebhookSecret, now)), 401, "UNAUTHENTICATED", "does not match")
+	signed := func(b []byte) *testenv.Response {
+		return send(b, testenv.StripeSignature(b, testenv.StripeWebhookSecret, time.Now()))
+	}
 	noOrder := map[string]any{"id": "pi_other", "object": "payment_intent", "amount_received": 990, "status": "succeeded", "metadata": map[string]string{}}
-	testenv.RequireError(t, signed(stripeEvent(t, "evt_foreign", "payment_intent.succeeded", noOrder)), 400, "INVALID_ARGUMENT", "order_no")
+	testenv.RequireError(t, signed(testenv.StripeEvent(t, "evt_foreign", "payment_intent.succeeded", noOrder)), 400, "INVALID_ARGUMENT", "order_no")
 	testenv.RequireError(t, signed([]byte(`{"id":"evt_x","type":`)), 400, "INVALID_ARGUMENT", "")
 
 	// Events of other types are acknowledged, so Stripe stops resending them.
 	for _, typ := range []string{"payment_intent.created", "payment_intent.payment_failed", "charge.succeeded"} {
-		r := signed(stripeEvent(t, "evt_"+typ, typ, intent))
+		r := signed(testenv.StripeEvent(t, "evt_"+typ, typ, intent))
 		require.Equal(t, http.StatusOK, r.Status, "%s: %s", typ, r.Raw)
 		require.Equal(t, true, r.Body["received"])
 	}
@@ -89,7 +70,7 @@ func TestStripeWebhookPaysTheOrder(t *testing.T) {
 	// Stripe resends an event until it has its 200, and may send the same
 	// intent's success under another event id.
 	require.Equal(t, http.StatusOK, signed(paid).Status)
-	require.Equal(t, http.StatusOK, signed(stripeEvent(t, "evt_again", "payment_intent.succeeded", intent)).Status)
+	require.Equal(t, http.StatusOK, signed(testenv.StripeEvent(t, "evt_again", "payment_intent.succeeded", intent)).Status)
 	after := e.Do("GET", "/api/v1/orders/"+no, tok, nil)
 	require.Equal(t, before.Body, after.Body, "replays changed nothing")
 

@@ -1,15 +1,10 @@
 package paymentstripe_test
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,55 +17,18 @@ import (
 
 // These tests run every call against stripe-mock, which checks each
 // request against Stripe's OpenAPI spec: what they prove is that Stripe
-// would accept what seckill sends. A recording proxy in front shows what
-// was sent (stripe-mock answers fixtures: it echoes no metadata and
-// enforces no idempotency).
-
-// sent is one request as the proxy saw it.
-type sent struct {
-	Method, Path, IdempotencyKey string
-	Form                         url.Values
-}
-
-// recorder forwards to stripe-mock and keeps every request.
-type recorder struct {
-	mu   sync.Mutex
-	seen []sent
-}
-
-func (r *recorder) last(t *testing.T) sent {
-	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	require.NotEmpty(t, r.seen)
-	return r.seen[len(r.seen)-1]
-}
-
-func startRecordingProxy(t *testing.T, upstream string) (*recorder, string) {
-	u, err := url.Parse(upstream)
-	require.NoError(t, err)
-	rec := &recorder{}
-	proxy := httputil.NewSingleHostReverseProxy(u)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		form, _ := url.ParseQuery(string(body))
-		if r.Method == http.MethodGet {
-			form = r.URL.Query()
-		}
-		rec.mu.Lock()
-		rec.seen = append(rec.seen, sent{r.Method, r.URL.Path, r.Header.Get("Idempotency-Key"), form})
-		rec.mu.Unlock()
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return rec, srv.URL
-}
+// would accept what seckill sends. The recording proxy in front of it
+// shows what was sent (stripe-mock answers fixtures: it echoes no
+// metadata and enforces no idempotency).
 
 func TestStripeMockAcceptsEveryCall(t *testing.T) {
 	mock := testenv.StartStripeMock(t)
-	rec, base := startRecordingProxy(t, mock.URL)
-	p, err := paymentstripe.New(paymentstripe.Config{SecretKey: testenv.StripeMockKey, APIURL: base,
+	last := func() testenv.StripeRequest {
+		seen := mock.Requests()
+		require.NotEmpty(t, seen)
+		return seen[len(seen)-1]
+	}
+	p, err := paymentstripe.New(paymentstripe.Config{SecretKey: testenv.StripeMockKey, APIURL: mock.URL,
 		CheckoutURL: "https://shop.example/pay?pi={payment_id}&cs={client_secret}"})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -85,7 +43,7 @@ func TestStripeMockAcceptsEveryCall(t *testing.T) {
 	require.NotEmpty(t, c.ClientSecret)
 	require.Equal(t, "https://shop.example/pay?pi="+c.PaymentID+"&cs="+url.QueryEscape(c.ClientSecret), c.CheckoutURL)
 	require.True(t, r.ExpiresAt.Equal(c.ExpiresAt))
-	create := rec.last(t)
+	create := last()
 	require.Equal(t, http.MethodPost, create.Method)
 	require.Equal(t, "/v1/payment_intents", create.Path)
 	require.Equal(t, r.OrderNo, create.IdempotencyKey, "asking again returns the same intent")
@@ -99,26 +57,26 @@ func TestStripeMockAcceptsEveryCall(t *testing.T) {
 	got, err := p.QueryPayment(ctx, ref)
 	require.NoError(t, err)
 	require.Equal(t, seckill.PaymentOpen, got.State, "the fixture requires a payment method")
-	require.Equal(t, sent{http.MethodGet, "/v1/payment_intents/" + c.PaymentID, "", url.Values{}}, rec.last(t))
+	require.Equal(t, testenv.StripeRequest{Method: http.MethodGet, Path: "/v1/payment_intents/" + c.PaymentID, Form: url.Values{}}, last())
 
 	// A checkout whose create answer was lost knows only the order.
 	got, err = p.QueryPayment(ctx, seckill.PaymentRef{OrderNo: r.OrderNo})
 	require.NoError(t, err)
 	require.NotEmpty(t, got.PaymentID)
-	search := rec.last(t)
+	search := last()
 	require.Equal(t, "/v1/payment_intents/search", search.Path)
 	require.Equal(t, "metadata['order_no']:'7-stripe'", search.Form.Get("query"))
 
 	_, err = p.CancelPayment(ctx, ref)
 	require.NoError(t, err)
-	cancel := rec.last(t)
+	cancel := last()
 	require.Equal(t, "/v1/payment_intents/"+c.PaymentID+"/cancel", cancel.Path)
 	require.Equal(t, "abandoned", cancel.Form.Get("cancellation_reason"))
 
 	refundID, err := p.Refund(ctx, seckill.Refund{PaymentID: c.PaymentID, OrderNo: r.OrderNo, AmountCents: 700, TraceID: "tr-7"})
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(refundID, "re_"), refundID)
-	refund := rec.last(t)
+	refund := last()
 	require.Equal(t, "/v1/refunds", refund.Path)
 	require.Equal(t, "refund:"+c.PaymentID, refund.IdempotencyKey)
 	require.Equal(t, c.PaymentID, refund.Form.Get("payment_intent"))
