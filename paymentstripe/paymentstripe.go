@@ -151,8 +151,10 @@ func (p *Provider) QueryPayment(ctx context.Context, ref seckill.PaymentRef) (se
 	ctx, cancel := p.deadline(ctx)
 	defer cancel()
 	pi, err := p.intent(ctx, ref)
-	if err != nil || pi == nil {
-		return seckill.ProviderPayment{PaymentID: ref.PaymentID, State: seckill.PaymentNone}, err
+	if err != nil {
+		return seckill.ProviderPayment{}, err
+	} else if pi == nil {
+		return seckill.ProviderPayment{State: seckill.PaymentNone}, nil
 	}
 	return state(ref, pi)
 }
@@ -166,8 +168,10 @@ func (p *Provider) CancelPayment(ctx context.Context, ref seckill.PaymentRef) (s
 	defer cancel()
 	if ref.PaymentID == "" {
 		pi, err := p.intent(ctx, ref)
-		if err != nil || pi == nil {
-			return seckill.ProviderPayment{State: seckill.PaymentNone}, err
+		if err != nil {
+			return seckill.ProviderPayment{}, err
+		} else if pi == nil {
+			return seckill.ProviderPayment{State: seckill.PaymentNone}, nil // nothing to cancel
 		}
 		ref.PaymentID = pi.ID
 	}
@@ -255,8 +259,8 @@ func state(ref seckill.PaymentRef, pi *stripe.PaymentIntent) (seckill.ProviderPa
 	return out, nil
 }
 
-// deadline bounds a call by the provider's timeout when ctx has none
-// shorter (the HTTP client's timeout bounds each request as well).
+// deadline bounds a call by the provider's timeout, or ctx's deadline
+// when that is sooner (the HTTP client's timeout bounds each request too).
 func (p *Provider) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, p.timeout)
 }
