@@ -25,7 +25,7 @@ temporal: ## start the Temporal dev server (in memory, Web UI on :8233) unless o
 temporal-stop: ## stop the dev server `make temporal` started (never one it found running)
 	@$(TEMPORAL) stop
 
-.PHONY: temporal-bins temporal-durable temporal-durable-stop
+.PHONY: temporal-bins temporal-durable temporal-durable-stop stripe-mock
 
 # The durable server's binaries, from the modules pinned in tools/go.mod
 # (`go build` is a no-op when they are up to date).
@@ -43,7 +43,13 @@ temporal-durable-stop: ## stop the durable server `make temporal-durable` starte
 
 # The drill and the ops-query tests also run on durable servers of their own
 # (internal/testenv.StartDurableTemporalServer): they fail without these.
-test: temporal-bins
+test: temporal-bins stripe-mock
+
+# stripe-mock, Stripe's API from its OpenAPI spec, for the stripe provider's
+# tests (internal/testenv.StartStripeMock). Its own modfile, so its
+# dependencies never move the Temporal tools' versions.
+stripe-mock: ## build bin/stripe-mock (pinned in tools/stripe-mock/go.mod)
+	$(GO) build -o bin/stripe-mock -modfile=tools/stripe-mock/go.mod github.com/stripe/stripe-mock
 clean: temporal-durable-stop
 
 stack: ## the production topology here: Redis Cluster, durable Temporal (PostgreSQL), 2 workers, 2 APIs behind HAProxy on :8080

@@ -141,6 +141,10 @@ type Config struct {
 	// Refund refunds a paid order for an operator (nil:
 	// POST /admin/v1/orders/{no}/refund answers 503).
 	Refund OrderRefund
+	// StripeEvents, when set, verifies the events of Stripe's webhook
+	// (POST /api/v1/payments/stripe/webhook): only with the stripe
+	// provider.
+	StripeEvents StripeEvents
 	// CheckoutPages, when set, are the sandbox provider's hosted checkout
 	// pages, served under /dev/checkout/ (only when it is the provider).
 	CheckoutPages http.Handler
@@ -296,6 +300,12 @@ func (s *Server) App() *fiber.App {
 	v1.Post("/orders/:order_no/cancel", s.shopper, s.cancelOrder)
 	v1.Post("/orders/:order_no/payment", s.globalLimit, s.shopper, s.shopperLimits, s.createPayment)
 	v1.Post("/payments/webhook", s.webhook)
+	// Only with Stripe as the provider: elsewhere nothing verifies its
+	// events, and a route that cannot accept one would only be a door
+	// to probe. The catch-all answers 404 NOT_FOUND instead.
+	if s.cfg.StripeEvents != nil {
+		v1.Post("/payments/stripe/webhook", s.stripeWebhook)
+	}
 
 	admin := app.Group("/admin/v1", s.admin)
 	admin.Post("/sessions", s.createSession)

@@ -39,11 +39,9 @@ func (b *webhookBody) payment(trace string) (*seckill.Payment, error) {
 		AmountCents: *b.AmountCents, TraceID: trace}, nil
 }
 
-// webhook: POST /api/v1/payments/webhook. It answers 200 only once the
-// payment is durably handled: written to MySQL as RECEIVED and signalled
-// into the order's workflow (started by this very signal when the order is
-// still QUEUED: see deliver), or, when the workflow has finished, recorded
-// in MySQL as a payment to refund. Replays answer 200 and change nothing.
+// webhook: POST /api/v1/payments/webhook, the seckill-signed payment
+// notification (the sandbox, the http provider's adapter). Once the
+// signature and the body hold, the payment goes through receivePayment.
 func (s *Server) webhook(c *fiber.Ctx) error {
 	body := c.Body()
 	if err := seckill.VerifyWebhook(s.cfg.WebhookSecret, c.Get(HeaderSignature), body, s.cfg.Now()); err != nil {
@@ -53,11 +51,22 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	if err := decodeStrict(body, &wb, false); err != nil {
 		return err
 	}
-	trace := traceID(c)
-	p, err := wb.payment(trace)
+	p, err := wb.payment(traceID(c))
 	if err != nil {
 		return err
 	}
+	return s.receivePayment(c, p)
+}
+
+// receivePayment is the payment intake every provider's webhook ends in,
+// once the provider's signature is checked. It answers 200 only once the
+// payment is durably handled: written to MySQL as RECEIVED and signalled
+// into the order's workflow (started by this very signal when the order is
+// still QUEUED: see deliver), or, when the workflow has finished, recorded
+// in MySQL as a payment to refund. Replays (the same event or payment id)
+// answer 200 and change nothing.
+func (s *Server) receivePayment(c *fiber.Ctx, p *seckill.Payment) error {
+	trace := p.TraceID
 	ctx := c.UserContext()
 	if seen, err := s.store.PaymentSeen(ctx, p.PaymentID, p.EventID); err != nil {
 		return err

@@ -34,11 +34,7 @@ func TestRefundThroughAConfiguredProvider(t *testing.T) {
 	sess := e.Session(2, 1, 700)
 	ctx := context.Background()
 	tok := e.Token(1)
-	no := buyOrder(t, e, sess.ID, tok)
-	// The worker process may still be starting: with a 2 s deadline from
-	// the 202 the order can close the moment its row exists.
-	e.WaitStatus(tok, no, 30*time.Second, seckill.StatusClosed)
-	require.NoError(t, e.Temporal.GetWorkflow(ctx, seckill.WorkflowID(no), "").Get(ctx, nil))
+	no := buyAndLetClose(t, e, sess.ID, tok)
 	pay := fmt.Sprintf("pay-late-http-%d", time.Now().UnixNano())
 	code, err := e.Provider.Pay(ctx, no, pay, 700)
 	require.NoError(t, err)
@@ -50,4 +46,17 @@ func TestRefundThroughAConfiguredProvider(t *testing.T) {
 	require.GreaterOrEqual(t, asks, 2, "the outage was retried")
 	require.Empty(t, e.Provider.Refunds(), "nothing went to the sandbox")
 	e.RequireInvariants(sess.ID)
+}
+
+// buyAndLetClose buys one unit as tok's shopper and waits until the order
+// is CLOSED unpaid and its workflow has ended: a payment now is late. The
+// order's worker process may still be starting: with a 2 s deadline from
+// the 202 the order can close the moment its row exists.
+func buyAndLetClose(t *testing.T, e *testenv.Env, sessionID int64, tok string) string {
+	t.Helper()
+	no := buyOrder(t, e, sessionID, tok)
+	e.WaitStatus(tok, no, 30*time.Second, seckill.StatusClosed)
+	ctx := context.Background()
+	require.NoError(t, e.Temporal.GetWorkflow(ctx, seckill.WorkflowID(no), "").Get(ctx, nil))
+	return no
 }

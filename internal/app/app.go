@@ -199,14 +199,19 @@ func (m *Main) APIConfig(dev bool) api.Config {
 	cfg.Dev = dev
 	cfg.Checkout = m.Checkout()
 	cfg.Refund = &payments.Refund{Store: m.DB, Gate: m.Gate}
+	cfg.StripeEvents, _ = c.stripeEvents() // nil without its secret: APIServer refuses that
 	if p, _ := m.Config.provider(); p == nil {
 		cfg.CheckoutPages = m.Provider() // the sandbox is the provider
 	}
 	return cfg
 }
 
-// APIServer builds the API on the process's adapters.
+// APIServer builds the API on the process's adapters; with Stripe as the
+// provider it refuses to without the webhook's signing secret.
 func (m *Main) APIServer(dev bool) (*api.Server, error) {
+	if _, err := m.Config.stripeEvents(); err != nil {
+		return nil, err
+	}
 	return api.New(m.APIConfig(dev), m.DB, m.Gate, m.Orders())
 }
 

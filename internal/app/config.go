@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/paymenthttp"
+	"github.com/seckill/seckill/paymentstripe"
 	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/sandbox"
@@ -69,11 +70,20 @@ type Config struct {
 	// http provider (package paymenthttp): the adapter's payments API,
 	// where refunds are sent (PaymentURL + "/refunds" when empty), and the
 	// key that signs every request.
-	PaymentURL            string        `env:"SECKILL_PAYMENT_URL"`
-	PaymentRefundURL      string        `env:"SECKILL_PAYMENT_REFUND_URL"`
-	PaymentProviderSecret string        `env:"SECKILL_PAYMENT_PROVIDER_SECRET"`
-	ReconcileEvery        time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
-	EagerStart            bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
+	PaymentURL            string `env:"SECKILL_PAYMENT_URL"`
+	PaymentRefundURL      string `env:"SECKILL_PAYMENT_REFUND_URL"`
+	PaymentProviderSecret string `env:"SECKILL_PAYMENT_PROVIDER_SECRET"`
+	// StripeSecretKey, StripeAPIURL and StripeCheckoutURL configure the
+	// stripe provider (package paymentstripe): the account's secret key,
+	// another API base URL (stripe-mock in tests), and the shop's own
+	// payment page ({payment_id} and {client_secret} filled in).
+	// StripeWebhookSecret verifies the events Stripe sends the API.
+	StripeSecretKey     string        `env:"SECKILL_STRIPE_SECRET_KEY"`
+	StripeWebhookSecret string        `env:"SECKILL_STRIPE_WEBHOOK_SECRET"`
+	StripeAPIURL        string        `env:"SECKILL_STRIPE_API_URL"`
+	StripeCheckoutURL   string        `env:"SECKILL_STRIPE_CHECKOUT_URL"`
+	ReconcileEvery      time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
+	EagerStart          bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
 	// StarterYield is how long the API's starter may hold an order's
 	// workflow start while a burst is being answered (starter.Config.Busy);
 	// 0 turns the yield off.
@@ -149,10 +159,12 @@ func (c *Config) Redis() redis.Server {
 // The payment providers, by SECKILL_PAYMENT_PROVIDER. SandboxProvider
 // moves no money (its payments live in Redis, its refunds in memory), so
 // it must be asked for by name; HTTPProvider calls the team's own adapter
-// at SECKILL_PAYMENT_URL (package paymenthttp).
+// at SECKILL_PAYMENT_URL (package paymenthttp); StripeProvider charges
+// through Stripe's PaymentIntents (package paymentstripe).
 const (
 	SandboxProvider = sandbox.Name
 	HTTPProvider    = paymenthttp.Name
+	StripeProvider  = paymentstripe.Name
 )
 
 // provider builds the configured payment provider: nil for the sandbox
@@ -164,10 +176,26 @@ func (c *Config) provider() (seckill.PaymentProvider, error) {
 		return nil, nil
 	case HTTPProvider:
 		return paymenthttp.New(paymenthttp.Config{BaseURL: c.PaymentURL, RefundURL: c.PaymentRefundURL, Secret: []byte(c.PaymentProviderSecret)})
+	case StripeProvider:
+		return paymentstripe.New(paymentstripe.Config{SecretKey: c.StripeSecretKey, APIURL: c.StripeAPIURL, CheckoutURL: c.StripeCheckoutURL})
 	default:
-		return nil, fmt.Errorf("SECKILL_PAYMENT_PROVIDER=%q: the providers are %q (dev and tests) and %q (your adapter at SECKILL_PAYMENT_URL); see the README to add one",
-			c.PaymentProvider, SandboxProvider, HTTPProvider)
+		return nil, fmt.Errorf("SECKILL_PAYMENT_PROVIDER=%q: the providers are %q (dev and tests), %q (your adapter at SECKILL_PAYMENT_URL) and %q (SECKILL_STRIPE_SECRET_KEY); see the README to add one",
+			c.PaymentProvider, SandboxProvider, HTTPProvider, StripeProvider)
 	}
+}
+
+// stripeEvents verifies Stripe's webhook events when Stripe is the
+// provider (nil otherwise: the API then has no Stripe route). The API
+// cannot take Stripe's payments without the endpoint's signing secret.
+func (c *Config) stripeEvents() (api.StripeEvents, error) {
+	if c.PaymentProvider != StripeProvider {
+		return nil, nil
+	}
+	if c.StripeWebhookSecret == "" {
+		return nil, errors.New("refusing to serve the API without SECKILL_STRIPE_WEBHOOK_SECRET: with SECKILL_PAYMENT_PROVIDER=stripe it verifies Stripe's events " +
+			"(the signing secret, whsec_…, of the endpoint POST /api/v1/payments/stripe/webhook)")
+	}
+	return paymentstripe.Events{Secret: c.StripeWebhookSecret}, nil
 }
 
 // currency is Currency, or its default for a Config built by hand.

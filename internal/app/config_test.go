@@ -263,10 +263,11 @@ func TestDefaultsAreSpelledAsTheBinaryHasThem(t *testing.T) {
 // http provider without its URL or secret stops the command at start,
 // naming what is wrong; a complete one is what refunds go to.
 func TestPaymentProviderByConfiguration(t *testing.T) {
-	t.Setenv("SECKILL_PAYMENT_PROVIDER", "stripe")
+	t.Setenv("SECKILL_PAYMENT_PROVIDER", "paypal")
 	_, err := LoadConfig()
 	require.ErrorContains(t, err, `"sandbox"`)
 	require.ErrorContains(t, err, `"http"`)
+	require.ErrorContains(t, err, `"stripe"`)
 	t.Setenv("SECKILL_PAYMENT_PROVIDER", HTTPProvider)
 	_, err = LoadConfig()
 	require.ErrorContains(t, err, "SECKILL_PAYMENT_URL")
@@ -274,11 +275,62 @@ func TestPaymentProviderByConfiguration(t *testing.T) {
 	_, err = LoadConfig()
 	require.ErrorContains(t, err, "SECKILL_PAYMENT_PROVIDER_SECRET")
 	t.Setenv("SECKILL_PAYMENT_PROVIDER_SECRET", "0123456789abcdef0123")
+	c := requireProvider(t, "*paymenthttp.Provider")
+	m := &Main{Config: c}
+	c.PaymentProvider = SandboxProvider
+	require.Equal(t, "*sandbox.Provider", fmt.Sprintf("%T", m.PaymentProvider()))
+}
+
+// SECKILL_PAYMENT_PROVIDER=stripe needs its secret key at start (never
+// repeated in the error); the API also needs the webhook's signing secret,
+// and only then has the Stripe webhook route. Nothing here connects.
+func TestStripeProviderByConfiguration(t *testing.T) {
+	for _, v := range []string{"SECKILL_STRIPE_SECRET_KEY", "SECKILL_STRIPE_WEBHOOK_SECRET", "SECKILL_STRIPE_API_URL", "SECKILL_STRIPE_CHECKOUT_URL"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	t.Setenv("SECKILL_PAYMENT_PROVIDER", StripeProvider)
+	_, err := LoadConfig()
+	require.ErrorContains(t, err, "SECKILL_STRIPE_SECRET_KEY is required")
+	t.Setenv("SECKILL_STRIPE_SECRET_KEY", "pk_live_publishable123")
+	_, err = LoadConfig()
+	require.ErrorContains(t, err, "publishable key")
+	require.NotContains(t, err.Error(), "pk_live_publishable123")
+	t.Setenv("SECKILL_STRIPE_SECRET_KEY", "sk_test_123")
+	t.Setenv("SECKILL_STRIPE_API_URL", "127.0.0.1:12111")
+	_, err = LoadConfig()
+	require.ErrorContains(t, err, "SECKILL_STRIPE_API_URL")
+	t.Setenv("SECKILL_STRIPE_API_URL", "http://127.0.0.1:12111")
+	t.Setenv("SECKILL_STRIPE_CHECKOUT_URL", "https://shop.example/pay?pi={payment_id}&cs={client_secret}")
+	c := requireProvider(t, "*paymentstripe.Provider")
+
+	c.JWTSecret, c.WebhookSecret, c.AdminToken = "j", "w", "a"
+	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	m := &Main{Config: c, Redis: rdb, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	_, err = m.APIServer(false)
+	require.ErrorContains(t, err, "SECKILL_STRIPE_WEBHOOK_SECRET", "the API cannot verify Stripe's events without it")
+
+	route := func(provider string) int {
+		t.Helper()
+		c.PaymentProvider, c.StripeWebhookSecret = provider, "whsec_test"
+		srv, err := m.APIServer(false)
+		require.NoError(t, err)
+		resp, err := srv.App().Test(httptest.NewRequest("POST", "/api/v1/payments/stripe/webhook", strings.NewReader("{}")))
+		require.NoError(t, err)
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusUnauthorized, route(StripeProvider), "served: an unsigned event is refused")
+	require.Equal(t, http.StatusNotFound, route(SandboxProvider), "no Stripe route without Stripe")
+}
+
+// requireProvider loads the configuration and requires that it selects a
+// payment provider of type want (as %T prints it).
+func requireProvider(t *testing.T, want string) *Config {
+	t.Helper()
 	c, err := LoadConfig()
 	require.NoError(t, err)
 	require.NoError(t, c.RequireProvider())
-	m := &Main{Config: c}
-	require.Equal(t, "*paymenthttp.Provider", fmt.Sprintf("%T", m.PaymentProvider()))
-	c.PaymentProvider = SandboxProvider
-	require.Equal(t, "*sandbox.Provider", fmt.Sprintf("%T", m.PaymentProvider()))
+	require.Equal(t, want, fmt.Sprintf("%T", (&Main{Config: c}).PaymentProvider()))
+	return c
 }

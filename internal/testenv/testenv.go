@@ -103,6 +103,10 @@ type Options struct {
 	// order's close waits for an unreachable provider (default 2m).
 	WrapPayments func(*sandbox.Provider) seckill.PaymentProvider
 	PayGrace     time.Duration
+	// Configure changes the Env's configuration before the worker and
+	// the API are built from it (a test choosing another payment
+	// provider: the stripe one on stripe-mock).
+	Configure func(*app.Config)
 	// WrapStore and WrapGate let a test observe or disturb the API's
 	// MySQL store and Redis gate.
 	WrapStore func(api.Store) api.Store
@@ -214,6 +218,9 @@ func New(t testing.TB, o Options) *Env {
 			PayTimeout: o.PayTimeout, PayGrace: o.PayGrace, PreheatLead: o.PreheatLead, RetainAfter: o.RetainAfter,
 			JWTSecret: string(JWTSecret), WebhookSecret: string(WebhookSecret), AdminToken: AdminToken},
 		DB: db, Redis: e.Redis, Gate: e.Gate, Log: e.Log, Sandbox: e.Provider,
+	}
+	if o.Configure != nil {
+		o.Configure(e.App.Config)
 	}
 	e.ProviderRefunds = e.App.Provider().Refunds // on the Env's Redis from here
 	if o.WrapPayments != nil {
