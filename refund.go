@@ -15,35 +15,17 @@ type Refund struct {
 // per payment, so a refund is never started twice.
 func RefundWorkflowID(paymentID string) string { return "refund:" + paymentID }
 
-// RefundRetry is how refunds that failed at the provider are tried again.
-// Each try is one refund run; after a failed run the next one waits First,
-// then twice as long each time up to Max. After Attempts failed runs the
-// refund is parked: it stays REFUND_PENDING and visible (`seckill
-// refunds`), but is no longer tried on its own, so a payment the provider
-// keeps refusing costs one slot of ops attention instead of a share of
-// every relay pass.
-type RefundRetry struct {
-	First    time.Duration
-	Max      time.Duration
-	Attempts int
-}
+// RefundRetry is how refunds that failed at the provider are tried again
+// (see Retry). Each try is one refund run. A parked refund stays
+// REFUND_PENDING and visible (`seckill refunds`), but is no longer tried on
+// its own, so a payment the provider keeps refusing costs one slot of ops
+// attention instead of a share of every relay pass.
+type RefundRetry = Retry
 
 // DefaultRefundRetry tries for about five hours (30s, 1m, 2m … capped at
 // an hour, 12 runs) before parking: long enough for a provider outage, short
 // enough that a refund the provider will never take reaches ops the same day.
 var DefaultRefundRetry = RefundRetry{First: 30 * time.Second, Max: time.Hour, Attempts: 12}
-
-// Backoff is the wait after the failures-th failed run (counting from 1).
-func (p RefundRetry) Backoff(failures int) time.Duration {
-	d := p.First
-	for i := 1; i < failures && d < p.Max; i++ {
-		d *= 2
-	}
-	return min(d, p.Max)
-}
-
-// Park reports whether a refund with this many failed runs is parked.
-func (p RefundRetry) Park(failures int) bool { return p.Attempts > 0 && failures >= p.Attempts }
 
 // Refund states, as ops see them.
 const (

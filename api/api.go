@@ -41,6 +41,7 @@ type Store interface {
 	LiveHoldings(ctx context.Context, sessionID int64) ([]seckill.Reservation, error)
 	ChangeSession(ctx context.Context, ch *seckill.SessionChange) (*seckill.Session, bool, error)
 	SessionAudit(ctx context.Context, sessionID int64) ([]seckill.SessionChange, error)
+	Events(ctx context.Context, after int64, limit int) ([]seckill.Event, int64, error)
 	seckill.DBSnapshotter
 	Ping(ctx context.Context) error
 }
@@ -318,6 +319,7 @@ func (s *Server) App() *fiber.App {
 	admin.Post("/sessions/:id/stock", s.changeSession(seckill.ActionAddStock))
 	admin.Get("/sessions/:id/audit", s.sessionAudit)
 	admin.Post("/orders/:order_no/refund", s.refundOrder)
+	admin.Get("/events", s.listEvents)
 	admin.Put("/blocklist/:user_id", s.block)
 	admin.Delete("/blocklist/:user_id", s.unblock)
 

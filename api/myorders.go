@@ -34,22 +34,31 @@ func parseOrdersCursor(raw string) (int64, error) {
 	return 0, seckill.Errorf(seckill.EINVALID, "cursor is not one this API returned (pass next_cursor as it came)")
 }
 
+// queryLimit is the ?limit= of a page: def when absent, else an integer
+// from 1 to most.
+func queryLimit(c *fiber.Ctx, def, most int) (int, error) {
+	raw := c.Query("limit")
+	if raw == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > most {
+		return 0, seckill.Errorf(seckill.EINVALID, "limit must be an integer between 1 and %d", most)
+	}
+	return n, nil
+}
+
 // listOrders: GET /api/v1/orders[?limit=N&cursor=C], the signed-in
 // shopper's orders newest first, from MySQL: an order appears once its row
 // exists (within a second of the 202, while it is QUEUED it is not listed
 // yet). next_cursor is absent on the last page.
 func (s *Server) listOrders(c *fiber.Ctx) error {
-	limit := defaultOrdersPage
-	if raw := c.Query("limit"); raw != "" {
-		n, err := strconv.Atoi(raw)
-		if err != nil || n < 1 || n > maxOrdersPage {
-			return seckill.Errorf(seckill.EINVALID, "limit must be an integer between 1 and %d", maxOrdersPage)
-		}
-		limit = n
+	limit, err := queryLimit(c, defaultOrdersPage, maxOrdersPage)
+	if err != nil {
+		return err
 	}
 	var before int64
 	if raw := c.Query("cursor"); raw != "" {
-		var err error
 		if before, err = parseOrdersCursor(raw); err != nil {
 			return err
 		}

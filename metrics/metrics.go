@@ -90,6 +90,13 @@ type Metrics struct {
 	// later; parked).
 	Refunds        *prometheus.GaugeVec
 	RefundFailures *prometheus.CounterVec
+	// Events counts the order events not delivered by state (pending,
+	// parked), refreshed by the events relay; EventsDelivered counts
+	// deliveries the receiver took; EventFailures counts failed ones by
+	// what followed (pending: retried later; parked).
+	Events          *prometheus.GaugeVec
+	EventsDelivered prometheus.Counter
+	EventFailures   *prometheus.CounterVec
 
 	observed map[string]bool // session ids with sale series
 }
@@ -189,8 +196,17 @@ func New() *Metrics {
 		RefundFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_refund_failures_total", Help: "Refund runs the payment provider failed, by what followed: pending (retried after a backoff) or parked.",
 		}, []string{"state"}),
+		Events: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_events", Help: "Order events not delivered to SECKILL_EVENTS_URL by state: pending (sent now, after its backoff, or after an earlier event of its order), parked (given up on until `seckill events retry`; anything above 0 needs ops).",
+		}, []string{"state"}),
+		EventsDelivered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_events_delivered_total", Help: "Order events the receiver at SECKILL_EVENTS_URL took (answered 2xx).",
+		}),
+		EventFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_event_failures_total", Help: "Order event deliveries that failed, by what followed: pending (retried after a backoff) or parked.",
+		}, []string{"state"}),
 	}
-	m.Registry.MustRegister(m.Refunds, m.RefundFailures)
+	m.Registry.MustRegister(m.Refunds, m.RefundFailures, m.Events, m.EventsDelivered, m.EventFailures)
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Admissions, m.RedisAdmit, m.RedisCommands, m.RedisErrors, m.WorkflowStart,
 		m.WorkflowStartFailures, m.StarterInFlight, m.StarterLimit, m.StarterQueue, m.StarterDropped, m.StarterYielding, m.DependencyUp, m.FleetSize, m.GlobalShare, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.SweepActions, m.Orders, m.Stock, m.Drift,
 		m.Stuck, m.Problems, m.InFlight, m.ReconcileRuns,

@@ -153,7 +153,7 @@ func (db *DB) createBatch(ctx context.Context, calls []*createCall) ([]createRes
 	dup := map[int]int{}
 	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		sessionID, total := calls[0].req.SessionID, 0
-		var ledgers []*ledgerRow
+		var changes []orderChange
 		first := map[string]int{} // retries of one order in one batch share its result
 		for i, c := range calls {
 			if row, ok := known[c.req.OrderNo]; ok {
@@ -188,7 +188,7 @@ func (db *DB) createBatch(ctx context.Context, calls []*createCall) ([]createRes
 						"status": row.Status, "reason": row.Reason, "pay_deadline": nil}).Error; err != nil {
 						return err
 					}
-					ledgers = append(ledgers, ledger(&row, seckill.StatusQueued, 0, now))
+					changes = append(changes, ledger(&row, seckill.StatusQueued, 0, now))
 					out[i] = createResult{order: row.domain()}
 					continue
 				} else if err != nil {
@@ -196,7 +196,7 @@ func (db *DB) createBatch(ctx context.Context, calls []*createCall) ([]createRes
 				}
 			}
 			total += req.Quantity
-			ledgers = append(ledgers, ledger(&row, seckill.StatusQueued, -req.Quantity, now))
+			changes = append(changes, ledger(&row, seckill.StatusQueued, -req.Quantity, now))
 			out[i] = createResult{order: row.domain()}
 		}
 		if total > 0 {
@@ -209,10 +209,7 @@ func (db *DB) createBatch(ctx context.Context, calls []*createCall) ([]createRes
 				return errBatchDoesNotFit
 			}
 		}
-		if len(ledgers) == 0 {
-			return nil
-		}
-		return tx.Create(ledgers).Error
+		return recordChange(tx, changes...)
 	})
 	if err != nil {
 		return nil, err

@@ -2,7 +2,10 @@ package mysql
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/seckill/seckill"
 )
@@ -19,3 +22,35 @@ func (db *DB) StopClockForTest(at time.Time) { db.now = func() time.Time { retur
 
 // NamesCharset is namesCharset, for its test.
 var NamesCharset = namesCharset
+
+// CloseRolledBackForTest closes an order in a transaction that then rolls
+// back, as one whose later statement failed would.
+func (db *DB) CloseRolledBackForTest(ctx context.Context, req *seckill.OrderRequest) error {
+	rollBack := errors.New("rolled back on purpose")
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if _, _, err := closeInTx(tx, req, "test", db.now()); err != nil {
+			return err
+		}
+		return rollBack
+	})
+	if errors.Is(err, rollBack) {
+		return nil
+	}
+	return err
+}
+
+// EventfulChangesForTest counts the ledger rows of changes that emit an
+// event, by order number.
+func (db *DB) EventfulChangesForTest(ctx context.Context) (map[string][]seckill.EventType, error) {
+	var rows []ledgerRow
+	if err := db.gorm.WithContext(ctx).Order("id").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := map[string][]seckill.EventType{}
+	for _, r := range rows {
+		if typ, ok := seckill.EventFor(seckill.Status(r.ToStatus)); ok {
+			out[r.OrderNo] = append(out[r.OrderNo], typ)
+		}
+	}
+	return out, nil
+}

@@ -78,7 +78,7 @@ func (db *DB) createOne(ctx context.Context, req *seckill.OrderRequest, payDeadl
 		if res.RowsAffected == 0 {
 			return errRefused{ReasonDBSoldOut}
 		}
-		return tx.Create(ledger(&row, seckill.StatusQueued, -req.Quantity, now)).Error
+		return recordChange(tx, ledger(&row, seckill.StatusQueued, -req.Quantity, now))
 	})
 	var refused errRefused
 	switch {
@@ -106,6 +106,15 @@ func changedAt(now time.Time) clause.Expr {
 	return gorm.Expr("GREATEST(CAST(? AS DATETIME(3)), updated_at + INTERVAL 1000 MICROSECOND)", now)
 }
 
+// changedTime is the updated_at changedAt stores over a row whose
+// updated_at was prev, read under the row's lock.
+func changedTime(prev, now time.Time) time.Time {
+	if next := prev.UTC().Add(time.Millisecond); next.After(now) {
+		return next
+	}
+	return now.UTC()
+}
+
 // columnTime is t as a DATETIME(3) column stores it (UTC, to the
 // millisecond), so that the row a call returns equals the row read back.
 func columnTime(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
@@ -123,7 +132,7 @@ func (db *DB) createFailed(ctx context.Context, req *seckill.OrderRequest, reaso
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
-		return tx.Create(ledger(&row, seckill.StatusQueued, 0, now)).Error
+		return recordChange(tx, ledger(&row, seckill.StatusQueued, 0, now))
 	})
 	if isDuplicate(err) {
 		return db.Order(ctx, req.OrderNo)
@@ -184,7 +193,7 @@ func closeInTx(tx *gorm.DB, req *seckill.OrderRequest, reason string, now time.T
 		if err := tx.Create(&row).Error; err != nil {
 			return "", 0, err
 		}
-		return seckill.StatusClosed, 0, tx.Create(ledger(&row, seckill.StatusQueued, 0, now)).Error
+		return seckill.StatusClosed, 0, recordChange(tx, ledger(&row, seckill.StatusQueued, 0, now))
 	} else if err != nil {
 		return "", 0, err
 	}
@@ -204,7 +213,7 @@ func closeInTx(tx *gorm.DB, req *seckill.OrderRequest, reason string, now time.T
 	}
 	from := row.Status
 	row.Status, row.Reason = string(seckill.StatusClosed), reason
-	return seckill.StatusClosed, row.Quantity, tx.Create(ledger(&row, seckill.Status(from), row.Quantity, now)).Error
+	return seckill.StatusClosed, row.Quantity, recordChange(tx, ledger(&row, seckill.Status(from), row.Quantity, now))
 }
 
 // giveBack adds units to a session's stock (nothing when units is 0).
@@ -228,12 +237,20 @@ func (db *DB) Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 	return row.domain(), nil
 }
 
-// ledger builds the ledger row for row's move from → row.Status.
-func ledger(row *orderRow, from seckill.Status, stockDelta int, now time.Time) *ledgerRow {
-	return &ledgerRow{
+// ledger is the change of row from from to row.Status: its ledger row,
+// and the order as the change left it (the snapshot its event carries).
+// row is the order with its new status and reason, and the updated_at it
+// had before the change: a change of an existing row stamps what
+// changedAt stores, one from QUEUED is the row's insert (updated_at now).
+func ledger(row *orderRow, from seckill.Status, stockDelta int, now time.Time) orderChange {
+	o := row.domain()
+	if from != seckill.StatusQueued {
+		o.UpdatedAt = changedTime(row.UpdatedAt, now)
+	}
+	return orderChange{order: o, ledger: &ledgerRow{
 		OrderNo: row.OrderNo, SessionID: row.SessionID, FromStatus: string(from), ToStatus: row.Status,
 		Quantity: row.Quantity, StockDelta: stockDelta, Reason: row.Reason, TraceID: row.TraceID, CreatedAt: now,
-	}
+	}}
 }
 
 // LiveHoldings returns, as reservations, the orders of a session that hold

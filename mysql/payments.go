@@ -97,7 +97,7 @@ func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.Pay
 		from := status
 		row.Status, row.Reason, row.TraceID = string(next), reason, traceOr(p.TraceID, row.TraceID)
 		status = next
-		return tx.Create(ledger(&row, from, 0, now)).Error
+		return recordChange(tx, ledger(&row, from, 0, now))
 	})
 	if isDuplicate(err) {
 		// A concurrent delivery of the same payment won the insert.

@@ -79,7 +79,7 @@ func (db *DB) RefundOrder(ctx context.Context, ch *seckill.SessionChange) (o *se
 		}
 		row.Status, row.Reason = string(seckill.StatusRefundPending), reasonOperatorRefund
 		row.TraceID = traceOr(ch.TraceID, row.TraceID)
-		if err := tx.Create(ledger(&row, seckill.StatusPaid, row.Quantity, now)).Error; err != nil {
+		if err := recordChange(tx, ledger(&row, seckill.StatusPaid, row.Quantity, now)); err != nil {
 			return err
 		}
 		if err := audit(tx, ch); err != nil {

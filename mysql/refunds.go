@@ -261,7 +261,7 @@ func (db *DB) MarkRefunded(ctx context.Context, paymentID, refundID string) (sec
 		}
 		row.Status, row.Reason, row.TraceID = string(seckill.StatusRefunded), "refunded", traceOr(pay.TraceID, row.TraceID)
 		status = seckill.StatusRefunded
-		return tx.Create(ledger(&row, seckill.StatusRefundPending, 0, now)).Error
+		return recordChange(tx, ledger(&row, seckill.StatusRefundPending, 0, now))
 	})
 	return status, err
 }

@@ -19,24 +19,15 @@ import (
 // MySQL only: refunds are rows there, and the relay of a running worker
 // starts whatever this makes due.
 func refundsCmd() *cobra.Command {
-	var asJSON bool
-	var limit int
-	cmd := &cobra.Command{
-		Use:   "refunds [--json] | refunds retry <payment_id>",
-		Short: "List pending and parked refunds (and payments no workflow recorded yet); retry a parked one",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDB(cmd.Context(), func(db *mysql.DB) error {
-				states, err := db.RefundStates(cmd.Context(), limit)
-				if err != nil {
-					return err
-				}
-				return printRefunds(cmd.OutOrStdout(), states, asJSON, time.Now())
-			})
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
-	cmd.Flags().IntVar(&limit, "limit", 500, "list at most this many, oldest first")
+	cmd := listCmd("refunds [--json] | refunds retry <payment_id>",
+		"List pending and parked refunds (and payments no workflow recorded yet); retry a parked one",
+		func(ctx context.Context, db *mysql.DB, w io.Writer, limit int, asJSON bool) error {
+			states, err := db.RefundStates(ctx, limit)
+			if err != nil {
+				return err
+			}
+			return printRefunds(w, states, asJSON, time.Now())
+		})
 	cmd.AddCommand(&cobra.Command{
 		Use:   "retry <payment_id>",
 		Short: "Make a pending or parked refund due now with a fresh round of attempts (a running worker's relay starts it)",
@@ -51,6 +42,27 @@ func refundsCmd() *cobra.Command {
 			})
 		},
 	})
+	return cmd
+}
+
+// listCmd is a command that lists rows of MySQL (printed by list, as a
+// table or with --json, at most --limit of them); the parked-work
+// commands (refunds, events) are built on it.
+func listCmd(use, short string, list func(ctx context.Context, db *mysql.DB, w io.Writer, limit int, asJSON bool) error) *cobra.Command {
+	var asJSON bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withDB(cmd.Context(), func(db *mysql.DB) error {
+				return list(cmd.Context(), db, cmd.OutOrStdout(), limit, asJSON)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	cmd.Flags().IntVar(&limit, "limit", 500, "list at most this many, oldest first")
 	return cmd
 }
 

@@ -319,11 +319,24 @@ func (m *Main) RunWorker(ctx context.Context) error {
 		PayTimeout: c.PayTimeout, Grace: c.SweepGrace, Log: m.Log, Metrics: m.Metrics}
 	go sw.Run(ctx, sweepEvery)
 	go m.Metrics.Observe(ctx, c.ObserveEvery, m.observeSale)
+	go m.EventsRelay().Run(ctx, time.Second)
 	lives := &relay.SessionLives{Store: m.DB, Starter: orders, Log: m.Log}
 	go lives.Run(ctx, time.Minute)
 	r.Run(ctx, time.Second)
 	w.Stop()
 	return nil
+}
+
+// EventsRelay sequences the order events into the feed and, with
+// SECKILL_EVENTS_URL, delivers them.
+func (m *Main) EventsRelay() *relay.Events {
+	c := m.Config
+	attempts := c.EventsAttempts
+	if attempts <= 0 {
+		attempts = seckill.DefaultEventAttempts // a Config built by hand
+	}
+	return &relay.Events{Store: m.DB, URL: c.EventsURL, Secret: []byte(c.EventsSecret),
+		Retry: seckill.EventRetry(attempts), Log: m.Log, Metrics: m.Metrics}
 }
 
 // observeTail is how long after its end a session stays in the sale

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -78,12 +79,19 @@ type Config struct {
 	// another API base URL (stripe-mock in tests), and the shop's own
 	// payment page ({payment_id} and {client_secret} filled in).
 	// StripeWebhookSecret verifies the events Stripe sends the API.
-	StripeSecretKey     string        `env:"SECKILL_STRIPE_SECRET_KEY"`
-	StripeWebhookSecret string        `env:"SECKILL_STRIPE_WEBHOOK_SECRET"`
-	StripeAPIURL        string        `env:"SECKILL_STRIPE_API_URL"`
-	StripeCheckoutURL   string        `env:"SECKILL_STRIPE_CHECKOUT_URL"`
-	ReconcileEvery      time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
-	EagerStart          bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
+	StripeSecretKey     string `env:"SECKILL_STRIPE_SECRET_KEY"`
+	StripeWebhookSecret string `env:"SECKILL_STRIPE_WEBHOOK_SECRET"`
+	StripeAPIURL        string `env:"SECKILL_STRIPE_API_URL"`
+	StripeCheckoutURL   string `env:"SECKILL_STRIPE_CHECKOUT_URL"`
+	// EventsURL receives the order events as signed webhooks (signed
+	// with EventsSecret, which it requires), each parked after
+	// EventsAttempts failed deliveries; unset: events are recorded and
+	// listed in the feed, not sent.
+	EventsURL      string        `env:"SECKILL_EVENTS_URL"`
+	EventsSecret   string        `env:"SECKILL_EVENTS_SECRET"`
+	EventsAttempts int           `env:"SECKILL_EVENTS_ATTEMPTS"` // seckill.DefaultEventAttempts
+	ReconcileEvery time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
+	EagerStart     bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
 	// StarterYield is how long the API's starter may hold an order's
 	// workflow start while a burst is being answered (starter.Config.Busy);
 	// 0 turns the yield off.
@@ -104,13 +112,14 @@ type Config struct {
 // defaults owned by other packages. An unset or empty variable keeps them.
 func defaultConfig() Config {
 	return Config{
-		PayTimeout:   seckill.DefaultPayTimeout,
-		SweepGrace:   seckill.DefaultSweepGrace,
-		PayGrace:     seckill.DefaultPayGrace,
-		RelayMinAge:  relay.DefaultMinAge,
-		PreheatLead:  seckill.DefaultPreheatLead,
-		RetainAfter:  seckill.DefaultRetainAfter,
-		StarterYield: starter.DefaultYield,
+		PayTimeout:     seckill.DefaultPayTimeout,
+		SweepGrace:     seckill.DefaultSweepGrace,
+		PayGrace:       seckill.DefaultPayGrace,
+		RelayMinAge:    relay.DefaultMinAge,
+		PreheatLead:    seckill.DefaultPreheatLead,
+		RetainAfter:    seckill.DefaultRetainAfter,
+		StarterYield:   starter.DefaultYield,
+		EventsAttempts: seckill.DefaultEventAttempts,
 	}
 }
 
@@ -133,6 +142,9 @@ func LoadConfig() (*Config, error) {
 	if c.StarterYield < 0 {
 		return nil, errors.New("SECKILL_STARTER_YIELD must be 0 (off) or a positive duration")
 	}
+	if err := c.checkEvents(); err != nil {
+		return nil, err
+	}
 	if c.ObserveEvery <= 0 {
 		return nil, errors.New("SECKILL_OBSERVE_EVERY must be a positive duration")
 	}
@@ -146,6 +158,25 @@ func LoadConfig() (*Config, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// checkEvents validates SECKILL_EVENTS_*: an absolute http(s) URL, never
+// without its secret (a receiver could not tell our events from anyone's),
+// and a positive number of attempts.
+func (c *Config) checkEvents() error {
+	if c.EventsAttempts <= 0 {
+		return errors.New("SECKILL_EVENTS_ATTEMPTS must be a positive number of delivery attempts")
+	}
+	if c.EventsURL == "" {
+		return nil
+	}
+	if u, err := url.Parse(c.EventsURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("SECKILL_EVENTS_URL=%q must be an absolute http or https URL", c.EventsURL)
+	}
+	if c.EventsSecret == "" {
+		return errors.New("SECKILL_EVENTS_URL is set without SECKILL_EVENTS_SECRET: the events would go out unsigned; set the secret the receiver checks")
+	}
+	return nil
 }
 
 // Redis is where Redis is, as SECKILL_REDIS_* say: one address is a single

@@ -334,3 +334,41 @@ func requireProvider(t *testing.T, want string) *Config {
 	require.Equal(t, want, fmt.Sprintf("%T", (&Main{Config: c}).PaymentProvider()))
 	return c
 }
+
+// SECKILL_EVENTS_*: unset, events are only recorded and listed (20
+// attempts by default); a URL needs its secret and must be an absolute
+// http(s) URL; the attempts must be positive. The worker's relay takes
+// them as configured.
+func TestEventsConfig(t *testing.T) {
+	for _, v := range []string{"SECKILL_EVENTS_URL", "SECKILL_EVENTS_SECRET", "SECKILL_EVENTS_ATTEMPTS", "SECKILL_LIMIT_USER_RPS"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	c, err := LoadConfig()
+	require.NoError(t, err)
+	require.Empty(t, c.EventsURL)
+	require.Equal(t, 20, c.EventsAttempts)
+	r := (&Main{Config: c}).EventsRelay()
+	require.Empty(t, r.URL, "not sent, only sequenced")
+	require.Equal(t, 20, r.Retry.Attempts)
+
+	t.Setenv("SECKILL_EVENTS_URL", "https://fulfilment.example/hooks/seckill")
+	_, err = LoadConfig()
+	require.ErrorContains(t, err, "SECKILL_EVENTS_SECRET", "a URL without a secret does not start")
+	t.Setenv("SECKILL_EVENTS_SECRET", "s3cret")
+	t.Setenv("SECKILL_EVENTS_ATTEMPTS", "5")
+	c, err = LoadConfig()
+	require.NoError(t, err)
+	r = (&Main{Config: c}).EventsRelay()
+	require.Equal(t, "https://fulfilment.example/hooks/seckill", r.URL)
+	require.Equal(t, []byte("s3cret"), r.Secret)
+	require.Equal(t, seckill.EventRetry(5), r.Retry)
+
+	t.Setenv("SECKILL_EVENTS_ATTEMPTS", "0")
+	_, err = LoadConfig()
+	require.ErrorContains(t, err, "SECKILL_EVENTS_ATTEMPTS")
+	t.Setenv("SECKILL_EVENTS_ATTEMPTS", "")
+	t.Setenv("SECKILL_EVENTS_URL", "fulfilment.example/hooks")
+	_, err = LoadConfig()
+	require.ErrorContains(t, err, "SECKILL_EVENTS_URL")
+}

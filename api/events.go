@@ -1,0 +1,41 @@
+package api
+
+import (
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+)
+
+// Page sizes of GET /admin/v1/events.
+const (
+	defaultEventsPage = 100
+	maxEventsPage     = 1000
+)
+
+// listEvents: GET /admin/v1/events[?cursor=C&limit=N], the order events in
+// feed order (docs/events.md). next_cursor is always there: passed back,
+// it gives the events after this page, and while there are none yet it
+// comes back unchanged, so a consumer polls with it. The cursor is the
+// feed position (decimal); an empty one is the feed's start.
+func (s *Server) listEvents(c *fiber.Ctx) error {
+	limit, err := queryLimit(c, defaultEventsPage, maxEventsPage)
+	if err != nil {
+		return err
+	}
+	var after int64
+	if raw := c.Query("cursor"); raw != "" {
+		if after, err = strconv.ParseInt(raw, 10, 64); err != nil || after < 0 {
+			return seckill.Errorf(seckill.EINVALID, "cursor is not one this API returned (pass next_cursor as it came)")
+		}
+	}
+	events, next, err := s.store.Events(c.UserContext(), after, limit)
+	if err != nil {
+		return err
+	}
+	if events == nil {
+		events = []seckill.Event{}
+	}
+	return c.JSON(fiber.Map{"events": events, "next_cursor": strconv.FormatInt(next, 10)})
+}

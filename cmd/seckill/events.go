@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/mysql"
+)
+
+// eventsCmd lists the order events not delivered and retries parked ones.
+// Like `seckill refunds` it needs MySQL only: the relay of a running
+// worker sends whatever this makes due.
+func eventsCmd() *cobra.Command {
+	cmd := listCmd("events [--json] | events retry [EVENT_ID...] [--all-parked]",
+		"List the order events not delivered to SECKILL_EVENTS_URL (pending, parked); retry parked ones",
+		func(ctx context.Context, db *mysql.DB, w io.Writer, limit int, asJSON bool) error {
+			states, err := db.EventStates(ctx, limit)
+			if err != nil {
+				return err
+			}
+			return printEvents(w, states, asJSON, time.Now())
+		})
+	var allParked bool
+	retry := &cobra.Command{
+		Use:   "retry [EVENT_ID...] [--all-parked]",
+		Short: "Make undelivered events due now with a fresh round of attempts (a running worker's relay sends them)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if allParked == (len(args) > 0) {
+				return errors.New("name the events to retry, or pass --all-parked")
+			}
+			return withDB(cmd.Context(), func(db *mysql.DB) error {
+				out := cmd.OutOrStdout()
+				if allParked {
+					n, err := db.RetryParkedEvents(cmd.Context())
+					if err != nil {
+						return err
+					}
+					_, err = fmt.Fprintf(out, "%d parked events are due now; a running worker's events relay sends them\n", n)
+					return err
+				}
+				for _, id := range args {
+					if err := db.RetryEvent(cmd.Context(), id); err != nil {
+						return err
+					}
+					fmt.Fprintf(out, "event %s is due now; a running worker's events relay sends it\n", id)
+				}
+				return nil
+			})
+		},
+	}
+	retry.Flags().BoolVar(&allParked, "all-parked", false, "retry every parked event")
+	cmd.AddCommand(retry)
+	return cmd
+}
+
+// printEvents prints event states as a table (or JSON). The "when" column
+// is the next attempt of a pending event (one behind an earlier event of
+// its order waits for that one too) and the parking time of a parked one.
+func printEvents(w io.Writer, states []seckill.EventState, asJSON bool, now time.Time) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		type listed struct {
+			seckill.EventState
+			OrderNo string `json:"order_no"`
+		}
+		out := make([]listed, len(states))
+		for i, s := range states {
+			out[i] = listed{s, s.OrderNo}
+		}
+		return enc.Encode(map[string]any{"events": out})
+	}
+	if len(states) == 0 {
+		_, err := fmt.Fprintln(w, "no events waiting for delivery")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STATE\tEVENT_ID\tTYPE\tORDER_NO\tATTEMPTS\tWHEN\tLAST_ERROR")
+	for _, s := range states {
+		var when string
+		switch {
+		case s.State == seckill.EventParked:
+			when = "parked " + ago(now, s.ParkedAt)
+		case s.NextAttemptAt.IsZero() || !s.NextAttemptAt.After(now):
+			when = "next: now"
+		default:
+			when = "next in " + s.NextAttemptAt.Sub(now).Round(time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.State, s.ID, s.Type, s.OrderNo, s.Attempts, when, s.LastError)
+	}
+	return tw.Flush()
+}

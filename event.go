@@ -1,0 +1,89 @@
+package seckill
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// This file is the order events out: what fulfilment, notifications and
+// finance learn of an order's life. An event is recorded in the same
+// transaction as the status change it tells of, sequenced into one
+// gap-free feed (GET /admin/v1/events), and delivered as a signed webhook
+// (docs/events.md).
+
+// EventType names what happened to an order.
+type EventType string
+
+// The event types: one per status an order's change can reach that
+// someone outside the sale acts on.
+const (
+	EventOrderPaid     EventType = "order.paid"
+	EventOrderClosed   EventType = "order.closed"
+	EventOrderRefunded EventType = "order.refunded"
+	EventOrderFailed   EventType = "order.failed"
+)
+
+// EventFor returns the event a change to status emits; false when a change
+// to it emits none (WAIT_PAY, REFUND_PENDING: nothing to act on yet).
+func EventFor(status Status) (EventType, bool) {
+	switch status {
+	case StatusPaid:
+		return EventOrderPaid, true
+	case StatusClosed:
+		return EventOrderClosed, true
+	case StatusRefunded:
+		return EventOrderRefunded, true
+	case StatusFailed:
+		return EventOrderFailed, true
+	}
+	return "", false
+}
+
+// Event is one order event, as the feed lists it and the webhook sends it.
+type Event struct {
+	// ID is stable and unique: a receiver deduplicates by it (delivery
+	// is at least once).
+	ID   string    `json:"event_id"`
+	Type EventType `json:"type"`
+	// At is when the change happened (its ledger row's time).
+	At time.Time `json:"at"`
+	// Order is the order's JSON (an Order) as of the change, kept as
+	// recorded: a later change of the Order type never rewrites history.
+	Order json.RawMessage `json:"order"`
+	// OrderNo is the order the event is of (also inside Order); not sent.
+	OrderNo string `json:"-"`
+}
+
+// DefaultEventAttempts is how many failed deliveries park an event
+// (SECKILL_EVENTS_ATTEMPTS' default).
+const DefaultEventAttempts = 20
+
+// EventRetry is the backoff of failed deliveries with attempts failed
+// tries before parking: 5s, 10s, 20s … capped at 10 minutes, so the
+// default 20 attempts ride out about two hours of a receiver's outage.
+func EventRetry(attempts int) Retry {
+	return Retry{First: 5 * time.Second, Max: 10 * time.Minute, Attempts: attempts}
+}
+
+// Event delivery states, as ops see them.
+const (
+	// EventPending: not delivered yet; sent at NextAttemptAt, once every
+	// earlier event of its order is delivered.
+	EventPending = "pending"
+	// EventParked: failed too often; no longer sent on its own (and the
+	// later events of its order wait behind it) until `seckill events
+	// retry`.
+	EventParked = "parked"
+)
+
+// EventState is where the delivery of one event stands (`seckill events`).
+type EventState struct {
+	Event
+	State     string `json:"state"`
+	Attempts  int    `json:"attempts"`
+	LastError string `json:"last_error,omitempty"`
+	// NextAttemptAt is when a pending event is tried again (zero: now).
+	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
+	// ParkedAt is when a parked event stopped being tried.
+	ParkedAt time.Time `json:"parked_at,omitzero"`
+}

@@ -1,0 +1,234 @@
+package mysql_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+)
+
+// sequenceAll sequences every visible event.
+func sequenceAll(t *testing.T, e *testenv.Env) {
+	for {
+		n, err := e.DB.SequenceEvents(context.Background(), 100)
+		require.NoError(t, err)
+		if n == 0 {
+			return
+		}
+	}
+}
+
+// feed reads the whole feed from the start.
+func feed(t *testing.T, e *testenv.Env) []seckill.Event {
+	var all []seckill.Event
+	var after int64
+	for {
+		page, next, err := e.DB.Events(context.Background(), after, 3)
+		require.NoError(t, err)
+		if len(page) == 0 {
+			require.Equal(t, after, next, "an empty page continues where it was asked")
+			return all
+		}
+		all, after = append(all, page...), next
+	}
+}
+
+// Each change to PAID, CLOSED (a close and a tombstone), FAILED (a single
+// refusal and refusals in a batch) and REFUNDED emits exactly one event,
+// with the order as the change left it; WAIT_PAY and REFUND_PENDING emit
+// none; a change that rolls back leaves no event.
+func TestEventsRecordedWithTheirChange(t *testing.T) {
+	e, sess := store(t, 2, 1)
+	ctx := context.Background()
+	create := func(no string, user int64, qty int) *seckill.OrderRequest {
+		req := request(sess, no, user, qty, 1)
+		_, err := e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
+		require.NoError(t, err)
+		return req
+	}
+	create("1-paid", 1, 1)
+	_, _, err := e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: "evt-p", PaymentID: "pay-p", OrderNo: "1-paid", AmountCents: 100})
+	require.NoError(t, err)
+	closed := create("1-closed", 2, 1)
+	_, _, err = e.DB.CloseOrder(ctx, closed, "pay_timeout")
+	require.NoError(t, err)
+	_, _, err = e.DB.CloseOrder(ctx, request(sess, "1-tomb", 3, 1, 1), "cancelled") // its row never came
+	require.NoError(t, err)
+	create("1-big", 4, 2) // 1 unit left: refused, FAILED
+	// Eight orders of one user's one slot at once: one takes it, seven fail
+	// (in one batch transaction when they arrive together).
+	counts := createConcurrently(t, e, 8, time.Minute, func(i int) *seckill.OrderRequest {
+		return request(sess, fmt.Sprintf("1-slot%d", i), 5, 1, 1)
+	})
+	require.Equal(t, map[seckill.Status]int{seckill.StatusWaitPay: 1, seckill.StatusFailed: 7}, counts)
+	// The closed order is paid late and refunded.
+	_, _, err = e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: "evt-l", PaymentID: "pay-l", OrderNo: "1-closed", AmountCents: 100})
+	require.NoError(t, err)
+	_, err = e.DB.MarkRefunded(ctx, "pay-l", "re-l")
+	require.NoError(t, err)
+	_, err = e.DB.MarkRefunded(ctx, "pay-l", "re-l") // again: no change, no event
+	require.NoError(t, err)
+
+	sequenceAll(t, e)
+	events := feed(t, e)
+	byOrder := map[string][]seckill.EventType{}
+	ids := map[string]bool{}
+	for _, ev := range events {
+		require.False(t, ids[ev.ID], "event id %s twice", ev.ID)
+		ids[ev.ID] = true
+		byOrder[ev.OrderNo] = append(byOrder[ev.OrderNo], ev.Type)
+		var o seckill.Order
+		require.NoError(t, json.Unmarshal(ev.Order, &o))
+		require.Equal(t, ev.OrderNo, o.OrderNo)
+		typ, ok := seckill.EventFor(o.Status)
+		require.True(t, ok)
+		require.Equal(t, ev.Type, typ, "the snapshot is the order as the change left it")
+		require.False(t, ev.At.IsZero())
+	}
+	failed := 0
+	for no, types := range byOrder {
+		if types[0] == seckill.EventOrderFailed {
+			require.Equal(t, []seckill.EventType{seckill.EventOrderFailed}, types, no)
+			failed++
+		}
+	}
+	require.Equal(t, 8, failed, "1-big and seven of the slot's orders")
+	require.Equal(t, []seckill.EventType{seckill.EventOrderPaid}, byOrder["1-paid"])
+	require.Equal(t, []seckill.EventType{seckill.EventOrderClosed, seckill.EventOrderRefunded}, byOrder["1-closed"])
+	require.Equal(t, []seckill.EventType{seckill.EventOrderClosed}, byOrder["1-tomb"])
+	require.Len(t, events, 12)
+
+	// The last snapshot of an order is its row as stored, to the millisecond.
+	last := events[len(events)-1]
+	require.Equal(t, "1-closed", last.OrderNo)
+	var snap seckill.Order
+	require.NoError(t, json.Unmarshal(last.Order, &snap))
+	row, err := e.DB.Order(ctx, "1-closed")
+	require.NoError(t, err)
+	require.Equal(t, row.Status, snap.Status)
+	require.True(t, row.UpdatedAt.Equal(snap.UpdatedAt), "row %s, snapshot %s", row.UpdatedAt, snap.UpdatedAt)
+
+	// A close whose transaction rolls back leaves its order WAIT_PAY and
+	// no event.
+	var open *seckill.OrderRequest
+	for i := range 8 {
+		if o, err := e.DB.Order(ctx, fmt.Sprintf("1-slot%d", i)); err == nil && o.Status == seckill.StatusWaitPay {
+			open = request(sess, o.OrderNo, 5, 1, 1)
+		}
+	}
+	require.NotNil(t, open)
+	require.NoError(t, e.DB.CloseRolledBackForTest(ctx, open))
+	o, err := e.DB.Order(ctx, open.OrderNo)
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusWaitPay, o.Status)
+	sequenceAll(t, e)
+	require.Len(t, feed(t, e), 12)
+	changes, err := e.DB.EventfulChangesForTest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, byOrder, changes, "one event per eventful ledger row")
+}
+
+// The feed under load: writers change orders concurrently (their
+// transactions commit in any order) while a sequencer runs and a reader
+// pages from cursor to cursor. The reader sees every event exactly once
+// (as many as the ledger's eventful rows), each order's in the order of
+// its changes.
+func TestEventFeedUnderConcurrentWriters(t *testing.T) {
+	const writers, perWriter = 6, 12
+	e, sess := store(t, writers*perWriter, 1)
+	ctx := context.Background()
+
+	done := make(chan struct{})
+	var bg sync.WaitGroup
+	// until runs step again and again until done.
+	until := func(step func()) {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+					step()
+				}
+			}
+		}()
+	}
+	until(func() { // the sequencer, as the worker's relay runs it
+		_, err := e.DB.SequenceEvents(ctx, 5)
+		require.NoError(t, err)
+		time.Sleep(time.Millisecond)
+	})
+	var read []seckill.Event
+	var after int64
+	readPage := func() int {
+		page, next, err := e.DB.Events(ctx, after, 4)
+		require.NoError(t, err)
+		read, after = append(read, page...), next
+		return len(page)
+	}
+	until(func() { // the consumer, polling the feed while it grows
+		if readPage() == 0 {
+			time.Sleep(2 * time.Millisecond)
+		}
+	})
+
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				no := fmt.Sprintf("%d-w%d-%d", sess.ID, w, i)
+				req := request(sess, no, int64(w*perWriter+i+1), 1, 1)
+				_, err := e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
+				require.NoError(t, err)
+				pay := &seckill.Payment{EventID: "evt-" + no, PaymentID: "pay-" + no, OrderNo: no, AmountCents: 100}
+				switch i % 3 {
+				case 0:
+					_, _, err = e.DB.ApplyPayment(ctx, pay)
+				case 1:
+					_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
+				case 2: // closed, paid late, refunded: two events
+					_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
+					require.NoError(t, err)
+					_, _, err = e.DB.ApplyPayment(ctx, pay)
+					require.NoError(t, err)
+					_, err = e.DB.MarkRefunded(ctx, pay.PaymentID, "re-"+no)
+				}
+				require.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(done)
+	bg.Wait()
+	sequenceAll(t, e)
+	for readPage() > 0 {
+	}
+
+	changes, err := e.DB.EventfulChangesForTest(ctx)
+	require.NoError(t, err)
+	total := 0
+	for _, types := range changes {
+		total += len(types)
+	}
+	require.Equal(t, writers*perWriter*4/3, total)
+	require.Equal(t, total, len(read), "every event once")
+	seen := map[string]bool{}
+	byOrder := map[string][]seckill.EventType{}
+	for _, ev := range read {
+		require.False(t, seen[ev.ID], "event %s read twice", ev.ID)
+		seen[ev.ID] = true
+		byOrder[ev.OrderNo] = append(byOrder[ev.OrderNo], ev.Type)
+	}
+	require.Equal(t, changes, byOrder, "each order's events in the order of its changes")
+}

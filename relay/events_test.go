@@ -1,0 +1,288 @@
+package relay_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/metrics"
+	"github.com/seckill/seckill/relay"
+)
+
+var eventSecret = []byte("test-events-secret")
+
+// receiver is the events' receiver: it checks each delivery's signature,
+// answers fail(order_no, attempt) (0: 200), and records what it took and
+// how many deliveries of one event overlapped.
+type receiver struct {
+	t    *testing.T
+	mu   sync.Mutex
+	fail func(orderNo string, attempt int) int
+	// slow delays each answer.
+	slow     time.Duration
+	attempts map[string][]time.Time // by event id
+	took     []seckill.Event        // in the order taken
+	inFlight map[string]int
+	overlap  int // the most deliveries of one event at once
+}
+
+func newReceiver(t *testing.T) (*receiver, *httptest.Server) {
+	rc := &receiver{t: t, attempts: map[string][]time.Time{}, inFlight: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(rc.serve))
+	t.Cleanup(srv.Close)
+	return rc, srv
+}
+
+func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	require.NoError(rc.t, err)
+	require.NoError(rc.t, seckill.VerifyWebhook(eventSecret, r.Header.Get(seckill.HeaderSignature), body, time.Now()))
+	require.Equal(rc.t, "application/json", r.Header.Get("Content-Type"))
+	var ev seckill.Event
+	require.NoError(rc.t, json.Unmarshal(body, &ev))
+	var o seckill.Order
+	require.NoError(rc.t, json.Unmarshal(ev.Order, &o))
+	ev.OrderNo = o.OrderNo
+	rc.mu.Lock()
+	rc.attempts[ev.ID] = append(rc.attempts[ev.ID], time.Now())
+	attempt := len(rc.attempts[ev.ID])
+	rc.inFlight[ev.ID]++
+	rc.overlap = max(rc.overlap, rc.inFlight[ev.ID])
+	fail := rc.fail
+	rc.mu.Unlock()
+	time.Sleep(rc.slow)
+	code := 0
+	if fail != nil {
+		code = fail(o.OrderNo, attempt)
+	}
+	rc.mu.Lock()
+	rc.inFlight[ev.ID]--
+	if code == 0 {
+		rc.took = append(rc.took, ev)
+	}
+	rc.mu.Unlock()
+	if code != 0 {
+		http.Error(w, "receiver down", code)
+	}
+}
+
+func (rc *receiver) taken() []seckill.Event {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]seckill.Event(nil), rc.took...)
+}
+
+func (rc *receiver) tries(eventID string) []time.Time {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]time.Time(nil), rc.attempts[eventID]...)
+}
+
+// orders makes order events: each name's order is created and then paid
+// ("paid-…"), closed ("closed-…"), or closed, paid late and refunded
+// ("refunded-…": two events).
+func orders(t *testing.T, e *testenv.Env, sess *seckill.Session, names ...string) {
+	ctx := context.Background()
+	for i, name := range names {
+		no := fmt.Sprintf("%d-%s", sess.ID, name)
+		req := &seckill.OrderRequest{Reservation: seckill.Reservation{OrderNo: no, SessionID: sess.ID, UserID: int64(100 + i),
+			Quantity: 1, Slots: []int{1}, ReservedAt: time.Now().UTC()}, SKUID: sess.SKUID, PriceCents: sess.PriceCents}
+		_, err := e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
+		require.NoError(t, err)
+		pay := &seckill.Payment{EventID: "evt-" + no, PaymentID: "pay-" + no, OrderNo: no, AmountCents: sess.PriceCents}
+		switch name[0] {
+		case 'p':
+			_, _, err = e.DB.ApplyPayment(ctx, pay)
+		case 'c':
+			_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
+		case 'r':
+			_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
+			require.NoError(t, err)
+			_, _, err = e.DB.ApplyPayment(ctx, pay)
+			require.NoError(t, err)
+			_, err = e.DB.MarkRefunded(ctx, pay.PaymentID, "re-"+no)
+		}
+		require.NoError(t, err)
+	}
+}
+
+func eventsRelay(e *testenv.Env, url string, m *metrics.Metrics) *relay.Events {
+	return &relay.Events{Store: e.DB, URL: url, Secret: eventSecret, Log: e.Log, Metrics: m, Timeout: 5 * time.Second,
+		Retry: seckill.Retry{First: 200 * time.Millisecond, Max: 400 * time.Millisecond, Attempts: 3}}
+}
+
+// Delivery: each event once, signed, with its type and the order as the
+// change left it; nothing is sent twice.
+func TestEventRelayDelivers(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	sess := e.Session(5, 1, 700)
+	rc, srv := newReceiver(t)
+	orders(t, e, sess, "paid-a", "closed-b")
+	m := metrics.New()
+	r := eventsRelay(e, srv.URL, m)
+	n, err := r.Pass(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	n, err = r.Pass(context.Background())
+	require.NoError(t, err)
+	require.Zero(t, n)
+	took := rc.taken()
+	require.Len(t, took, 2)
+	types := map[string]seckill.EventType{}
+	for _, ev := range took {
+		types[ev.OrderNo] = ev.Type
+		require.Regexp(t, `^evt_\d+$`, ev.ID)
+		require.WithinDuration(t, time.Now(), ev.At, time.Minute)
+		var o seckill.Order
+		require.NoError(t, json.Unmarshal(ev.Order, &o))
+		require.Equal(t, int64(700), o.AmountCents)
+	}
+	require.Equal(t, map[string]seckill.EventType{
+		fmt.Sprintf("%d-paid-a", sess.ID): seckill.EventOrderPaid, fmt.Sprintf("%d-closed-b", sess.ID): seckill.EventOrderClosed,
+	}, types)
+	require.Equal(t, 2.0, testutil.ToFloat64(m.EventsDelivered))
+	require.Equal(t, 0.0, testutil.ToFloat64(m.Events.WithLabelValues(seckill.EventPending)))
+}
+
+// A receiver that fails: an event answered 500 twice is sent again after
+// the backoff and delivered; one that keeps failing is parked after the
+// policy's attempts, and the later event of its order waits behind it
+// while other orders' events go on; `retry` sends the parked event, then
+// the one behind it, in order.
+func TestEventRelayRetriesParksAndKeepsOrderPerOrder(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	sess := e.Session(5, 1, 700)
+	ctx := context.Background()
+	rc, srv := newReceiver(t)
+	flaky, dead := fmt.Sprintf("%d-closed-flaky", sess.ID), fmt.Sprintf("%d-refunded-dead", sess.ID)
+	var mu sync.Mutex
+	healed := false
+	rc.fail = func(orderNo string, attempt int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case orderNo == flaky && attempt <= 2, orderNo == dead && !healed:
+			return http.StatusInternalServerError
+		}
+		return 0
+	}
+	orders(t, e, sess, "closed-flaky", "refunded-dead")
+	m := metrics.New()
+	r := eventsRelay(e, srv.URL, m)
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go r.Run(rctx, 20*time.Millisecond)
+
+	states := func() map[string]seckill.EventState {
+		list, err := e.DB.EventStates(ctx, 50)
+		require.NoError(t, err)
+		out := map[string]seckill.EventState{}
+		for _, st := range list {
+			out[st.OrderNo+" "+string(st.Type)] = st
+		}
+		return out
+	}
+	e.Eventually(20*time.Second, "the flaky event delivered, the dead one parked", func() error {
+		st := states()
+		if _, ok := st[flaky+" order.closed"]; ok {
+			return fmt.Errorf("flaky not delivered: %+v", st)
+		}
+		if st[dead+" order.closed"].State != seckill.EventParked {
+			return fmt.Errorf("dead not parked: %+v", st)
+		}
+		return nil
+	})
+	orders(t, e, sess, "paid-later") // another order goes on meanwhile
+	e.Eventually(10*time.Second, "the later order's event", func() error {
+		if n := len(rc.taken()); n != 2 {
+			return fmt.Errorf("%d taken", n)
+		}
+		return nil
+	})
+	st := states()
+	parked := st[dead+" order.closed"]
+	require.Equal(t, 3, parked.Attempts)
+	require.Contains(t, parked.LastError, "receiver answered 500")
+	behind := st[dead+" order.refunded"]
+	require.Equal(t, seckill.EventPending, behind.State)
+	require.Zero(t, behind.Attempts, "never sent while the earlier event of its order is parked")
+	require.Empty(t, rc.tries(behind.ID))
+
+	var flakyID string
+	for _, ev := range rc.taken() {
+		if ev.OrderNo == flaky {
+			flakyID = ev.ID
+		}
+	}
+	tries := rc.tries(flakyID)
+	require.Len(t, tries, 3)
+	require.GreaterOrEqual(t, tries[1].Sub(tries[0]), 200*time.Millisecond, "the first backoff")
+	require.GreaterOrEqual(t, tries[2].Sub(tries[1]), 400*time.Millisecond, "the second, doubled")
+	time.Sleep(300 * time.Millisecond)
+	require.Len(t, rc.tries(parked.ID), 3, "a parked event is not sent on its own")
+	require.Equal(t, 1.0, testutil.ToFloat64(m.Events.WithLabelValues(seckill.EventParked)))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.Events.WithLabelValues(seckill.EventPending)))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.EventFailures.WithLabelValues(seckill.EventParked)))
+	require.Equal(t, 4.0, testutil.ToFloat64(m.EventFailures.WithLabelValues(seckill.EventPending)), "flaky twice, dead twice")
+
+	mu.Lock()
+	healed = true
+	mu.Unlock()
+	require.NoError(t, e.DB.RetryEvent(ctx, parked.ID))
+	e.Eventually(10*time.Second, "the parked event and the one behind it", func() error {
+		if n := len(rc.taken()); n != 4 {
+			return fmt.Errorf("%d taken", n)
+		}
+		return nil
+	})
+	took := rc.taken()
+	require.Equal(t, []string{parked.ID, behind.ID}, []string{took[2].ID, took[3].ID}, "in the order of the changes")
+	require.Empty(t, states())
+	require.Error(t, e.DB.RetryEvent(ctx, parked.ID), "delivered: nothing to retry")
+}
+
+// Two relays (two workers) at once never send one event at the same
+// time, and between them deliver every event once.
+func TestEventRelaysShareTheWork(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	sess := e.Session(30, 1, 700)
+	rc, srv := newReceiver(t)
+	rc.slow = 30 * time.Millisecond
+	var names []string
+	for i := range 24 {
+		names = append(names, fmt.Sprintf("closed-%d", i))
+	}
+	orders(t, e, sess, names...)
+	var wg sync.WaitGroup
+	for range 2 {
+		r := eventsRelay(e, srv.URL, nil)
+		r.Concurrency = 3
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for len(rc.taken()) < len(names) {
+				_, err := r.Pass(context.Background())
+				require.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, 1, rc.overlap, "never two deliveries of one event at once")
+	seen := map[string]bool{}
+	for _, ev := range rc.taken() {
+		require.False(t, seen[ev.ID], "%s twice", ev.ID)
+		seen[ev.ID] = true
+	}
+	require.Len(t, seen, len(names))
+}
