@@ -278,13 +278,13 @@ func checkCounts(t *testing.T, rep *capacity.Report) {
 	// Losers never reach MySQL; a winner's admission neither (the session
 	// comes from memory, refreshed once a second per process).
 	assert.Less(t, rep.Phase("admission_winner").Per["mysql"]["rows_inserted"], noise)
-	// Rows: the order, its slot and a ledger row; a payment and a ledger
-	// row; a ledger row and the slot freed.
+	// Rows: the order, its slot and a ledger row; a payment, a ledger row
+	// and its order event; a ledger row, its event and the slot freed.
 	pin("create", "mysql", "rows_inserted", 3)
-	pin("paid", "mysql", "rows_inserted", 2)
-	pin("cancel", "mysql", "rows_inserted", 1)
+	pin("paid", "mysql", "rows_inserted", 3)
+	pin("cancel", "mysql", "rows_inserted", 2)
 	pin("cancel", "mysql", "rows_deleted", 1)
-	pin("timeout", "mysql", "rows_inserted", 1)
+	pin("timeout", "mysql", "rows_inserted", 2)
 	pin("timeout", "mysql", "rows_deleted", 1)
 	// A winner's admission is three round trips: the two scripts and the
 	// starter clearing the pending-start entry after the start.

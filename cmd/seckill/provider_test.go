@@ -37,7 +37,7 @@ func TestWorkerRefusesAnImplicitSandbox(t *testing.T) {
 	require.ErrorContains(t, err, "SECKILL_JWT_SECRET")
 	require.NotContains(t, err.Error(), "SECKILL_PAYMENT_PROVIDER")
 
-	t.Setenv("SECKILL_PAYMENT_PROVIDER", "stripe")
+	t.Setenv("SECKILL_PAYMENT_PROVIDER", "paypal")
 	_, err = app.LoadConfig()
 	require.ErrorContains(t, err, `the providers are "sandbox"`)
 
