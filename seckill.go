@@ -52,10 +52,14 @@ const MaxPerUserLimit = 30
 
 // Session is one flash sale of one SKU inside a time window.
 type Session struct {
-	ID           int64     `json:"id"`
-	SKUID        int64     `json:"sku_id"`
-	Title        string    `json:"title"`
-	PriceCents   int64     `json:"price_cents"`
+	ID         int64  `json:"id"`
+	SKUID      int64  `json:"sku_id"`
+	Title      string `json:"title"`
+	PriceCents int64  `json:"price_cents"`
+	// Currency is what PriceCents is in: an ISO 4217 code in lower case
+	// (usd, eur, cny), as the payment providers take it. Empty: the
+	// deployment's SECKILL_CURRENCY.
+	Currency     string    `json:"currency,omitempty"`
 	TotalStock   int       `json:"total_stock"`
 	PerUserLimit int       `json:"per_user_limit"`
 	StartAt      time.Time `json:"start_at"`
@@ -126,6 +130,8 @@ func (s *Session) Validate() error {
 		// its own path (PAID at creation, no payment row, no refund), which
 		// no sale has asked for yet.
 		return Errorf(EINVALID, "price_cents must be a positive integer: free items (price 0) are not supported")
+	case s.Currency != "" && !ValidCurrency(s.Currency):
+		return Errorf(EINVALID, "currency must be a lower-case ISO 4217 code such as usd, not %q", s.Currency)
 	case s.TotalStock <= 0 || s.TotalStock > 10_000_000:
 		return Errorf(EINVALID, "stock must be between 1 and 10000000")
 	case s.PerUserLimit <= 0 || s.PerUserLimit > MaxPerUserLimit:
@@ -136,6 +142,20 @@ func (s *Session) Validate() error {
 		return Errorf(EINVALID, "end_at must be after start_at")
 	}
 	return nil
+}
+
+// ValidCurrency reports whether c looks like an ISO 4217 code as the
+// payment providers take it: three lower-case letters.
+func ValidCurrency(c string) bool {
+	if len(c) != 3 {
+		return false
+	}
+	for _, r := range c {
+		if r < 'a' || r > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 // Reservation is what the admission script records for one winner: the

@@ -12,9 +12,11 @@ import (
 // createSessionBody is the body of POST /admin/v1/sessions. Pointers tell a
 // missing field from a zero one.
 type createSessionBody struct {
-	SKUID        *int64  `json:"sku_id"`
-	Title        *string `json:"title"`
-	PriceCents   *int64  `json:"price_cents"`
+	SKUID      *int64  `json:"sku_id"`
+	Title      *string `json:"title"`
+	PriceCents *int64  `json:"price_cents"`
+	// Currency is optional: the deployment's SECKILL_CURRENCY when absent.
+	Currency     *string `json:"currency"`
 	Stock        *int    `json:"stock"`
 	PerUserLimit *int    `json:"per_user_limit"`
 	StartAt      *string `json:"start_at"`
@@ -49,6 +51,9 @@ func (b *createSessionBody) session() (*seckill.Session, error) {
 	s := &seckill.Session{
 		SKUID: *b.SKUID, Title: *b.Title, PriceCents: *b.PriceCents, TotalStock: *b.Stock,
 		PerUserLimit: *b.PerUserLimit, StartAt: start.UTC().Truncate(time.Millisecond), EndAt: end.UTC().Truncate(time.Millisecond),
+	}
+	if b.Currency != nil {
+		s.Currency = *b.Currency
 	}
 	if b.RequireTicket != nil {
 		s.RequireTicket = *b.RequireTicket

@@ -25,7 +25,8 @@ func TestAdminSessionLifecycle(t *testing.T) {
 
 	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", "", body), 401, "UNAUTHENTICATED", "admin token")
 	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", "not-the-token", body), 401, "UNAUTHENTICATED", "admin token")
-	for field, bad := range map[string]any{"stock": 0, "per_user_limit": 99, "price_cents": -1, "start_at": "tomorrow", "end_at": start} {
+	for field, bad := range map[string]any{"stock": 0, "per_user_limit": 99, "price_cents": -1, "start_at": "tomorrow", "end_at": start,
+		"currency": "EUR", "title": "", "sku_id": "9"} {
 		b := map[string]any{}
 		for k, v := range body {
 			b[k] = v
@@ -48,11 +49,12 @@ func TestAdminSessionLifecycle(t *testing.T) {
 
 	ctx := context.Background()
 	cl := e.Client()
-	created, err := cl.CreateSession(ctx, &seckill.Session{SKUID: 9, Title: "Phone", PriceCents: 4999, TotalStock: 3,
+	created, err := cl.CreateSession(ctx, &seckill.Session{SKUID: 9, Title: "Phone", PriceCents: 4999, Currency: "eur", TotalStock: 3,
 		PerUserLimit: 1, StartAt: time.Now().Add(-time.Second), EndAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	id := created.ID
 	require.Equal(t, "Phone", created.Title)
+	require.Equal(t, "eur", created.Currency, "priced in its own currency")
 	require.Equal(t, 0, created.RemainingStock, "not preheated yet")
 	path := fmt.Sprintf("/admin/v1/sessions/%d", id)
 
@@ -73,6 +75,7 @@ func TestAdminSessionLifecycle(t *testing.T) {
 	g, err := cl.Session(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, 2, g.RemainingStock)
+	require.Equal(t, "eur", g.Currency)
 	require.Equal(t, seckill.SessionActive, g.State)
 
 	// Redis loses its data: plain preheat refuses (orders exist), force

@@ -17,13 +17,14 @@ func (c *Client) CreateSession(ctx context.Context, s *seckill.Session) (*seckil
 		SKUID          int64  `json:"sku_id"`
 		Title          string `json:"title"`
 		PriceCents     int64  `json:"price_cents"`
+		Currency       string `json:"currency,omitempty"`
 		Stock          int    `json:"stock"`
 		PerUserLimit   int    `json:"per_user_limit"`
 		StartAt        string `json:"start_at"`
 		EndAt          string `json:"end_at"`
 		RequireTicket  bool   `json:"require_ticket,omitempty"`
 		RequireCaptcha bool   `json:"require_captcha,omitempty"`
-	}{s.SKUID, s.Title, s.PriceCents, s.TotalStock, s.PerUserLimit,
+	}{s.SKUID, s.Title, s.PriceCents, s.Currency, s.TotalStock, s.PerUserLimit,
 		s.StartAt.UTC().Format(time.RFC3339Nano), s.EndAt.UTC().Format(time.RFC3339Nano), s.RequireTicket, s.RequireCaptcha}
 	var v seckill.SessionView
 	if err := c.post(ctx, "/admin/v1/sessions", c.AdminToken, body, &v); err != nil {

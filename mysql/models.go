@@ -14,6 +14,7 @@ type sessionRow struct {
 	SKUID          int64 `gorm:"column:sku_id"`
 	Title          string
 	PriceCents     int64
+	Currency       string
 	TotalStock     int
 	Stock          int
 	PerUserLimit   int
@@ -43,7 +44,7 @@ func (sessionAuditRow) TableName() string { return "session_audit" }
 
 func (r *sessionRow) domain() *seckill.Session {
 	return &seckill.Session{
-		ID: r.ID, SKUID: r.SKUID, Title: r.Title, PriceCents: r.PriceCents,
+		ID: r.ID, SKUID: r.SKUID, Title: r.Title, PriceCents: r.PriceCents, Currency: r.Currency,
 		TotalStock: r.TotalStock, PerUserLimit: r.PerUserLimit,
 		StartAt: r.StartAt.UTC(), EndAt: r.EndAt.UTC(), RequireTicket: r.RequireTicket, RequireCaptcha: r.RequireCaptcha, Paused: r.Paused,
 	}

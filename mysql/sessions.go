@@ -18,7 +18,7 @@ func (db *DB) CreateSession(ctx context.Context, s *seckill.Session) error {
 	}
 	now := db.now()
 	row := sessionRow{
-		SKUID: s.SKUID, Title: s.Title, PriceCents: s.PriceCents,
+		SKUID: s.SKUID, Title: s.Title, PriceCents: s.PriceCents, Currency: s.Currency,
 		TotalStock: s.TotalStock, Stock: s.TotalStock, PerUserLimit: s.PerUserLimit,
 		StartAt: s.StartAt.UTC(), EndAt: s.EndAt.UTC(), RequireTicket: s.RequireTicket || s.RequireCaptcha, RequireCaptcha: s.RequireCaptcha,
 		CreatedAt: now, UpdatedAt: now,

@@ -14,11 +14,19 @@ type Opener interface {
 	CreatePayment(ctx context.Context, r seckill.CheckoutRequest) (*seckill.Checkout, error)
 }
 
+// SessionReader reads the session an order was sold in (its currency).
+type SessionReader interface {
+	Session(ctx context.Context, id int64) (*seckill.Session, int, error)
+}
+
 // Checkout opens the checkout of orders (POST /api/v1/orders/{no}/payment).
 type Checkout struct {
 	Provider  Opener
 	Checkouts Checkouts
-	// Currency is what every amount is in (SECKILL_CURRENCY).
+	// Sessions give each order its session's currency; nil, or a session
+	// without one, means Currency.
+	Sessions SessionReader
+	// Currency is the deployment's (SECKILL_CURRENCY).
 	Currency string
 	// MinLeft is the least time before the pay deadline a new checkout
 	// needs: a payment opened closer to the deadline would mostly be paid
@@ -46,6 +54,10 @@ func (s *Checkout) Open(ctx context.Context, o *seckill.Order) (*seckill.Checkou
 	if left := o.PayDeadline.Sub(s.Now()); left < s.MinLeft {
 		return nil, seckill.Errorf(seckill.ECONFLICT, "order %s is past its pay deadline and can no longer be paid", o.OrderNo)
 	}
+	currency, err := s.currency(ctx, o)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.Checkouts.SaveCheckout(ctx, &seckill.Checkout{Provider: s.Provider.Name(), OrderNo: o.OrderNo, ExpiresAt: o.PayDeadline}); err != nil {
 		return nil, err
 	}
@@ -56,7 +68,7 @@ func (s *Checkout) Open(ctx context.Context, o *seckill.Order) (*seckill.Checkou
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, err := s.Provider.CreatePayment(pctx, seckill.CheckoutRequest{
-		OrderNo: o.OrderNo, AmountCents: o.AmountCents, Currency: s.Currency, ExpiresAt: o.PayDeadline, TraceID: o.TraceID,
+		OrderNo: o.OrderNo, AmountCents: o.AmountCents, Currency: currency, ExpiresAt: o.PayDeadline, TraceID: o.TraceID,
 	})
 	if err != nil {
 		return nil, unavailable(err, "the payment provider did not open the payment; retry")
@@ -69,6 +81,22 @@ func (s *Checkout) Open(ctx context.Context, o *seckill.Order) (*seckill.Checkou
 		return nil, err
 	}
 	return c, nil
+}
+
+// currency is what o is paid in: its session's currency, else the
+// deployment's.
+func (s *Checkout) currency(ctx context.Context, o *seckill.Order) (string, error) {
+	if s.Sessions == nil {
+		return s.Currency, nil
+	}
+	sess, _, err := s.Sessions.Session(ctx, o.SessionID)
+	if err != nil {
+		return "", err
+	}
+	if sess.Currency != "" {
+		return sess.Currency, nil
+	}
+	return s.Currency, nil
 }
 
 // unavailable keeps a domain refusal as it is and makes anything else a

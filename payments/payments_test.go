@@ -155,6 +155,16 @@ func TestCheckoutOpen(t *testing.T) {
 		require.Empty(t, co.save[0].PaymentID, "the intent is recorded before the provider is asked")
 		require.Equal(t, "pay_7-a", co.save[1].PaymentID)
 	})
+	t.Run("in its session's currency, else the deployment's", func(t *testing.T) {
+		for sessionCurrency, want := range map[string]string{"jpy": "jpy", "": "eur"} {
+			p := &provider{}
+			c := newCheckout(p, &checkouts{m: map[string]*seckill.Checkout{}})
+			c.Sessions = sessions{Currency: sessionCurrency}
+			_, err := c.Open(context.Background(), order(seckill.StatusWaitPay))
+			require.NoError(t, err)
+			require.Equal(t, want, p.saw[0].Currency)
+		}
+	})
 	t.Run("a QUEUED order can be paid", func(t *testing.T) {
 		_, err := newCheckout(&provider{}, &checkouts{m: map[string]*seckill.Checkout{}}).Open(context.Background(), order(seckill.StatusQueued))
 		require.NoError(t, err)
@@ -182,4 +192,11 @@ func TestCheckoutOpen(t *testing.T) {
 		require.NotContains(t, seckill.ErrorMessage(err), "10.0.0.1")
 		require.ErrorContains(t, err, "i/o timeout")
 	})
+}
+
+// sessions answers every order's session with its currency.
+type sessions struct{ Currency string }
+
+func (s sessions) Session(_ context.Context, id int64) (*seckill.Session, int, error) {
+	return &seckill.Session{ID: id, Currency: s.Currency}, 0, nil
 }

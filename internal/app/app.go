@@ -117,7 +117,7 @@ func (m *Main) Refunds() *activities.Refunds {
 
 // Checkout opens the provider's payment of an order for its shopper.
 func (m *Main) Checkout() *payments.Checkout {
-	return &payments.Checkout{Provider: m.PaymentProvider(), Checkouts: m.DB, Currency: m.Config.currency(),
+	return &payments.Checkout{Provider: m.PaymentProvider(), Checkouts: m.DB, Sessions: m.DB, Currency: m.Config.currency(),
 		MinLeft: time.Second, Now: time.Now}
 }
 

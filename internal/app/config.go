@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -133,7 +132,7 @@ func LoadConfig() (*Config, error) {
 	if c.PayTimeout <= 0 || c.SweepGrace <= 0 || c.PayGrace <= 0 || c.RelayMinAge <= 0 || c.RetainAfter <= 0 || c.PreheatLead <= 0 {
 		return nil, errors.New("SECKILL_PAY_TIMEOUT, SECKILL_SWEEP_GRACE, SECKILL_PAY_GRACE, SECKILL_RELAY_MIN_AGE, SECKILL_PREHEAT_LEAD and SECKILL_RETAIN_AFTER must be positive durations")
 	}
-	if len(c.Currency) != 3 || strings.ToLower(c.Currency) != c.Currency {
+	if !seckill.ValidCurrency(c.Currency) {
 		return nil, fmt.Errorf("SECKILL_CURRENCY=%q must be a lower-case ISO 4217 code such as usd", c.Currency)
 	}
 	if _, err := c.provider(); err != nil {
