@@ -295,10 +295,10 @@ func (s *Server) App() *fiber.App {
 	v1.Post("/sessions/:id/orders", s.door.count, s.globalLimit, s.soldOutFast, s.shopper, s.createOrder)
 	v1.Post("/sessions/:id/ticket", s.globalLimit, s.shopper, s.issueTicket)
 	v1.Post("/sessions/:id/captcha", s.globalLimit, s.shopper, s.newCaptcha)
-	v1.Get("/captchas/:captcha_id/audio", s.readLimit, s.shopper, s.captchaAudio)
-	v1.Get("/orders", s.readLimit, s.shopper, s.listOrders)
+	v1.Get("/captchas/:captcha_id/audio", s.readLimit, s.shopper, s.shopperLimits, s.captchaAudio)
+	v1.Get("/orders", s.readLimit, s.shopper, s.shopperLimits, s.listOrders)
 	v1.Get("/orders/:order_no", s.readLimit, s.shopper, s.getOrder)
-	v1.Post("/orders/:order_no/cancel", s.shopper, s.cancelOrder)
+	v1.Post("/orders/:order_no/cancel", s.globalLimit, s.shopper, s.shopperLimits, s.cancelOrder)
 	v1.Post("/orders/:order_no/payment", s.globalLimit, s.shopper, s.shopperLimits, s.createPayment)
 	v1.Post("/payments/webhook", s.webhook)
 	// Only with Stripe as the provider: elsewhere nothing verifies its

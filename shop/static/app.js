@@ -521,7 +521,15 @@
         window.location.assign(r.data.checkout_url);
         return;
       }
-      showError(r.error);
+      if (r.ok) {
+        // A provider without a hosted page (Stripe without
+        // SECKILL_STRIPE_CHECKOUT_URL): the shop's own payment form takes
+        // the client_secret; this page has none to send the shopper to.
+        showMessage("The payment " + r.data.payment_id + " is open at " + r.data.provider +
+          ", but this shop has no payment page configured for it.", "NO_CHECKOUT_PAGE");
+      } else {
+        showError(r.error);
+      }
       renderOrder();
     });
   });
