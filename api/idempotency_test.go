@@ -184,3 +184,36 @@ func replayNeverRestarts(t *testing.T, stock int) {
 	require.Equal(t, before, starts.Load(), "a replay started the order's workflow again")
 	e.RequireInvariants(sess.ID)
 }
+
+// A pause does not take back an answer: the retry of a key that holds a
+// reservation gets its 202 and order again while the sale is PAUSED (the
+// shopper must not believe they lost while their order waits for its
+// payment), a key pinned to a refusal keeps it, and a fresh key is told
+// PAUSED. The pause's own key reused for another change is refused.
+func TestKeyRetryWhilePaused(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	sess := e.Session(1, 1, 100)
+	won := e.BuyWithKey(sess.ID, 1, "won-"+e.Prefix, 1)
+	require.Equal(t, http.StatusAccepted, won.Status, "%s", won.Raw)
+	lost := e.BuyWithKey(sess.ID, 2, "lost-"+e.Prefix, 1)
+	testenv.RequireError(t, lost, 409, "SOLD_OUT", "")
+
+	pause := fmt.Sprintf("/admin/v1/sessions/%d/pause", sess.ID)
+	r := e.Do("POST", pause, testenv.AdminToken, nil, "Idempotency-Key", "pause-"+e.Prefix)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+
+	again := e.BuyWithKey(sess.ID, 1, "won-"+e.Prefix, 1)
+	require.Equal(t, http.StatusAccepted, again.Status, "paused, the key's order is still its answer: %s", again.Raw)
+	require.Equal(t, won.Str("order_no"), again.Str("order_no"))
+	testenv.RequireError(t, e.BuyWithKey(sess.ID, 2, "lost-"+e.Prefix, 1), 409, "SOLD_OUT", "")
+	testenv.RequireError(t, e.BuyWithKey(sess.ID, 3, "new-"+e.Prefix, 1), 423, "PAUSED", "paused")
+
+	// The pause's key reused for stock: refused, nothing added anywhere.
+	stock := fmt.Sprintf("/admin/v1/sessions/%d/stock", sess.ID)
+	testenv.RequireError(t, e.Do("POST", stock, testenv.AdminToken, map[string]int{"add": 100}, "Idempotency-Key", "pause-"+e.Prefix),
+		422, seckill.EIDEMPOTENCY, "pause")
+	e.WaitStatus(e.Token(1), won.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
+	rep := e.RequireInvariants(sess.ID)
+	require.Equal(t, 1, rep.TotalStock, "no unit added by the refused change")
+	require.Zero(t, rep.RedisStock)
+}

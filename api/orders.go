@@ -105,7 +105,11 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	a := &seckill.Attempt{Session: sess, UserID: user, Quantity: qty, TraceID: traceID(c), Now: s.cfg.Now(),
 		IdempotencyKey: key, Fingerprint: strconv.Itoa(qty)}
 	if err := s.inWindow(sess); err != nil {
-		if seckill.ErrorCode(err) == seckill.EENDED {
+		if code := seckill.ErrorCode(err); code == seckill.EENDED || code == seckill.EPAUSED {
+			// A retry of a key that was answered before the pause or the
+			// end gets that answer again: 202 with the order its
+			// reservation holds (the shopper must not believe they lost
+			// while their order waits for payment), or its pinned refusal.
 			if adm, perr := s.gate.Pinned(ctx, a); adm != nil || perr != nil {
 				return s.admitted(c, a, adm, perr)
 			}
