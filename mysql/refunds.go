@@ -171,20 +171,28 @@ func (db *DB) RefundCounts(ctx context.Context) (map[string]int, error) {
 	return out, nil
 }
 
-// ReceivedPayments lists payments still RECEIVED after olderThan: the
-// webhook wrote them and signalled, and no workflow has recorded them yet.
-func (db *DB) ReceivedPayments(ctx context.Context, olderThan time.Duration, limit int) ([]seckill.Payment, error) {
+// ReceivedPayments lists up to limit payments still RECEIVED after
+// olderThan (the webhook wrote them and signalled, and no workflow has
+// recorded them yet) that come after the cursor after, oldest first, and
+// the cursor to continue from: 0 once the list is done, so that a caller
+// walking it pass after pass visits every one, and payments that can
+// never settle do not hide the newer ones behind them.
+func (db *DB) ReceivedPayments(ctx context.Context, olderThan time.Duration, after int64, limit int) ([]seckill.Payment, int64, error) {
 	var rows []paymentRow
-	if err := db.gorm.WithContext(ctx).Where("status = ? AND created_at <= ?", paymentReceived, db.now().Add(-olderThan)).
+	if err := db.gorm.WithContext(ctx).Where("status = ? AND created_at <= ? AND id > ?", paymentReceived, db.now().Add(-olderThan), after).
 		Order("id").Limit(limit).Find(&rows).Error; err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	out := make([]seckill.Payment, len(rows))
 	for i, r := range rows {
 		out[i] = seckill.Payment{EventID: r.EventID, PaymentID: r.PaymentID, OrderNo: r.OrderNo,
 			AmountCents: r.AmountCents, TraceID: r.TraceID}
 	}
-	return out, nil
+	next := int64(0)
+	if len(rows) == limit {
+		next = rows[len(rows)-1].ID
+	}
+	return out, next, nil
 }
 
 func refundStateName(status string, parked bool) string {

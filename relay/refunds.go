@@ -17,7 +17,7 @@ type RefundStore interface {
 	DueRefunds(ctx context.Context, limit int) ([]seckill.Refund, error)
 	ClaimRefund(ctx context.Context, paymentID string, lease time.Duration) (bool, error)
 	RefundCounts(ctx context.Context) (map[string]int, error)
-	ReceivedPayments(ctx context.Context, olderThan time.Duration, limit int) ([]seckill.Payment, error)
+	ReceivedPayments(ctx context.Context, olderThan time.Duration, after int64, limit int) ([]seckill.Payment, int64, error)
 	ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error)
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 }
@@ -47,6 +47,8 @@ const (
 	// DefaultReceivedAge is how long a RECEIVED payment is left to its
 	// order's workflow before the relay checks whether one still runs.
 	DefaultReceivedAge = time.Minute
+	// DefaultReceivedBatch is how many RECEIVED payments one pass looks at.
+	DefaultReceivedBatch = 100
 )
 
 // Refunds starts a refund run (workflow refund:<payment_id>) for every
@@ -74,6 +76,13 @@ type Refunds struct {
 	// DefaultReceivedAge.
 	Lease       time.Duration
 	ReceivedAge time.Duration
+
+	// ReceivedBatch is how many RECEIVED payments a pass looks at
+	// (DefaultReceivedBatch when 0).
+	ReceivedBatch int
+	// receivedAfter is where the walk through the RECEIVED payments
+	// goes on (see settleReceived).
+	receivedAfter int64
 
 	// resignalled remembers when this relay last signalled a RECEIVED
 	// payment again, so that a payment its workflow is slow to record is
@@ -127,10 +136,19 @@ func (r *Refunds) settleReceived(ctx context.Context) error {
 	if age <= 0 {
 		age = DefaultReceivedAge
 	}
-	received, err := r.Store.ReceivedPayments(ctx, age, 100)
+	limit := r.ReceivedBatch
+	if limit <= 0 {
+		limit = DefaultReceivedBatch
+	}
+	received, next, err := r.Store.ReceivedPayments(ctx, age, r.receivedAfter, limit)
 	if err != nil {
 		return err
 	}
+	// The next pass goes on after this batch (back to the oldest once
+	// the list is done): payments that cannot settle yet (no order row,
+	// a workflow still running) are looked at again in their turn, never
+	// in front of every newer one.
+	r.receivedAfter = next
 	for i := range received {
 		p := &received[i]
 		l := r.Log.With("payment_id", p.PaymentID, "order_no", p.OrderNo, "trace_id", p.TraceID)

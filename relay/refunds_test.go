@@ -160,3 +160,49 @@ func TestRefundRetriesAndParking(t *testing.T) {
 		return nil
 	})
 }
+
+// RECEIVED payments that cannot settle yet (their order has no row) do
+// not hide the newer ones behind them: the relay walks the whole list
+// batch by batch, so a payment behind a full batch of stuck ones is
+// settled on a later pass, and the stuck ones stay listed.
+func TestReceivedPaymentsBehindStuckOnesSettle(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, Temporal: true})
+	sess := e.Session(2, 1, 100)
+	ctx := context.Background()
+	u := fmt.Sprint(time.Now().UnixNano())
+	for i := range 3 {
+		no := fmt.Sprintf("%d-stuck%d-%s", sess.ID, i, u)
+		require.NoError(t, e.DB.RecordPayment(ctx, &seckill.Payment{EventID: "ev-" + no, PaymentID: "pay-" + no, OrderNo: no, AmountCents: 100}))
+	}
+	no := fmt.Sprintf("%d-closed-%s", sess.ID, u)
+	req := &seckill.OrderRequest{Reservation: seckill.Reservation{OrderNo: no, SessionID: sess.ID, UserID: 1,
+		Quantity: 1, Slots: []int{1}, ReservedAt: time.Now().UTC(), TraceID: "trace-closed"}, SKUID: sess.SKUID, PriceCents: 100}
+	_, err := e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
+	require.NoError(t, err)
+	require.NoError(t, e.DB.RecordPayment(ctx, &seckill.Payment{EventID: "ev-" + no, PaymentID: "pay-" + no, OrderNo: no, AmountCents: 100}))
+	time.Sleep(10 * time.Millisecond) // older than the relay's (tiny) age
+
+	r := &relay.Refunds{Store: e.DB, Starter: e.Orders, Log: e.Log, ReceivedAge: time.Millisecond, ReceivedBatch: 2}
+	status := func() seckill.Status {
+		o, err := e.DB.Order(ctx, no)
+		require.NoError(t, err)
+		return o.Status
+	}
+	_, err = r.Pass(ctx)
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusClosed, status(), "the first batch holds two stuck payments")
+	_, err = r.Pass(ctx)
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusRefundPending, status(), "the second batch reaches it: a late payment, to refund")
+	states, err := e.DB.RefundStates(ctx, 10)
+	require.NoError(t, err)
+	received := 0
+	for _, s := range states {
+		if s.State == seckill.RefundReceived {
+			received++
+		}
+	}
+	require.Equal(t, 3, received, "the stuck ones stay listed for ops")
+}
