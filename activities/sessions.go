@@ -13,13 +13,14 @@ import (
 // SessionStore is the MySQL side of a session's life.
 type SessionStore interface {
 	Session(ctx context.Context, id int64) (*seckill.Session, int, error)
+	PreheatFigures(ctx context.Context, id int64) (*seckill.Session, int, []string, error)
 	seckill.DBSnapshotter
 }
 
 // SessionGate is the Redis side of a session's life.
 type SessionGate interface {
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
-	Preheat(ctx context.Context, sessionID int64, stock int) (int, error)
+	PreheatHolding(ctx context.Context, sessionID int64, stock int, applied []string) (int, error)
 	Retire(ctx context.Context, sessionID int64, retain time.Duration) error
 	seckill.RedisSnapshotter
 }
@@ -52,7 +53,7 @@ func (a *Sessions) PreheatSession(ctx context.Context, id int64) (int, error) {
 	} else if preheated {
 		return live, nil
 	}
-	s, dbStock, err := a.Store.Session(ctx, id)
+	s, dbStock, applied, err := a.Store.PreheatFigures(ctx, id)
 	if err != nil {
 		return 0, classify(err)
 	}
@@ -61,7 +62,7 @@ func (a *Sessions) PreheatSession(ctx context.Context, id int64) (int, error) {
 			"session has orders but no Redis state: rebuild it with POST /admin/v1/sessions/{id}/preheat?force=true",
 			"REDIS_STATE_LOST", nil, id)
 	}
-	live, err := a.Gate.Preheat(ctx, id, dbStock)
+	live, err := a.Gate.PreheatHolding(ctx, id, dbStock, applied)
 	if err == nil {
 		activity.GetLogger(ctx).Info("session preheated", "session_id", id, "stock", live)
 	}

@@ -111,7 +111,7 @@ func (s *Server) preheat(c *fiber.Ctx) error {
 		}
 	}
 	ctx := c.UserContext()
-	sess, dbStock, err := s.store.Session(ctx, id)
+	sess, dbStock, applied, err := s.store.PreheatFigures(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (s *Server) preheat(c *fiber.Ctx) error {
 		return seckill.Errorf(seckill.ECONFLICT,
 			"session %d already has orders but no Redis stock; rebuild it with ?force=true", id)
 	}
-	live, err := s.gate.Preheat(ctx, id, dbStock)
+	live, err := s.gate.PreheatHolding(ctx, id, dbStock, applied)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ import (
 type Store interface {
 	CreateSession(ctx context.Context, s *seckill.Session) error
 	Session(ctx context.Context, id int64) (*seckill.Session, int, error)
+	PreheatFigures(ctx context.Context, id int64) (*seckill.Session, int, []string, error)
 	OpenSessions(ctx context.Context, now time.Time, limit int) ([]*seckill.Session, error)
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 	UserOrders(ctx context.Context, userID, before int64, limit int) ([]*seckill.Order, int64, error)
@@ -52,7 +53,7 @@ type Gate interface {
 	Pinned(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error)
 	Started(ctx context.Context, sessionID int64, orderNo string) error
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
-	Preheat(ctx context.Context, sessionID int64, stock int) (int, error)
+	PreheatHolding(ctx context.Context, sessionID int64, stock int, applied []string) (int, error)
 	Rebuild(ctx context.Context, sessionID int64, stock int, holdings []seckill.Reservation) error
 	AddStock(ctx context.Context, sessionID int64, units int, requestID string) (int, error)
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)

@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"time"
 
@@ -40,6 +41,26 @@ func (db *DB) Session(ctx context.Context, id int64) (*seckill.Session, int, err
 		return nil, 0, err
 	}
 	return row.domain(), row.Stock, nil
+}
+
+// PreheatFigures returns a session, its database stock and the request ids
+// of the operators' stock changes that stock holds, from one consistent
+// snapshot: what the preheat loads into Redis (redis.Gate.PreheatHolding),
+// so that an add-stock racing it is counted exactly once.
+func (db *DB) PreheatFigures(ctx context.Context, id int64) (sess *seckill.Session, stock int, applied []string, err error) {
+	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var row sessionRow
+		err := tx.First(&row, id).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return seckill.Errorf(seckill.ENOTFOUND, "session %d not found", id)
+		} else if err != nil {
+			return err
+		}
+		sess, stock = row.domain(), row.Stock
+		return tx.Model(&sessionAuditRow{}).Where("session_id = ? AND action = ?", id, seckill.ActionAddStock).
+			Order("id").Pluck("request_id", &applied).Error
+	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	return sess, stock, applied, err
 }
 
 // OpenSessions returns up to limit sessions that have not ended at now

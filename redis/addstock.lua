@@ -1,17 +1,21 @@
 -- Add units to a session's live stock, once per operator request.
--- KEYS: 1 the session's stock, 2 the session's applied stock changes (a
--- hash: request id → units). ARGV: 1 units, 2 request id.
+-- KEYS: 1 the session's stock, 2 the session's stock changes (a hash:
+-- request id → units, "pending:<units>" for a change made before the
+-- preheat, "mysql" for one the preheat found in MySQL's stock already).
+-- ARGV: 1 units, 2 request id.
 -- Returns {applied (1/0), stock after (-1: not preheated)}. A session not
--- preheated is left alone (the preheat loads MySQL's stock, which already
--- has the units), but the request is still recorded: a retry after the
--- preheat must not add them twice.
+-- preheated gets the change recorded as pending: the preheat adds it to
+-- the stock it loads unless that stock already holds it (preheat.lua), so
+-- an add racing the preheat is counted exactly once either way.
 local function stock()
   return tonumber(redis.call('GET', KEYS[1]) or '-1')
 end
-if redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[1]) == 0 then
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then
   return {0, stock()}
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[2], ARGV[2], 'pending:' .. ARGV[1])
   return {1, -1}
 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])
 return {1, redis.call('INCRBY', KEYS[1], ARGV[1])}

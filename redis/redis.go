@@ -75,12 +75,15 @@ var (
 	snapshotSrc string
 	//go:embed addstock.lua
 	addStockSrc string
+	//go:embed preheat.lua
+	preheatSrc string
 
 	admitScript    = goredis.NewScript(admitSrc)
 	releaseScript  = goredis.NewScript(releaseSrc)
 	putOrderScript = goredis.NewScript(putOrderSrc)
 	snapshotScript = goredis.NewScript(snapshotSrc)
 	addStockScript = goredis.NewScript(addStockSrc)
+	preheatScript  = goredis.NewScript(preheatSrc)
 )
 
 // Gate is the Redis side of admission.
@@ -513,19 +516,36 @@ func (g *Gate) Retire(ctx context.Context, sessionID int64, retain time.Duration
 	return nil
 }
 
-// Preheat loads stock into Redis if the session has none there yet, and
-// returns the live stock. It never overwrites live stock: a second call
-// changes nothing and returns what is there.
+// Preheat loads a session's stock into Redis once (live stock is never
+// overwritten) and returns the live stock: PreheatHolding with no stock
+// change known to MySQL's figure. For a session no operator added stock
+// to (tests, the bench, the demo).
 func (g *Gate) Preheat(ctx context.Context, sessionID int64, stock int) (int, error) {
+	return g.PreheatHolding(ctx, sessionID, stock, nil)
+}
+
+// PreheatHolding loads a session's stock into Redis once and returns the
+// live stock. stock and applied (the request ids of the operators' stock
+// changes it holds) come from one MySQL snapshot: an add-stock racing the
+// preheat is then counted once, whichever of its halves lands first (see
+// preheat.lua).
+func (g *Gate) PreheatHolding(ctx context.Context, sessionID int64, stock int, applied []string) (int, error) {
 	k := g.keys(sessionID)
 	if err := retry(ctx, func(ctx context.Context) error { return g.rdb.SAdd(ctx, g.sessionsKey(), sessionID).Err() }); err != nil {
 		return 0, unavailable(err)
 	}
-	if err := retry(ctx, func(ctx context.Context) error { return g.rdb.SetNX(ctx, k.stock, stock, 0).Err() }); err != nil {
+	args := make([]any, 0, len(applied)+1)
+	args = append(args, stock)
+	for _, id := range applied {
+		args = append(args, id)
+	}
+	n, err := idempotent(ctx, func(ctx context.Context) (int, error) {
+		return preheatScript.Run(ctx, g.rdb, []string{k.stock, k.stockOps}, args...).Int()
+	})
+	if err != nil {
 		return 0, unavailable(err)
 	}
-	n, _, err := g.Stock(ctx, sessionID)
-	return n, err
+	return n, nil
 }
 
 // AddStock adds units to a session's live stock once per request id (an

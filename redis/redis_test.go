@@ -292,3 +292,48 @@ func testHoldRenewsOnlyPendingEntries(t *testing.T, server string) {
 	require.Len(t, rs, 1)
 	require.Equal(t, "1-h1", rs[0].OrderNo)
 }
+
+// An operator's add-stock racing the preheat is counted exactly once,
+// whichever order its two halves (MySQL, then Redis) and the preheat's
+// (the MySQL read, then the Redis load) interleave in; a retry of the add
+// never counts it twice. 10 units, 5 added.
+func TestAddStockRacingThePreheat(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	ctx := context.Background()
+	for i, c := range []struct {
+		name string
+		// heldByRead: the add's MySQL commit came before the preheat read
+		// the stock (the figure holds it); redisFirst: the add's Redis
+		// half ran before the preheat's load.
+		heldByRead, redisFirst bool
+	}{
+		{"added, then preheated", true, true},
+		{"the read before the add, the load after its Redis half", false, true},
+		{"the add's Redis half after the load, the read after its MySQL half", true, false},
+		{"the read before the add, its Redis half after the load", false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			id := int64(500 + i)
+			figure, applied := 10, []string(nil)
+			if c.heldByRead {
+				figure, applied = 15, []string{"add-5"}
+			}
+			add := func() {
+				_, err := e.Gate.AddStock(ctx, id, 5, "add-5")
+				require.NoError(t, err)
+			}
+			if c.redisFirst {
+				add()
+			}
+			_, err := e.Gate.PreheatHolding(ctx, id, figure, applied)
+			require.NoError(t, err)
+			if !c.redisFirst {
+				add()
+			}
+			add() // the operator's retry
+			n, _, err := e.Gate.Stock(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, 15, n, "the 5 units are on sale once")
+		})
+	}
+}
