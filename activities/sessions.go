@@ -21,7 +21,7 @@ type SessionStore interface {
 type SessionGate interface {
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
 	PreheatHolding(ctx context.Context, sessionID int64, stock int, applied []string) (int, error)
-	Retire(ctx context.Context, sessionID int64, retain time.Duration) error
+	Retire(ctx context.Context, sessionID int64, retain time.Duration) (bool, error)
 	seckill.RedisSnapshotter
 }
 
@@ -82,7 +82,9 @@ func (a *Sessions) RetireSession(ctx context.Context, id int64, retain time.Dura
 	if r.Orders[seckill.StatusWaitPay] > 0 || r.InFlight > 0 || r.PendingStarts > 0 {
 		return false, nil
 	}
-	if err := a.Gate.Retire(ctx, id, retain); err != nil {
+	if retired, err := a.Gate.Retire(ctx, id, retain); err != nil || !retired {
+		// Not retired: a reservation made since the reconcile waits for
+		// its start; asked again later.
 		return false, err
 	}
 	activity.GetLogger(ctx).Info("session retired: its Redis keys expire", "session_id", id, "after", retain,

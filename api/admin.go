@@ -115,6 +115,12 @@ func (s *Server) preheat(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if !s.cfg.Now().Before(sess.EndAt) {
+		// Its life retires an ended session's Redis state (no admission
+		// can reach it then); loading it again would put it back where
+		// the relays look, with nothing left to retire it.
+		return seckill.Errorf(seckill.ECONFLICT, "session %d ended at %s: there is nothing to preheat", id, sess.EndAt.Format(time.RFC3339))
+	}
 	defer s.sessions.forget(id)
 	defer s.soldOut.clear(id)
 	if force {

@@ -77,6 +77,8 @@ var (
 	addStockSrc string
 	//go:embed preheat.lua
 	preheatSrc string
+	//go:embed retire.lua
+	retireSrc string
 
 	admitScript    = goredis.NewScript(admitSrc)
 	releaseScript  = goredis.NewScript(releaseSrc)
@@ -84,6 +86,7 @@ var (
 	snapshotScript = goredis.NewScript(snapshotSrc)
 	addStockScript = goredis.NewScript(addStockSrc)
 	preheatScript  = goredis.NewScript(preheatSrc)
+	retireScript   = goredis.NewScript(retireSrc)
 )
 
 // Gate is the Redis side of admission.
@@ -494,26 +497,29 @@ func (g *Gate) Sessions(ctx context.Context) ([]int64, error) {
 	return ids, nil
 }
 
-// Retire lets a session that is over go: every key of it expires after
-// retain (order views, idempotency records and reservations stay readable
-// that long), and it leaves the set of preheated sessions at once, so the
-// relays and the scheduled reconcile stop visiting it. Idempotent.
-func (g *Gate) Retire(ctx context.Context, sessionID int64, retain time.Duration) error {
+// Retire lets a session that is over go (retire.lua): its stock at once,
+// so that no admission can reach it any more (not even from an API whose
+// cached session still shows the sale open), every other key after retain
+// (order views, idempotency records and reservations stay readable that
+// long); then it leaves the set of preheated sessions, so the relays and
+// the scheduled reconcile stop visiting it. False, and nothing changed,
+// while a reservation still waits for its workflow start. Idempotent.
+func (g *Gate) Retire(ctx context.Context, sessionID int64, retain time.Duration) (bool, error) {
 	k := g.keys(sessionID)
-	err := retry(ctx, func(ctx context.Context) error {
-		_, err := g.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for _, key := range []string{k.stock, k.buyers, k.resv, k.pending, k.idem, k.orders, k.stockOps} {
-				p.Expire(ctx, key, retain)
-			}
-			p.SRem(ctx, g.sessionsKey(), sessionID)
-			return nil
-		})
-		return err
+	retired, err := idempotent(ctx, func(ctx context.Context) (int, error) {
+		return retireScript.Run(ctx, g.rdb, []string{k.stock, k.buyers, k.resv, k.pending, k.idem, k.orders, k.stockOps},
+			retain.Milliseconds()).Int()
 	})
 	if err != nil {
-		return unavailable(err)
+		return false, unavailable(err)
 	}
-	return nil
+	if retired == 0 {
+		return false, nil
+	}
+	if err := retry(ctx, func(ctx context.Context) error { return g.rdb.SRem(ctx, g.sessionsKey(), sessionID).Err() }); err != nil {
+		return false, unavailable(err)
+	}
+	return true, nil
 }
 
 // Preheat loads a session's stock into Redis once (live stock is never

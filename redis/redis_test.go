@@ -337,3 +337,45 @@ func TestAddStockRacingThePreheat(t *testing.T) {
 		})
 	}
 }
+
+// A retired session takes no admission, even from an API whose cached
+// session still shows the sale open: its stock is gone at once, so the
+// script refuses (not preheated) and reserves nothing; a session with a
+// reservation still waiting for its workflow start is not retired; an
+// idempotency key keeps its answer.
+func TestRetiredSessionAdmitsNothing(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	ctx := context.Background()
+	sess := &seckill.Session{ID: 77, PerUserLimit: 1}
+	_, err := e.Gate.Preheat(ctx, sess.ID, 3)
+	require.NoError(t, err)
+	_, _, err = e.Gate.Admit(ctx, sess, 1, 1, "77-a", "t", time.Now())
+	require.NoError(t, err)
+
+	retired, err := e.Gate.Retire(ctx, sess.ID, time.Hour)
+	require.NoError(t, err)
+	require.False(t, retired, "77-a waits for its workflow start")
+	require.NoError(t, e.Gate.Started(ctx, sess.ID, "77-a"))
+	retired, err = e.Gate.Retire(ctx, sess.ID, time.Hour)
+	require.NoError(t, err)
+	require.True(t, retired)
+	ids, err := e.Gate.Sessions(ctx)
+	require.NoError(t, err)
+	require.NotContains(t, ids, sess.ID)
+
+	_, _, err = e.Gate.Admit(ctx, sess, 2, 1, "77-b", "t", time.Now())
+	require.Equal(t, seckill.EUNAVAILABLE, seckill.ErrorCode(err), "%v", err)
+	_, err = e.Gate.Reservation(ctx, "77-b")
+	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(err), "nothing reserved")
+	o, err := e.Gate.Order(ctx, "77-a")
+	require.NoError(t, err, "the views stay readable")
+	require.Equal(t, int64(1), o.UserID)
+	// A refund after the end gives the reservation back, but puts no unit
+	// on sale again.
+	n, err := e.Gate.Release(ctx, sess.ID, "77-a")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, preheated, err := e.Gate.Stock(ctx, sess.ID)
+	require.NoError(t, err)
+	require.False(t, preheated)
+}

@@ -11,7 +11,11 @@ local user, qty, mine = string.match(r, '^([^|]*)|([^|]*)|([^|]*)|')
 qty, mine = tonumber(qty), tonumber(mine)
 redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
-redis.call('INCRBY', KEYS[1], qty)
+-- A retired session has no stock (retire.lua): the units are not put up
+-- for sale again after its end.
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('INCRBY', KEYS[1], qty)
+end
 local held = tonumber(redis.call('HGET', KEYS[2], user) or '0') - qty
 if held > 0 then
   redis.call('HSET', KEYS[2], user, held)
