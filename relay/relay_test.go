@@ -3,14 +3,17 @@ package relay_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/temporal/starter"
 )
 
 func newRelay(e *testenv.Env) *relay.Relay {
@@ -90,4 +93,41 @@ func TestRelayReleasesOrphans(t *testing.T) {
 	n, _, err := e.Gate.PendingStats(ctx, ghost.ID)
 	require.NoError(t, err)
 	require.Zero(t, n)
+}
+
+// unreachable is an API's Flow whose workflow starts all time out, as
+// when Temporal answers the worker but not this process.
+type unreachable struct{ api.Flow }
+
+func (unreachable) Start(ctx context.Context, _ *seckill.OrderRequest) (bool, error) {
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+
+// An API whose starts time out lets go of the orders it holds: the
+// worker's relay, which takes only entries older than its minimum age,
+// starts them within it, though the API's outbox keeps handing them to
+// its starter (whose holds, renewed, kept them young for ever).
+func TestStalledAPILeavesItsOrdersToTheRelay(t *testing.T) {
+	e := testenv.New(t, testenv.Options{
+		WrapFlow: func(f api.Flow) api.Flow { return unreachable{f} },
+		Starter:  starter.Config{CallTimeout: time.Second, HoldEvery: 500 * time.Millisecond},
+	})
+	sess := e.Session(5, 1, 100)
+	r := e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(1), nil)
+	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	no := r.Str("order_no")
+
+	rl := newRelay(e)
+	rl.MinAge = 6 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			_, _ = rl.Pass(ctx)
+			time.Sleep(250 * time.Millisecond)
+		}
+	}()
+	e.WaitStatus(e.Token(1), no, 3*rl.MinAge, seckill.StatusWaitPay)
+	e.RequireInvariants(sess.ID)
 }

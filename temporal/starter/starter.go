@@ -47,7 +47,10 @@ type Gate interface {
 // winners: thousands of starts, each first workflow task waiting ~30 s).
 // A Gate that implements it is renewed every Config.HoldEvery; the
 // renewal only touches entries that still exist, so it never brings a
-// started order back.
+// started order back. A starter that is making no progress (its starts
+// fail, none has succeeded for HoldEvery) renews nothing: its orders age
+// in the outbox until the worker's relay, which may well reach Temporal
+// when this process cannot, takes them.
 type Holder interface {
 	Hold(ctx context.Context, sessionID int64, orderNos []string, at time.Time) error
 }
@@ -143,6 +146,11 @@ type Starter struct {
 	// yielding: the last pass held its starts for the front door.
 	yielding bool
 	wake     chan struct{}
+	// lastSuccess and lastFailure are when a start last succeeded and
+	// last failed (lastSuccess starts at New): whether the starter is
+	// making progress (stalledLocked).
+	lastSuccess, lastFailure time.Time
+	stalled                  bool // the last hold tick found it stalled (logged once per stall)
 }
 
 // New returns a Starter; Run drains it.
@@ -169,7 +177,7 @@ func New(cfg Config) *Starter {
 		cfg.Name = "api"
 	}
 	s := &Starter{cfg: cfg, limit: cfg.Limit, queues: map[int64][]item{}, known: map[string]int64{},
-		wake: make(chan struct{}, 1)}
+		wake: make(chan struct{}, 1), lastSuccess: time.Now()}
 	if m := cfg.Metrics; m != nil {
 		for _, k := range FailureKinds {
 			m.WorkflowStartFailures.WithLabelValues(k)
@@ -395,6 +403,9 @@ func (s *Starter) hold(ctx context.Context, h Holder) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			if s.letGo(now) {
+				continue
+			}
 			for id, nos := range s.held() {
 				hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 				if err := h.Hold(hctx, id, nos, now); err != nil && ctx.Err() == nil {
@@ -405,6 +416,32 @@ func (s *Starter) hold(ctx context.Context, h Holder) {
 			}
 		}
 	}
+}
+
+// letGo tells whether the starter is stalled at now: its latest start
+// failed and none succeeded for HoldEvery. Its holds are then not renewed
+// (see Holder), and the change is logged once each way.
+func (s *Starter) letGo(now time.Time) bool {
+	s.mu.Lock()
+	stalled := s.lastFailure.After(s.lastSuccess) && now.Sub(s.lastSuccess) >= s.cfg.HoldEvery
+	changed := stalled != s.stalled
+	s.stalled = stalled
+	n := len(s.known)
+	s.mu.Unlock()
+	switch {
+	case changed && stalled:
+		s.cfg.Log.Warn("workflow starts are failing here: the orders this process holds are left to the worker's relay",
+			"starter", s.cfg.Name, "orders", n, "last_success", s.lastSuccessAt())
+	case changed:
+		s.cfg.Log.Info("workflow starts succeed again: this process holds its orders again", "starter", s.cfg.Name)
+	}
+	return stalled
+}
+
+func (s *Starter) lastSuccessAt() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastSuccess
 }
 
 // held lists, per session, the orders queued or in flight here.
@@ -502,6 +539,11 @@ func (s *Starter) start(it item, inFlight int) {
 	s.mu.Lock()
 	s.inFlight--
 	delete(s.known, req.OrderNo)
+	if err != nil {
+		s.lastFailure = done
+	} else {
+		s.lastSuccess = done
+	}
 	s.mu.Unlock()
 	if it.done != nil {
 		it.done(res)

@@ -460,3 +460,33 @@ func TestStarterSettlesBeforeAskingTheFrontDoor(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(offered), 100*time.Millisecond)
 	require.Equal(t, 1, f1.count())
 }
+
+// A starter whose starts all time out (Temporal unreachable from this
+// process) renews its holds for at most HoldEvery, then lets go, even
+// though the outbox keeps handing it the same orders: their entries age
+// until the worker's relay takes them.
+func TestStalledStarterLetsGo(t *testing.T) {
+	f := &fakeFlow{started: map[string]int{}, latency: func(int) time.Duration { return time.Hour }}
+	g := &holdGate{fakeGate: fakeGate{cleared: map[string]bool{}}, held: map[string]int{}}
+	s := starter.New(starter.Config{Flow: f, Gate: g, HoldEvery: 50 * time.Millisecond, CallTimeout: 20 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	renewals := func() int {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.held["1-0"]
+	}
+	// The outbox relay hands the order over again after each failure.
+	go func() {
+		for ctx.Err() == nil {
+			s.Do(ctx, []*seckill.OrderRequest{req(1, 0)})
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	before := renewals()
+	require.LessOrEqual(t, before, 2, "renewed while no start succeeded for HoldEvery")
+	time.Sleep(300 * time.Millisecond)
+	require.Equal(t, before, renewals(), "a stalled starter renews nothing")
+}
