@@ -1,6 +1,10 @@
 package seckill
 
-import "time"
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
 
 // MaxIdempotencyKey is the longest Idempotency-Key accepted (Stripe's
 // convention allows 255; 64 keeps the per-session record small).
@@ -24,6 +28,45 @@ type Attempt struct {
 	// Fingerprint is the attempt's normalized body; a key reused with
 	// another fingerprint is refused with EIDEMPOTENCY.
 	Fingerprint string
+	// KeyTime is the creation time the key carries (a UUIDv7, see
+	// KeyTime), zero for a key that carries none.
+	KeyTime time.Time
+}
+
+// KeyClockSkew is how far a time-ordered Idempotency-Key may be stamped
+// ahead of the server's clock, and so how long before a key's time a
+// change that could turn a refusal into a win counts against it.
+//
+// Only a key that won is stored (bounded by the stock); a refused key is
+// not, so that a flood of keyed losers costs Redis no memory. What keeps a
+// refused key refused is its time: a key without a reservation is refused
+// again whenever units came back to the sale (or its shopper's holdings
+// went down) after KeyTime − KeyClockSkew, the earliest moment it can
+// have been first seen. A key that carries no time counts as older than
+// every such change.
+const KeyClockSkew = time.Second
+
+// KeyTime returns the creation time a UUIDv7 key carries (RFC 9562: its
+// first 48 bits are Unix milliseconds), false for any other key.
+func KeyTime(key string) (time.Time, bool) {
+	u, err := uuid.Parse(key)
+	if err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 {
+		return time.Time{}, false
+	}
+	return time.Unix(u.Time().UnixTime()).Truncate(time.Millisecond), true
+}
+
+// StockMark is a session's Redis stock as one read saw it, for the
+// in-memory sold-out answer to keyed requests (api's soldOut).
+type StockMark struct {
+	// Stock is -1 when the session is not in Redis.
+	Stock int
+	// Clock is Redis's clock when it read the stock.
+	Clock time.Time
+	// LastKeyedWin is when the session's latest keyed reservation was
+	// made (Redis's clock; zero: none yet). A key stamped more than
+	// KeyClockSkew after it cannot hold one.
+	LastKeyedWin time.Time
 }
 
 // Admission is what admission answered to an attempt that was not

@@ -237,8 +237,14 @@ type (
 	HoldingsLister interface {
 		LiveHoldings(ctx context.Context, sessionID int64) ([]Reservation, error)
 	}
+	// Rebuilder replaces a session's Redis state with the stock and
+	// holdings decide returns, only if that state did not change while
+	// decide ran (a purchase or a release in between would be lost by the
+	// rebuild): ECONFLICT then, and nothing changed. decide returning
+	// false rebuilds nothing.
 	Rebuilder interface {
-		Rebuild(ctx context.Context, sessionID int64, stock int, holdings []Reservation) error
+		RebuildUnchanged(ctx context.Context, sessionID int64,
+			decide func(context.Context) (stock int, holdings []Reservation, rebuild bool, err error)) (rebuilt bool, err error)
 	}
 )
 
@@ -262,33 +268,48 @@ func RepairRedis(ctx context.Context, db interface {
 	RedisSnapshotter
 	Rebuilder
 }, sessionID int64) (*Report, *Repair, error) {
-	before, err := Reconcile(ctx, db, rd, sessionID)
-	if err != nil {
-		return nil, nil, err
-	}
-	rep := &Repair{Changes: []string{}}
-	holdings, err := db.LiveHoldings(ctx, sessionID)
-	if err != nil {
-		return nil, nil, err
-	}
-	if before.InFlight > 0 || before.PendingStarts > 0 {
-		rep.Skipped = fmt.Sprintf("%d reservations in flight and %d starts pending exist only in Redis; repair when the sale is quiet",
-			before.InFlight, before.PendingStarts)
+	var before *Report
+	var rep *Repair
+	// The check and the rebuild are one step for Redis: a reservation made
+	// after the check (nothing pauses admissions) would be dropped by the
+	// rebuild, so the rebuild happens only if the session's Redis state is
+	// still the one checked.
+	_, err := rd.RebuildUnchanged(ctx, sessionID, func(ctx context.Context) (int, []Reservation, bool, error) {
+		var err error
+		rep = &Repair{Changes: []string{}}
+		if before, err = Reconcile(ctx, db, rd, sessionID); err != nil {
+			return 0, nil, false, err
+		}
+		holdings, err := db.LiveHoldings(ctx, sessionID)
+		if err != nil {
+			return 0, nil, false, err
+		}
+		if before.InFlight > 0 || before.PendingStarts > 0 {
+			rep.Skipped = fmt.Sprintf("%d reservations in flight and %d starts pending exist only in Redis; repair when the sale is quiet",
+				before.InFlight, before.PendingStarts)
+			return 0, nil, false, nil
+		}
+		if !before.Preheated || before.RedisStock != before.DBStock {
+			rep.Changes = append(rep.Changes, fmt.Sprintf("redis_stock %d → %d (preheated: %v)", before.RedisStock, before.DBStock, before.Preheated))
+		}
+		if before.ReservedQty-before.Drift != before.HeldQty || before.Drift > 0 {
+			rep.Changes = append(rep.Changes, fmt.Sprintf("reservations: %d units → %d units for %d live orders (drift %d dropped)",
+				before.ReservedQty, before.HeldQty, len(holdings), before.Drift))
+		}
+		if len(rep.Changes) == 0 {
+			rep.Skipped = "Redis already agrees with MySQL"
+			return 0, nil, false, nil
+		}
+		return before.DBStock, holdings, true, nil
+	})
+	switch {
+	case ErrorCode(err) == ECONFLICT:
+		rep = &Repair{Changes: []string{}, Skipped: "a purchase or a release changed the session's Redis state during the repair; repair when the sale is quiet"}
 		return before, rep, nil
-	}
-	if !before.Preheated || before.RedisStock != before.DBStock {
-		rep.Changes = append(rep.Changes, fmt.Sprintf("redis_stock %d → %d (preheated: %v)", before.RedisStock, before.DBStock, before.Preheated))
-	}
-	if before.ReservedQty-before.Drift != before.HeldQty || before.Drift > 0 {
-		rep.Changes = append(rep.Changes, fmt.Sprintf("reservations: %d units → %d units for %d live orders (drift %d dropped)",
-			before.ReservedQty, before.HeldQty, len(holdings), before.Drift))
-	}
-	if len(rep.Changes) == 0 {
-		rep.Skipped = "Redis already agrees with MySQL"
-		return before, rep, nil
-	}
-	if err := rd.Rebuild(ctx, sessionID, before.DBStock, holdings); err != nil {
+	case err != nil:
 		return nil, nil, err
+	case rep.Skipped != "":
+		return before, rep, nil
 	}
 	rep.Repaired = true
 	after, err := Reconcile(ctx, db, rd, sessionID)

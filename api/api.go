@@ -53,8 +53,10 @@ type Gate interface {
 	Pinned(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error)
 	Started(ctx context.Context, sessionID int64, orderNo string) error
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
+	StockMark(ctx context.Context, sessionID int64) (seckill.StockMark, error)
 	PreheatHolding(ctx context.Context, sessionID int64, stock int, applied []string) (int, error)
 	Rebuild(ctx context.Context, sessionID int64, stock int, holdings []seckill.Reservation) error
+	seckill.Rebuilder
 	AddStock(ctx context.Context, sessionID int64, units int, requestID string) (int, error)
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 	Reservation(ctx context.Context, orderNo string) (*seckill.Reservation, error)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
 	"golang.org/x/time/rate"
 
 	"github.com/seckill/seckill"
@@ -121,8 +122,46 @@ func (s *Server) refreshBlocklist(ctx context.Context) error {
 // soon as stock comes back (timeouts, cancels, an admin rebuild).
 type soldOut struct {
 	mu  sync.RWMutex
-	ids map[int64]struct{}
+	ids map[int64]keyedMark
 	n   atomic.Int32 // len(ids): the common case (nothing sold out) takes no lock
+}
+
+// keyedMark is what lets a process answer a keyed request to a sold-out
+// session without asking Redis whether the key holds a reservation: the
+// watcher's last read of the stock at zero, in Redis's clock, and the
+// latest keyed win as of that read (seckill.StockMark). Zero until the
+// watcher has read it (a flag set by an admission answer).
+//
+// A key stamped (seckill.KeyTime) after lastWin + skew cannot hold a
+// reservation made up to soldAt: the script refuses keys stamped more than
+// the skew ahead of Redis's clock. One stamped by soldAt + skew cannot
+// hold one made after it either: a win after soldAt needs units back on
+// sale after it, and the script then refuses keys stamped by that return
+// + skew. Such a key holding nothing stays refused for the same reason,
+// so a SOLD_OUT told now is never contradicted by a win later.
+type keyedMark struct{ soldAt, lastWin time.Time }
+
+// keyedAnswer is how a keyed request to a session flagged sold out is
+// answered.
+type keyedAnswer int
+
+const (
+	keyedScript keyedAnswer = iota // the whole path: the flag may be stale for this key
+	keyedPin                       // SOLD_OUT unless its pin (a read) says it won
+	keyedMemory                    // SOLD_OUT from memory
+)
+
+// answer decides for a key stamped at (zero: a key that carries no time,
+// older than everything).
+func (m keyedMark) answer(at time.Time) keyedAnswer {
+	switch {
+	case m.soldAt.IsZero() || at.After(m.soldAt.Add(seckill.KeyClockSkew)):
+		return keyedScript
+	case !at.IsZero() && at.After(m.lastWin.Add(seckill.KeyClockSkew)):
+		return keyedMemory
+	default:
+		return keyedPin
+	}
 }
 
 func (s *soldOut) has(id int64) bool {
@@ -135,13 +174,39 @@ func (s *soldOut) has(id int64) bool {
 	return ok
 }
 
+// keyed returns how a keyed request stamped at is answered for session
+// id; keyedScript when it is not flagged.
+func (s *soldOut) keyed(id int64, at time.Time) keyedAnswer {
+	if s.n.Load() == 0 {
+		return keyedScript
+	}
+	s.mu.RLock()
+	m, ok := s.ids[id]
+	s.mu.RUnlock()
+	if !ok {
+		return keyedScript
+	}
+	return m.answer(at)
+}
+
 func (s *soldOut) mark(id int64) {
 	s.mu.Lock()
 	if s.ids == nil {
-		s.ids = map[int64]struct{}{}
+		s.ids = map[int64]keyedMark{}
 	}
-	s.ids[id] = struct{}{}
+	if _, ok := s.ids[id]; !ok {
+		s.ids[id] = keyedMark{}
+	}
 	s.n.Store(int32(len(s.ids)))
+	s.mu.Unlock()
+}
+
+// confirm records the watcher's read of a flagged session's stock at zero.
+func (s *soldOut) confirm(id int64, m seckill.StockMark) {
+	s.mu.Lock()
+	if _, ok := s.ids[id]; ok {
+		s.ids[id] = keyedMark{soldAt: m.Clock, lastWin: m.LastKeyedWin}
+	}
 	s.mu.Unlock()
 }
 
@@ -167,14 +232,22 @@ func (s *soldOut) list() []int64 {
 // is a loser, and the answer does not depend on who asks (the state is
 // public on GET /api/v1/sessions/{id}). Nothing here touches stock.
 //
-// Except for a request with an Idempotency-Key: that key may already hold
-// a reservation (its first attempt's answer was lost), which a SOLD_OUT
-// would contradict. createOrder looks its pinned answer up instead.
+// A request with an Idempotency-Key may be the retry of one that won (its
+// answer was lost), which a SOLD_OUT would contradict: it is answered here
+// only when its key is a UUIDv7 stamped too late to hold a reservation
+// (keyedMark); createOrder decides the others.
 func (s *Server) soldOutFast(c *fiber.Ctx) error {
-	if s.soldOut.n.Load() > 0 && len(c.Request().Header.Peek(HeaderIdempotencyKey)) == 0 {
+	if s.soldOut.n.Load() > 0 {
 		if id, err := strconv.ParseInt(c.Params("id"), 10, 64); err == nil && s.soldOut.has(id) {
-			c.Set(HeaderLayer, LayerSoldOutMemory)
-			return errSoldOut
+			key := c.Request().Header.Peek(HeaderIdempotencyKey)
+			if len(key) == 0 {
+				c.Set(HeaderLayer, LayerSoldOutMemory)
+				return errSoldOut
+			}
+			if at, ok := seckill.KeyTime(utils.UnsafeString(key)); ok && s.soldOut.keyed(id, at) == keyedMemory {
+				c.Set(HeaderLayer, LayerSoldOutMemory)
+				return errSoldOut
+			}
 		}
 	}
 	return c.Next()
@@ -182,7 +255,8 @@ func (s *Server) soldOutFast(c *fiber.Ctx) error {
 
 // watchSoldOut lifts sold-out flags whose session has stock again, or
 // has ended or been paused: those answer ENDED or PAUSED (from the session
-// cache, also without I/O), not SOLD_OUT.
+// cache, also without I/O), not SOLD_OUT. A flag whose stock is still
+// zero gets the read's mark, for keyed requests.
 func (s *Server) watchSoldOut(ctx context.Context) {
 	for _, id := range s.soldOut.list() {
 		if sess, err := s.sessions.get(ctx, id); err == nil {
@@ -191,8 +265,13 @@ func (s *Server) watchSoldOut(ctx context.Context) {
 				continue
 			}
 		}
-		if stock, _, err := s.gate.Stock(ctx, id); err == nil && stock > 0 {
+		m, err := s.gate.StockMark(ctx, id)
+		switch {
+		case err != nil:
+		case m.Stock > 0:
 			s.soldOut.clear(id)
+		case m.Stock == 0:
+			s.soldOut.confirm(id, m)
 		}
 	}
 }

@@ -50,14 +50,14 @@ func TestIdempotencyKeyContract(t *testing.T) {
 	again = e.BuyWithKey(sess.ID, 1, key, 1)
 	require.Equal(t, http.StatusAccepted, again.Status, "a key holding a reservation is never told SOLD_OUT: %s", again.Raw)
 	require.Equal(t, no, again.Str("order_no"))
-	// A fresh key while the session is flagged sold out: the script
-	// decides and pins SOLD_OUT, so the key never turns into a purchase.
+	// A fresh key (no time in it) while the session is flagged sold out:
+	// refused, and nothing stored; it never turns into a purchase.
 	fresh := e.BuyWithKey(sess.ID, 4, "fresh-"+e.Prefix, 1)
 	testenv.RequireError(t, fresh, 409, "SOLD_OUT", "sold out")
-	require.Equal(t, api.LayerRedis, fresh.Header.Get(api.HeaderLayer), "a keyed request is answered by the script, not the flag")
+	require.Equal(t, api.LayerRedis, fresh.Header.Get(api.HeaderLayer), "a key that may hold a reservation is looked up, not refused by the flag")
 
 	// The order closes: the key still names it; the unit is back, yet the
-	// key pinned to SOLD_OUT stays SOLD_OUT (a new key buys it).
+	// key refused SOLD_OUT stays refused (a new key buys it).
 	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
 	require.Equal(t, http.StatusAccepted, e.Do("POST", "/api/v1/orders/"+no+"/cancel", tok, nil).Status)
 	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusClosed)
@@ -90,9 +90,9 @@ func TestIdempotencyKeyContract(t *testing.T) {
 	e.RequireInvariants(sess.ID)
 }
 
-// Which refusals are pinned: the script's decisions (SOLD_OUT,
-// LIMIT_EXCEEDED) are; refusals before it ran (rate limits here) are not,
-// and the retry with the key runs afresh. A ticket is consumed by its key:
+// Which refusals hold: the script's decisions (SOLD_OUT, LIMIT_EXCEEDED)
+// do; refusals before it ran (rate limits here) do not, and the retry with
+// the key runs afresh. A ticket is consumed by its key:
 // the retry with the same key and ticket passes, another key does not.
 func TestIdempotencyKeyPinsOnlyDecisions(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, Limits: api.Limits{User: 1}})
@@ -188,8 +188,8 @@ func replayNeverRestarts(t *testing.T, stock int) {
 // A pause does not take back an answer: the retry of a key that holds a
 // reservation gets its 202 and order again while the sale is PAUSED (the
 // shopper must not believe they lost while their order waits for its
-// payment), a key pinned to a refusal keeps it, and a fresh key is told
-// PAUSED. The pause's own key reused for another change is refused.
+// payment), and a key that was refused (nothing stored for it) or is new is
+// told PAUSED. The pause's own key reused for another change is refused.
 func TestKeyRetryWhilePaused(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	sess := e.Session(1, 1, 100)
@@ -205,7 +205,7 @@ func TestKeyRetryWhilePaused(t *testing.T) {
 	again := e.BuyWithKey(sess.ID, 1, "won-"+e.Prefix, 1)
 	require.Equal(t, http.StatusAccepted, again.Status, "paused, the key's order is still its answer: %s", again.Raw)
 	require.Equal(t, won.Str("order_no"), again.Str("order_no"))
-	testenv.RequireError(t, e.BuyWithKey(sess.ID, 2, "lost-"+e.Prefix, 1), 409, "SOLD_OUT", "")
+	testenv.RequireError(t, e.BuyWithKey(sess.ID, 2, "lost-"+e.Prefix, 1), 423, "PAUSED", "paused")
 	testenv.RequireError(t, e.BuyWithKey(sess.ID, 3, "new-"+e.Prefix, 1), 423, "PAUSED", "paused")
 
 	// The pause's key reused for stock: refused, nothing added anywhere.
@@ -216,4 +216,58 @@ func TestKeyRetryWhilePaused(t *testing.T) {
 	rep := e.RequireInvariants(sess.ID)
 	require.Equal(t, 1, rep.TotalStock, "no unit added by the refused change")
 	require.Zero(t, rep.RedisStock)
+}
+
+// After a sell-out, keyed losers are answered like unkeyed ones: a key
+// stamped after the last keyed win (beyond the clock skew) from memory,
+// an older one or one without a time from its pin (one read), and none
+// stores anything. The winner's key still gets its order; a refused key
+// stays refused after the unit comes back, which a new key then buys.
+func TestKeyedLosersFromMemory(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	sess := e.Session(1, 1, 100)
+	tok := e.Token(1)
+	winKey := testenv.KeyAt(time.Now())
+	won := e.BuyWithKey(sess.ID, 1, winKey, 1)
+	require.Equal(t, http.StatusAccepted, won.Status, "%s", won.Raw)
+	no := won.Str("order_no")
+	early := testenv.KeyAt(time.Now())
+	testenv.RequireError(t, e.BuyWithKey(sess.ID, 2, early, 1), 409, "SOLD_OUT", "sold out")
+
+	time.Sleep(seckill.KeyClockSkew)
+	var memoryKey string
+	e.Eventually(5*time.Second, "a new keyed loser is answered from memory", func() error {
+		memoryKey = testenv.KeyAt(time.Now())
+		r := e.BuyWithKey(sess.ID, 3, memoryKey, 1)
+		testenv.RequireError(t, r, 409, "SOLD_OUT", "sold out")
+		if l := r.Header.Get(api.HeaderLayer); l != api.LayerSoldOutMemory {
+			return fmt.Errorf("answered by %s", l)
+		}
+		return nil
+	})
+	for _, k := range []string{early, "not-a-uuid-" + e.Prefix} {
+		r := e.BuyWithKey(sess.ID, 2, k, 1)
+		testenv.RequireError(t, r, 409, "SOLD_OUT", "sold out")
+		require.Equal(t, api.LayerRedis, r.Header.Get(api.HeaderLayer), "a key that may have won is looked up")
+	}
+	again := e.BuyWithKey(sess.ID, 1, winKey, 1)
+	require.Equal(t, http.StatusAccepted, again.Status, "the winner's key is never told SOLD_OUT: %s", again.Raw)
+	require.Equal(t, no, again.Str("order_no"))
+	idem, err := e.Redis.HLen(context.Background(), fmt.Sprintf("%s:{s%d}:idem", e.Prefix, sess.ID)).Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 4, idem, "the winner's order and key, and the stamps (last keyed win, limit): no loser")
+
+	// The order is cancelled: the unit is back. Every refused key stays
+	// refused; a key stamped after the return buys it.
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)
+	require.Equal(t, http.StatusAccepted, e.Do("POST", "/api/v1/orders/"+no+"/cancel", tok, nil).Status)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusClosed)
+	for user, k := range map[int64]string{2: early, 3: memoryKey} {
+		testenv.RequireError(t, e.BuyWithKey(sess.ID, user, k, 1), 409, "SOLD_OUT", "sold out")
+	}
+	time.Sleep(seckill.KeyClockSkew)
+	fresh := e.BuyWithKey(sess.ID, 3, testenv.KeyAt(time.Now()), 1)
+	require.Equal(t, http.StatusAccepted, fresh.Status, "%s", fresh.Raw)
+	e.WaitStatus(e.Token(3), fresh.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
+	e.RequireInvariants(sess.ID)
 }

@@ -68,13 +68,15 @@ func idempotencyKey(c *fiber.Ctx) (string, error) {
 // A refused request never touches stock; losers never reach MySQL or
 // Temporal.
 //
-// With an Idempotency-Key, the script pins the answer (reserved, SOLD_OUT
-// or LIMIT_EXCEEDED) to the key in the same atomic step, and answers a
-// later attempt with that key from the pin. Refusals before the script
+// With an Idempotency-Key, the script pins a reservation to the key in
+// the same atomic step, and answers a later attempt with that key from the
+// pin. A refused key is not stored (losers cost Redis nothing) and stays
+// refused by its time (seckill.KeyClockSkew). Refusals before the script
 // (validation, auth, blocklist, rate limits, ticket, not started,
-// UNAVAILABLE) are not pinned: the request never ran, and its retry runs
-// afresh. The sold-out flag in memory never answers a keyed request (the
-// script does, and pins it), and the end of the sale looks the pin up first.
+// UNAVAILABLE) leave nothing behind either: the request never ran, and its
+// retry runs afresh. After a sell-out, a pause or the end of the sale, a
+// keyed request is answered from memory or from its pin (a read), never
+// by the script.
 func (s *Server) createOrder(c *fiber.Ctx) error {
 	id, err := pathID(c, "id")
 	if err != nil {
@@ -104,6 +106,7 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	}
 	a := &seckill.Attempt{Session: sess, UserID: user, Quantity: qty, TraceID: traceID(c), Now: s.cfg.Now(),
 		IdempotencyKey: key, Fingerprint: strconv.Itoa(qty)}
+	a.KeyTime, _ = seckill.KeyTime(key)
 	if err := s.inWindow(sess); err != nil {
 		if code := seckill.ErrorCode(err); code == seckill.EENDED || code == seckill.EPAUSED {
 			// A retry of a key that was answered before the pause or the
@@ -120,15 +123,16 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	if qty < 1 || qty > sess.PerUserLimit {
 		return seckill.Errorf(seckill.EINVALID, "quantity must be between 1 and %d", sess.PerUserLimit)
 	}
-	if key != "" && s.soldOut.has(id) {
-		// soldOutFast let it through: a retry answers from its pin without
-		// meeting the rate limits again. A key with no pin goes on to the
-		// script, which decides and pins SOLD_OUT (or a unit that came
-		// back): a key is never told SOLD_OUT by this process's memory and
-		// then sold a unit by the script later.
+	if key != "" && s.soldOut.keyed(id, a.KeyTime) == keyedPin {
+		// soldOutFast let it through: it may hold a reservation. Its pin
+		// says (one read, no rate limits: nothing is decided); without
+		// one it is refused like any loser, and stays refused (keyedMark).
+		// A key too new for this process's mark goes on to the script.
 		if adm, perr := s.gate.Pinned(ctx, a); adm != nil || perr != nil {
 			return s.admitted(c, a, adm, perr)
 		}
+		c.Set(HeaderLayer, LayerRedis)
+		return errSoldOut
 	}
 	if err := s.distributedLimits(c, user); err != nil {
 		return err

@@ -49,9 +49,9 @@ func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, 
 	} else {
 		r.step.Concurrency = level
 	}
-	r.burst(ctx, level, "admission-only warm-up")
+	r.burst(ctx, level, "admission-only warm-up", cfg.Keys, cfg.Users*cfg.PerUser)
 	r.step.SessionID = measuredSession
-	results, dur := r.burst(ctx, level, "admission-only burst")
+	results, dur := r.burst(ctx, level, "admission-only burst", cfg.Keys, cfg.Users*cfg.PerUser)
 	p := percentiles(results, OutAccepted)
 	if p.Count == 0 {
 		return nil, fmt.Errorf("admission-only: no request of %d was accepted (%v)", len(results), outcomeCounts(results))

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
 	"github.com/seckill/seckill"
@@ -85,6 +86,10 @@ type Config struct {
 	// Captchas, when positive, draws that many captchas at the end (one
 	// per shopper) and reports what the human check costs (Report.Captcha).
 	Captchas int
+	// Keys sends every purchase with a fresh Idempotency-Key (a UUIDv7,
+	// as the shop page does) and measures the sold-out burst both with and
+	// without keys (Step.SoldOutKeyedThroughput). Off, no request has one.
+	Keys bool
 }
 
 // warmupStock caps the units the warm-up step sells: enough winners to
@@ -391,7 +396,8 @@ func (c *httpClient) warm(level int) {
 	}
 }
 
-func (c *httpClient) do(method, path, auth string, body []byte) (int, []byte, string, error) {
+// do sends one request; header is name, value pairs.
+func (c *httpClient) do(method, path, auth string, body []byte, header ...string) (int, []byte, string, error) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
@@ -400,6 +406,9 @@ func (c *httpClient) do(method, path, auth string, body []byte) (int, []byte, st
 	req.Header.SetContentType("application/json")
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	req.SetBody(body)
 	if err := c.hc.Do(req, resp); err != nil {
@@ -426,7 +435,10 @@ type stepRunner struct {
 	step  *Step
 	// start is when the first burst began: the origin of the step's times.
 	start time.Time
-	mu    sync.Mutex // guards problems found by concurrent followers
+	// burstStart is when the latest burst began: the origin of its
+	// results' times.
+	burstStart time.Time
+	mu         sync.Mutex // guards problems found by concurrent followers
 	// paymentIDs are the orders' payments at the provider (order number →
 	// payment id), from their checkouts.
 	paymentIDs sync.Map
@@ -455,15 +467,47 @@ func (r *stepRunner) run(ctx context.Context, level int) (*Step, error) {
 		fmt.Fprintf(r.cfg.Progress, "step %s: no workflow-start latency: %v\n", r.levelName(), err)
 	}
 	r.creating = r.cpu.mark()
-	results, dur := r.burst(ctx, level, "burst")
+	results, dur := r.burst(ctx, level, "burst", r.cfg.Keys, r.cfg.Users*r.cfg.PerUser)
 	r.step.DurationSeconds = dur.Seconds()
 	r.step.Throughput = float64(len(results)) / dur.Seconds()
 	r.tally(results)
 
-	// The same burst again, now that the session is sold out: the fast path.
-	again, dur2 := r.burst(ctx, level, "sold-out burst")
-	r.step.SoldOutThroughput = float64(len(again)) / dur2.Seconds()
-	r.step.Latency["soldout_burst"] = percentiles(again, "")
+	// The same burst again, now that the session is sold out: the fast
+	// path. With --keys, half of it without keys and half with a fresh key
+	// on every request, in alternating slices: the orders being created
+	// meanwhile take CPU from both alike. Both measure a sale that has
+	// been sold out for a moment: every API has read the sell-out, and the
+	// keys are stamped more than the clock skew after the last win (in the
+	// first second after a sell-out a keyed loser costs one Redis read).
+	if wait := time.Until(r.burstStart.Add(time.Duration(r.step.TimeToSellOutSeconds*float64(time.Second)) +
+		seckill.KeyClockSkew + 500*time.Millisecond)); wait > 0 {
+		time.Sleep(wait)
+	}
+	n := r.cfg.Users * r.cfg.PerUser
+	if !r.cfg.Keys {
+		again, dur := r.burst(ctx, level, "sold-out burst", false, n)
+		r.step.SoldOutThroughput = float64(len(again)) / dur.Seconds()
+		r.step.Latency["soldout_burst"] = percentiles(again, "")
+	} else {
+		const slices = 2
+		var plain, keyed []result
+		var plainDur, keyedDur time.Duration
+		for i := range 2 * slices {
+			// U K K U: neither half always goes first.
+			if (i+i/2)%2 == 0 {
+				rs, d := r.burst(ctx, level, "sold-out burst", false, n/(2*slices))
+				plain, plainDur = append(plain, rs...), plainDur+d
+			} else {
+				rs, d := r.burst(ctx, level, "sold-out burst, keyed", true, n/(2*slices))
+				keyed, keyedDur = append(keyed, rs...), keyedDur+d
+			}
+		}
+		r.step.SoldOutThroughput = float64(len(plain)) / plainDur.Seconds()
+		r.step.Latency["soldout_burst"] = percentiles(plain, "")
+		r.step.SoldOutKeyedThroughput = float64(len(keyed)) / keyedDur.Seconds()
+		r.step.Latency["soldout_keyed_burst"] = percentiles(keyed, "")
+		r.step.SoldOutKeyedFromMemory = outcomeCounts(keyed)[OutSoldOutMemory]
+	}
 
 	won := accepted(results)
 	r.follow(ctx, won)
@@ -502,8 +546,9 @@ func (r *stepRunner) createSession(ctx context.Context) error {
 
 // burst sends Users×PerUser orders, shuffled, at the given load, and
 // returns every request's result and the wall time.
-func (r *stepRunner) burst(ctx context.Context, level int, name string) ([]result, time.Duration) {
-	n := r.cfg.Users * r.cfg.PerUser
+// burst sends n requests of the shoppers at the level's load; keyed, each
+// with a fresh Idempotency-Key (a UUIDv7).
+func (r *stepRunner) burst(ctx context.Context, level int, name string, keyed bool, n int) ([]result, time.Duration) {
 	order := make([]int, n)
 	for i := range order {
 		order[i] = i % r.cfg.Users
@@ -512,15 +557,28 @@ func (r *stepRunner) burst(ctx context.Context, level int, name string) ([]resul
 	path := fmt.Sprintf("/api/v1/sessions/%d/orders", r.step.SessionID)
 	body := []byte(fmt.Sprintf(`{"quantity":%d}`, r.cfg.Quantity))
 	results := make([]result, n)
+	var keys []string
+	if keyed {
+		// Made before the clock starts: the load driver shares the CPUs.
+		keys = make([]string, n)
+		for i := range keys {
+			keys[i] = uuid.Must(uuid.NewV7()).String()
+		}
+	}
 	var sent, done atomic.Int64
 	if r.cfg.Rate <= 0 {
 		r.c.warm(level)
 	}
 	start := time.Now()
+	r.burstStart = start
 	one := func(i int) {
 		s := r.shoppers[order[i]]
 		t0 := time.Now()
-		code, raw, layer, err := r.c.do("POST", path, s.auth, body)
+		var header []string
+		if keyed {
+			header = []string{api.HeaderIdempotencyKey, keys[i]}
+		}
+		code, raw, layer, err := r.c.do("POST", path, s.auth, body, header...)
 		res := result{at: t0.Sub(start), latency: time.Since(t0), shopper: s.index, outcome: classify(code, raw, layer, err)}
 		if res.outcome == OutAccepted {
 			var v struct {

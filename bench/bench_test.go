@@ -39,7 +39,7 @@ func TestBenchSmallRun(t *testing.T) {
 		Stock: 20, Quantity: 1, Limit: 1, PayRatio: 0.5, PayTimeout: 12 * time.Second, Settle: 30 * time.Second,
 		Baselines: &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
 			TemporalNamespace: "default", NoopWorkflows: 20, MySQLDSN: e.DSN, Exec: testenv.Binary(t)},
-		TemporalAddr: e.TemporalAddr, TemporalNamespace: "default", CostSample: 2, Captchas: 12,
+		TemporalAddr: e.TemporalAddr, TemporalNamespace: "default", CostSample: 2, Captchas: 12, Keys: true,
 	}
 	runRefundRelay(t, e)
 	rep := runBench(t, cfg)
@@ -65,6 +65,8 @@ func TestBenchSmallRun(t *testing.T) {
 		require.Equal(t, 2, f.Refunded, "refunded by the bench as an operator, for their cost")
 		require.Positive(t, s.Throughput)
 		require.Positive(t, s.SoldOutThroughput)
+		require.Positive(t, s.SoldOutKeyedThroughput)
+		require.Positive(t, s.SoldOutKeyedFromMemory, "keyed losers of a sold-out sale are answered from memory")
 		require.Positive(t, s.OrdersPerSecond)
 		require.Positive(t, s.CreationPerSecond)
 		require.LessOrEqual(t, s.CreatedDuringBurst, f.OrdersCreated)
@@ -175,7 +177,7 @@ func TestBenchRepeat(t *testing.T) {
 		Stock: 10, Quantity: 1, Limit: 1, PayRatio: 1, Settle: 30 * time.Second,
 		Baselines: &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
 			TemporalNamespace: "default", NoopWorkflows: 10, MySQLDSN: e.DSN, Exec: testenv.Binary(t)},
-		Repeat: 2, RedisAOF: bench.AOFModes, Warmup: true,
+		Repeat: 2, RedisAOF: bench.AOFModes, Warmup: true, Keys: true,
 	}
 	rep := runBench(t, cfg)
 	require.Len(t, rep.Steps, 2)

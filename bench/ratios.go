@@ -47,6 +47,12 @@ var Ratios = []Ratio{
 	{Key: "soldout_vs_fiber", Name: "Sold-out vs bare Fiber",
 		Meaning: "once sold out, rejections come from memory and should be nearly as cheap as a no-op handler",
 		Target:  0.85, of: func(s Step, b *Baselines) (float64, bool) { return div(s.SoldOutThroughput, b.FiberRPS) }},
+	{Key: "soldout_keyed_vs_fiber", Name: "Keyed sold-out vs bare Fiber",
+		Meaning: "the sold-out burst with a fresh Idempotency-Key on every request, as the shop sends them: answered from memory too, so nearly as cheap as a no-op handler",
+		Target:  0.85 * 0.85, of: keyed(func(s Step, b *Baselines) (float64, bool) { return div(s.SoldOutKeyedThroughput, b.FiberRPS) })},
+	{Key: "soldout_keyed_vs_unkeyed", Name: "Keyed vs unkeyed sold-out",
+		Meaning: "the keyed sold-out burst against the unkeyed one run just before it: a key must not make a loser dearer",
+		Target:  0.85, of: keyed(func(s Step, _ *Baselines) (float64, bool) { return div(s.SoldOutKeyedThroughput, s.SoldOutThroughput) })},
 	{Key: "burst_vs_admission_only", Name: "Burst vs admission only",
 		Meaning: "requests/s of the burst against the same burst through the same API code with the order tier switched off: what starting the orders costs the front door (within 1.25×)",
 		Target:  0.8, of: vsAdmissionOnly(func(s Step) float64 { return s.Throughput },
@@ -117,6 +123,16 @@ func vsNoopCPU(phase func(*TemporalCPU) float64) func(Step, *Baselines) (float64
 			return 0, false
 		}
 		return div(b.TemporalNoopCPUMs, phase(s.TemporalCPU))
+	}
+}
+
+// keyed is absent for a step run without keys (--keys=false).
+func keyed(of func(Step, *Baselines) (float64, bool)) func(Step, *Baselines) (float64, bool) {
+	return func(s Step, b *Baselines) (float64, bool) {
+		if s.SoldOutKeyedThroughput <= 0 {
+			return 0, false
+		}
+		return of(s, b)
 	}
 }
 

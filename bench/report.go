@@ -70,8 +70,15 @@ type Step struct {
 	DurationSeconds float64 `json:"duration_seconds"`
 	Throughput      float64 `json:"throughput"`
 	// SoldOutThroughput is requests/s of a second burst of the same size
-	// against the sold-out session (the fast path).
+	// against the sold-out session (the fast path); with --keys, of its
+	// half sent without keys.
 	SoldOutThroughput float64 `json:"soldout_throughput"`
+	// SoldOutKeyedThroughput is requests/s of the sold-out burst's half
+	// sent with a fresh Idempotency-Key on every request (--keys), in
+	// slices alternating with the unkeyed half; SoldOutKeyedFromMemory how
+	// many of its answers came from memory.
+	SoldOutKeyedThroughput float64 `json:"soldout_keyed_throughput,omitempty"`
+	SoldOutKeyedFromMemory int     `json:"soldout_keyed_from_memory,omitempty"`
 	// Latency per outcome (accepted, soldout_memory, soldout_redis, limit,
 	// rate_limited, error), milliseconds.
 	Latency map[string]Percentiles `json:"latency_ms"`

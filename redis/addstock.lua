@@ -1,7 +1,9 @@
 -- Add units to a session's live stock, once per operator request.
 -- KEYS: 1 the session's stock, 2 the session's stock changes (a hash:
 -- request id → units, "pending:<units>" for a change made before the
--- preheat, "mysql" for one the preheat found in MySQL's stock already).
+-- preheat, "mysql" for one the preheat found in MySQL's stock already),
+-- 3 the session's idempotency records (units back on sale are stamped
+-- there, see admit.lua).
 -- ARGV: 1 units, 2 request id.
 -- Returns {applied (1/0), stock after (-1: not preheated)}. A session not
 -- preheated gets the change recorded as pending: the preheat adds it to
@@ -18,4 +20,9 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   return {1, -1}
 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])
+local before = tonumber(redis.call('GET', KEYS[1]))
+if before < tonumber(redis.call('HGET', KEYS[3], 'm:limit') or '1e18') then
+  local t = redis.call('TIME')
+  redis.call('HSET', KEYS[3], 'm:reopened', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
 return {1, redis.call('INCRBY', KEYS[1], ARGV[1])}

@@ -2,13 +2,15 @@
 -- concurrent attempts on one session (group commit: one round trip, each
 -- attempt decided in arrival order exactly as if it ran alone).
 -- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending, 5 idem   (one hash tag: one slot)
--- ARGV: 1 n, then n groups of 8: user id, quantity, per-user limit,
---       order number, now (unix ms), trace id, idempotency key ('' for
---       none), body fingerprint
+-- ARGV: 1 n, 2 key clock skew (ms), then n groups of 9: user id,
+--       quantity, per-user limit, order number, now (unix ms), trace id,
+--       idempotency key ('' for none), body fingerprint, the key's time
+--       (unix ms, 0 for a key that carries none)
 -- Returns 5n values, per attempt {code, stock left, slot mask, order
 -- number, reservation}; code 0 = reserved, -1 = sold out, -2 = over the
 -- per-user limit, -3 = not preheated, -4 = order number taken by another
--- purchase, -5 = idempotency key reused with another body. The order
+-- purchase, -5 = idempotency key reused with another body, -6 = a key
+-- stamped ahead of Redis's clock by more than the skew. The order
 -- number is the one holding the units (on a replay, the pinned one); the
 -- reservation is its live record on a replay while its workflow start is
 -- still pending ('' otherwise).
@@ -19,9 +21,24 @@
 --                         outlives the release, so a re-run of an attempt
 --                         (a retry after a timeout) answers as the first
 --                         run did instead of reserving again.
---   k:<user>:<key>      → "fingerprint|code|order no|mask": the pinned
---                         answer of an Idempotency-Key (reserved, sold out
---                         or over the limit). Not pinned: not preheated.
+--   k:<user>:<key>      → "fingerprint|0|order no|mask": the pinned
+--                         answer of an Idempotency-Key that reserved.
+-- A refusal is never stored, so that losers cost no memory: a key holding
+-- nothing is refused again when anything that could turn its refusal into
+-- a win (units back on sale, its shopper's holdings down) happened after
+-- the earliest moment it can have been seen, its time minus the skew
+-- (seckill.KeyClockSkew). The stamps, in Redis's clock, bounded by the
+-- winners:
+--   m:reopened          → the latest time stock rose from below the limit
+--                         (release.lua, addstock.lua, a rebuild)
+--   f:<user>            → the latest time the user's holdings went down
+--   m:won               → the latest keyed win (the API's in-memory
+--                         sold-out answer to keyed requests reads it)
+--   m:limit             → the per-user limit, for release.lua
+
+local t = redis.call('TIME')
+local clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local skew = tonumber(ARGV[2])
 
 local function stockNow()
   return tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -74,20 +91,34 @@ local function decide(user, qty, limit, orderNo, now, trace)
   -- The reservation record: redis.ReservationRecord in Go, trace id last.
   redis.call('HSET', KEYS[3], orderNo, user .. '|' .. qty .. '|' .. mine .. '|' .. now .. '|' .. trace)
   redis.call('ZADD', KEYS[4], now, orderNo)
-  redis.call('HSET', KEYS[5], 'o:' .. orderNo, user .. '|' .. qty .. '|' .. mine)
+  redis.call('HSET', KEYS[5], 'o:' .. orderNo, user .. '|' .. qty .. '|' .. mine, 'm:limit', limit)
   return 0, left, mine
 end
 
-local function admit(user, qty, limit, orderNo, now, trace, key, fp)
+-- stampedSince: whether the stamp field was set at or after since.
+local function stampedSince(v, since)
+  return v and tonumber(v) >= since
+end
+
+local function admit(user, qty, limit, orderNo, now, trace, key, fp, kt)
   local kfield
   if key ~= '' then
     kfield = 'k:' .. user .. ':' .. key
     local pinned = redis.call('HGET', KEYS[5], kfield)
     if pinned then return replayKey(pinned, fp) end
+    if kt > clock + skew then return -6, stockNow(), 0, orderNo, '' end
+    -- It may have been seen and refused before (a win is pinned): if what
+    -- refused it may have changed since, it stays refused.
+    local since = kt - skew
+    local st = redis.call('HMGET', KEYS[5], 'm:reopened', 'f:' .. user)
+    -- The shopper's own release first: what refused them was more likely
+    -- their limit than the stock.
+    if stampedSince(st[2], since) then return -2, stockNow(), 0, orderNo, '' end
+    if stampedSince(st[1], since) then return -1, stockNow(), 0, orderNo, '' end
   end
   local code, left, mask = decide(user, qty, limit, orderNo, now, trace)
-  if kfield and code >= -2 and code <= 0 then
-    redis.call('HSET', KEYS[5], kfield, fp .. '|' .. code .. '|' .. orderNo .. '|' .. mask)
+  if kfield and code == 0 then
+    redis.call('HSET', KEYS[5], kfield, fp .. '|0|' .. orderNo .. '|' .. mask, 'm:won', clock)
   end
   return code, left, mask, orderNo, ''
 end
@@ -95,9 +126,9 @@ end
 local n = tonumber(ARGV[1])
 local out = {}
 for i = 0, n - 1 do
-  local a = 1 + i * 8
+  local a = 2 + i * 9
   local code, left, mask, no, resv = admit(ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]),
-    ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8])
+    ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], tonumber(ARGV[a + 9]))
   out[#out + 1] = code
   out[#out + 1] = left
   out[#out + 1] = mask

@@ -3,6 +3,8 @@ package redis_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -74,10 +76,10 @@ func attempt(sess *seckill.Session, user int64, qty int, no, key string) *seckil
 		Now: time.Now(), IdempotencyKey: key, Fingerprint: fmt.Sprint(qty)}
 }
 
-// An Idempotency-Key pins its first decided answer: later attempts with
-// the key (new order numbers) replay it, including the first attempt's
-// live reservation; another body is refused; SOLD_OUT stays SOLD_OUT for
-// the key after stock came back; another user's same key is another key.
+// An Idempotency-Key pins its reservation: later attempts with the key
+// (new order numbers) replay it, including the first attempt's live
+// reservation; another body is refused; a key that got SOLD_OUT stays
+// refused after stock came back; another user's same key is another key.
 func TestIdempotencyKeyPinsTheAnswer(t *testing.T) {
 	testenv.OnTopologies(t, testIdempotencyKeyPinsTheAnswer)
 }
@@ -118,7 +120,8 @@ func testIdempotencyKeyPinsTheAnswer(t *testing.T, server string) {
 	_, err = e.Gate.AdmitAttempt(ctx, attempt(sess, 9, 1, "1-e", "key-9"))
 	require.Equal(t, seckill.ESOLDOUT, seckill.ErrorCode(err))
 
-	// Released stock comes back; the key that got SOLD_OUT keeps it.
+	// Released stock comes back; the key that got SOLD_OUT stays refused
+	// (it carries no time: older than any return).
 	_, err = e.Gate.Release(ctx, sess.ID, "1-d")
 	require.NoError(t, err)
 	_, err = e.Gate.AdmitAttempt(ctx, attempt(sess, 9, 1, "1-f", "key-9"))
@@ -131,6 +134,132 @@ func testIdempotencyKeyPinsTheAnswer(t *testing.T, server string) {
 	require.Equal(t, "1-a", re.OrderNo)
 	require.Nil(t, re.Reservation, "nothing left to start")
 	requireStockAndReservations(t, e, sess.ID, 2, 0)
+}
+
+// v7 stamps a UUIDv7 key with at.
+func v7(t *testing.T, at time.Time) string {
+	t.Helper()
+	k := testenv.KeyAt(at)
+	got, ok := seckill.KeyTime(k)
+	require.True(t, ok)
+	require.Equal(t, at.UnixMilli(), got.UnixMilli())
+	return k
+}
+
+func keyed(t *testing.T, sess *seckill.Session, user int64, no, key string) *seckill.Attempt {
+	a := attempt(sess, user, 1, no, key)
+	a.KeyTime, _ = seckill.KeyTime(key)
+	return a
+}
+
+// A refused key is stored nowhere, and still never buys later: SOLD_OUT
+// stays SOLD_OUT after units come back, LIMIT_EXCEEDED after the shopper's
+// own order is released, while a key stamped after the return (beyond the
+// clock skew) buys. A key stamped ahead of the clock is refused.
+func TestRefusedKeyStaysRefused(t *testing.T) {
+	testenv.OnTopologies(t, testRefusedKeyStaysRefused)
+}
+
+func testRefusedKeyStaysRefused(t *testing.T, server string) {
+	e, sess := gateEnvOn(t, server, 2, 1)
+	ctx := context.Background()
+	admit := func(user int64, no, key string) error {
+		_, err := e.Gate.AdmitAttempt(ctx, keyed(t, sess, user, no, key))
+		return err
+	}
+	require.NoError(t, admit(7, "1-won", v7(t, time.Now())))
+	lostKey, overKey := v7(t, time.Now()), v7(t, time.Now())
+	require.Equal(t, seckill.ELIMIT, seckill.ErrorCode(admit(7, "1-over", overKey)), "user 7 holds the limit")
+	require.NoError(t, admit(11, "1-last", v7(t, time.Now())))
+	require.Equal(t, seckill.ESOLDOUT, seckill.ErrorCode(admit(8, "1-lost", lostKey)))
+	future := admit(9, "1-future", v7(t, time.Now().Add(time.Minute)))
+	require.Equal(t, seckill.EINVALID, seckill.ErrorCode(future))
+	require.ErrorContains(t, future, "ahead of the server's clock")
+	pinned, err := e.Gate.Pinned(ctx, keyed(t, sess, 8, "", lostKey))
+	require.NoError(t, err)
+	require.Nil(t, pinned, "a refusal is not stored")
+
+	// User 7's order closes: the unit is back, and user 7 holds nothing.
+	n, err := e.Gate.Release(ctx, sess.ID, "1-won")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, seckill.ESOLDOUT, seckill.ErrorCode(admit(8, "1-lost-2", lostKey)), "refused before the return: refused after")
+	require.Equal(t, seckill.ELIMIT, seckill.ErrorCode(admit(7, "1-over-2", overKey)), "refused before the release: refused after")
+	// A key stamped within the skew of the return may have been seen
+	// before it: refused too. One stamped past it is new.
+	require.Equal(t, seckill.ESOLDOUT, seckill.ErrorCode(admit(10, "1-near", v7(t, time.Now()))))
+	time.Sleep(seckill.KeyClockSkew + 50*time.Millisecond)
+	require.NoError(t, admit(8, "1-new", v7(t, time.Now())), "a key stamped after the return buys")
+	requireStockAndReservations(t, e, sess.ID, 0, 2)
+	require.Equal(t, seckill.ESOLDOUT, seckill.ErrorCode(admit(8, "1-lost-3", lostKey)))
+}
+
+// Keyed losers write nothing: the session's keys weigh the same after
+// 10 and after many more refused keyed attempts (SOLD_OUT and
+// LIMIT_EXCEEDED, each a fresh key). SECKILL_KEYED_LOSERS sets how many
+// (default 100,000; the README's figure is 1,000,000).
+func TestKeyedLosersWriteNothing(t *testing.T) {
+	e, sess := gateEnv(t, 2, 1)
+	ctx := context.Background()
+	for i, user := range []int64{1, 2} {
+		_, err := e.Gate.AdmitAttempt(ctx, keyed(t, sess, user, fmt.Sprintf("1-w%d", i), v7(t, time.Now())))
+		require.NoError(t, err)
+	}
+	losers := 100_000
+	if v := os.Getenv("SECKILL_KEYED_LOSERS"); v != "" {
+		var err error
+		losers, err = strconv.Atoi(v)
+		require.NoError(t, err)
+	}
+	lose := func(from, to int) {
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range 64 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					// Shoppers 1 and 2 hold their limit; the rest find it sold out.
+					user := int64(1 + i%1000)
+					_, err := e.Gate.AdmitAttempt(ctx, keyed(t, sess, user, fmt.Sprintf("1-l%d", i), v7(t, time.Now())))
+					if code := seckill.ErrorCode(err); code != seckill.ESOLDOUT && code != seckill.ELIMIT {
+						t.Errorf("attempt %d: %v", i, err)
+						return
+					}
+				}
+			}()
+		}
+		for i := from; i < to; i++ {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+	}
+	lose(0, 10)
+	before := sessionBytes(t, e, sess.ID)
+	start := time.Now()
+	lose(10, losers)
+	after := sessionBytes(t, e, sess.ID)
+	t.Logf("session keys: %d bytes after 10 keyed losers, %d after %d (%.0f attempts/s)",
+		before, after, losers, float64(losers-10)/time.Since(start).Seconds())
+	require.Equal(t, before, after, "keyed losers changed the session's keys")
+	requireStockAndReservations(t, e, sess.ID, 0, 2)
+}
+
+// sessionBytes is MEMORY USAGE summed over a session's keys.
+func sessionBytes(t *testing.T, e *testenv.Env, id int64) int64 {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := e.Redis.Keys(ctx, fmt.Sprintf("%s:{s%d}:*", e.Prefix, id)).Result()
+	require.NoError(t, err)
+	require.NotEmpty(t, keys)
+	var sum int64
+	for _, k := range keys {
+		n, err := e.Redis.MemoryUsage(ctx, k, 0).Result()
+		require.NoError(t, err)
+		sum += n
+	}
+	return sum
 }
 
 // Attempts with one key racing each other (in one batch or not): the first

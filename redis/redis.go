@@ -79,14 +79,17 @@ var (
 	preheatSrc string
 	//go:embed retire.lua
 	retireSrc string
+	//go:embed stockmark.lua
+	stockMarkSrc string
 
-	admitScript    = goredis.NewScript(admitSrc)
-	releaseScript  = goredis.NewScript(releaseSrc)
-	putOrderScript = goredis.NewScript(putOrderSrc)
-	snapshotScript = goredis.NewScript(snapshotSrc)
-	addStockScript = goredis.NewScript(addStockSrc)
-	preheatScript  = goredis.NewScript(preheatSrc)
-	retireScript   = goredis.NewScript(retireSrc)
+	admitScript     = goredis.NewScript(admitSrc)
+	releaseScript   = goredis.NewScript(releaseSrc)
+	putOrderScript  = goredis.NewScript(putOrderSrc)
+	snapshotScript  = goredis.NewScript(snapshotSrc)
+	addStockScript  = goredis.NewScript(addStockSrc)
+	preheatScript   = goredis.NewScript(preheatSrc)
+	retireScript    = goredis.NewScript(retireSrc)
+	stockMarkScript = goredis.NewScript(stockMarkSrc)
 )
 
 // Gate is the Redis side of admission.
@@ -202,6 +205,10 @@ func (g *Gate) admission(a *seckill.Attempt, r admitResult) (*seckill.Admission,
 	case -5:
 		return adm, seckill.Errorf(seckill.EIDEMPOTENCY,
 			"this Idempotency-Key was used with another request body (order %s); use a new key for a new purchase", r.orderNo)
+	case -6:
+		return adm, seckill.Errorf(seckill.EINVALID,
+			"the Idempotency-Key is a UUIDv7 stamped %s, ahead of the server's clock by more than %s: stamp keys with the current time",
+			a.KeyTime.UTC().Format(time.RFC3339Nano), seckill.KeyClockSkew)
 	default:
 		return nil, fmt.Errorf("admit script returned code %d", r.code)
 	}
@@ -294,11 +301,15 @@ func (g *Gate) Pinned(ctx context.Context, a *seckill.Attempt) (*seckill.Admissi
 // attempt run again with the same order number and key answers as its
 // first run did), so a retry learns the truth instead of deciding twice.
 func (g *Gate) runAdmit(ctx context.Context, sessionID int64, attempts []*seckill.Attempt) ([]admitResult, error) {
-	args := make([]any, 0, 1+8*len(attempts))
-	args = append(args, len(attempts))
+	args := make([]any, 0, 2+9*len(attempts))
+	args = append(args, len(attempts), seckill.KeyClockSkew.Milliseconds())
 	for _, a := range attempts {
+		var kt int64
+		if !a.KeyTime.IsZero() {
+			kt = a.KeyTime.UnixMilli()
+		}
 		args = append(args, a.UserID, a.Quantity, a.Session.PerUserLimit, a.OrderNo, a.Now.UnixMilli(),
-			a.TraceID, a.IdempotencyKey, a.Fingerprint)
+			a.TraceID, a.IdempotencyKey, a.Fingerprint, kt)
 	}
 	var raw []any
 	err := retry(ctx, func(ctx context.Context) error {
@@ -467,6 +478,26 @@ func (g *Gate) Release(ctx context.Context, sessionID int64, orderNo string) (in
 	return n, nil
 }
 
+// StockMark reads a session's stock together with Redis's clock and the
+// time of its latest keyed win, in one atomic step.
+func (g *Gate) StockMark(ctx context.Context, sessionID int64) (seckill.StockMark, error) {
+	k := g.keys(sessionID)
+	v, err := idempotent(ctx, func(ctx context.Context) ([]int64, error) {
+		return stockMarkScript.Run(ctx, g.rdb, []string{k.stock, k.idem}).Int64Slice()
+	})
+	if err != nil {
+		return seckill.StockMark{}, unavailable(err)
+	}
+	if len(v) != 3 {
+		return seckill.StockMark{}, fmt.Errorf("stock mark script returned %v", v)
+	}
+	m := seckill.StockMark{Stock: int(v[1]), Clock: time.UnixMilli(v[0])}
+	if v[2] > 0 {
+		m.LastKeyedWin = time.UnixMilli(v[2])
+	}
+	return m, nil
+}
+
 // Stock returns the live Redis stock of a session, and whether it was preheated.
 func (g *Gate) Stock(ctx context.Context, sessionID int64) (int, bool, error) {
 	n, err := idempotent(ctx, func(ctx context.Context) (int, error) { return g.rdb.Get(ctx, g.keys(sessionID).stock).Int() })
@@ -561,7 +592,7 @@ func (g *Gate) PreheatHolding(ctx context.Context, sessionID int64, stock int, a
 func (g *Gate) AddStock(ctx context.Context, sessionID int64, units int, requestID string) (int, error) {
 	k := g.keys(sessionID)
 	res, err := idempotent(ctx, func(ctx context.Context) ([]int64, error) {
-		return addStockScript.Run(ctx, g.rdb, []string{k.stock, k.stockOps}, units, requestID).Int64Slice()
+		return addStockScript.Run(ctx, g.rdb, []string{k.stock, k.stockOps, k.idem}, units, requestID).Int64Slice()
 	})
 	if err != nil {
 		return 0, unavailable(err)
@@ -578,25 +609,68 @@ func (g *Gate) Rebuild(ctx context.Context, sessionID int64, stock int, holdings
 	if err := g.rdb.SAdd(ctx, g.sessionsKey(), sessionID).Err(); err != nil {
 		return unavailable(err)
 	}
-	_, err := g.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		p.Del(ctx, k.stock, k.buyers, k.resv, k.pending)
-		p.Set(ctx, k.stock, stock, 0)
-		units := map[int64]int{}
-		masks := map[int64]int64{}
-		for _, h := range holdings {
-			units[h.UserID] += h.Quantity
-			masks[h.UserID] |= slotsMask(h.Slots)
-			p.HSet(ctx, k.resv, h.OrderNo, NewReservationRecord(&h).Encode())
-		}
-		for u, n := range units {
-			p.HSet(ctx, k.buyers, strconv.FormatInt(u, 10), n, fmt.Sprintf("%d:slots", u), masks[u])
-		}
-		return nil
-	})
-	if err != nil {
+	if _, err := g.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error { rebuildIn(ctx, p, k, stock, holdings); return nil }); err != nil {
 		return unavailable(err)
 	}
 	return nil
+}
+
+// RebuildUnchanged is Rebuild with what decide returns, under WATCH of the
+// session's stock and reservations: if anything wrote them while decide
+// ran (an admission, a release), nothing is rebuilt and the answer is
+// ECONFLICT (see seckill.Rebuilder).
+func (g *Gate) RebuildUnchanged(ctx context.Context, sessionID int64,
+	decide func(context.Context) (int, []seckill.Reservation, bool, error)) (bool, error) {
+	k := g.keys(sessionID)
+	if err := g.rdb.SAdd(ctx, g.sessionsKey(), sessionID).Err(); err != nil {
+		return false, unavailable(err)
+	}
+	var rebuilt bool
+	var decideErr error
+	err := g.rdb.Watch(ctx, func(tx *goredis.Tx) error {
+		stock, holdings, ok, err := decide(ctx)
+		if err != nil {
+			decideErr = err
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		if _, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error { rebuildIn(ctx, p, k, stock, holdings); return nil }); err != nil {
+			return err
+		}
+		rebuilt = true
+		return nil
+	}, k.stock, k.buyers, k.resv, k.pending)
+	switch {
+	case errors.Is(err, goredis.TxFailedErr):
+		return false, seckill.Errorf(seckill.ECONFLICT, "session %d's Redis state changed while the rebuild was decided; nothing was rebuilt", sessionID)
+	case decideErr != nil:
+		return false, decideErr
+	case err != nil:
+		return false, unavailable(err)
+	}
+	return rebuilt, nil
+}
+
+// rebuildIn queues a rebuild of a session's state (see Rebuild) on p.
+func rebuildIn(ctx context.Context, p goredis.Pipeliner, k sessionKeys, stock int, holdings []seckill.Reservation) {
+	p.Del(ctx, k.stock, k.buyers, k.resv, k.pending)
+	p.Set(ctx, k.stock, stock, 0)
+	// Units may be back on sale: keys refused before stay refused
+	// (admit.lua). This process's clock, a skew ahead of Redis's at
+	// worst: a later stamp only refuses more.
+	p.HSet(ctx, k.idem, "m:reopened", time.Now().Add(seckill.KeyClockSkew).UnixMilli())
+	units := map[int64]int{}
+	masks := map[int64]int64{}
+	for _, h := range holdings {
+		units[h.UserID] += h.Quantity
+		masks[h.UserID] |= slotsMask(h.Slots)
+		p.HSet(ctx, k.resv, h.OrderNo, NewReservationRecord(&h).Encode())
+	}
+	for u, n := range units {
+		p.HSet(ctx, k.buyers, strconv.FormatInt(u, 10), n, fmt.Sprintf("%d:slots", u), masks[u])
+	}
 }
 
 // orderView is how an order view is cached; unlike the API shape it keeps

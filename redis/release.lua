@@ -1,8 +1,8 @@
 -- Release: give one reservation back, exactly once. Deleting the
 -- reservation is the guard: a second call finds nothing and changes nothing.
--- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending (5 idem, passed with the
--- others, unused: the idempotency records outlive the release); ARGV: 1
--- order number
+-- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending, 5 idem (the idempotency
+-- records outlive the release; it stamps the changes that keep refused
+-- keys refused, see admit.lua); ARGV: 1 order number
 -- Returns the units given back (0 when already released or unknown).
 local r = redis.call('HGET', KEYS[3], ARGV[1])
 if not r then return 0 end
@@ -13,9 +13,16 @@ redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
 -- A retired session has no stock (retire.lua): the units are not put up
 -- for sale again after its end.
-if redis.call('EXISTS', KEYS[1]) == 1 then
+local t = redis.call('TIME')
+local clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local before = redis.call('GET', KEYS[1])
+if before then
   redis.call('INCRBY', KEYS[1], qty)
+  if tonumber(before) < tonumber(redis.call('HGET', KEYS[5], 'm:limit') or '1e18') then
+    redis.call('HSET', KEYS[5], 'm:reopened', clock)
+  end
 end
+redis.call('HSET', KEYS[5], 'f:' .. user, clock)
 local held = tonumber(redis.call('HGET', KEYS[2], user) or '0') - qty
 if held > 0 then
   redis.call('HSET', KEYS[2], user, held)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -54,6 +55,9 @@ func TestBrowserBuyRetriesWithItsKey(t *testing.T) {
 	require.Len(t, keys, 2, "one retry after the 503")
 	require.NotEmpty(t, keys[0])
 	require.Equal(t, keys[0], keys[1], "the retry carries the click's key")
+	at, ok := seckill.KeyTime(keys[0])
+	require.True(t, ok, "the page's keys are UUIDv7: %s", keys[0])
+	require.WithinDuration(t, time.Now(), at, 5*time.Second, "stamped with the server's clock")
 	r := e.RequireInvariants(sess.ID)
 	require.Equal(t, 2, r.RedisStock, "one unit taken, once")
 }

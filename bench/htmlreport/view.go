@@ -87,7 +87,7 @@ type stepView struct {
 	N                                                       int
 	Load                                                    string
 	Requests, Duration                                      string
-	Throughput, SoldOutThroughput                           string
+	Throughput, SoldOutThroughput, SoldOutKeyedThroughput   string
 	SellOut, AllWaitPay, OrdersPerSecond, CreationPerSecond string
 	AcceptedP99                                             string
 	OK                                                      bool
@@ -199,22 +199,26 @@ func baselineRows(b *bench.Baselines) []baselineRow {
 
 func buildStep(n int, s bench.Step) stepView {
 	v := stepView{
-		N:                 n,
-		Load:              loadLabel(s),
-		Requests:          fmtInt(s.Funnel.Requests),
-		Duration:          fmtSeconds(s.DurationSeconds),
-		Throughput:        fmtRate(s.Throughput),
-		SoldOutThroughput: fmtRate(s.SoldOutThroughput),
-		SellOut:           fmtSeconds(s.TimeToSellOutSeconds),
-		AllWaitPay:        fmtSeconds(s.TimeToAllWaitPaySeconds),
-		OrdersPerSecond:   fmtRate(s.OrdersPerSecond),
-		CreationPerSecond: fmtRate(s.CreationPerSecond),
-		AcceptedP99:       "—",
-		OK:                s.InvariantsOK,
-		Latency:           latencyChart(n, s),
-		Funnel:            funnelChart(n, s.Funnel),
-		Outcomes:          outcomeRows(s.Latency),
-		Reconcile:         reconcileRows(s.Reconcile),
+		N:                      n,
+		Load:                   loadLabel(s),
+		Requests:               fmtInt(s.Funnel.Requests),
+		Duration:               fmtSeconds(s.DurationSeconds),
+		Throughput:             fmtRate(s.Throughput),
+		SoldOutThroughput:      fmtRate(s.SoldOutThroughput),
+		SoldOutKeyedThroughput: "—",
+		SellOut:                fmtSeconds(s.TimeToSellOutSeconds),
+		AllWaitPay:             fmtSeconds(s.TimeToAllWaitPaySeconds),
+		OrdersPerSecond:        fmtRate(s.OrdersPerSecond),
+		CreationPerSecond:      fmtRate(s.CreationPerSecond),
+		AcceptedP99:            "—",
+		OK:                     s.InvariantsOK,
+		Latency:                latencyChart(n, s),
+		Funnel:                 funnelChart(n, s.Funnel),
+		Outcomes:               outcomeRows(s.Latency),
+		Reconcile:              reconcileRows(s.Reconcile),
+	}
+	if s.SoldOutKeyedThroughput > 0 {
+		v.SoldOutKeyedThroughput = fmtRate(s.SoldOutKeyedThroughput)
 	}
 	if p, ok := s.Latency[bench.OutAccepted]; ok && p.Count > 0 {
 		v.AcceptedP99 = fmtMs(p.P99)

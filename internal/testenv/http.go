@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
@@ -35,6 +36,18 @@ func OrdersPath(sessionID int64) string { return fmt.Sprintf("/api/v1/sessions/%
 // BuyWithKey buys qty units for user with an Idempotency-Key.
 func (e *Env) BuyWithKey(sessionID, user int64, key string, qty int) *Response {
 	return e.Do("POST", OrdersPath(sessionID), e.Token(user), map[string]int{"quantity": qty}, api.HeaderIdempotencyKey, key)
+}
+
+// KeyAt is a UUIDv7 Idempotency-Key stamped at (seckill.KeyTime), as the
+// shop page makes them.
+func KeyAt(at time.Time) string {
+	u := uuid.Must(uuid.NewV7())
+	ms := at.UnixMilli()
+	for i := 5; i >= 0; i-- {
+		u[i] = byte(ms)
+		ms >>= 8
+	}
+	return u.String()
 }
 
 // RequireError fails t unless r is an error of the API's one shape with

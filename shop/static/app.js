@@ -313,12 +313,19 @@
     renderDeadline();
   }
 
-  // newKey returns a random UUID (v4): crypto.randomUUID where the page is
-  // a secure context, crypto.getRandomValues otherwise (plain http).
+  // newKey returns a UUIDv7 (RFC 9562) stamped with the server's clock:
+  // 48 bits of Unix milliseconds, then random bits. The server keeps no
+  // record of a refused key; its time is what keeps it refused after units
+  // come back, and what lets the server refuse it from memory once the sale
+  // is sold out (see the README's "Idempotency-Key").
   function newKey() {
-    if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
     var b = crypto.getRandomValues(new Uint8Array(16));
-    b[6] = (b[6] & 0x0f) | 0x40;
+    var ms = Math.floor(now());
+    for (var i = 5; i >= 0; i--) {
+      b[i] = ms % 256;
+      ms = Math.floor(ms / 256);
+    }
+    b[6] = (b[6] & 0x0f) | 0x70;
     b[8] = (b[8] & 0x3f) | 0x80;
     var h = Array.prototype.map.call(b, function (x) { return (x < 16 ? "0" : "") + x.toString(16); }).join("");
     return h.slice(0, 8) + "-" + h.slice(8, 12) + "-" + h.slice(12, 16) + "-" + h.slice(16, 20) + "-" + h.slice(20);
