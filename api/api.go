@@ -110,10 +110,13 @@ type Config struct {
 	// SoldOutRecheck is how often a process re-reads the stock of sessions
 	// it has flagged sold out (default 200ms).
 	SoldOutRecheck time.Duration
-	// Limits are the admission rate limits; Limiter enforces the User and
-	// IP ones (required when either is on).
+	// Limits are the admission rate limits; Limiter enforces the User,
+	// IP and Device ones (required when any is on).
 	Limits  Limits
 	Limiter Limiter
+	// Risk is the check before admission: User-Agent rules, the device
+	// limit, the shop's risk service.
+	Risk RiskConfig
 	// DependencyPing is how often the API pings MySQL, Redis and Temporal
 	// for seckill_dependency_up (metrics.DependencyPing when 0; negative:
 	// never, for a test that counts every command a server sees).
@@ -187,6 +190,9 @@ type Server struct {
 	orders *orderLookup
 	// reads limits the public reads per client IP (nil: off).
 	reads *readLimiter
+	// riskVerdicts caches the risk service's answers per shopper and
+	// session (RiskConfig.CacheTTL).
+	riskVerdicts *expiring[riskKey, seckill.RiskVerdict]
 	// member is this process's name in the fleet; fleetDown is whether
 	// its last heartbeat failed (logged once per outage); left is set by
 	// Shutdown, after which no heartbeat is sent.
@@ -211,7 +217,7 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		return nil, errors.New("SECKILL_WEBHOOK_SECRET is required")
 	case cfg.AdminToken == "":
 		return nil, errors.New("SECKILL_ADMIN_TOKEN is required")
-	case (cfg.Limits.User > 0 || cfg.Limits.IP > 0) && cfg.Limiter == nil:
+	case (cfg.Limits.User > 0 || cfg.Limits.IP > 0 || cfg.Limits.Device > 0) && cfg.Limiter == nil:
 		return nil, errors.New("per-user and per-IP limits need a Limiter")
 	}
 	if err := CheckProxies(cfg.ProxyHeader, cfg.TrustedProxies); err != nil {
@@ -225,6 +231,12 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	}
 	if cfg.SessionCacheTTL <= 0 {
 		cfg.SessionCacheTTL = time.Second
+	}
+	if cfg.Risk.Timeout <= 0 {
+		cfg.Risk.Timeout = DefaultRiskTimeout
+	}
+	if cfg.Risk.CacheTTL <= 0 {
+		cfg.Risk.CacheTTL = DefaultRiskCache
 	}
 	if cfg.SoldOutRecheck <= 0 {
 		cfg.SoldOutRecheck = 200 * time.Millisecond
@@ -266,6 +278,7 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		return sess, err
 	})
 	s.reads = newReadLimiter(cfg.Limits.Read)
+	s.riskVerdicts = newExpiring[riskKey, seckill.RiskVerdict](riskCacheSize)
 	s.orders = newOrderLookup(func(ctx context.Context, orderNo string) (*seckill.Order, error) {
 		return store.Order(ctx, orderNo)
 	})
@@ -295,6 +308,7 @@ func (s *Server) App() *fiber.App {
 	v1 := app.Group("/api/v1")
 	v1.Get("/sessions", s.readLimit, s.listSessions)
 	v1.Get("/sessions/:id", s.readLimit, s.getSession)
+	v1.Get("/device", s.readLimit, s.device)
 	v1.Post("/sessions/:id/orders", s.door.count, s.globalLimit, s.soldOutFast, s.shopper, s.createOrder)
 	v1.Post("/sessions/:id/ticket", s.globalLimit, s.shopper, s.issueTicket)
 	v1.Post("/sessions/:id/captcha", s.globalLimit, s.shopper, s.newCaptcha)

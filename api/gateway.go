@@ -28,9 +28,11 @@ type Limits struct {
 	// fleet's budget split among the live APIs when Config.Fleet is set,
 	// this process's alone otherwise.
 	Global int
-	// User and IP are fleet-wide, in Redis.
-	User int
-	IP   int
+	// User and IP are fleet-wide, in Redis; so is Device, per device
+	// cookie (RiskConfig), for requests that carry one.
+	User   int
+	IP     int
+	Device int
 	// Read is per client IP on the public reads (the session list, one
 	// session, order polling), in each process's memory.
 	Read int

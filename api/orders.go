@@ -64,7 +64,8 @@ func idempotencyKey(c *fiber.Ctx) (string, error) {
 // createOrder: POST /api/v1/sessions/{id}/orders. The checks run cheapest
 // first: the global bucket, the sold-out flag and the JWT (middleware),
 // then the blocklist, the body and the sale window from process memory;
-// only then the Redis rate limits, the ticket and the admission script.
+// only then the Redis rate limits, the risk check (riskCheck), the ticket
+// and the admission script.
 // A refused request never touches stock; losers never reach MySQL or
 // Temporal.
 //
@@ -135,6 +136,9 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 		return errSoldOut
 	}
 	if err := s.distributedLimits(c, user); err != nil {
+		return err
+	}
+	if err := s.riskCheck(c, a); err != nil {
 		return err
 	}
 	if sess.RequireTicket {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/redis"
+	"github.com/seckill/seckill/risk"
 )
 
 // The admission-only API's sales: the measured one, and one it sells first
@@ -33,11 +36,11 @@ const (
 // sale of its own, unmeasured: the stack's API has served bursts before
 // (the warm-up step, the rounds before), a fresh process has not, and its
 // winners' p50 moved between 35 and 124 ms from round to round.
-func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, level int) (*AdmissionOnly, error) {
+func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, level int, riskURL string) (*AdmissionOnly, error) {
 	b := cfg.Baselines
 	srv, err := startBaselineServer(ctx, b.Exec, cfg.Pin.frontPrefix(), ServerSpec{Kind: ServerAdmissionOnly,
 		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, AdminToken: cfg.AdminToken, Limits: b.Limits,
-		RedisAddr: b.RedisAddr, MySQLDSN: b.MySQLDSN, Stock: cfg.Stock, PerUserLimit: cfg.Limit})
+		RedisAddr: b.RedisAddr, MySQLDSN: b.MySQLDSN, Stock: cfg.Stock, PerUserLimit: cfg.Limit, RiskURL: riskURL})
 	if err != nil {
 		return nil, err
 	}
@@ -103,8 +106,12 @@ func admissionOnlyAPI(ctx context.Context, spec ServerSpec) (app *fiber.App, cle
 		}
 		sessions[id] = sess
 	}
+	var rc api.RiskConfig
+	if spec.RiskURL != "" {
+		rc.Checker = &risk.Client{URL: spec.RiskURL, HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	}
 	srv, err := api.New(api.Config{JWTSecret: spec.JWTSecret, WebhookSecret: spec.WebhookSecret, AdminToken: spec.AdminToken,
-		Limits: spec.Limits, Limiter: redis.NewLimiter(rdb, prefix),
+		Limits: spec.Limits, Limiter: redis.NewLimiter(rdb, prefix), Risk: rc,
 		// One log line per winner would cost the baseline what the stack's
 		// WARN level spares the real API.
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
@@ -121,6 +128,22 @@ func admissionOnlyAPI(ctx context.Context, spec ServerSpec) (app *fiber.App, cle
 		srv.Shutdown(dctx)
 	})
 	return srv.App(), cleanup, nil
+}
+
+// allowAll is a risk service that allows every shopper (seckill bench
+// --risk): what is measured is what asking one costs the burst.
+func allowAll() (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"allow":true}`))
+	}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String() + "/risk", func() { _ = srv.Close() }, nil
 }
 
 // fillPool opens n connections of a Redis client before the baseline

@@ -86,6 +86,10 @@ type Config struct {
 	// Captchas, when positive, draws that many captchas at the end (one
 	// per shopper) and reports what the human check costs (Report.Captcha).
 	Captchas int
+	// Risk runs the admission-only baseline a second time with the risk
+	// check on, against a risk service in the bench process that allows
+	// everyone (Baselines.AdmissionOnlyRisk, risk_vs_admission_only).
+	Risk bool
 	// Keys sends every purchase with a fresh Idempotency-Key (a UUIDv7,
 	// as the shop page does) and measures the sold-out burst both with and
 	// without keys (Step.SoldOutKeyedThroughput). Off, no request has one.
@@ -263,11 +267,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if cfg.Baselines.MySQLDSN != "" {
 				level := steps[len(steps)-1]
 				fmt.Fprintf(cfg.Progress, "baseline: admission only, the same burst at %d through an API with no order tier (a process of its own)\n", level)
-				if b.AdmissionOnly, err = admissionOnlyBaseline(ctx, cfg, shoppers, level); err != nil {
+				if b.AdmissionOnly, err = admissionOnlyBaseline(ctx, cfg, shoppers, level, ""); err != nil {
 					return nil, fmt.Errorf("admission-only baseline: %w", err)
 				}
 				fmt.Fprintf(cfg.Progress, "baseline: admission only %.0f req/s, winners' p50 %.1f ms, p99 %.1f ms\n",
 					b.AdmissionOnly.RequestsPerSecond, b.AdmissionOnly.AcceptedP50, b.AdmissionOnly.AcceptedP99)
+				if cfg.Risk {
+					url, stop, err := allowAll()
+					if err != nil {
+						return nil, err
+					}
+					b.AdmissionOnlyRisk, err = admissionOnlyBaseline(ctx, cfg, shoppers, level, url)
+					stop()
+					if err != nil {
+						return nil, fmt.Errorf("admission-only baseline with the risk check: %w", err)
+					}
+					fmt.Fprintf(cfg.Progress, "baseline: admission only with the risk check %.0f req/s, winners' p50 %.1f ms, p99 %.1f ms\n",
+						b.AdmissionOnlyRisk.RequestsPerSecond, b.AdmissionOnlyRisk.AcceptedP50, b.AdmissionOnlyRisk.AcceptedP99)
+				}
 			}
 			round.Baselines = b
 			baselines = append(baselines, b)

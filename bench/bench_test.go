@@ -39,7 +39,7 @@ func TestBenchSmallRun(t *testing.T) {
 		Stock: 20, Quantity: 1, Limit: 1, PayRatio: 0.5, PayTimeout: 12 * time.Second, Settle: 30 * time.Second,
 		Baselines: &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
 			TemporalNamespace: "default", NoopWorkflows: 20, MySQLDSN: e.DSN, Exec: testenv.Binary(t)},
-		TemporalAddr: e.TemporalAddr, TemporalNamespace: "default", CostSample: 2, Captchas: 12, Keys: true,
+		TemporalAddr: e.TemporalAddr, TemporalNamespace: "default", CostSample: 2, Captchas: 12, Keys: true, Risk: true,
 	}
 	runRefundRelay(t, e)
 	rep := runBench(t, cfg)
@@ -177,7 +177,7 @@ func TestBenchRepeat(t *testing.T) {
 		Stock: 10, Quantity: 1, Limit: 1, PayRatio: 1, Settle: 30 * time.Second,
 		Baselines: &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
 			TemporalNamespace: "default", NoopWorkflows: 10, MySQLDSN: e.DSN, Exec: testenv.Binary(t)},
-		Repeat: 2, RedisAOF: bench.AOFModes, Warmup: true, Keys: true,
+		Repeat: 2, RedisAOF: bench.AOFModes, Warmup: true, Keys: true, Risk: true,
 	}
 	rep := runBench(t, cfg)
 	require.Len(t, rep.Steps, 2)

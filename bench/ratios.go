@@ -57,6 +57,14 @@ var Ratios = []Ratio{
 		Meaning: "requests/s of the burst against the same burst through the same API code with the order tier switched off: what starting the orders costs the front door (within 1.25×)",
 		Target:  0.8, of: vsAdmissionOnly(func(s Step) float64 { return s.Throughput },
 			func(a *AdmissionOnly) float64 { return a.RequestsPerSecond })},
+	{Key: "risk_vs_admission_only", Name: "Risk check vs admission only",
+		Meaning: "the admission-only burst with the risk check on (a risk service that allows everyone, each shopper asked once) against the same burst without it: what the hook costs the front door (--risk)",
+		Target:  0.9, of: func(_ Step, b *Baselines) (float64, bool) {
+			if b.AdmissionOnly == nil || b.AdmissionOnlyRisk == nil {
+				return 0, false
+			}
+			return div(b.AdmissionOnlyRisk.RequestsPerSecond, b.AdmissionOnly.RequestsPerSecond)
+		}},
 	{Key: "accept_p50_vs_admission_only", Name: "Winners' p50 vs admission only",
 		Meaning: "winners' accept p50 against the same burst with the order tier switched off: a winner's answer must not wait for Temporal",
 		Target:  1.5, AtMost: true, of: vsAdmissionOnly(func(s Step) float64 { return s.Latency[OutAccepted].P50 },

@@ -68,7 +68,7 @@ func minMax(vs []float64) (lo, hi float64) {
 // medianBaselines is the baseline of each kind, median over the rounds
 // (the admission-only one over the rounds that measured it).
 func medianBaselines(bs []*Baselines) *Baselines {
-	var f, l, t, tBefore, tAfter, tCPU, tShare, aRPS, a50, a99 []float64
+	var f, l, t, tBefore, tAfter, tCPU, tShare, aRPS, a50, a99, rRPS, r50, r99 []float64
 	for _, b := range bs {
 		if b == nil {
 			continue
@@ -83,6 +83,9 @@ func medianBaselines(bs []*Baselines) *Baselines {
 		if a := b.AdmissionOnly; a != nil {
 			aRPS, a50, a99 = append(aRPS, a.RequestsPerSecond), append(a50, a.AcceptedP50), append(a99, a.AcceptedP99)
 		}
+		if a := b.AdmissionOnlyRisk; a != nil {
+			rRPS, r50, r99 = append(rRPS, a.RequestsPerSecond), append(r50, a.AcceptedP50), append(r99, a.AcceptedP99)
+		}
 	}
 	if len(f) == 0 {
 		return nil
@@ -96,6 +99,9 @@ func medianBaselines(bs []*Baselines) *Baselines {
 	}
 	if len(aRPS) > 0 {
 		m.AdmissionOnly = &AdmissionOnly{RequestsPerSecond: medianOf(aRPS), AcceptedP50: medianOf(a50), AcceptedP99: medianOf(a99)}
+	}
+	if len(rRPS) > 0 {
+		m.AdmissionOnlyRisk = &AdmissionOnly{RequestsPerSecond: medianOf(rRPS), AcceptedP50: medianOf(r50), AcceptedP99: medianOf(r99)}
 	}
 	return m
 }

@@ -232,6 +232,8 @@ type Baselines struct {
 	// AdmissionOnly: the same burst through the same API code with the
 	// order tier switched off (absent when the bench has no MySQL DSN).
 	AdmissionOnly *AdmissionOnly `json:"admission_only,omitempty"`
+	// AdmissionOnlyRisk is the same with the risk check on (--risk).
+	AdmissionOnlyRisk *AdmissionOnly `json:"admission_only_risk,omitempty"`
 }
 
 // AdmissionOnly is the admission-only baseline: the last step's burst (same

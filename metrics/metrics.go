@@ -52,6 +52,10 @@ type Metrics struct {
 	StarterLimit    *prometheus.GaugeVec
 	StarterQueue    *prometheus.GaugeVec
 	StarterDropped  *prometheus.CounterVec
+	// RiskChecks counts the risk check's outcomes before admission:
+	// allow, deny, cached (a verdict reused), no_answer (the service
+	// missed its deadline), user_agent (refused by a User-Agent rule).
+	RiskChecks      *prometheus.CounterVec
 	StarterYielding *prometheus.GaugeVec
 
 	// DependencyUp is 1 while MySQL, Redis or Temporal answered this
@@ -148,6 +152,9 @@ func New() *Metrics {
 		StarterDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_starter_dropped_total", Help: "Winners the starter's queue had no room for: their start is left to the pending-start outbox.",
 		}, []string{"starter"}),
+		RiskChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_risk_checks_total", Help: "Risk checks before admission, by outcome: allow, deny, cached, no_answer (the risk service missed its deadline), user_agent (a User-Agent rule refused).",
+		}, []string{"outcome"}),
 		FleetSize: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "seckill_api_fleet_size", Help: "API processes of this deployment alive by their heartbeats in Redis, this one included (0 before the first heartbeat).",
 		}),
@@ -208,7 +215,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(m.Refunds, m.RefundFailures, m.Events, m.EventsDelivered, m.EventFailures)
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Admissions, m.RedisAdmit, m.RedisCommands, m.RedisErrors, m.WorkflowStart,
-		m.WorkflowStartFailures, m.StarterInFlight, m.StarterLimit, m.StarterQueue, m.StarterDropped, m.StarterYielding, m.DependencyUp, m.FleetSize, m.GlobalShare, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.SweepActions, m.Orders, m.Stock, m.Drift,
+		m.WorkflowStartFailures, m.StarterInFlight, m.StarterLimit, m.StarterQueue, m.StarterDropped, m.RiskChecks, m.StarterYielding, m.DependencyUp, m.FleetSize, m.GlobalShare, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.SweepActions, m.Orders, m.Stock, m.Drift,
 		m.Stuck, m.Problems, m.InFlight, m.ReconcileRuns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

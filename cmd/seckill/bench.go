@@ -177,6 +177,7 @@ and SECKILL_ADMIN_TOKEN.`,
 	f.IntVar(&noopCount, "noop-workflows", 500, "no-op workflows in the Temporal baseline")
 	f.IntVar(&cfg.CostSample, "cost-sample", 3, "orders of each path (paid, timed out, cancelled: that many unpaid orders are cancelled) whose Temporal histories are read to count the actions per order (0 = do not count)")
 	f.IntVar(&cfg.Repeat, "repeat", 1, "rounds: the baselines and the steps run this many times, interleaved; ratios are medians, ratios_spread their (max − min) / median")
+	f.BoolVar(&cfg.Risk, "risk", false, "with --baselines: run the admission-only burst a second time with the risk check on (a risk service in the bench that allows everyone) and report risk_vs_admission_only")
 	f.BoolVar(&cfg.Keys, "keys", true, "send every purchase with a fresh Idempotency-Key (a UUIDv7), as the shop page does, and measure the sold-out burst with and without keys; --keys=false: no keys")
 	f.IntVar(&cfg.Captchas, "captchas", 0, "draw this many captchas at the end (one per shopper, at the run's concurrency) and report what the human check costs next to the sold-out answer")
 	f.BoolVar(&cfg.Warmup, "warmup", false, "run one unrecorded step first (at most 500 units, every winner paid), so the first round does not pay for a cold API")

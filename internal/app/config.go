@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -17,6 +19,7 @@ import (
 	"github.com/seckill/seckill/paymentstripe"
 	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/risk"
 	"github.com/seckill/seckill/sandbox"
 	"github.com/seckill/seckill/temporal/starter"
 )
@@ -58,14 +61,26 @@ type Config struct {
 	RetainAfter time.Duration `env:"SECKILL_RETAIN_AFTER"` // seckill.DefaultRetainAfter
 	// RelayMinAge leaves a pending-start entry to the APIs for this long
 	// before the worker's relay (the safety net) starts it.
-	RelayMinAge     time.Duration `env:"SECKILL_RELAY_MIN_AGE"` // relay.DefaultMinAge
-	LimitGlobalRPS  int           `env:"SECKILL_LIMIT_GLOBAL_RPS" envDefault:"20000"`
-	LimitUserRPS    int           `env:"SECKILL_LIMIT_USER_RPS" envDefault:"5"`
-	LimitIPRPS      int           `env:"SECKILL_LIMIT_IP_RPS" envDefault:"200"`
-	LimitReadRPS    int           `env:"SECKILL_LIMIT_READ_RPS" envDefault:"100"`
-	ProxyHeader     string        `env:"SECKILL_PROXY_HEADER"`
-	TrustedProxies  string        `env:"SECKILL_TRUSTED_PROXIES"`
-	PaymentProvider string        `env:"SECKILL_PAYMENT_PROVIDER"`
+	RelayMinAge    time.Duration `env:"SECKILL_RELAY_MIN_AGE"` // relay.DefaultMinAge
+	LimitGlobalRPS int           `env:"SECKILL_LIMIT_GLOBAL_RPS" envDefault:"20000"`
+	LimitUserRPS   int           `env:"SECKILL_LIMIT_USER_RPS" envDefault:"5"`
+	LimitIPRPS     int           `env:"SECKILL_LIMIT_IP_RPS" envDefault:"200"`
+	LimitReadRPS   int           `env:"SECKILL_LIMIT_READ_RPS" envDefault:"100"`
+	LimitDeviceRPS int           `env:"SECKILL_LIMIT_DEVICE_RPS" envDefault:"5"`
+	// The risk check before admission (api.RiskConfig): the shop's risk
+	// service, its request signing key, its deadline, what no answer
+	// means ("open": go on, "closed": 503), how long a verdict holds per
+	// shopper, and the User-Agent rules (comma-separated substrings, "-"
+	// for none at all).
+	RiskURL           string        `env:"SECKILL_RISK_URL"`
+	RiskSecret        string        `env:"SECKILL_RISK_SECRET"`
+	RiskTimeout       time.Duration `env:"SECKILL_RISK_TIMEOUT" envDefault:"10ms"`
+	RiskFail          string        `env:"SECKILL_RISK_FAIL" envDefault:"open"`
+	RiskCache         time.Duration `env:"SECKILL_RISK_CACHE" envDefault:"30s"`
+	RiskUserAgentDeny string        `env:"SECKILL_RISK_UA_DENY"`
+	ProxyHeader       string        `env:"SECKILL_PROXY_HEADER"`
+	TrustedProxies    string        `env:"SECKILL_TRUSTED_PROXIES"`
+	PaymentProvider   string        `env:"SECKILL_PAYMENT_PROVIDER"`
 	// PaymentURL, PaymentRefundURL and PaymentProviderSecret configure the
 	// http provider (package paymenthttp): the adapter's payments API,
 	// where refunds are sent (PaymentURL + "/refunds" when empty), and the
@@ -147,7 +162,10 @@ func LoadConfig() (*Config, error) {
 	if c.ObserveEvery <= 0 {
 		return nil, errors.New("SECKILL_OBSERVE_EVERY must be a positive duration")
 	}
-	if c.LimitGlobalRPS < 0 || c.LimitUserRPS < 0 || c.LimitIPRPS < 0 || c.LimitReadRPS < 0 {
+	if err := c.checkRisk(); err != nil {
+		return nil, err
+	}
+	if c.LimitGlobalRPS < 0 || c.LimitUserRPS < 0 || c.LimitIPRPS < 0 || c.LimitReadRPS < 0 || c.LimitDeviceRPS < 0 {
 		return nil, errors.New("SECKILL_LIMIT_*_RPS must be 0 (off) or a positive number of requests per second")
 	}
 	if len(redis.ParseAddrs(c.RedisAddr)) == 0 {
@@ -176,6 +194,38 @@ func (c *Config) checkEvents() error {
 		return errors.New("SECKILL_EVENTS_URL is set without SECKILL_EVENTS_SECRET: the events would go out unsigned; set the secret the receiver checks")
 	}
 	return nil
+}
+
+// checkRisk validates SECKILL_RISK_*.
+func (c *Config) checkRisk() error {
+	if c.RiskFail != "open" && c.RiskFail != "closed" {
+		return fmt.Errorf("SECKILL_RISK_FAIL=%q must be open (an unanswered check lets the purchase go on) or closed (503)", c.RiskFail)
+	}
+	if c.RiskTimeout <= 0 || c.RiskCache <= 0 {
+		return errors.New("SECKILL_RISK_TIMEOUT and SECKILL_RISK_CACHE must be positive durations")
+	}
+	if c.RiskURL == "" {
+		return nil
+	}
+	if u, err := url.Parse(c.RiskURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("SECKILL_RISK_URL=%q must be an absolute http or https URL", c.RiskURL)
+	}
+	return nil
+}
+
+// Risk is the API's risk check as SECKILL_RISK_* say.
+func (c *Config) Risk() api.RiskConfig {
+	r := api.RiskConfig{Timeout: c.RiskTimeout, FailClosed: c.RiskFail == "closed", CacheTTL: c.RiskCache}
+	for _, s := range strings.Split(c.RiskUserAgentDeny, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			r.UserAgentDeny = append(r.UserAgentDeny, s)
+		}
+	}
+	if c.RiskURL != "" {
+		r.Checker = &risk.Client{URL: c.RiskURL, Secret: []byte(c.RiskSecret), HTTP: &http.Client{
+			Transport: &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}}}
+	}
+	return r
 }
 
 // Redis is where Redis is, as SECKILL_REDIS_* say: one address is a single

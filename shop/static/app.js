@@ -669,6 +669,9 @@
   });
 
   renderIdentity();
+  // The device cookie (HttpOnly, signed by the API): purchases from this
+  // browser carry it, for the per-device limit and the shop's risk check.
+  fetch("/api/v1/device", { credentials: "same-origin" }).catch(function () {});
   loadSessions();
   resumeOrder();
   loadMyOrders(false);
