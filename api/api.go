@@ -51,6 +51,7 @@ type Store interface {
 type Gate interface {
 	AdmitAttempt(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error)
 	Pinned(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error)
+	PinnedOrRefused(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error)
 	Started(ctx context.Context, sessionID int64, orderNo string) error
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
 	StockMark(ctx context.Context, sessionID int64) (seckill.StockMark, error)

@@ -271,3 +271,31 @@ func TestKeyedLosersFromMemory(t *testing.T) {
 	e.WaitStatus(e.Token(3), fresh.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
 	e.RequireInvariants(sess.ID)
 }
+
+// A refused key hears the same refusal whichever part answers it: the
+// script before the sell-out, its pin's lookup after it. A shopper at the
+// limit hears LIMIT_EXCEEDED on the retry too, not SOLD_OUT; one who
+// heard SOLD_OUT hears it again after their own order came and went.
+func TestRefusedKeyHearsTheSameRefusal(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	sess := e.Session(2, 1, 100)
+	won := e.BuyWithKey(sess.ID, 1, "won-"+e.Prefix, 1)
+	require.Equal(t, http.StatusAccepted, won.Status, "%s", won.Raw)
+	testenv.RequireError(t, e.BuyWithKey(sess.ID, 1, "over-"+e.Prefix, 1), 409, "LIMIT_EXCEEDED", "per shopper")
+	require.Equal(t, http.StatusAccepted, e.BuyWithKey(sess.ID, 2, "last-"+e.Prefix, 1).Status)
+	testenv.RequireError(t, e.BuyWithKey(sess.ID, 3, "lost-"+e.Prefix, 1), 409, "SOLD_OUT", "sold out")
+	e.Eventually(5*time.Second, "the sold-out flag is confirmed: keyed requests are looked up", func() error {
+		r := e.BuyWithKey(sess.ID, 4, "probe-"+e.Prefix, 1)
+		testenv.RequireError(t, r, 409, "SOLD_OUT", "sold out")
+		if r.Header.Get(api.HeaderLayer) != api.LayerRedis {
+			return fmt.Errorf("answered by %s", r.Header.Get(api.HeaderLayer))
+		}
+		return nil
+	})
+	for range 2 {
+		testenv.RequireError(t, e.BuyWithKey(sess.ID, 1, "over-"+e.Prefix, 1), 409, "LIMIT_EXCEEDED", "per shopper")
+		testenv.RequireError(t, e.BuyWithKey(sess.ID, 3, "lost-"+e.Prefix, 1), 409, "SOLD_OUT", "sold out")
+	}
+	e.WaitStatus(e.Token(1), won.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
+	e.RequireInvariants(sess.ID)
+}

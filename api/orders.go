@@ -127,13 +127,11 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	if key != "" && s.soldOut.keyed(id, a.KeyTime) == keyedPin {
 		// soldOutFast let it through: it may hold a reservation. Its pin
 		// says (one read, no rate limits: nothing is decided); without
-		// one it is refused like any loser, and stays refused (keyedMark).
-		// A key too new for this process's mark goes on to the script.
-		if adm, perr := s.gate.Pinned(ctx, a); adm != nil || perr != nil {
-			return s.admitted(c, a, adm, perr)
-		}
-		c.Set(HeaderLayer, LayerRedis)
-		return errSoldOut
+		// one it gets the refusal the script would give it, and stays
+		// refused (keyedMark). A key too new for this process's mark goes
+		// on to the script.
+		adm, err := s.gate.PinnedOrRefused(ctx, a)
+		return s.admitted(c, a, adm, err)
 	}
 	if err := s.distributedLimits(c, user); err != nil {
 		return err

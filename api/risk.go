@@ -42,8 +42,9 @@ type RiskConfig struct {
 const (
 	DefaultRiskTimeout = 10 * time.Millisecond
 	DefaultRiskCache   = 30 * time.Second
-	// riskCacheSize bounds the verdicts kept (one per shopper and session).
-	riskCacheSize = 1 << 20
+	// riskCacheSize bounds the verdicts kept (one per shopper and session,
+	// tens of bytes each): past it the idlest are asked again.
+	riskCacheSize = 1 << 18
 )
 
 // LayerRisk names the risk check in X-Seckill-Layer.

@@ -67,9 +67,12 @@ local function decide(user, qty, limit, orderNo, now, trace)
   local stock = redis.call('GET', KEYS[1])
   if not stock then return -3, 0, 0 end
   stock = tonumber(stock)
-  if stock < qty then return -1, stock, 0 end
+  -- The limit before the stock: a shopper at the limit hears
+  -- LIMIT_EXCEEDED whatever the stock, so a refused key's answer does not
+  -- change when the sale sells out (refusals are not stored).
   local held = tonumber(redis.call('HGET', KEYS[2], user) or '0')
   if held + qty > limit then return -2, stock, 0 end
+  if stock < qty then return -1, stock, 0 end
   if redis.call('HEXISTS', KEYS[3], orderNo) == 1 then return -4, stock, 0 end
   -- Hand out qty free slots in 1..limit (bit i = slot i+1). MySQL keeps a
   -- primary key on (session, user, slot), so a slot handed out twice (Redis
@@ -108,13 +111,19 @@ local function admit(user, qty, limit, orderNo, now, trace, key, fp, kt)
     if pinned then return replayKey(pinned, fp) end
     if kt > clock + skew then return -6, stockNow(), 0, orderNo, '' end
     -- It may have been seen and refused before (a win is pinned): if what
-    -- refused it may have changed since, it stays refused.
+    -- refused it may have changed since, it stays refused, with the
+    -- refusal it most likely heard: its shopper's holdings went down (it
+    -- was over the limit then), the shopper is over the limit now, else
+    -- it found no stock (redis.refusal decides the same way).
     local since = kt - skew
     local st = redis.call('HMGET', KEYS[5], 'm:reopened', 'f:' .. user)
-    -- The shopper's own release first: what refused them was more likely
-    -- their limit than the stock.
     if stampedSince(st[2], since) then return -2, stockNow(), 0, orderNo, '' end
-    if stampedSince(st[1], since) then return -1, stockNow(), 0, orderNo, '' end
+    if stampedSince(st[1], since) then
+      if tonumber(redis.call('HGET', KEYS[2], user) or '0') + qty > limit then
+        return -2, stockNow(), 0, orderNo, ''
+      end
+      return -1, stockNow(), 0, orderNo, ''
+    end
   end
   local code, left, mask = decide(user, qty, limit, orderNo, now, trace)
   if kfield and code == 0 then

@@ -229,22 +229,38 @@ func (g *Gate) admission(a *seckill.Attempt, r admitResult) (*seckill.Admission,
 
 // Pinned returns the answer pinned to a's Idempotency-Key without
 // deciding anything (nil, nil when the key has none): for the paths that
-// would refuse before the script runs (the session is flagged sold out in
-// memory, or the sale has ended) but must not contradict an answer the key
-// already got.
+// would refuse before the script runs (the session is paused, or the sale
+// has ended) but must not contradict an answer the key already got.
 func (g *Gate) Pinned(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error) {
+	return g.pinned(ctx, a, false)
+}
+
+// PinnedOrRefused is Pinned for a session sold out: a key without a pin
+// gets the refusal the admission script would give it, decided the same
+// way (its time against the stamps, then the shopper's holdings against
+// the limit, then no stock), so that it hears the same answer whichever
+// of the two answers it. Reads only.
+func (g *Gate) PinnedOrRefused(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error) {
+	return g.pinned(ctx, a, true)
+}
+
+func (g *Gate) pinned(ctx context.Context, a *seckill.Attempt, refuse bool) (*seckill.Admission, error) {
 	if a.IdempotencyKey == "" {
 		return nil, nil
 	}
 	k := g.keys(a.Session.ID)
-	field := fmt.Sprintf("k:%d:%s", a.UserID, a.IdempotencyKey)
+	user := strconv.FormatInt(a.UserID, 10)
+	field := "k:" + user + ":" + a.IdempotencyKey
 	// One round trip on the common path (a sold-out flood whose clicks
-	// carry keys): the pin and the stock together.
-	var pin *goredis.StringCmd
-	var stock *goredis.StringCmd
+	// carry keys): the pin, the stock, and what a refusal is decided by.
+	var pin, stock, held *goredis.StringCmd
+	var stamps *goredis.SliceCmd
 	err := retry(ctx, func(ctx context.Context) error {
 		_, err := g.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			pin, stock = p.HGet(ctx, k.idem, field), p.Get(ctx, k.stock)
+			if refuse {
+				stamps, held = p.HMGet(ctx, k.idem, "f:"+user, "m:reopened"), p.HGet(ctx, k.buyers, user)
+			}
 			return nil
 		})
 		if errors.Is(err, goredis.Nil) {
@@ -256,6 +272,9 @@ func (g *Gate) Pinned(ctx context.Context, a *seckill.Attempt) (*seckill.Admissi
 		return nil, unavailable(err)
 	}
 	raw, err := pin.Result()
+	if errors.Is(err, goredis.Nil) && refuse {
+		return nil, refusal(a, stamps.Val(), held.Val())
+	}
 	if errors.Is(err, goredis.Nil) {
 		return nil, nil
 	} else if err != nil {
@@ -295,6 +314,33 @@ func (g *Gate) Pinned(ctx context.Context, a *seckill.Attempt) (*seckill.Admissi
 	a2.OrderNo = "" // whatever was pinned, it is a replay
 	return g.admission(&a2, r)
 }
+
+// refusal is the admission script's refusal of a keyed attempt without a
+// pin in a session without stock, decided in admit.lua's order: its
+// shopper's holdings went down since the key's time minus the skew, or
+// are at the limit now: LIMIT_EXCEEDED; otherwise SOLD_OUT.
+func refusal(a *seckill.Attempt, stamps []any, held string) error {
+	since := int64(0)
+	if !a.KeyTime.IsZero() {
+		since = a.KeyTime.UnixMilli()
+	}
+	since -= seckill.KeyClockSkew.Milliseconds()
+	stampedSince := func(v any) bool {
+		s, ok := v.(string)
+		if !ok {
+			return false
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		return err == nil && n >= since
+	}
+	limit := seckill.Errorf(seckill.ELIMIT, "at most %d per shopper in this sale", a.Session.PerUserLimit)
+	if h, _ := strconv.Atoi(held); (len(stamps) == 2 && stampedSince(stamps[0])) || h+a.Quantity > a.Session.PerUserLimit {
+		return limit
+	}
+	return errSoldOut
+}
+
+var errSoldOut = seckill.Errorf(seckill.ESOLDOUT, "sold out")
 
 // runAdmit runs the admission script for attempts of one session, retrying
 // on failures whose outcome is unknown: the script is idempotent (an
