@@ -127,6 +127,9 @@ func TestDrillPaymentRacesTimeout(t *testing.T) {
 	outcomes := map[seckill.Status]int{}
 	for _, o := range orders {
 		settled, err := o.shopper.WaitOrder(ctx, o.no, seckill.StatusPaid, seckill.StatusRefundPending)
+		if err != nil {
+			explainStuck(t, e, o.no)
+		}
 		require.NoError(t, err)
 		outcomes[settled.Status]++
 	}
@@ -142,6 +145,47 @@ func TestDrillPaymentRacesTimeout(t *testing.T) {
 	require.Equal(t, n-outcomes[seckill.StatusPaid], rep.DBStock, "every order that did not end PAID gave its unit back")
 	require.Equal(t, n-outcomes[seckill.StatusPaid], rep.RedisStock)
 	require.Equal(t, outcomes[seckill.StatusRefundPending], rep.RefundsPending, "every payment that lost waits for its refund")
+}
+
+// explainStuck logs where an order that never settled stands in each
+// part: its row, its Redis reservation and pending-start entry, its
+// payments, and its workflow as Temporal describes it. (A fresh machine
+// once left an order of TestDrillPaymentRacesTimeout QUEUED for the
+// whole minute; the next time says which part held it.)
+func explainStuck(t *testing.T, e *testenv.Env, no string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	row, err := e.DB.Order(ctx, no)
+	t.Logf("stuck %s: row %+v (%v)", no, row, err)
+	resv, err := e.Gate.Reservation(ctx, no)
+	t.Logf("stuck %s: reservation %+v (%v)", no, resv, err)
+	if id, ok := seckill.OrderNoSession(no); ok {
+		pending, err := e.Gate.Pending(ctx, id, time.Now().Add(time.Hour), 1000)
+		for _, p := range pending {
+			if p.OrderNo == no {
+				t.Logf("stuck %s: pending start since %s", no, p.ReservedAt)
+			}
+		}
+		pays, err2 := e.DB.SessionPayments(ctx, id)
+		for _, p := range pays {
+			if p.OrderNo == no {
+				t.Logf("stuck %s: payment %+v", no, p)
+			}
+		}
+		if err != nil || err2 != nil {
+			t.Logf("stuck %s: %v %v", no, err, err2)
+		}
+	}
+	if e.Temporal != nil {
+		d, err := e.Temporal.DescribeWorkflowExecution(ctx, seckill.WorkflowID(no), "")
+		if err != nil {
+			t.Logf("stuck %s: workflow: %v", no, err)
+			return
+		}
+		info := d.GetWorkflowExecutionInfo()
+		t.Logf("stuck %s: workflow %s, history length %d, pending activities %d, pending workflow task %v",
+			no, info.GetStatus(), info.GetHistoryLength(), len(d.GetPendingActivities()), d.GetPendingWorkflowTask())
+	}
 }
 
 // restartable is a Temporal server of the test's own that can be killed
