@@ -194,6 +194,8 @@ type Server struct {
 	// riskVerdicts caches the risk service's answers per shopper and
 	// session (RiskConfig.CacheTTL).
 	riskVerdicts *expiring[riskKey, seckill.RiskVerdict]
+	// deviceKey signs the device cookie (see deviceKey).
+	deviceKey []byte
 	// member is this process's name in the fleet; fleetDown is whether
 	// its last heartbeat failed (logged once per outage); left is set by
 	// Shutdown, after which no heartbeat is sent.
@@ -280,6 +282,7 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	})
 	s.reads = newReadLimiter(cfg.Limits.Read)
 	s.riskVerdicts = newExpiring[riskKey, seckill.RiskVerdict](riskCacheSize)
+	s.deviceKey = deviceKey(cfg.JWTSecret)
 	s.orders = newOrderLookup(func(ctx context.Context, orderNo string) (*seckill.Order, error) {
 		return store.Order(ctx, orderNo)
 	})

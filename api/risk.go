@@ -126,16 +126,17 @@ func (s *Server) riskCheck(c *fiber.Ctx, a *seckill.Attempt) error {
 	return seckill.Errorf(seckill.EFORBIDDEN, "%s", msg)
 }
 
-// deviceKey signs device ids: derived from the JWT secret, so that a
-// deployment has one secret less to keep and every API process agrees.
-func (s *Server) deviceKey() []byte {
-	m := hmac.New(sha256.New, s.cfg.JWTSecret)
+// deviceKey is the key that signs device ids: derived from the JWT
+// secret, so that a deployment has one secret less to keep and every API
+// process agrees. Derived once, in New.
+func deviceKey(jwtSecret []byte) []byte {
+	m := hmac.New(sha256.New, jwtSecret)
 	m.Write([]byte("seckill device cookie v1"))
 	return m.Sum(nil)
 }
 
 func (s *Server) signDevice(id string) string {
-	m := hmac.New(sha256.New, s.deviceKey())
+	m := hmac.New(sha256.New, s.deviceKey)
 	m.Write([]byte(id))
 	return id + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }

@@ -195,7 +195,7 @@ func (g *Gate) admission(a *seckill.Attempt, r admitResult) (*seckill.Admission,
 	switch r.code {
 	case 0:
 	case -1:
-		return adm, seckill.Errorf(seckill.ESOLDOUT, "sold out")
+		return adm, errSoldOut
 	case -2:
 		return adm, seckill.Errorf(seckill.ELIMIT, "at most %d per shopper in this sale", s.PerUserLimit)
 	case -3:

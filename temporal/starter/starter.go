@@ -426,22 +426,16 @@ func (s *Starter) letGo(now time.Time) bool {
 	stalled := s.lastFailure.After(s.lastSuccess) && now.Sub(s.lastSuccess) >= s.cfg.HoldEvery
 	changed := stalled != s.stalled
 	s.stalled = stalled
-	n := len(s.known)
+	n, last := len(s.known), s.lastSuccess
 	s.mu.Unlock()
 	switch {
 	case changed && stalled:
 		s.cfg.Log.Warn("workflow starts are failing here: the orders this process holds are left to the worker's relay",
-			"starter", s.cfg.Name, "orders", n, "last_success", s.lastSuccessAt())
+			"starter", s.cfg.Name, "orders", n, "last_success", last)
 	case changed:
 		s.cfg.Log.Info("workflow starts succeed again: this process holds its orders again", "starter", s.cfg.Name)
 	}
 	return stalled
-}
-
-func (s *Starter) lastSuccessAt() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lastSuccess
 }
 
 // held lists, per session, the orders queued or in flight here.
