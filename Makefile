@@ -1,8 +1,9 @@
 # seckill — make dev runs the whole thing locally, make test proves it.
-# Needs: Go 1.26, MySQL/MariaDB on 127.0.0.1:3306 (root, no password),
-# Redis on 127.0.0.1:6379, PostgreSQL on 127.0.0.1:5432, and Debian's
-# chromium, haproxy, prometheus (promtool) and redis-server for make test
-# (.ci/run installs them). The Temporal servers are built and started here.
+# Needs Go 1.26; everything else is brought by the targets themselves:
+# MariaDB (127.0.0.1:3306, root, no password), Redis (127.0.0.1:6379) and
+# PostgreSQL are started when installed but down, chromium and haproxy are
+# Debian's packages (scripts/deps.sh), and the Temporal servers,
+# stripe-mock and promtool are pinned Go modules (tools/) built into bin/.
 
 GO       ?= go
 PKGS     := ./...
@@ -25,7 +26,7 @@ temporal: ## start the Temporal dev server (in memory, Web UI on :8233) unless o
 temporal-stop: ## stop the dev server `make temporal` started (never one it found running)
 	@$(TEMPORAL) stop
 
-.PHONY: temporal-bins temporal-durable temporal-durable-stop stripe-mock
+.PHONY: temporal-bins temporal-durable temporal-durable-stop stripe-mock promtool deps-test
 
 # The durable server's binaries, from the modules pinned in tools/go.mod
 # (`go build` is a no-op when they are up to date).
@@ -43,7 +44,15 @@ temporal-durable-stop: ## stop the durable server `make temporal-durable` starte
 
 # The drill and the ops-query tests also run on durable servers of their own
 # (internal/testenv.StartDurableTemporalServer): they fail without these.
-test: temporal-bins stripe-mock
+test: deps-test temporal-bins stripe-mock promtool
+
+deps-test: # the services and Debian packages make test needs (scripts/deps.sh)
+	scripts/deps.sh test
+
+# promtool, Prometheus's rule checker, for the alerting rules' tests
+# (alerts_test.go finds bin/promtool first).
+promtool: ## build bin/promtool (pinned in tools/promtool/go.mod)
+	$(GO) build -o bin/promtool -modfile=tools/promtool/go.mod github.com/prometheus/prometheus/cmd/promtool
 
 # stripe-mock, Stripe's API from its OpenAPI spec, for the stripe provider's
 # tests (internal/testenv.StartStripeMock). Its own modfile, so its
@@ -53,12 +62,14 @@ stripe-mock: ## build bin/stripe-mock (pinned in tools/stripe-mock/go.mod)
 clean: temporal-durable-stop
 
 stack: ## the production topology here: Redis Cluster, durable Temporal (PostgreSQL), 2 workers, 2 APIs behind HAProxy on :8080
+	scripts/deps.sh stack
 	scripts/stack.sh start
 
 stack-stop: ## stop what `make stack` started
 	scripts/stack.sh stop
 
 dev: build temporal ## migrations, API on :8080, worker and a demo session in one process
+	scripts/deps.sh services
 	bin/seckill dev
 
 FUZZ_TARGETS := FuzzDecodeOrderBody FuzzDecodeSessionBody FuzzDecodeSessionChange FuzzParseToken FuzzVerifyWebhook FuzzVerifyTicket FuzzErrorBodyJSON FuzzClientIP
