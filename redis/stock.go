@@ -1,0 +1,221 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill"
+)
+
+// Release gives a reservation's units and the user's slots back, exactly
+// once; it returns the units given back (0 when there was nothing to give).
+func (g *Gate) Release(ctx context.Context, sessionID int64, orderNo string) (int, error) {
+	// Idempotent: deleting the reservation is the script's guard.
+	n, err := idempotent(ctx, func(ctx context.Context) (int, error) {
+		return releaseScript.Run(ctx, g.rdb, g.keys(sessionID).script(), orderNo).Int()
+	})
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	return n, nil
+}
+
+// StockMark reads a session's stock together with Redis's clock and the
+// time of its latest keyed win, in one atomic step.
+func (g *Gate) StockMark(ctx context.Context, sessionID int64) (seckill.StockMark, error) {
+	k := g.keys(sessionID)
+	v, err := idempotent(ctx, func(ctx context.Context) ([]int64, error) {
+		return stockMarkScript.Run(ctx, g.rdb, []string{k.stock, k.idem}).Int64Slice()
+	})
+	if err != nil {
+		return seckill.StockMark{}, unavailable(err)
+	}
+	if len(v) != 3 {
+		return seckill.StockMark{}, fmt.Errorf("stock mark script returned %v", v)
+	}
+	m := seckill.StockMark{Stock: int(v[1]), Clock: time.UnixMilli(v[0])}
+	if v[2] > 0 {
+		m.LastKeyedWin = time.UnixMilli(v[2])
+	}
+	return m, nil
+}
+
+// Stock returns the live Redis stock of a session, and whether it was preheated.
+func (g *Gate) Stock(ctx context.Context, sessionID int64) (int, bool, error) {
+	n, err := idempotent(ctx, func(ctx context.Context) (int, error) { return g.rdb.Get(ctx, g.keys(sessionID).stock).Int() })
+	if errors.Is(err, goredis.Nil) {
+		return 0, false, nil
+	} else if err != nil {
+		return 0, false, unavailable(err)
+	}
+	return n, true, nil
+}
+
+// sessionsKey is the set of preheated sessions: where the relay looks for
+// pending starts.
+func (g *Gate) sessionsKey() string { return g.prefix + ":sessions" }
+
+// Sessions lists the sessions that were preheated and not retired since.
+func (g *Gate) Sessions(ctx context.Context) ([]int64, error) {
+	vals, err := idempotent(ctx, func(ctx context.Context) ([]string, error) { return g.rdb.SMembers(ctx, g.sessionsKey()).Result() })
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	ids := make([]int64, 0, len(vals))
+	for _, v := range vals {
+		if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// Retire lets a session that is over go (retire.lua): its stock at once,
+// so that no admission can reach it any more (not even from an API whose
+// cached session still shows the sale open), every other key after retain
+// (order views, idempotency records and reservations stay readable that
+// long); then it leaves the set of preheated sessions, so the relays and
+// the scheduled reconcile stop visiting it. False, and nothing changed,
+// while a reservation still waits for its workflow start. Idempotent.
+func (g *Gate) Retire(ctx context.Context, sessionID int64, retain time.Duration) (bool, error) {
+	k := g.keys(sessionID)
+	retired, err := idempotent(ctx, func(ctx context.Context) (int, error) {
+		return retireScript.Run(ctx, g.rdb, []string{k.stock, k.buyers, k.resv, k.pending, k.idem, k.orders, k.stockOps},
+			retain.Milliseconds()).Int()
+	})
+	if err != nil {
+		return false, unavailable(err)
+	}
+	if retired == 0 {
+		return false, nil
+	}
+	if err := retry(ctx, func(ctx context.Context) error { return g.rdb.SRem(ctx, g.sessionsKey(), sessionID).Err() }); err != nil {
+		return false, unavailable(err)
+	}
+	return true, nil
+}
+
+// Preheat loads a session's stock into Redis once (live stock is never
+// overwritten) and returns the live stock: PreheatHolding with no stock
+// change known to MySQL's figure. For a session no operator added stock
+// to (tests, the bench, the demo).
+func (g *Gate) Preheat(ctx context.Context, sessionID int64, stock int) (int, error) {
+	return g.PreheatHolding(ctx, sessionID, stock, nil)
+}
+
+// PreheatHolding loads a session's stock into Redis once and returns the
+// live stock. stock and applied (the request ids of the operators' stock
+// changes it holds) come from one MySQL snapshot: an add-stock racing the
+// preheat is then counted once, whichever of its halves lands first (see
+// preheat.lua).
+func (g *Gate) PreheatHolding(ctx context.Context, sessionID int64, stock int, applied []string) (int, error) {
+	k := g.keys(sessionID)
+	if err := retry(ctx, func(ctx context.Context) error { return g.rdb.SAdd(ctx, g.sessionsKey(), sessionID).Err() }); err != nil {
+		return 0, unavailable(err)
+	}
+	args := make([]any, 0, len(applied)+1)
+	args = append(args, stock)
+	for _, id := range applied {
+		args = append(args, id)
+	}
+	n, err := idempotent(ctx, func(ctx context.Context) (int, error) {
+		return preheatScript.Run(ctx, g.rdb, []string{k.stock, k.stockOps}, args...).Int()
+	})
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	return n, nil
+}
+
+// AddStock adds units to a session's live stock once per request id (an
+// operator's POST /admin/v1/sessions/{id}/stock, after MySQL has them) and
+// returns the stock after; -1 when the session is not preheated (its
+// preheat will load MySQL's stock, units included).
+func (g *Gate) AddStock(ctx context.Context, sessionID int64, units int, requestID string) (int, error) {
+	k := g.keys(sessionID)
+	res, err := idempotent(ctx, func(ctx context.Context) ([]int64, error) {
+		return addStockScript.Run(ctx, g.rdb, []string{k.stock, k.stockOps, k.idem}, units, requestID).Int64Slice()
+	})
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	return int(res[1]), nil
+}
+
+// Rebuild replaces a session's Redis state with stock and the given live
+// holdings (orders that hold stock in MySQL), in one MULTI/EXEC. It is the
+// forced preheat, used after Redis lost its data: reservations not yet
+// turned into orders are dropped with it.
+func (g *Gate) Rebuild(ctx context.Context, sessionID int64, stock int, holdings []seckill.Reservation) error {
+	k := g.keys(sessionID)
+	if err := g.rdb.SAdd(ctx, g.sessionsKey(), sessionID).Err(); err != nil {
+		return unavailable(err)
+	}
+	if _, err := g.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error { rebuildIn(ctx, p, k, stock, holdings); return nil }); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// RebuildUnchanged is Rebuild with what decide returns, under WATCH of the
+// session's stock and reservations: if anything wrote them while decide
+// ran (an admission, a release), nothing is rebuilt and the answer is
+// ECONFLICT (see seckill.Rebuilder).
+func (g *Gate) RebuildUnchanged(ctx context.Context, sessionID int64,
+	decide func(context.Context) (int, []seckill.Reservation, bool, error)) (bool, error) {
+	k := g.keys(sessionID)
+	if err := g.rdb.SAdd(ctx, g.sessionsKey(), sessionID).Err(); err != nil {
+		return false, unavailable(err)
+	}
+	var rebuilt bool
+	var decideErr error
+	err := g.rdb.Watch(ctx, func(tx *goredis.Tx) error {
+		stock, holdings, ok, err := decide(ctx)
+		if err != nil {
+			decideErr = err
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		if _, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error { rebuildIn(ctx, p, k, stock, holdings); return nil }); err != nil {
+			return err
+		}
+		rebuilt = true
+		return nil
+	}, k.stock, k.buyers, k.resv, k.pending)
+	switch {
+	case errors.Is(err, goredis.TxFailedErr):
+		return false, seckill.Errorf(seckill.ECONFLICT, "session %d's Redis state changed while the rebuild was decided; nothing was rebuilt", sessionID)
+	case decideErr != nil:
+		return false, decideErr
+	case err != nil:
+		return false, unavailable(err)
+	}
+	return rebuilt, nil
+}
+
+// rebuildIn queues a rebuild of a session's state (see Rebuild) on p.
+func rebuildIn(ctx context.Context, p goredis.Pipeliner, k sessionKeys, stock int, holdings []seckill.Reservation) {
+	p.Del(ctx, k.stock, k.buyers, k.resv, k.pending)
+	p.Set(ctx, k.stock, stock, 0)
+	// Units may be back on sale: keys refused before stay refused
+	// (admit.lua). This process's clock, a skew ahead of Redis's at
+	// worst: a later stamp only refuses more.
+	p.HSet(ctx, k.idem, "m:reopened", time.Now().Add(seckill.KeyClockSkew).UnixMilli())
+	units := map[int64]int{}
+	masks := map[int64]int64{}
+	for _, h := range holdings {
+		units[h.UserID] += h.Quantity
+		masks[h.UserID] |= slotsMask(h.Slots)
+		p.HSet(ctx, k.resv, h.OrderNo, NewReservationRecord(&h).Encode())
+	}
+	for u, n := range units {
+		p.HSet(ctx, k.buyers, strconv.FormatInt(u, 10), n, fmt.Sprintf("%d:slots", u), masks[u])
+	}
+}
