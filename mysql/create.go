@@ -1,0 +1,260 @@
+package mysql
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill"
+)
+
+// Reasons recorded on orders and ledger rows.
+const (
+	ReasonCreated   = "created"
+	ReasonDBSoldOut = "db_sold_out"   // the conditional decrement refused: Redis and MySQL drifted
+	ReasonDBLimit   = "db_user_limit" // the slot primary key refused: the per-user limit held in MySQL
+)
+
+// errRefused carries a business refusal out of a transaction so that the
+// transaction rolls back and the order is recorded as FAILED instead.
+type errRefused struct{ reason string }
+
+func (e errRefused) Error() string { return "refused: " + e.reason }
+
+// CreateOrder creates the order row in WAIT_PAY, takes its per-user slots and
+// decrements the database stock, all in one transaction. It is idempotent on
+// the order number: called again (an activity retry after a timeout), it
+// returns the order as it is, and never decrements twice. The order it
+// returns is the row as stored (times at the columns' millisecond), so the
+// caller can cache it as the order's view without reading it back.
+//
+// If the database refuses (not enough stock, or the user's slots are taken)
+// the order is stored as FAILED, with nothing decremented.
+//
+// Concurrent calls for one session are batched into one transaction (see
+// batch.go): same outcome per order, one fsync for all.
+func (db *DB) CreateOrder(ctx context.Context, req *seckill.OrderRequest, payDeadline time.Time) (*seckill.Order, error) {
+	return db.batchCreate(ctx, req, payDeadline)
+}
+
+// createOne is CreateOrder for one order in its own transaction. It does
+// not look for the row first: a retry is rare, and the unique order number
+// refuses its insert (the transaction rolls back whole) at the cost of one
+// read then, where a look first would cost every new order a round trip.
+func (db *DB) createOne(ctx context.Context, req *seckill.OrderRequest, payDeadline time.Time) (*seckill.Order, error) {
+	now := db.now()
+	deadline := columnTime(payDeadline)
+	row := orderRow{
+		OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
+		Quantity: req.Quantity, AmountCents: req.AmountCents(), Status: string(seckill.StatusWaitPay),
+		Reason: ReasonCreated, TraceID: req.TraceID, PayDeadline: &deadline, CreatedAt: now, UpdatedAt: now,
+	}
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		slots := make([]slotRow, len(req.Slots))
+		for i, s := range req.Slots {
+			slots[i] = slotRow{SessionID: req.SessionID, UserID: req.UserID, Slot: s, OrderNo: req.OrderNo}
+		}
+		if len(slots) > 0 {
+			if err := tx.Create(&slots).Error; err != nil {
+				if isDuplicate(err) {
+					return errRefused{ReasonDBLimit}
+				}
+				return err
+			}
+		}
+		// The hot row is touched last so its lock is held for the shortest time.
+		res := tx.Model(&sessionRow{}).
+			Where("id = ? AND stock >= ?", req.SessionID, req.Quantity).
+			Updates(map[string]any{"stock": gorm.Expr("stock - ?", req.Quantity), "updated_at": now})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return errRefused{ReasonDBSoldOut}
+		}
+		return recordChange(tx, ledger(&row, seckill.StatusQueued, -req.Quantity, now))
+	})
+	var refused errRefused
+	switch {
+	case err == nil:
+		return row.domain(), nil
+	case errors.As(err, &refused):
+		return db.createFailed(ctx, req, refused.reason)
+	case isDuplicate(err):
+		// The order exists: a retry, a concurrent attempt that won the
+		// insert, or a tombstone. It is returned as it is.
+		return db.Order(ctx, req.OrderNo)
+	default:
+		return nil, err
+	}
+}
+
+// createFailed records an order the database refused, so that its status
+// is visible, retries see it, and reconcile counts it as drift.
+func (db *DB) createFailed(ctx context.Context, req *seckill.OrderRequest, reason string) (*seckill.Order, error) {
+	now := db.now()
+	row := orderRow{
+		OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
+		Quantity: req.Quantity, AmountCents: req.AmountCents(), Status: string(seckill.StatusFailed),
+		Reason: reason, TraceID: req.TraceID, CreatedAt: now, UpdatedAt: now,
+	}
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		return recordChange(tx, ledger(&row, seckill.StatusQueued, 0, now))
+	})
+	if isDuplicate(err) {
+		return db.Order(ctx, req.OrderNo)
+	} else if err != nil {
+		return nil, err
+	}
+	return row.domain(), nil
+}
+
+type createCall struct {
+	req      *seckill.OrderRequest
+	deadline time.Time
+	done     chan createResult
+}
+
+type createResult struct {
+	order *seckill.Order
+	err   error
+}
+
+// batchCreate queues one order and waits for its batch.
+func (db *DB) batchCreate(ctx context.Context, req *seckill.OrderRequest, deadline time.Time) (*seckill.Order, error) {
+	call := &createCall{req: req, deadline: deadline, done: make(chan createResult, 1)}
+	db.creates.add(req.SessionID, call)
+	select {
+	case r := <-call.done:
+		return r.order, r.err
+	case <-ctx.Done():
+		// The batch may still commit this order: the activity's retry finds
+		// it by its number (CreateOrder is idempotent).
+		return nil, ctx.Err()
+	}
+}
+
+func (db *DB) runCreates(calls []*createCall) {
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	if len(calls) == 1 {
+		o, err := db.createOne(ctx, calls[0].req, calls[0].deadline)
+		calls[0].done <- createResult{o, err}
+		return
+	}
+	results, err := db.createBatch(ctx, calls)
+	if errors.Is(err, errBatchDoesNotFit) {
+		// Not enough stock for all of them together: decide one by one.
+		for _, c := range calls {
+			o, err := db.createOne(ctx, c.req, c.deadline)
+			c.done <- createResult{o, err}
+		}
+		return
+	}
+	for i, c := range calls {
+		if err != nil {
+			c.done <- createResult{nil, err}
+		} else {
+			c.done <- results[i]
+		}
+	}
+}
+
+var errBatchDoesNotFit = errors.New("batch does not fit in the stock")
+
+// createBatch creates every order of one session in one transaction with a
+// single conditional decrement of their summed quantity. Orders that exist
+// already are returned as they are; an order whose slots are taken is
+// stored FAILED (the per-user limit held in MySQL) and takes no stock.
+func (db *DB) createBatch(ctx context.Context, calls []*createCall) ([]createResult, error) {
+	out := make([]createResult, len(calls))
+	nos := make([]string, len(calls))
+	for i, c := range calls {
+		nos[i] = c.req.OrderNo
+	}
+	var existing []orderRow
+	if err := db.gorm.WithContext(ctx).Where("order_no IN ?", nos).Find(&existing).Error; err != nil {
+		return nil, err
+	}
+	known := map[string]*orderRow{}
+	for i := range existing {
+		known[existing[i].OrderNo] = &existing[i]
+	}
+	now := db.now()
+	dup := map[int]int{}
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		sessionID, total := calls[0].req.SessionID, 0
+		var changes []orderChange
+		first := map[string]int{} // retries of one order in one batch share its result
+		for i, c := range calls {
+			if row, ok := known[c.req.OrderNo]; ok {
+				out[i] = createResult{order: row.domain()}
+				continue
+			}
+			if j, ok := first[c.req.OrderNo]; ok {
+				dup[i] = j
+				continue
+			}
+			first[c.req.OrderNo] = i
+			req := c.req
+			deadline := columnTime(c.deadline)
+			row := orderRow{
+				OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
+				Quantity: req.Quantity, AmountCents: req.AmountCents(), Status: string(seckill.StatusWaitPay),
+				Reason: ReasonCreated, TraceID: req.TraceID, PayDeadline: &deadline, CreatedAt: now, UpdatedAt: now,
+			}
+			if err := tx.Create(&row).Error; err != nil {
+				return err // a concurrent attempt of the same order: let every call retry
+			}
+			slots := make([]slotRow, len(req.Slots))
+			for j, s := range req.Slots {
+				slots[j] = slotRow{SessionID: req.SessionID, UserID: req.UserID, Slot: s, OrderNo: req.OrderNo}
+			}
+			if len(slots) > 0 {
+				// In MySQL a failed statement rolls back alone; the
+				// transaction goes on without this order's stock.
+				if err := tx.Create(&slots).Error; isDuplicate(err) {
+					row.Status, row.Reason, row.PayDeadline = string(seckill.StatusFailed), ReasonDBLimit, nil
+					if err := tx.Model(&orderRow{}).Where("id = ?", row.ID).Updates(map[string]any{
+						"status": row.Status, "reason": row.Reason, "pay_deadline": nil}).Error; err != nil {
+						return err
+					}
+					changes = append(changes, ledger(&row, seckill.StatusQueued, 0, now))
+					out[i] = createResult{order: row.domain()}
+					continue
+				} else if err != nil {
+					return err
+				}
+			}
+			total += req.Quantity
+			changes = append(changes, ledger(&row, seckill.StatusQueued, -req.Quantity, now))
+			out[i] = createResult{order: row.domain()}
+		}
+		if total > 0 {
+			res := tx.Model(&sessionRow{}).Where("id = ? AND stock >= ?", sessionID, total).
+				Updates(map[string]any{"stock": gorm.Expr("stock - ?", total), "updated_at": now})
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected == 0 {
+				return errBatchDoesNotFit
+			}
+		}
+		return recordChange(tx, changes...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, j := range dup {
+		out[i] = out[j]
+	}
+	return out, nil
+}
