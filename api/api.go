@@ -20,9 +20,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/metrics"
-	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/shop"
-	"github.com/seckill/seckill/temporal/starter"
 )
 
 // Store is the MySQL side the API needs.
@@ -63,11 +61,7 @@ type Gate interface {
 	Reservation(ctx context.Context, orderNo string) (*seckill.Reservation, error)
 	PutOrder(ctx context.Context, o *seckill.Order) error
 	ConsumeTicket(ctx context.Context, sessionID int64, nonce, owner string, ttl time.Duration) (bool, error)
-	// The pending-start outbox, drained by the API's outbox relay.
-	Sessions(ctx context.Context) ([]int64, error)
-	Pending(ctx context.Context, sessionID int64, before time.Time, limit int) ([]seckill.Reservation, error)
 	Backlog(ctx context.Context, sessionID int64) (int, error)
-	Release(ctx context.Context, sessionID int64, orderNo string) (int, error)
 	seckill.RedisSnapshotter
 	Ping(ctx context.Context) error
 }
@@ -88,6 +82,13 @@ type Flow interface {
 	Ping(ctx context.Context) error
 }
 
+// Starts takes an order's workflow start without waiting: false when it
+// cannot (its queue is full), and the order's pending-start entry is then
+// its way to a start (an outbox relay drains it).
+type Starts interface {
+	Offer(req *seckill.OrderRequest) bool
+}
+
 // Config is the API's behaviour; secrets are required.
 type Config struct {
 	JWTSecret     []byte
@@ -99,13 +100,14 @@ type Config struct {
 	// reconcile calls it stuck (SECKILL_SWEEP_GRACE; the worker's sweep
 	// closes it then); seckill.DefaultSweepGrace when 0.
 	SweepGrace time.Duration
-	// Starter tunes the process's workflow starter (queue bound, call
-	// deadline, adaptive limit); Flow and Gate are the Server's own.
-	Starter starter.Config
-	// OutboxAge is how old a pending-start entry must be before the API's
-	// outbox relay starts it (DefaultOutboxAge): younger ones are still in
-	// some API's starter queue.
-	OutboxAge time.Duration
+	// Starts takes each winner's workflow start, to make it after the
+	// answer: the process's starter, which internal/app builds, runs and
+	// drains. Required.
+	Starts Starts
+	// Door measures the order route; internal/app gives the same one to
+	// the starter, which holds its starts while a burst is answered. The
+	// Server's own when nil.
+	Door *FrontDoor
 	// SessionCacheTTL bounds how stale the in-process session metadata may be.
 	SessionCacheTTL time.Duration
 	// SoldOutRecheck is how often a process re-reads the stock of sessions
@@ -177,16 +179,10 @@ type Server struct {
 	ticketKey []byte
 	// series caches the metric children of the hot path.
 	series *series
-	// starts starts the winners' workflows after the answer; outbox
-	// drains the pending-start entries no starter holds.
-	starts *starter.Starter
-	outbox *relay.Relay
+	// starts starts the winners' workflows after the answer.
+	starts Starts
 	// door measures the order route: the front door the starter yields to.
-	door frontDoor
-	// stopStarts ends the starter's loop once Shutdown drained it (it
-	// outlives Start's context: the drain needs it running).
-	startsCtx  context.Context
-	stopStarts context.CancelFunc
+	door *FrontDoor
 	// orders is findOrder's MySQL fallback, with its negative cache.
 	orders *orderLookup
 	// reads limits the public reads per client IP (nil: off).
@@ -208,9 +204,6 @@ type Server struct {
 // bodyLimit caps request bodies: every request of this API is a few hundred bytes.
 const bodyLimit = 8 << 10
 
-// DefaultOutboxAge is Config.OutboxAge's default.
-const DefaultOutboxAge = 3 * time.Second
-
 // New builds the server. It does not listen; call App().Listen.
 func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	switch {
@@ -220,6 +213,8 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		return nil, errors.New("SECKILL_WEBHOOK_SECRET is required")
 	case cfg.AdminToken == "":
 		return nil, errors.New("SECKILL_ADMIN_TOKEN is required")
+	case cfg.Starts == nil:
+		return nil, errors.New("api: Config.Starts is required (the process's workflow starter)")
 	case (cfg.Limits.User > 0 || cfg.Limits.IP > 0 || cfg.Limits.Device > 0) && cfg.Limiter == nil:
 		return nil, errors.New("per-user and per-IP limits need a Limiter")
 	}
@@ -228,9 +223,6 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	}
 	if cfg.PayTimeout <= 0 {
 		cfg.PayTimeout = seckill.DefaultPayTimeout
-	}
-	if cfg.OutboxAge <= 0 {
-		cfg.OutboxAge = DefaultOutboxAge
 	}
 	if cfg.SessionCacheTTL <= 0 {
 		cfg.SessionCacheTTL = time.Second
@@ -253,7 +245,10 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger,
+	if cfg.Door == nil {
+		cfg.Door = &FrontDoor{}
+	}
+	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger, starts: cfg.Starts, door: cfg.Door,
 		global:    newGlobalLimiter(cfg.Limits.Global),
 		ticketKey: ticketKey(cfg.JWTSecret), series: newSeries(cfg.Metrics), member: fleetMember()}
 	s.setGlobalShare(1)
@@ -262,16 +257,6 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		return nil, err
 	}
 	s.shop = page
-	sc := cfg.Starter
-	sc.Flow, sc.Gate, sc.Log, sc.Metrics, sc.Name = flow, gate, cfg.Logger, cfg.Metrics, "api"
-	if sc.Busy == nil {
-		sc.Busy = func() bool { return s.door.busy(time.Now()) }
-		sc.Settle = doorSettle
-	}
-	s.starts = starter.New(sc)
-	s.startsCtx, s.stopStarts = context.WithCancel(context.Background())
-	s.outbox = &relay.Relay{Gate: gate, Store: store, Starts: s.starts, PayTimeout: cfg.PayTimeout,
-		MinAge: cfg.OutboxAge, Log: cfg.Logger, Metrics: cfg.Metrics, When: func() bool { return s.starts.Queued() == 0 }}
 	s.list = &sessionList{ttl: cfg.SessionCacheTTL, load: s.loadSessionList}
 	if cfg.Dev {
 		s.log.Warn("dev endpoints are mounted under /dev/v1: anyone can sign in as anyone; never in production")
@@ -355,20 +340,11 @@ func (s *Server) App() *fiber.App {
 	return app
 }
 
-// Shutdown waits (until ctx ends) for the starter to drain its queue and
-// its starts in flight, so a deploy does not leave them to the outbox;
-// what is left when ctx ends waits there for another API or the worker's
-// relay.
+// Shutdown leaves the fleet, so the other APIs take this one's share of
+// the global limit at once (the starter's drain is internal/app's).
 func (s *Server) Shutdown(ctx context.Context) {
-	defer s.stopStarts()
 	s.leaveFleet(ctx)
-	if !s.starts.Drain(ctx) {
-		s.log.Warn("shutdown: workflow starts left to the outbox", "queued", s.starts.Queued(), "in_flight", s.starts.InFlight())
-	}
 }
-
-// Starter is the process's workflow starter (tests read its state).
-func (s *Server) Starter() *starter.Starter { return s.starts }
 
 // dependencies are the pings of what the API needs to sell.
 func (s *Server) dependencies() map[string]func(context.Context) error {

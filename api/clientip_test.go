@@ -105,7 +105,7 @@ func TestProxyHeaderFromUntrustedPeerIsIgnored(t *testing.T) {
 	build := func(trusted string) *api.Server {
 		prefixes, err := api.ParseTrustedProxies(trusted)
 		require.NoError(t, err)
-		srv, err := api.New(api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
+		srv, err := api.New(api.Config{Starts: refuseStarts{}, JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
 			AdminToken: testenv.AdminToken, Limits: api.Limits{Read: 1}, Logger: e.Log,
 			ProxyHeader: "X-Forwarded-For", TrustedProxies: prefixes}, e.DB, e.Gate, e.Orders)
 		require.NoError(t, err)
@@ -127,7 +127,7 @@ func TestProxyHeaderFromUntrustedPeerIsIgnored(t *testing.T) {
 	require.Equal(t, http.StatusOK, get(trusted, "198.51.100.9, garbage"), "garbage: counted against the proxy")
 	require.Equal(t, http.StatusTooManyRequests, get(trusted, "not-an-ip"), "garbage again: the proxy again")
 
-	_, err := api.New(api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
+	_, err := api.New(api.Config{Starts: refuseStarts{}, JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
 		AdminToken: testenv.AdminToken, ProxyHeader: "X-Forwarded-For"}, e.DB, e.Gate, e.Orders)
 	require.ErrorContains(t, err, "SECKILL_TRUSTED_PROXIES is empty")
 }

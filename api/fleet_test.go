@@ -15,12 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/metrics"
+	"github.com/seckill/seckill/temporal/starter"
 )
 
 // gauge reads one unlabelled series from a server's /metrics.
-func gauge(t *testing.T, srv *api.Server, name string) float64 {
+func gauge(t *testing.T, srv *app.API, name string) float64 {
 	t.Helper()
 	resp, err := srv.App().Test(httptest.NewRequest(http.MethodGet, "/metrics", nil), -1)
 	require.NoError(t, err)
@@ -41,11 +43,11 @@ func gauge(t *testing.T, srv *api.Server, name string) float64 {
 // secondAPI starts another API process's server in this test, on the same
 // Redis prefix (the same deployment) with its own metrics; stop ends its
 // background loops the way a crash would (no Shutdown, no Leave).
-func secondAPI(t *testing.T, e *testenv.Env, limits api.Limits) (srv *api.Server, stop context.CancelFunc) {
+func secondAPI(t *testing.T, e *testenv.Env, limits api.Limits) (srv *app.API, stop context.CancelFunc) {
 	t.Helper()
 	cfg := e.App.APIConfig(false)
 	cfg.Limits, cfg.Metrics = limits, metrics.New()
-	srv, err := api.New(cfg, e.DB, e.Gate, e.Orders)
+	srv, err := app.NewAPI(cfg, starter.Config{}, e.DB, e.Gate, e.Orders)
 	require.NoError(t, err)
 	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
@@ -59,7 +61,7 @@ func secondAPI(t *testing.T, e *testenv.Env, limits api.Limits) (srv *api.Server
 func TestGlobalLimitIsSharedByTheFleet(t *testing.T) {
 	limits := api.Limits{Global: 100}
 	e := testenv.New(t, testenv.Options{NoWorker: true, Limits: limits})
-	share := func(srv *api.Server, want float64) func() error {
+	share := func(srv *app.API, want float64) func() error {
 		return func() error {
 			if got := gauge(t, srv, "seckill_limit_global_share_rps"); got != want {
 				return errors.New("share " + strconv.FormatFloat(got, 'f', -1, 64))
@@ -133,7 +135,7 @@ func TestGlobalShareHoldsWhenRedisIsDown(t *testing.T) {
 	fleet := &flakyFleet{size: 4}
 	cfg := e.App.APIConfig(false)
 	cfg.Limits, cfg.Metrics, cfg.Fleet = api.Limits{Global: 100}, metrics.New(), fleet
-	srv, err := api.New(cfg, e.DB, e.Gate, e.Orders)
+	srv, err := app.NewAPI(cfg, starter.Config{}, e.DB, e.Gate, e.Orders)
 	require.NoError(t, err)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()

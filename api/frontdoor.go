@@ -28,7 +28,7 @@ const (
 	// starts by this much more, well within the yield's bound
 	// (starter.Config.Yield).
 	doorLinger = 4 * doorSample
-	// doorSettle is how long the starter waits with a fresh winner before
+	// DoorSettle is how long the starter waits with a fresh winner before
 	// asking the door (starter.Config.Settle): two samples, so that the
 	// first full sample of a burst has been taken. The first sample after
 	// a burst begins may have seen only its first few milliseconds, and a
@@ -37,15 +37,17 @@ const (
 	// being answered, and the two leaky bursts' winners waited longer
 	// (p50 / p99 46 / 72 and 20 / 47 ms, against 19-21 / 36-37 ms); with
 	// it, none in four.
-	doorSettle = 2 * doorSample
+	DoorSettle = 2 * doorSample
 )
 
-// frontDoor measures the order route for the process's workflow starter,
+// FrontDoor measures the order route for the process's workflow starter
+// (its zero value is ready; internal/app hands the same one to the API and
+// to the starter's Busy),
 // which holds new starts for a moment while a burst is being answered
 // (starter.Config.Busy): the CPU a start takes here (the order's first
 // workflow task, eager start) and in the Temporal server is better spent
 // on the shoppers still waiting for an answer.
-type frontDoor struct {
+type FrontDoor struct {
 	inFlight atomic.Int64
 	seen     atomic.Int64 // order requests so far
 	// rate is the requests per second of the last sample; last is seen at
@@ -59,7 +61,7 @@ type frontDoor struct {
 
 // count is the order route's first handler: it counts the request in and
 // out, whatever answers it (the memory, a limit, the script).
-func (d *frontDoor) count(c *fiber.Ctx) error {
+func (d *FrontDoor) count(c *fiber.Ctx) error {
 	d.seen.Add(1)
 	d.inFlight.Add(1)
 	defer d.inFlight.Add(-1)
@@ -68,7 +70,7 @@ func (d *frontDoor) count(c *fiber.Ctx) error {
 
 // sample turns the count into a rate; it runs every doorSample, now being
 // the time of the sample.
-func (d *frontDoor) sample(now time.Time) {
+func (d *FrontDoor) sample(now time.Time) {
 	n := d.seen.Load()
 	d.rate.Store((n - d.last) * int64(time.Second/doorSample))
 	d.last = n
@@ -79,12 +81,12 @@ func (d *frontDoor) sample(now time.Time) {
 
 // burst says whether the door shows a burst this instant: many requests
 // in flight, or a high rate in the last sample.
-func (d *frontDoor) burst() bool {
+func (d *FrontDoor) burst() bool {
 	return d.inFlight.Load() >= busyInFlight || d.rate.Load() >= busyRate
 }
 
-// busy says whether a burst is being answered at now: one shows, or one
+// Busy says whether a burst is being answered at now: one shows, or one
 // showed at a sample less than doorLinger ago.
-func (d *frontDoor) busy(now time.Time) bool {
+func (d *FrontDoor) Busy(now time.Time) bool {
 	return d.burst() || now.UnixNano() < d.until.Load()
 }

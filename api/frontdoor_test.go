@@ -14,7 +14,7 @@ import (
 // waiting for the admission script) or at a high rate (a sold-out burst
 // answered from memory), and quiet otherwise.
 func TestFrontDoorBusy(t *testing.T) {
-	var d frontDoor
+	var d FrontDoor
 	release := make(chan struct{})
 	var entered sync.WaitGroup
 	app := fiber.New()
@@ -24,7 +24,7 @@ func TestFrontDoorBusy(t *testing.T) {
 		return c.SendStatus(fiber.StatusAccepted)
 	})
 	now := time.Now()
-	require.False(t, d.busy(now))
+	require.False(t, d.Busy(now))
 
 	var done sync.WaitGroup
 	send := func(n int) {
@@ -42,30 +42,30 @@ func TestFrontDoorBusy(t *testing.T) {
 		entered.Wait()
 	}
 	send(busyInFlight - 1)
-	require.False(t, d.busy(now), "a handful in flight is a quiet sale")
+	require.False(t, d.Busy(now), "a handful in flight is a quiet sale")
 	send(1)
-	require.True(t, d.busy(now), "%d in flight is a burst", busyInFlight)
+	require.True(t, d.Busy(now), "%d in flight is a burst", busyInFlight)
 	close(release)
 	done.Wait()
-	require.False(t, d.busy(now), "answered, and no sample saw it: quiet again")
+	require.False(t, d.Busy(now), "answered, and no sample saw it: quiet again")
 
 	// A rate: the requests of one sample, scaled to a second.
 	perSample := int64(busyRate * doorSample / time.Second)
 	d.sample(now)
 	d.seen.Add(perSample - 1)
 	d.sample(now)
-	require.False(t, d.busy(now), "just under %d requests/s", busyRate)
+	require.False(t, d.Busy(now), "just under %d requests/s", busyRate)
 	d.seen.Add(perSample)
 	d.sample(now)
-	require.True(t, d.busy(now), "%d requests/s is a burst", busyRate)
+	require.True(t, d.Busy(now), "%d requests/s is a burst", busyRate)
 
 	// A burst's arrivals stall for a sample or two: still a burst, until
 	// doorLinger has passed since the last sample that saw one.
 	now = now.Add(doorSample)
 	d.sample(now)
-	require.True(t, d.busy(now), "a quiet sample within a burst")
-	require.True(t, d.busy(now.Add(doorLinger-doorSample-time.Nanosecond)), "still within doorLinger of the burst's last sample")
-	require.False(t, d.busy(now.Add(doorLinger-doorSample)), "doorLinger after the burst's last sample: quiet")
+	require.True(t, d.Busy(now), "a quiet sample within a burst")
+	require.True(t, d.Busy(now.Add(doorLinger-doorSample-time.Nanosecond)), "still within doorLinger of the burst's last sample")
+	require.False(t, d.Busy(now.Add(doorLinger-doorSample)), "doorLinger after the burst's last sample: quiet")
 
 	// A sample that sees many in flight lingers too.
 	release = make(chan struct{})
@@ -74,6 +74,6 @@ func TestFrontDoorBusy(t *testing.T) {
 	d.sample(now)
 	close(release)
 	done.Wait()
-	require.True(t, d.busy(now.Add(doorLinger-time.Nanosecond)), "answered, but a sample saw the burst")
-	require.False(t, d.busy(now.Add(doorLinger)), "answered, doorLinger later: quiet")
+	require.True(t, d.Busy(now.Add(doorLinger-time.Nanosecond)), "answered, but a sample saw the burst")
+	require.False(t, d.Busy(now.Add(doorLinger)), "answered, doorLinger later: quiet")
 }

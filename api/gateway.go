@@ -299,8 +299,6 @@ func (s *Server) Start(ctx context.Context) {
 		go s.cfg.Metrics.WatchDependencies(ctx, s.cfg.DependencyPing, s.dependencies())
 	}
 	go tick.Every(ctx, doorSample, func() { s.door.sample(time.Now()) })
-	go s.starts.Run(s.startsCtx)
-	go s.outbox.Run(ctx, time.Second)
 }
 
 // block: PUT /admin/v1/blocklist/{user_id}.

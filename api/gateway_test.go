@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redis"
 )
@@ -103,7 +104,7 @@ func TestRedisDownNeverLetsThrough(t *testing.T) {
 		limits api.Limits
 	}{{"limits on", api.Limits{Global: 1000, User: 5, IP: 50}}, {"limits off", api.Limits{}}} {
 		t.Run(c.name, func(t *testing.T) {
-			srv, err := api.New(api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
+			srv, err := api.New(api.Config{Starts: refuseStarts{}, JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
 				AdminToken: testenv.AdminToken, Limits: c.limits, Limiter: redis.NewLimiter(dead, "x"), Logger: e.Log},
 				e.DB, redis.New(dead, e.Prefix), e.Orders)
 			require.NoError(t, err)
@@ -119,13 +120,13 @@ func TestRedisDownNeverLetsThrough(t *testing.T) {
 
 // admitCounter counts the admission scripts the API runs.
 type admitCounter struct {
-	api.Gate
+	app.APIGate
 	n atomic.Int64
 }
 
 func (g *admitCounter) AdmitAttempt(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error) {
 	g.n.Add(1)
-	return g.Gate.AdmitAttempt(ctx, a)
+	return g.APIGate.AdmitAttempt(ctx, a)
 }
 
 // Sold-out fast path: once sold out, further orders are refused from
@@ -133,8 +134,8 @@ func (g *admitCounter) AdmitAttempt(ctx context.Context, a *seckill.Attempt) (*s
 // process notices within a second and sells it again.
 func TestSoldOutFastPath(t *testing.T) {
 	var admits *admitCounter
-	e := testenv.New(t, testenv.Options{WrapGate: func(g api.Gate) api.Gate {
-		admits = &admitCounter{Gate: g}
+	e := testenv.New(t, testenv.Options{WrapGate: func(g app.APIGate) app.APIGate {
+		admits = &admitCounter{APIGate: g}
 		return admits
 	}})
 	sess := e.Session(2, 1, 100)

@@ -38,11 +38,11 @@ func TestPublicReadsAreRateLimited(t *testing.T) {
 	}
 	// Admission is not a read: it answers for itself (here: no such session).
 	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(424242), tok, nil), http.StatusNotFound, seckill.ENOTFOUND, "not found")
-	require.LessOrEqual(t, api.ReadBucketsForTest(e.API), 1, "one address, one bucket")
+	require.LessOrEqual(t, api.ReadBucketsForTest(e.API.Server), 1, "one address, one bucket")
 
 	off := testenv.New(t, testenv.Options{NoWorker: true})
 	for i := 0; i < 50; i++ {
 		require.Equal(t, http.StatusOK, off.Do("GET", "/api/v1/sessions", "", nil).Status)
 	}
-	require.Zero(t, api.ReadBucketsForTest(off.API))
+	require.Zero(t, api.ReadBucketsForTest(off.API.Server))
 }

@@ -7,26 +7,29 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/temporal/starter"
 )
 
 // newServer builds an API over e's Redis and Temporal with store as its
 // MySQL side and the test secrets, for tests that wire it themselves.
-func newServer(t *testing.T, e *testenv.Env, cfg api.Config, store api.Store) *api.Server {
+func newServer(t *testing.T, e *testenv.Env, cfg api.Config, store api.Store) *app.API {
 	t.Helper()
 	cfg.JWTSecret, cfg.WebhookSecret, cfg.AdminToken = testenv.JWTSecret, testenv.WebhookSecret, testenv.AdminToken
 	if cfg.Logger == nil {
 		cfg.Logger = e.Log
 	}
-	srv, err := api.New(cfg, store, e.Gate, e.Orders)
+	srv, err := app.NewAPI(cfg, starter.Config{}, store, e.Gate, e.Orders)
 	require.NoError(t, err)
 	return srv
 }
 
 // serve listens on a loopback port with srv's app until the test ends and
 // points e's requests at it.
-func serve(t *testing.T, e *testenv.Env, srv *api.Server) {
+func serve(t *testing.T, e *testenv.Env, srv *app.API) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -35,3 +38,9 @@ func serve(t *testing.T, e *testenv.Env, srv *api.Server) {
 	t.Cleanup(func() { _ = app.ShutdownWithTimeout(5 * time.Second) })
 	e.BaseURL = "http://" + ln.Addr().String()
 }
+
+// refuseStarts is the starter of a server that must start no workflow:
+// every winner's start is left to the pending-start outbox.
+type refuseStarts struct{}
+
+func (refuseStarts) Offer(*seckill.OrderRequest) bool { return false }

@@ -54,7 +54,7 @@ func TestUnknownIDsCostBoundedQueries(t *testing.T) {
 	db := &lookups{Store: e.DB, sessions: map[int64]int{}, orders: map[string]int{}}
 	srv := newServer(t, e, api.Config{}, db)
 	const bound = 64
-	api.BoundUnknownForTest(srv, bound)
+	api.BoundUnknownForTest(srv.Server, bound)
 	serve(t, e, srv)
 	tok := e.Token(1)
 
@@ -90,7 +90,7 @@ func TestUnknownIDsCostBoundedQueries(t *testing.T) {
 			defer func() { <-sem; wg.Done() }()
 			require.Equal(t, http.StatusNotFound, e.Do("GET", fmt.Sprintf("/api/v1/sessions/%d", 2_000_000_000+i), "", nil).Status)
 			require.Equal(t, http.StatusNotFound, e.Do("GET", fmt.Sprintf("/api/v1/orders/%d-%032x", sess.ID, i), tok, nil).Status)
-			ns, no := api.UnknownCachedForTest(srv)
+			ns, no := api.UnknownCachedForTest(srv.Server)
 			require.LessOrEqual(t, ns, bound)
 			require.LessOrEqual(t, no, bound)
 		}()
@@ -101,7 +101,7 @@ func TestUnknownIDsCostBoundedQueries(t *testing.T) {
 		require.Equal(t, 1, s, "session %d", i)
 		require.Equal(t, 1, o, "order %d", i)
 	}
-	ns, no := api.UnknownCachedForTest(srv)
+	ns, no := api.UnknownCachedForTest(srv.Server)
 	require.LessOrEqual(t, ns, bound)
 	require.LessOrEqual(t, no, bound)
 

@@ -17,9 +17,11 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	seckillapp "github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/risk"
+	"github.com/seckill/seckill/temporal/starter"
 )
 
 // The admission-only API's sales: the measured one, and one it sells first
@@ -110,12 +112,12 @@ func admissionOnlyAPI(ctx context.Context, spec ServerSpec) (app *fiber.App, cle
 	if spec.RiskURL != "" {
 		rc.Checker = &risk.Client{URL: spec.RiskURL, HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	}
-	srv, err := api.New(api.Config{JWTSecret: spec.JWTSecret, WebhookSecret: spec.WebhookSecret, AdminToken: spec.AdminToken,
+	srv, err := seckillapp.NewAPI(api.Config{JWTSecret: spec.JWTSecret, WebhookSecret: spec.WebhookSecret, AdminToken: spec.AdminToken,
 		Limits: spec.Limits, Limiter: redis.NewLimiter(rdb, prefix), Risk: rc,
 		// One log line per winner would cost the baseline what the stack's
 		// WARN level spares the real API.
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		scratchStore{Store: db, sessions: sessions}, gate, noStarts{})
+		starter.Config{}, scratchStore{Store: db, sessions: sessions}, gate, noStarts{})
 	if err != nil {
 		return nil, nil, err
 	}

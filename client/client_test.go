@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -238,7 +239,7 @@ func TestClientAdminAndDev(t *testing.T) {
 
 // An UNAVAILABLE purchase keeps its Retry-After for the caller's retry.
 func TestClientUnavailableKeepsRetryAfter(t *testing.T) {
-	e := testenv.New(t, testenv.Options{NoWorker: true, WrapGate: func(g api.Gate) api.Gate { return downGate{g} }})
+	e := testenv.New(t, testenv.Options{NoWorker: true, WrapGate: func(g app.APIGate) app.APIGate { return downGate{g} }})
 	sess := e.Session(1, 1, 100)
 	_, err := e.Shopper(1).Buy(context.Background(), sess.ID, client.BuyOptions{IdempotencyKey: "k"})
 	ce := requireAnswer(t, err, 503, seckill.EUNAVAILABLE)
@@ -247,7 +248,7 @@ func TestClientUnavailableKeepsRetryAfter(t *testing.T) {
 }
 
 // downGate is a Redis gate whose admission script cannot be reached.
-type downGate struct{ api.Gate }
+type downGate struct{ app.APIGate }
 
 func (downGate) AdmitAttempt(context.Context, *seckill.Attempt) (*seckill.Admission, error) {
 	return nil, seckill.Errorf(seckill.EUNAVAILABLE, "redis is away")

@@ -66,7 +66,7 @@ func TestWinnersNeverWaitForStarts(t *testing.T) {
 		o, err := shopper.Order(context.Background(), no)
 		require.NoError(t, err)
 		require.Equal(t, seckill.StatusQueued, o.Status)
-		require.True(t, e.API.Starter().Holds(no), "the start is the starter's, after the answer")
+		require.True(t, e.API.Starts.Holds(no), "the start is the starter's, after the answer")
 	}
 	require.Zero(t, held.finished(), "every 202 came back while its start was still pending")
 	rep := e.Reconcile(sess.ID)
@@ -92,7 +92,7 @@ func TestOutboxDrainsDroppedHandoffs(t *testing.T) {
 		if u == 1 {
 			// The first start takes the only slot; the next one queues.
 			e.Eventually(5*time.Second, "first start in flight", func() error {
-				if n := e.API.Starter().InFlight(); n != 1 {
+				if n := e.API.Starts.InFlight(); n != 1 {
 					return fmt.Errorf("in flight %d", n)
 				}
 				return nil
@@ -101,7 +101,7 @@ func TestOutboxDrainsDroppedHandoffs(t *testing.T) {
 	}
 	held2 := 0
 	for _, no := range orders {
-		if e.API.Starter().Holds(no) {
+		if e.API.Starts.Holds(no) {
 			held2++
 		}
 	}

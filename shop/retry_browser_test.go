@@ -9,20 +9,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
+	seckillapp "github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
 // loseFirstAnswer runs every admission for real but answers the first one
 // with 503, as when Redis reserved and its reply was lost.
 type loseFirstAnswer struct {
-	api.Gate
+	seckillapp.APIGate
 	mu   sync.Mutex
 	keys []string
 }
 
 func (g *loseFirstAnswer) AdmitAttempt(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error) {
-	adm, err := g.Gate.AdmitAttempt(ctx, a)
+	adm, err := g.APIGate.AdmitAttempt(ctx, a)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.keys = append(g.keys, a.IdempotencyKey)
@@ -37,7 +37,7 @@ func (g *loseFirstAnswer) AdmitAttempt(ctx context.Context, a *seckill.Attempt) 
 // reserved, and there is exactly one.
 func TestBrowserBuyRetriesWithItsKey(t *testing.T) {
 	lossy := &loseFirstAnswer{}
-	e := testenv.New(t, testenv.Options{WrapGate: func(g api.Gate) api.Gate { lossy.Gate = g; return lossy }})
+	e := testenv.New(t, testenv.Options{WrapGate: func(g seckillapp.APIGate) seckillapp.APIGate { lossy.APIGate = g; return lossy }})
 	sess := e.Session(3, 1, 100)
 	p := openShop(t, e, "/")
 	c := card(sess.ID)

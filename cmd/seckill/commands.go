@@ -35,12 +35,12 @@ func migrateCmd() *cobra.Command {
 				fmt.Println("database dropped")
 				return nil
 			}
-			db, err := mysql.Open(cmd.Context(), c.MySQLDSN)
+			m, err := app.ConnectMySQL(cmd.Context(), c)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			if err := db.Migrate(cmd.Context()); err != nil {
+			defer m.Close()
+			if err := m.DB.Migrate(cmd.Context()); err != nil {
 				return err
 			}
 			fmt.Println("migrations applied")

@@ -13,7 +13,7 @@ import (
 
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/drill"
-	"github.com/seckill/seckill/mysql"
+	"github.com/seckill/seckill/internal/app"
 )
 
 func drillCmd() *cobra.Command {
@@ -55,11 +55,12 @@ SECKILL_LIMIT_READ_RPS=0) on the API, since every shopper comes from here.`,
 			}
 			// MySQL is the referee: every answer the drill got is held
 			// against the order rows.
-			db, err := mysql.Open(cmd.Context(), c.MySQLDSN)
+			m, err := app.ConnectMySQL(cmd.Context(), c)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer m.Close()
+			db := m.DB
 			cfg := drill.Config{
 				BaseURL: base, AdminToken: c.AdminToken, JWTSecret: []byte(c.JWTSecret),
 				WebhookSecret: []byte(c.WebhookSecret), Stock: stock, PerUserLimit: limit, Users: users,

@@ -72,12 +72,12 @@ func withDB(ctx context.Context, fn func(db *mysql.DB) error) error {
 	if err != nil {
 		return err
 	}
-	db, err := mysql.Open(ctx, c.MySQLDSN)
+	m, err := app.ConnectMySQL(ctx, c)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	return fn(db)
+	defer m.Close()
+	return fn(m.DB)
 }
 
 // printRefunds prints refund states as a table (or JSON). The "when"

@@ -15,7 +15,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/activities"
@@ -89,7 +88,17 @@ func Connect(ctx context.Context, c *Config, withTemporal bool) (*Main, error) {
 	return m, nil
 }
 
-// Close closes what Connect opened.
+// ConnectMySQL is Connect for the commands that need MySQL alone
+// (migrate, the drill's referee, the refund tools).
+func ConnectMySQL(ctx context.Context, c *Config) (*Main, error) {
+	db, err := mysql.Open(ctx, c.MySQLDSN)
+	if err != nil {
+		return nil, err
+	}
+	return &Main{Config: c, DB: db, Log: c.Logger()}, nil
+}
+
+// Close closes what Connect or ConnectMySQL opened.
 func (m *Main) Close() {
 	if m.Temporal != nil {
 		m.Temporal.Close()
@@ -193,10 +202,6 @@ func (m *Main) APIConfig(dev bool) api.Config {
 		Logger:         m.Log,
 		Metrics:        m.Metrics,
 	}
-	cfg.Starter.Yield = c.StarterYield
-	if c.StarterYield == 0 {
-		cfg.Starter.Yield = -1 // off (the starter's zero value is its default)
-	}
 	cfg.Dev = dev
 	cfg.Checkout = m.Checkout()
 	cfg.Refund = &payments.Refund{Store: m.DB, Gate: m.Gate}
@@ -205,79 +210,6 @@ func (m *Main) APIConfig(dev bool) api.Config {
 		cfg.CheckoutPages = m.Provider() // the sandbox is the provider
 	}
 	return cfg
-}
-
-// APIServer builds the API on the process's adapters; with Stripe as the
-// provider it refuses to without the webhook's signing secret.
-func (m *Main) APIServer(dev bool) (*api.Server, error) {
-	if _, err := m.Config.stripeEvents(); err != nil {
-		return nil, err
-	}
-	return api.New(m.APIConfig(dev), m.DB, m.Gate, m.Orders())
-}
-
-// RunAPI serves the API (with an embedded worker for eager starts) until
-// ctx ends.
-func (m *Main) RunAPI(ctx context.Context) error {
-	c := m.Config
-	ServePprof(c.PprofAddr, m.Log)
-	if c.StartTimeout != 0 {
-		m.Log.Warn("SECKILL_START_TIMEOUT is deprecated and ignored: winners no longer wait for their workflow start (the API's starter starts it after the answer)")
-	}
-	if c.EagerStart {
-		c.WarnProvider(m.Log)
-	}
-	srv, err := m.APIServer(false)
-	if err != nil {
-		return err
-	}
-	if c.EagerStart {
-		// Eager start needs a worker on the same client: it takes the
-		// first workflow task of each order this API starts (the
-		// CreateOrder step); everything later goes to any worker. No
-		// sticky cache here, so that "any worker" holds: with one, every
-		// later task of the order (the payment, the pay timer) went to
-		// this process's sticky queue, which its pollers did not drain
-		// while it served a sale: at 5,000 winners each fired timer's
-		// task sat there until the sticky timeout, then took the shared
-		// queue anyway. The process-wide cache must be set before the
-		// worker starts; `seckill api` runs no other worker.
-		sdkworker.SetStickyWorkflowCacheSize(0)
-		w := m.Worker()
-		if err := w.Start(); err != nil {
-			return err
-		}
-		defer w.Stop()
-	}
-	return m.ServeAPI(ctx, srv)
-}
-
-// ServeAPI listens until ctx ends, then drains requests and background starts.
-func (m *Main) ServeAPI(ctx context.Context, srv *api.Server) error {
-	app := srv.App()
-	srv.Start(ctx)
-	errc := make(chan error, 1)
-	go func() { errc <- app.Listen(m.Config.HTTPAddr) }()
-	m.Log.Info("api listening", "addr", m.Config.HTTPAddr)
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	err := app.ShutdownWithContext(sctx)
-	srv.Shutdown(sctx)
-	return err
-}
-
-// RunDev runs the worker and the dev API side by side in this process
-// (`seckill dev`) until ctx ends or either fails.
-func (m *Main) RunDev(ctx context.Context, srv *api.Server) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return m.RunWorker(gctx) })
-	g.Go(func() error { return m.ServeAPI(gctx, srv) })
-	return g.Wait()
 }
 
 // sweepEvery is how often the worker's sweep looks for stuck orders.

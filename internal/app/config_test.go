@@ -73,13 +73,13 @@ func TestStarterYieldConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, starter.DefaultYield, c.StarterYield)
 	m := &Main{Config: c, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	require.Equal(t, starter.DefaultYield, m.APIConfig(false).Starter.Yield)
+	require.Equal(t, starter.DefaultYield, m.StarterConfig().Yield)
 
 	t.Setenv("SECKILL_STARTER_YIELD", "0")
 	c, err = LoadConfig()
 	require.NoError(t, err)
 	m.Config = c
-	require.Negative(t, m.APIConfig(false).Starter.Yield, "0 turns the yield off")
+	require.Negative(t, m.StarterConfig().Yield, "0 turns the yield off")
 
 	t.Setenv("SECKILL_STARTER_YIELD", "-1s")
 	_, err = LoadConfig()

@@ -76,7 +76,7 @@ type Env struct {
 	// id, for the invariant that each refunded payment has exactly one:
 	// the sandbox's unless a test runs another provider.
 	ProviderRefunds func() map[string]seckill.Refund
-	API             *api.Server
+	API             *app.API
 	BaseURL         string
 	Log             *slog.Logger
 }
@@ -110,7 +110,7 @@ type Options struct {
 	// WrapStore and WrapGate let a test observe or disturb the API's
 	// MySQL store and Redis gate.
 	WrapStore func(api.Store) api.Store
-	WrapGate  func(api.Gate) api.Gate
+	WrapGate  func(app.APIGate) app.APIGate
 	WrapFlow  func(api.Flow) api.Flow
 	// Starter tunes the API's workflow starter (e.g. a tiny queue).
 	Starter starter.Config
@@ -287,9 +287,9 @@ func (e *Env) startAPI(o Options) {
 	if o.WrapStore != nil {
 		store = o.WrapStore(store)
 	}
-	var gate api.Gate = e.Gate
+	var gate app.APIGate = e.Gate
 	cfg := e.App.APIConfig(o.Dev)
-	cfg.Limits, cfg.Starter = o.Limits, o.Starter
+	cfg.Limits = o.Limits
 	cfg.SessionCacheTTL = 50 * time.Millisecond
 	// No background pings: tests count the commands the servers see (the
 	// capacity model, to the byte); metrics' own test covers the pings.
@@ -318,7 +318,7 @@ func (e *Env) startAPI(o Options) {
 	if o.Logger != nil {
 		cfg.Logger = o.Logger
 	}
-	srv, err := api.New(cfg, store, gate, flow)
+	srv, err := app.NewAPI(cfg, o.Starter, store, gate, flow)
 	if err != nil {
 		e.T.Fatalf("api: %v", err)
 	}
