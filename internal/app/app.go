@@ -238,9 +238,10 @@ func (m *Main) RunAPI(ctx context.Context) error {
 		// sticky cache here, so that "any worker" holds: with one, every
 		// later task of the order (the payment, the pay timer) went to
 		// this process's sticky queue, which its pollers did not drain
-		// while it served a sale: at 5,000 winners each fired timer's
-		// task sat there until the sticky timeout, then took the shared
-		// queue anyway. The process-wide cache must be set before the
+		// while it served a sale: a fired timer's task sat there until
+		// the sticky timeout, then took the shared queue anyway, and the
+		// closes fell behind their deadlines (docs/BENCHMARKS.md). The
+		// process-wide cache must be set before the
 		// worker starts; `seckill api` runs no other worker.
 		sdkworker.SetStickyWorkflowCacheSize(0)
 		w := m.Worker()
