@@ -8,11 +8,13 @@ import (
 )
 
 // Thresholds of a busy front door. A quiet sale has a handful of order
-// requests in flight and a few hundred a second. A burst has hundreds in
-// flight while they wait for the admission script (by Little's law, 40,000
-// requests/s answered in 3 ms is 120) and, once the sale is sold out, tens
-// of thousands a second answered from memory in microseconds, few in flight
-// at any instant but the CPU still saturated: either sign is a burst.
+// requests in flight and a modest rate. A burst has many in flight while
+// they wait for the admission script (Little's law: in flight = rate ×
+// time in the handler) and, once the sale is sold out, a rate far above a
+// quiet sale's answered from memory, few in flight at any instant but the
+// CPU still saturated: either sign is a burst. The thresholds sit between
+// the two (the figures behind them: docs/BENCHMARKS.md, "The front door
+// and the starter").
 const (
 	busyInFlight = 32
 	busyRate     = 5000 // order requests per second
@@ -21,22 +23,19 @@ const (
 	// doorLinger is how long the door stays busy after the last sample
 	// that saw a burst. On a saturated machine a burst's arrivals stall
 	// now and then (a pause in the client, the network or this process):
-	// a sample or two of quiet, and the starter sent starts in them, whose
-	// CPU went to the burst's shoppers' expense (the starter's gauges,
-	// scraped during bursts: 48 and 86 starts sent while it was holding;
-	// none with the linger). A burst that has really ended delays the
-	// starts by this much more, well within the yield's bound
-	// (starter.Config.Yield).
+	// a sample or two of quiet, and without the linger the starter sent
+	// starts in them, whose CPU went to the burst's shoppers' expense (the
+	// starter's gauges scraped during bursts show it; docs/BENCHMARKS.md).
+	// A burst that has really ended delays the starts by this much more,
+	// well within the yield's bound (starter.Config.Yield).
 	doorLinger = 4 * doorSample
 	// DoorSettle is how long the starter waits with a fresh winner before
 	// asking the door (starter.Config.Settle): two samples, so that the
 	// first full sample of a burst has been taken. The first sample after
 	// a burst begins may have seen only its first few milliseconds, and a
-	// burst's first winners come in those. Without it, 0, 82, 1 and 128
-	// of four 500-unit bursts' orders were created while the burst was
-	// being answered, and the two leaky bursts' winners waited longer
-	// (p50 / p99 46 / 72 and 20 / 47 ms, against 19-21 / 36-37 ms); with
-	// it, none in four.
+	// burst's first winners come in those. Without it some bursts' orders
+	// were created while the burst was being answered, and those bursts'
+	// winners waited longer; with it, none are (docs/BENCHMARKS.md).
 	DoorSettle = 2 * doorSample
 )
 

@@ -37,7 +37,7 @@ const (
 // process of its own (admissionOnlyAPI). The same burst first sells a
 // sale of its own, unmeasured: the stack's API has served bursts before
 // (the warm-up step, the rounds before), a fresh process has not, and its
-// winners' p50 moved between 35 and 124 ms from round to round.
+// winners' latency swung several-fold from round to round.
 func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, level int, riskURL string) (*AdmissionOnly, error) {
 	b := cfg.Baselines
 	srv, err := startBaselineServer(ctx, b.Exec, cfg.Pin.frontPrefix(), ServerSpec{Kind: ServerAdmissionOnly,
@@ -151,8 +151,8 @@ func allowAll() (url string, stop func(), err error) {
 // fillPool opens n connections of a Redis client before the baseline
 // serves: the stack's API has served sales before and keeps its pool full,
 // a baseline started cold dialled most of its connections during the
-// burst, and its winners' latency measured the dials (its p50 came out
-// twice the real API's).
+// burst, and its winners' latency measured the dials rather than the
+// handler.
 func fillPool(ctx context.Context, rdb goredis.UniversalClient, n int) error {
 	errs := make(chan error, n)
 	var wg sync.WaitGroup

@@ -17,8 +17,8 @@ import (
 // page's pace while an order is about to change (POLL_FAST in
 // shop/static/app.js). When an order got there is read from the order
 // itself (its row's times, see changedAt), not from the poll, so polling
-// as a shopper does costs no precision; at 50 ms the bench's own polls took
-// a fifth of a core from the stack it measured.
+// as a shopper does costs no precision, and polling faster would take CPU
+// from the stack being measured (docs/BENCHMARKS.md).
 const pollEvery = time.Second
 
 // follow tracks every accepted order to WAIT_PAY, pays PayRatio of them

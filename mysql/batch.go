@@ -10,7 +10,7 @@ import (
 // The session row is the hot row of a sale: every order's transaction
 // takes its lock to move the stock and holds it through the commit's
 // fsync, so one session creates (or closes) at most one order per fsync
-// (docs/BENCHMARKS.md has the rate). The batchers are group
+// (docs/BENCHMARKS.md has the figures). The batchers are group
 // commit at the application level: CreateOrder calls that arrive together
 // for a session share one transaction, one conditional decrement of their
 // summed quantity and one fsync; so do CloseOrder calls, with one

@@ -201,7 +201,7 @@ func testRefusedKeyStaysRefused(t *testing.T, server string) {
 // Keyed losers write nothing: the session's keys weigh the same after
 // 10 and after many more refused keyed attempts (SOLD_OUT and
 // LIMIT_EXCEEDED, each a fresh key). SECKILL_KEYED_LOSERS sets how many
-// (default 100,000; the README's figure is 1,000,000).
+// (default 100,000; docs/BENCHMARKS.md's figure is 1,000,000).
 func TestKeyedLosersWriteNothing(t *testing.T) {
 	e, sess := gateEnv(t, 2, 1)
 	ctx := context.Background()

@@ -42,7 +42,7 @@ type Orders struct {
 	// EagerStart asks the server to hand the first workflow task straight
 	// back to a worker of this process (same client): the order skips the
 	// task-queue matching, which is the slowest step of a start on a busy
-	// server (measured: no-op workflows 53/s matched vs 129/s eager).
+	// server (docs/BENCHMARKS.md has the A/B).
 	EagerStart bool
 	// PreheatLead and RetainAfter are the life StartSession gives each
 	// session (seckill's defaults when zero).

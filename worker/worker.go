@@ -67,8 +67,8 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, refunds
 		// Orders are short; a slow MySQL must not let a poller hoard tasks.
 		MaxConcurrentActivityExecutionSize: 64,
 		// A sale is a burst of many short workflow tasks: two pollers (the
-		// default) leave the task queue backed up for seconds (measured
-		// with seckill bench), more keep it drained.
+		// default) leave the task queue backed up during a burst, more
+		// keep it drained (docs/BENCHMARKS.md).
 		MaxConcurrentWorkflowTaskPollers: 8,
 		MaxConcurrentActivityTaskPollers: 8,
 	})

@@ -216,7 +216,7 @@ const quickCreate = 10 * time.Second
 // create runs the CreateOrder step as a local activity: it runs inside the
 // workflow task that started the workflow, so an order reaches WAIT_PAY in
 // one workflow task instead of two plus an activity task. Temporal, not
-// MySQL, is the narrow part of the pipe (measured with seckill bench).
+// MySQL, is the narrow part of the pipe (docs/BENCHMARKS.md).
 //
 // Since fewerActionsVersion the order is listed WAIT_PAY from its start: if
 // CreateOrder has not succeeded within quickCreate (MySQL down or slow) the

@@ -16,12 +16,11 @@ import (
 // Why not latency relative to the fastest seen (TCP Vegas) or to a moving
 // average (Netflix's gradient): during a sale the Temporal server is busy
 // running the very workflows we start, and its latency swings with that
-// work, not with our concurrency. Measured at 5,000 winners, a limit
-// steered by the idle minimum sat at its floor (2 in flight, 26 orders/s
-// against 121 no-op workflows/s), and one steered by a moving average sat
-// at its floor for half a minute while the server would have taken 128 in
-// flight at 400 starts/s. A start is one cheap call; what matters is that
-// it answers well within its deadline, which is what High bounds.
+// work, not with our concurrency: every start looks congested, and a limit
+// steered by the idle minimum, or by a moving average, sits at its floor
+// while the server would take far more in flight (docs/BENCHMARKS.md). A
+// start is one cheap call; what matters is that it answers well within
+// its deadline, which is what High bounds.
 type Limit struct {
 	// Min and Max bound the limit (defaults 4 and 128); Initial is where
 	// it starts (16).

@@ -43,8 +43,9 @@ type Gate interface {
 // starts only entries older than its minimum age, leaves them to this
 // starter. Without it, a backlog that takes longer than the worker relay's
 // minimum age to drain is started a second time by the relay, through the
-// task queue and in competition with this starter (measured at 5,000
-// winners: thousands of starts, each first workflow task waiting ~30 s).
+// task queue and in competition with this starter, and those orders' first
+// workflow tasks wait in the task queue instead of coming straight back
+// (docs/BENCHMARKS.md).
 // A Gate that implements it is renewed every Config.HoldEvery; the
 // renewal only touches entries that still exist, so it never brings a
 // started order back. A starter that is making no progress (its starts
