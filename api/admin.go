@@ -74,31 +74,24 @@ func (s *Server) createSession(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.CreateSession(c.UserContext(), sess); err != nil {
+	controls, err := s.controls()
+	if err != nil {
+		return err
+	}
+	if err := controls.Create(c.UserContext(), sess, traceID(c)); err != nil {
 		return err
 	}
 	s.sessions.forget(sess.ID)
-	s.log.Info("session created", "trace_id", traceID(c), "session_id", sess.ID, "stock", sess.TotalStock)
 	v, err := s.sessionView(c.UserContext(), sess)
 	if err != nil {
 		return err
 	}
-	// Its life preheats it before the start. Should Temporal not answer
-	// now, the worker starts the life of every open session that has none
-	// (within a minute), and a manual preheat works regardless.
-	if _, err := s.flow.StartSession(c.UserContext(), sess.ID); err != nil {
-		s.log.Warn("session life not started; the worker will", "trace_id", traceID(c), "session_id", sess.ID, "error", err)
-	}
 	return c.Status(fiber.StatusCreated).JSON(v)
 }
 
-// preheat: POST /admin/v1/sessions/{id}/preheat[?force=true].
-//
-// Without force it loads the database stock into Redis once and is
-// idempotent: live stock is never overwritten, and a session that already
-// has orders cannot be preheated blind (409). With force it rebuilds the
-// Redis state from MySQL: stock = database stock, one reservation per order
-// that holds stock (for a Redis that lost its data).
+// preheat: POST /admin/v1/sessions/{id}/preheat[?force=true]
+// (sessions.Controls.Preheat: once without force, a rebuild from MySQL
+// with it).
 func (s *Server) preheat(c *fiber.Ctx) error {
 	id, err := pathID(c, "id")
 	if err != nil {
@@ -110,46 +103,26 @@ func (s *Server) preheat(c *fiber.Ctx) error {
 			return seckill.Errorf(seckill.EINVALID, "force must be true or false")
 		}
 	}
-	ctx := c.UserContext()
-	sess, dbStock, applied, err := s.store.PreheatFigures(ctx, id)
+	controls, err := s.controls()
 	if err != nil {
 		return err
 	}
-	if !s.cfg.Now().Before(sess.EndAt) {
-		// Its life retires an ended session's Redis state (no admission
-		// can reach it then); loading it again would put it back where
-		// the relays look, with nothing left to retire it.
-		return seckill.Errorf(seckill.ECONFLICT, "session %d ended at %s: there is nothing to preheat", id, sess.EndAt.Format(time.RFC3339))
-	}
-	defer s.sessions.forget(id)
-	defer s.soldOut.clear(id)
-	if force {
-		holdings, err := s.store.LiveHoldings(ctx, id)
-		if err != nil {
-			return err
-		}
-		if err := s.gate.Rebuild(ctx, id, dbStock, holdings); err != nil {
-			return err
-		}
-		s.log.Warn("session stock rebuilt from MySQL", "trace_id", traceID(c), "session_id", id,
-			"stock", dbStock, "holdings", len(holdings))
-		return c.JSON(fiber.Map{"stock": dbStock, "rebuilt": true, "reservations": len(holdings)})
-	}
-	if live, preheated, err := s.gate.Stock(ctx, id); err != nil {
-		return err
-	} else if preheated {
-		return c.JSON(fiber.Map{"stock": live})
-	}
-	if dbStock != sess.TotalStock {
-		return seckill.Errorf(seckill.ECONFLICT,
-			"session %d already has orders but no Redis stock; rebuild it with ?force=true", id)
-	}
-	live, err := s.gate.PreheatHolding(ctx, id, dbStock, applied)
+	p, err := controls.Preheat(c.UserContext(), id, force, traceID(c))
+	// Whatever it did, the next reads see it.
+	s.sessions.forget(id)
+	s.soldOut.clear(id)
 	if err != nil {
 		return err
 	}
-	s.log.Info("session preheated", "trace_id", traceID(c), "session_id", id, "stock", live)
-	return c.JSON(fiber.Map{"stock": live})
+	return c.JSON(p)
+}
+
+// controls are the session controls, UNAVAILABLE when the process has none.
+func (s *Server) controls() (SessionControls, error) {
+	if s.cfg.Sessions == nil {
+		return nil, seckill.Errorf(seckill.EUNAVAILABLE, "session controls are not configured in this process")
+	}
+	return s.cfg.Sessions, nil
 }
 
 // reconcile: GET /admin/v1/sessions/{id}/reconcile[?repair=true].

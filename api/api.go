@@ -20,65 +20,51 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/metrics"
+	"github.com/seckill/seckill/payments"
+	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/shop"
 )
 
-// Store is the MySQL side the API needs.
+// Store is the MySQL side the API needs: what its handlers read, and the
+// payment intake's ledger.
 type Store interface {
-	CreateSession(ctx context.Context, s *seckill.Session) error
+	payments.Ledger
 	Session(ctx context.Context, id int64) (*seckill.Session, int, error)
-	PreheatFigures(ctx context.Context, id int64) (*seckill.Session, int, []string, error)
 	OpenSessions(ctx context.Context, now time.Time, limit int) ([]*seckill.Session, error)
-	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 	UserOrders(ctx context.Context, userID, before int64, limit int) ([]*seckill.Order, int64, error)
-	ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error)
-	PaymentSeen(ctx context.Context, paymentID, eventID string) (bool, error)
-	RecordPayment(ctx context.Context, p *seckill.Payment) error
 	Block(ctx context.Context, userID int64, reason string) error
 	Unblock(ctx context.Context, userID int64) error
 	BlockedUsers(ctx context.Context) ([]int64, error)
 	LiveHoldings(ctx context.Context, sessionID int64) ([]seckill.Reservation, error)
-	ChangeSession(ctx context.Context, ch *seckill.SessionChange) (*seckill.Session, bool, error)
 	SessionAudit(ctx context.Context, sessionID int64) ([]seckill.SessionChange, error)
 	Events(ctx context.Context, after int64, limit int) ([]seckill.Event, int64, error)
 	seckill.DBSnapshotter
 	Ping(ctx context.Context) error
 }
 
-// Gate is the Redis side the API needs.
+// Gate is the Redis side the API needs: admission, the order views, and
+// what the payment intake reads of a QUEUED order.
 type Gate interface {
+	payments.Reservations
 	AdmitAttempt(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error)
 	Pinned(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error)
 	PinnedOrRefused(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error)
-	Started(ctx context.Context, sessionID int64, orderNo string) error
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
 	StockMark(ctx context.Context, sessionID int64) (seckill.StockMark, error)
-	PreheatHolding(ctx context.Context, sessionID int64, stock int, applied []string) (int, error)
-	Rebuild(ctx context.Context, sessionID int64, stock int, holdings []seckill.Reservation) error
 	seckill.Rebuilder
-	AddStock(ctx context.Context, sessionID int64, units int, requestID string) (int, error)
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
-	Reservation(ctx context.Context, orderNo string) (*seckill.Reservation, error)
-	PutOrder(ctx context.Context, o *seckill.Order) error
 	ConsumeTicket(ctx context.Context, sessionID int64, nonce, owner string, ttl time.Duration) (bool, error)
 	Backlog(ctx context.Context, sessionID int64) (int, error)
 	seckill.RedisSnapshotter
 	Ping(ctx context.Context) error
 }
 
-// Flow starts and signals order workflows.
+// Flow starts and signals order workflows: the starter's start, the
+// shopper's cancel, the payment intake's delivery.
 type Flow interface {
+	payments.Workflows
 	Start(ctx context.Context, req *seckill.OrderRequest) (bool, error)
-	Pay(ctx context.Context, p *seckill.Payment) error
-	// PayWithStart delivers a payment with signal-with-start: it starts
-	// the order's workflow with req if it has not started; NOT_FOUND when
-	// the workflow has finished (it is never started again).
-	PayWithStart(ctx context.Context, req *seckill.OrderRequest, p *seckill.Payment) error
 	Cancel(ctx context.Context, orderNo, traceID string) error
-	// StartSession starts a session's life (preheat before the start,
-	// retire after the end); SessionChanged tells it the window moved.
-	StartSession(ctx context.Context, sessionID int64) (bool, error)
-	SessionChanged(ctx context.Context, sessionID int64) error
 	Ping(ctx context.Context) error
 }
 
@@ -87,6 +73,14 @@ type Flow interface {
 // its way to a start (an outbox relay drains it).
 type Starts interface {
 	Offer(req *seckill.OrderRequest) bool
+}
+
+// SessionControls are the operator's controls of a session
+// (sessions.Controls): create, change, preheat.
+type SessionControls interface {
+	Create(ctx context.Context, sess *seckill.Session, traceID string) error
+	Change(ctx context.Context, ch *seckill.SessionChange) (*sessions.Changed, error)
+	Preheat(ctx context.Context, id int64, force bool, traceID string) (*sessions.Preheated, error)
 }
 
 // Config is the API's behaviour; secrets are required.
@@ -100,6 +94,9 @@ type Config struct {
 	// reconcile calls it stuck (SECKILL_SWEEP_GRACE; the worker's sweep
 	// closes it then); seckill.DefaultSweepGrace when 0.
 	SweepGrace time.Duration
+	// Sessions are the operator's session controls (nil: those admin
+	// routes answer 503).
+	Sessions SessionControls
 	// Starts takes each winner's workflow start, to make it after the
 	// answer: the process's starter, which internal/app builds, runs and
 	// drains. Required.
@@ -183,6 +180,8 @@ type Server struct {
 	starts Starts
 	// door measures the order route: the front door the starter yields to.
 	door *FrontDoor
+	// intake takes the payments whose webhook signature held.
+	intake *payments.Intake
 	// orders is findOrder's MySQL fallback, with its negative cache.
 	orders *orderLookup
 	// reads limits the public reads per client IP (nil: off).
@@ -265,6 +264,10 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		sess, _, err := store.Session(ctx, id)
 		return sess, err
 	})
+	// The intake finds orders as the handlers do (findOrder: the views,
+	// the caches), so it is built here, on the Server's own ports.
+	s.intake = &payments.Intake{Ledger: store, Orders: orderFinder{s}, Reservations: gate, Workflows: flow,
+		Sessions: s.sessions, PayTimeout: cfg.PayTimeout, Log: cfg.Logger}
 	s.reads = newReadLimiter(cfg.Limits.Read)
 	s.riskVerdicts = newExpiring[riskKey, seckill.RiskVerdict](riskCacheSize)
 	s.deviceKey = deviceKey(cfg.JWTSecret)

@@ -11,6 +11,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/temporal/starter"
 )
 
@@ -21,6 +22,14 @@ func newServer(t *testing.T, e *testenv.Env, cfg api.Config, store api.Store) *a
 	cfg.JWTSecret, cfg.WebhookSecret, cfg.AdminToken = testenv.JWTSecret, testenv.WebhookSecret, testenv.AdminToken
 	if cfg.Logger == nil {
 		cfg.Logger = e.Log
+	}
+	if cfg.Sessions == nil {
+		// The session controls on the same MySQL side when it has them.
+		var rows sessions.Store = e.DB
+		if own, ok := store.(sessions.Store); ok {
+			rows = own
+		}
+		cfg.Sessions = &sessions.Controls{Store: rows, Stock: e.Gate, Lives: e.Orders, Log: cfg.Logger}
 	}
 	srv, err := app.NewAPI(cfg, starter.Config{}, store, e.Gate, e.Orders)
 	require.NoError(t, err)

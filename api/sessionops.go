@@ -58,9 +58,8 @@ func actor(c *fiber.Ctx) string {
 }
 
 // changeSession is every admin change of a session: it builds the
-// SessionChange from the request, applies it in MySQL with its audit row,
-// then does what the other stores need, and answers the session as it is
-// now. Every API sees the change within its session cache's TTL (a second):
+// SessionChange from the request, has the session controls apply it
+// (sessions.Controls.Change), and answers the session as it is now. Every API sees the change within its session cache's TTL (a second):
 // orders are refused PAUSED or ENDED from then on.
 func (s *Server) changeSession(action seckill.SessionAction) fiber.Handler {
 	return func(c *fiber.Ctx) error {
@@ -102,34 +101,22 @@ func (s *Server) changeSession(action seckill.SessionAction) fiber.Handler {
 				return err
 			}
 		}
+		controls, err := s.controls()
+		if err != nil {
+			return err
+		}
 		ctx := c.UserContext()
-		sess, applied, err := s.store.ChangeSession(ctx, ch)
+		done, err := controls.Change(ctx, ch)
 		if err != nil {
 			return err
 		}
 		s.sessions.forget(id)
-		if action == seckill.ActionUpdate || action == seckill.ActionEnd {
-			// The session's life moves its preheat and retirement. Not
-			// fatal: the change is made; the life reads the session again
-			// at its next step anyway.
-			if err := s.flow.SessionChanged(ctx, id); err != nil {
-				s.log.Warn("session life not told of the change", "trace_id", traceID(c), "session_id", id, "error", err)
-			}
-		}
-		out := fiber.Map{"applied": applied}
-		if action == seckill.ActionAddStock {
-			// Also on a replay: the first attempt may have stopped between
-			// MySQL and Redis; the gate adds the units once per request id.
-			left, err := s.gate.AddStock(ctx, id, ch.Add, requestID)
-			if err != nil {
-				return err
-			}
+		out := fiber.Map{"applied": done.Applied}
+		if done.RedisStock != nil {
 			s.soldOut.clear(id)
-			out["redis_stock"] = left
+			out["redis_stock"] = *done.RedisStock
 		}
-		s.log.Info("session changed", "trace_id", traceID(c), "session_id", id, "action", action,
-			"actor", ch.Actor, "request_id", requestID, "applied", applied, "add", ch.Add)
-		v, err := s.sessionView(ctx, sess)
+		v, err := s.sessionView(ctx, done.Session)
 		if err != nil {
 			return err
 		}

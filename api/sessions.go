@@ -59,6 +59,12 @@ func (c *sessionCache) cached(id int64, now time.Time) (e cachedSession, known, 
 }
 
 // get returns the session, or NOT_FOUND.
+// Get is get, for the services that read the API's cache
+// (payments.SessionCache).
+func (c *sessionCache) Get(ctx context.Context, id int64) (*seckill.Session, error) {
+	return c.get(ctx, id)
+}
+
 func (c *sessionCache) get(ctx context.Context, id int64) (*seckill.Session, error) {
 	e, known, fresh := c.cached(id, time.Now())
 	if fresh {

@@ -25,6 +25,7 @@ import (
 	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/sandbox"
+	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/sweep"
 	"github.com/seckill/seckill/temporal"
 	"github.com/seckill/seckill/temporal/starter"
@@ -202,6 +203,7 @@ func (m *Main) APIConfig(dev bool) api.Config {
 		Logger:         m.Log,
 		Metrics:        m.Metrics,
 	}
+	cfg.Sessions = &sessions.Controls{Store: m.DB, Stock: m.Gate, Lives: m.Orders(), Log: m.Log}
 	cfg.Dev = dev
 	cfg.Checkout = m.Checkout()
 	cfg.Refund = &payments.Refund{Store: m.DB, Gate: m.Gate}
