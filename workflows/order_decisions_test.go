@@ -410,25 +410,25 @@ func TestOrderStateQuery(t *testing.T) {
 // which a QUEUED order is payable), not from the workflow's start: a
 // backlog of starts never moves it. A reservation whose deadline passed
 // before its workflow started is created and closed at once, its stock
-// given back exactly once; a request from an API that predates PayBy
-// counts from the workflow's start, as before.
+// given back exactly once; a request built without PayBy (by hand)
+// counts from the workflow's start.
 func TestOrderDeadlineCountsFromTheReservation(t *testing.T) {
 	cases := []struct {
 		name       string
 		reservedAt time.Duration // before the workflow's start
-		oldAPI     bool          // no PayBy in the request
+		noPayBy    bool          // a request built by hand, without PayBy
 		deadline   time.Duration // after the workflow's start
 	}{
 		{"started at once", 0, false, payTimeout},
 		{"started 5 minutes late", 5 * time.Minute, false, payTimeout - 5*time.Minute},
 		{"started after its deadline", payTimeout + time.Minute, false, -time.Minute},
-		{"an older API's request", 5 * time.Minute, true, payTimeout},
+		{"a request without PayBy", 5 * time.Minute, true, payTimeout},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, 4)
 			req := h.admitAt(startTime.Add(-tc.reservedAt), "7-late", 1040, 2)
-			if tc.oldAPI {
+			if tc.noPayBy {
 				req.PayBy = time.Time{}
 			}
 
