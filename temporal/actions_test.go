@@ -132,8 +132,8 @@ func record(t *testing.T, e *testenv.Env, orderNo string) {
 // applied before any pay timer).
 func TestCountActionsOfRecordedHistories(t *testing.T) {
 	for name, want := range map[string][2]int{ // actions, events
-		"history_paid_v3.json": {6, 14}, "history_cancelled_v3.json": {6, 14}, "history_timeout_v3.json": {5, 13},
-		"history_paid_sws_v4.json": {3, 9},
+		"history_paid.json": {6, 14}, "history_cancelled.json": {6, 14}, "history_timeout.json": {5, 13},
+		"history_paid_sws.json": {3, 9},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f, err := os.Open(filepath.Join("..", "workflows", "testdata", name))
