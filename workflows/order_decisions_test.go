@@ -406,6 +406,22 @@ func TestOrderStateQuery(t *testing.T) {
 	h.assertFinal("CLOSED", "REFUND_PENDING")
 }
 
+// An order started without its search attributes (by hand, not through
+// Orders.Start) is listed by the workflow itself: WAIT_PAY once its row
+// exists, then PAID.
+func TestOrderStartedWithoutSearchAttributesIsListed(t *testing.T) {
+	h := newHarness(t, 2)
+	req := h.admit("7-unlisted", 1041, 1)
+	h.signalAt(time.Minute, workflows.PaymentSignal, payment(req, "pay-u"))
+
+	h.env.ExecuteWorkflow(workflows.OrderWorkflowName, req)
+
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	assert.Equal(t, seckill.StatusPaid, h.store.Status(req.OrderNo))
+	h.assertFinal("WAIT_PAY", "PAID")
+}
+
 // The pay deadline counts from the reservation (the shopper's 202, from
 // which a QUEUED order is payable), not from the workflow's start: a
 // backlog of starts never moves it. A reservation whose deadline passed
