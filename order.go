@@ -52,22 +52,13 @@ func OrderNoSession(orderNo string) (int64, bool) {
 	return 0, false
 }
 
-// OrderShape is the order workflow's current shape, which every request
-// built here asks for (OrderRequest.Shape): the changes to the workflow
-// that it includes apply from the start of a run, without a version
-// marker each (workflows lists which shape includes which change). A new
-// change is guarded by GetVersion as usual; bumping OrderShape with it
-// spares new runs that marker too, once every worker knows the new shape.
-const OrderShape = 1
-
 // NewOrderRequest is the workflow input of a reserved order: the
 // reservation, the session's SKU and price as they are now, and the pay
 // timeout, counted from the reservation (PayBy). The API (at admission and
 // when a QUEUED order is paid), the relay and the sweep all build it here,
 // so an order started by any of them is the same order.
 func NewOrderRequest(r Reservation, sess *Session, payTimeout time.Duration) *OrderRequest {
-	req := &OrderRequest{Reservation: r, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: payTimeout,
-		Shape: OrderShape}
+	req := &OrderRequest{Reservation: r, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: payTimeout}
 	if payTimeout > 0 && !r.ReservedAt.IsZero() {
 		req.PayBy = r.ReservedAt.Add(payTimeout)
 	}

@@ -231,15 +231,10 @@ type OrderRequest struct {
 	// after the workflow started. A backlog of starts therefore never
 	// moves a deadline, and the winners of one burst have theirs within
 	// the same second, as the sweep and reconcile (which age reservations)
-	// always assumed. Zero in requests made before it: the workflow then
-	// counts from its own start, as it did.
+	// always assumed. Zero in a request built without a reservation time
+	// or pay timeout (by hand: tests, ops): the workflow then counts from
+	// its own start.
 	PayBy time.Time `json:"pay_by,omitzero"`
-	// Shape is the shape of the order workflow the starter asks for (see
-	// OrderShape): a workflow started with the current shape
-	// takes every change the workflow code lists without recording a
-	// version marker for each. Zero in requests made before it: the
-	// workflow then decides each change with GetVersion, as it did.
-	Shape int `json:"shape,omitzero"`
 }
 
 // AmountCents is what the shopper must pay.

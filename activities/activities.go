@@ -8,7 +8,7 @@
 // The inputs and results of the activities live here (types.go), next to
 // the methods, and not in package workflows: the workflows call the
 // activities by method value on a nil pointer (var a *Activities;
-// workflow.ExecuteActivity(ctx, a.CloseOrder, in)), so workflows imports
+// workflow.ExecuteActivity(ctx, a.CloseAndRelease, in)), so workflows imports
 // activities and activities must not import workflows. Imports point
 // inward, workflows → activities → seckill (the domain); the domain has no
 // business knowing the shape of one Temporal step. The types' JSON is part
@@ -96,11 +96,7 @@ func (a *Activities) applyPayment(ctx context.Context, l log.Logger, p seckill.P
 	return PaymentResult{Outcome: outcome, Status: status}, a.publish(ctx, l, p.OrderNo)
 }
 
-// CloseOrder closes an unpaid order and gives its MySQL stock back.
-func (a *Activities) CloseOrder(ctx context.Context, in CloseOrderInput) (CloseOrderResult, error) {
-	return a.closeOrder(ctx, logger(ctx, in.Request.OrderNo, in.Request.TraceID), in)
-}
-
+// closeOrder closes an unpaid order and gives its MySQL stock back.
 func (a *Activities) closeOrder(ctx context.Context, l log.Logger, in CloseOrderInput) (CloseOrderResult, error) {
 	if paid, err := a.paidAfterAll(ctx, in); err != nil {
 		return CloseOrderResult{}, failed(l, "ask the payment provider", err)
@@ -135,23 +131,19 @@ func (a *Activities) paidAfterAll(ctx context.Context, in CloseOrderInput) (*sec
 	return a.Settle.BeforeClose(ctx, in.Request.OrderNo, in.Request.TraceID, in.AskedAt)
 }
 
-// ReleaseReservation gives the Redis reservation back (stock and the
-// user's limit), exactly once however often it runs.
-func (a *Activities) ReleaseReservation(ctx context.Context, in ReleaseInput) (int, error) {
-	return a.release(ctx, logger(ctx, in.OrderNo, in.TraceID), in)
-}
-
-func (a *Activities) release(ctx context.Context, l log.Logger, in ReleaseInput) (int, error) {
-	n, err := a.Gate.Release(ctx, in.SessionID, in.OrderNo)
+// release gives the Redis reservation back (stock and the user's limit),
+// exactly once however often it runs.
+func (a *Activities) release(ctx context.Context, l log.Logger, sessionID int64, orderNo string) (int, error) {
+	n, err := a.Gate.Release(ctx, sessionID, orderNo)
 	if err != nil {
 		return 0, failed(l, "release reservation", err)
 	}
 	return n, nil
 }
 
-// CloseAndRelease is the compensation in one activity: CloseOrder (the
+// CloseAndRelease is the compensation in one activity: the close (the
 // compare-and-set to CLOSED with the MySQL stock back, one tx), then, only
-// if the order is closed, ReleaseReservation. Retried as a whole it stays
+// if the order is closed, the Redis release. Retried as a whole it stays
 // exactly-once: a retry finds the order CLOSED already (no stock moves
 // twice) and the reservation released already (0 units).
 func (a *Activities) CloseAndRelease(ctx context.Context, in CloseOrderInput) (CloseAndReleaseResult, error) {
@@ -163,21 +155,20 @@ func (a *Activities) CloseAndRelease(ctx context.Context, in CloseOrderInput) (C
 }
 
 // CloseLost closes an order whose workflow is gone, exactly as the
-// workflow's compensation would: the CloseOrder step (compare-and-set to
-// CLOSED, MySQL stock back, ledger row with reason), then, if the order is
-// closed, the ReleaseReservation step. Both are the activities' own code,
+// workflow's compensation would: the close (compare-and-set to CLOSED,
+// MySQL stock back, ledger row with reason), then, if the order is closed,
+// the Redis release. Both are CloseAndRelease's own code,
 // idempotent on the order number, so a workflow that comes back and
 // compensates too gives nothing back twice. It is not an activity: the
 // worker's sweep calls it, with l carrying the order's log fields. released
 // is the units given back in Redis.
 func (a *Activities) CloseLost(ctx context.Context, l log.Logger, in CloseOrderInput) (closed CloseOrderResult, released int, err error) {
-	req := in.Request
 	closed, err = a.closeOrder(ctx, l, in)
 	if err != nil || closed.Status.HoldsStock() || closed.Status == seckill.StatusFailed {
 		// Paid meanwhile, or never held stock: nothing to give back.
 		return closed, 0, err
 	}
-	released, err = a.release(ctx, l, ReleaseInput{SessionID: req.SessionID, OrderNo: req.OrderNo, TraceID: req.TraceID})
+	released, err = a.release(ctx, l, in.Request.SessionID, in.Request.OrderNo)
 	return closed, released, err
 }
 

@@ -8,16 +8,12 @@ import (
 
 // Registered names of the activities. They are part of every recorded
 // history: renaming one breaks the replay of running orders. Each is the
-// name of its method, so that a workflow's method value (a.CloseOrder)
+// name of its method, so that a workflow's method value (a.CreateOrder)
 // resolves to it even where nothing is registered (the replayer);
 // worker/names_test.go checks both sides, and the recorded histories.
 const (
-	CreateOrderName        = "CreateOrder"
-	ApplyPaymentName       = "ApplyPayment"
-	CloseOrderName         = "CloseOrder"
-	ReleaseReservationName = "ReleaseReservation"
-	// CloseAndReleaseName is CloseOrder then ReleaseReservation in one
-	// activity (runs since the fewer-actions version).
+	CreateOrderName     = "CreateOrder"
+	ApplyPaymentName    = "ApplyPayment"
 	CloseAndReleaseName = "CloseAndRelease"
 
 	RefundPaymentName       = "RefundPayment"
@@ -50,8 +46,8 @@ type PaymentResult struct {
 	Status  seckill.Status         `json:"status"`
 }
 
-// CloseOrderInput is the input of the CloseOrder and CloseAndRelease
-// activities.
+// CloseOrderInput is the input of the CloseAndRelease activity and of the
+// sweep's CloseLost.
 type CloseOrderInput struct {
 	Request seckill.OrderRequest `json:"request"`
 	Reason  string               `json:"reason"`
@@ -81,14 +77,6 @@ type CloseAndReleaseResult struct {
 	GaveBack  bool           `json:"gave_back"`
 	Released  int            `json:"released"`
 	PaymentID string         `json:"payment_id,omitempty"`
-}
-
-// ReleaseInput names the reservation to give back in Redis.
-type ReleaseInput struct {
-	SessionID int64  `json:"session_id"`
-	OrderNo   string `json:"order_no"`
-	// TraceID is for the activity's logs only (absent in older histories).
-	TraceID string `json:"trace_id,omitempty"`
 }
 
 // RefundFailure is the input of RecordRefundFailure: a refund run whose

@@ -24,8 +24,8 @@ import (
 // What an order costs in Temporal Cloud's billable actions, pinned per path
 // on the real dev server (docs/temporal-actions.md says what each one buys):
 // a change that adds an action to an order fails here. With
-// SECKILL_RECORD_HISTORIES=<dir> the three histories are also written there
-// (how workflows/testdata's *_v1 histories were recorded).
+// SECKILL_RECORD_HISTORIES=<dir> the histories are also written there
+// (how workflows/testdata's histories are recorded: see its README).
 func TestActionsPerOrder(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoAPI: true})
 	sess := e.Session(4, 1, 100)
@@ -35,8 +35,7 @@ func TestActionsPerOrder(t *testing.T) {
 		no := fmt.Sprintf("%d-act%d-%s", sess.ID, stamp, path)
 		resv, _, err := e.Gate.Admit(ctx, sess, user, 1, no, "trace-act-"+path, time.Now())
 		require.NoError(t, err)
-		// Built as the API builds it: the current shape, the deadline
-		// from the reservation.
+		// Built as the API builds it: the deadline from the reservation.
 		started, err := e.Orders.Start(ctx, seckill.NewOrderRequest(*resv, sess, payTimeout))
 		require.NoError(t, err)
 		require.True(t, started)
@@ -65,7 +64,7 @@ func TestActionsPerOrder(t *testing.T) {
 		return c
 	}
 	// start · CreateOrder (local activity) · pay timer · payment signal ·
-	// ApplyPayment (local activity, since local-steps) · OrderStatus=PAID.
+	// ApplyPayment (local activity) · OrderStatus=PAID.
 	c := cost(paid)
 	require.Equal(t, map[string]int{"start": 1, "local_activities": 2, "timers": 1, "signals": 1,
 		"search_attribute_upserts": 1}, c.ByKind)
@@ -128,24 +127,13 @@ func record(t *testing.T, e *testenv.Env, orderNo string) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "history_"+orderNo+".json"), b, 0o644))
 }
 
-// The rules on the recorded histories (no service needed): the runs
-// recorded before the fewer-actions version and after it, and an order
-// paid by signal-with-start before and after pay-buffered-first.
+// The rules on the recorded histories (no service needed): each path of
+// the order workflow, and an order paid by signal-with-start (the payment
+// applied before any pay timer).
 func TestCountActionsOfRecordedHistories(t *testing.T) {
 	for name, want := range map[string][2]int{ // actions, events
-		"history_paid.json": {7, 20}, "history_cancelled.json": {8, 26}, "history_timeout.json": {7, 25},
-		"history_paid_v1.json": {6, 21}, "history_cancelled_v1.json": {6, 21}, "history_timeout_v1.json": {5, 20},
-		// Paid by the webhook's signal-with-start, before and after
-		// pay-buffered-first (the payment applied before any pay timer).
-		"history_paid_sws.json": {5, 18}, "history_paid_sws_v2.json": {4, 18},
-		// local-steps: ApplyPayment and CloseAndRelease are local
-		// activities (the same actions, fewer events and round trips).
-		"history_paid_v2.json": {6, 18}, "history_cancelled_v2.json": {6, 18}, "history_timeout_v2.json": {5, 17},
-		"history_paid_sws_v3.json": {3, 15},
-		// Started with the current shape (OrderRequest.Shape): the same
-		// actions, no version markers and no TemporalChangeVersion upserts.
-		"history_paid_v3.json": {6, 14}, "history_cancelled_v3.json": {6, 14}, "history_timeout_v3.json": {5, 13},
-		"history_paid_sws_v4.json": {3, 9},
+		"history_paid.json": {6, 14}, "history_cancelled.json": {6, 14}, "history_timeout.json": {5, 13},
+		"history_paid_sws.json": {3, 9},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f, err := os.Open(filepath.Join("..", "workflows", "testdata", name))

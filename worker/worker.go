@@ -32,8 +32,6 @@ func Register(r Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.OrderWorkflow, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
 	r.RegisterActivityWithOptions(acts.CreateOrder, activity.RegisterOptions{Name: activities.CreateOrderName})
 	r.RegisterActivityWithOptions(acts.ApplyPayment, activity.RegisterOptions{Name: activities.ApplyPaymentName})
-	r.RegisterActivityWithOptions(acts.CloseOrder, activity.RegisterOptions{Name: activities.CloseOrderName})
-	r.RegisterActivityWithOptions(acts.ReleaseReservation, activity.RegisterOptions{Name: activities.ReleaseReservationName})
 	r.RegisterActivityWithOptions(acts.CloseAndRelease, activity.RegisterOptions{Name: activities.CloseAndReleaseName})
 }
 

@@ -21,9 +21,9 @@ package workflows_test
 // cancelled, the races between them, the state query), order_retries_test.go
 // (idempotent retries, outages, compensation's retry budget),
 // order_failures_test.go (workflow cancellation, refused or failed
-// creation), order_payments_test.go (payments are never lost) and
-// order_versions_test.go (runs recorded before a change replay their old
-// way).
+// creation), order_payments_test.go (payments are never lost),
+// order_provider_test.go (the close asks the payment provider first) and
+// replay_test.go (recorded histories replay).
 
 import (
 	"context"

@@ -19,10 +19,11 @@ import (
 // to its registered name and uses the registered function).
 var steps *activities.Activities
 
-// stepOptions run the steps of the happy path. Business refusals come back
-// as results or non-retryable errors; infrastructure failures (MySQL or
-// Redis down) retry with a capped backoff for up to an hour.
-var stepOptions = workflow.ActivityOptions{
+// createOptions run CreateOrder. Business refusals come back as results
+// or non-retryable errors; infrastructure failures (MySQL or Redis down)
+// retry with a capped backoff for up to an hour, after which the order
+// closes (create).
+var createOptions = workflow.LocalActivityOptions{
 	StartToCloseTimeout:    10 * time.Second,
 	ScheduleToCloseTimeout: time.Hour,
 	RetryPolicy: &temporal.RetryPolicy{
@@ -32,8 +33,9 @@ var stepOptions = workflow.ActivityOptions{
 	},
 }
 
-// compensationOptions give stock back: they must outlast any outage an
-// operator can fix, so they retry for a day.
+// compensationOptions are for the steps that must outlast any outage an
+// operator can fix, so they retry for a day: giving stock back, recording
+// a payment, and the refund's records (refund.go).
 var compensationOptions = workflow.ActivityOptions{
 	StartToCloseTimeout:    10 * time.Second,
 	ScheduleToCloseTimeout: 24 * time.Hour,
@@ -44,25 +46,23 @@ var compensationOptions = workflow.ActivityOptions{
 	},
 }
 
-// localCompensationOptions run the compensation as a local activity
-// (localStepsVersion): the same timeouts and retries as
-// compensationOptions. Past the SDK's local retry threshold the retries
-// wait on workflow timers, so a long MySQL outage costs timers, not a
-// workflow task held open.
-var localCompensationOptions = workflow.LocalActivityOptions{
+// settleOptions run the steps that settle an order once its row exists,
+// ApplyPayment and CloseAndRelease, as local activities with
+// compensationOptions' timeouts and retries. Past the SDK's local retry
+// threshold the retries wait on workflow timers, so a long MySQL outage
+// costs timers, not a workflow task held open.
+//
+// The webhook already answered 200 for a signalled payment, so it must
+// never be dropped: if it still cannot be recorded after a day the
+// workflow fails loudly (Failed in the Web UI, the payment in its history)
+// rather than closing the order over it. The payment itself is safe: the
+// webhook wrote it to MySQL (RECEIVED) before signalling, and the refund
+// relay settles it once this workflow has ended.
+var settleOptions = workflow.LocalActivityOptions{
 	StartToCloseTimeout:    compensationOptions.StartToCloseTimeout,
 	ScheduleToCloseTimeout: compensationOptions.ScheduleToCloseTimeout,
 	RetryPolicy:            compensationOptions.RetryPolicy,
 }
-
-// paymentOptions record payments. The webhook already answered 200 for a
-// signalled payment, so it must never be dropped: it retries as long as
-// compensation, and if it still cannot be recorded the workflow fails
-// loudly (Failed in the Web UI, the payment in its history) rather than
-// closing the order over it. The payment itself is safe: the webhook wrote
-// it to MySQL (RECEIVED) before signalling, and the refund relay settles it
-// once this workflow has ended.
-var paymentOptions = compensationOptions
 
 // order is the running state of one OrderWorkflow.
 type order struct {
@@ -75,8 +75,6 @@ type order struct {
 	log log.Logger
 	// err is a payment that could not be recorded: the workflow fails with it.
 	err error
-	// fewer: the run takes fewerActionsVersion's shape.
-	fewer bool
 	// listed is the OrderStatus search attribute: what the Web UI lists the
 	// order as. Upserting it is a billable action, so it is only upserted
 	// when it changes.
@@ -110,24 +108,21 @@ func OrderWorkflow(ctx workflow.Context, req seckill.OrderRequest) (OrderState, 
 	// workflow cancellation must not interrupt a decision half-way, and
 	// compensation must run even when the workflow itself was cancelled.
 	steady, _ := workflow.NewDisconnectedContext(ctx)
-	steady = workflow.WithActivityOptions(steady, paymentOptions)
+	steady = workflow.WithLocalActivityOptions(steady, settleOptions)
 
-	// Decided once, in the first workflow task, where its marker shares the
-	// one action of CreateOrder's marker (see fewerActionsVersion).
-	o.fewer = o.applies(ctx, fewerActionsVersion)
+	// The order is listed as it was started (WAIT_PAY, see
+	// SearchAttributes), which costs no upsert; a start without the
+	// attribute gets it at the first status change.
 	o.listed = seckill.StatusQueued
-	if o.fewer {
-		// What the Web UI lists the order as: the status it was started
-		// with (WAIT_PAY since this version; see SearchAttributes).
-		if s, ok := workflow.GetTypedSearchAttributes(ctx).GetKeyword(OrderStatusKey); ok {
-			o.listed = seckill.Status(s)
-		}
+	if s, ok := workflow.GetTypedSearchAttributes(ctx).GetKeyword(OrderStatusKey); ok {
+		o.listed = seckill.Status(s)
 	}
 
 	o.state.PayDeadline = req.PayBy
 	if o.state.PayDeadline.IsZero() {
-		// Started by a build from before PayBy (or a request without a
-		// reservation time): count from the workflow's start, as it did.
+		// A request built without a reservation time (by hand: tests, ops;
+		// seckill.NewOrderRequest always sets PayBy) counts from the
+		// workflow's start.
 		o.state.PayDeadline = workflow.Now(ctx).Add(req.PayTimeout)
 	}
 	var created activities.CreateOrderResult
@@ -158,35 +153,6 @@ func OrderWorkflow(ctx workflow.Context, req seckill.OrderRequest) (OrderState, 
 	return o.finish(ctx, steady, closeReason)
 }
 
-// fewerActionsVersion guards the changes that cut an order's billable
-// Temporal actions (docs/temporal-actions.md): the order is listed WAIT_PAY
-// from its start instead of upserting it after CreateOrder (and upserts
-// QUEUED only when creating it takes longer than quickCreate), and the
-// compensation is one CloseAndRelease activity instead of CloseOrder then
-// ReleaseReservation. Runs recorded before it replay their old way.
-const fewerActionsVersion = "fewer-actions"
-
-// localStepsVersion makes the steps after the creation local activities
-// too: recording a payment and closing-and-releasing run inside the
-// workflow task that the signal or the pay timer brought, instead of
-// scheduling an activity task and waiting for a second workflow task to
-// learn its result. That is one workflow task per decision instead of two
-// plus an activity task, which matters when thousands of pay timers fire
-// together or payments land while a burst's orders are still being
-// created: the Temporal server is the narrow part of the pipe. The
-// actions per order do not change (a
-// local activity's marker is one action, like the activity it replaces),
-// and neither does any guarantee: both steps were idempotent on the order
-// number and the payment id already, as at-least-once local activities
-// need. Runs recorded before it replay with activities.
-const localStepsVersion = "local-steps"
-
-// payBufferedVersion guards applying the payments buffered when the row
-// comes into being before anything else (applyBuffered). Runs recorded
-// before it set the pay timer first and took the payment from the
-// selector after it.
-const payBufferedVersion = "pay-buffered-first"
-
 // applyBuffered applies, right after CreateOrder, every payment signal
 // that is already buffered: the webhook's signal-with-start delivers the
 // payment with the start (the order was still QUEUED), and a payment may
@@ -195,13 +161,8 @@ const payBufferedVersion = "pay-buffered-first"
 // payment is recorded as soon as the row exists, and before the pay timer
 // is set, so a timer that has nothing left to wait (creating took longer
 // than the pay timeout) can never close an order whose payment was
-// already here. Only runs that had a payment buffered pay for the version
-// marker, and it shares the workflow task (and the action) of
-// CreateOrder's marker when the payment came with the start.
+// already here.
 func (o *order) applyBuffered(ctx, steady workflow.Context, payments workflow.ReceiveChannel) {
-	if payments.Len() == 0 || !o.applies(ctx, payBufferedVersion) {
-		return
-	}
 	var p seckill.Payment
 	for o.err == nil && payments.ReceiveAsync(&p) {
 		o.applyPayment(ctx, steady, p)
@@ -218,14 +179,11 @@ const quickCreate = 10 * time.Second
 // one workflow task instead of two plus an activity task. Temporal, not
 // MySQL, is the narrow part of the pipe (docs/BENCHMARKS.md).
 //
-// Since fewerActionsVersion the order is listed WAIT_PAY from its start: if
-// CreateOrder has not succeeded within quickCreate (MySQL down or slow) the
-// order is listed QUEUED while it keeps trying for the rest of its budget,
-// so that the "stuck before creation" filter still finds it.
+// The order is listed WAIT_PAY from its start: if CreateOrder has not
+// succeeded within quickCreate (MySQL down or slow) the order is listed
+// QUEUED while it keeps trying for the rest of its budget, so that the
+// "stuck before creation" filter still finds it.
 func (o *order) create(ctx workflow.Context, in activities.CreateOrderInput, created *activities.CreateOrderResult) error {
-	if !o.fewer {
-		return createOrder(ctx, in, stepOptions.ScheduleToCloseTimeout).Get(ctx, created)
-	}
 	err := createOrder(ctx, in, quickCreate).Get(ctx, created)
 	var appErr *temporal.ApplicationError
 	if err == nil || temporal.IsCanceledError(err) || (errors.As(err, &appErr) && appErr.NonRetryable()) {
@@ -233,16 +191,14 @@ func (o *order) create(ctx workflow.Context, in activities.CreateOrderInput, cre
 	}
 	o.log.Warn("creating the order takes long; listing it QUEUED", "error", err)
 	o.list(ctx, seckill.StatusQueued)
-	return createOrder(ctx, in, stepOptions.ScheduleToCloseTimeout-quickCreate).Get(ctx, created)
+	return createOrder(ctx, in, createOptions.ScheduleToCloseTimeout-quickCreate).Get(ctx, created)
 }
 
+// createOrder runs CreateOrder with budget for its attempts.
 func createOrder(ctx workflow.Context, in activities.CreateOrderInput, budget time.Duration) workflow.Future {
-	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout:    stepOptions.StartToCloseTimeout,
-		ScheduleToCloseTimeout: budget,
-		RetryPolicy:            stepOptions.RetryPolicy,
-	})
-	return workflow.ExecuteLocalActivity(lctx, steps.CreateOrder, in)
+	opts := createOptions
+	opts.ScheduleToCloseTimeout = budget
+	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), steps.CreateOrder, in)
 }
 
 // awaitPayment waits in WAIT_PAY until the order is paid (returns "") or
@@ -289,31 +245,18 @@ func (o *order) awaitPayment(ctx, steady workflow.Context, payments, cancels wor
 // payments recorded before the workflow fails.
 func (o *order) finish(ctx, steady workflow.Context, closeReason string) (OrderState, error) {
 	if o.err != nil {
-		o.drainOnFailure(ctx, steady)
+		o.drain(ctx, steady)
 		return o.state, o.err
 	}
 	if closeReason != "" {
-		if err := o.compensate(ctx, closeReason); err != nil {
+		if err := o.compensate(steady, closeReason); err != nil {
 			o.log.Error("compensation gave up; recording buffered payments before failing", "reason", closeReason, "error", err)
-			o.drainOnFailure(ctx, steady)
+			o.drain(ctx, steady)
 			return o.state, err
 		}
 	}
 	o.drain(ctx, steady)
 	return o.state, o.err
-}
-
-// drainFailureVersion guards draining on the failure paths: runs recorded
-// before it failed without draining there, and must replay that way.
-const drainFailureVersion = "drain-payments-on-failure"
-
-// drainOnFailure drains before the workflow fails, except when replaying a
-// run that failed before draining was added.
-func (o *order) drainOnFailure(ctx, steady workflow.Context) {
-	if !o.applies(ctx, drainFailureVersion) {
-		return
-	}
-	o.drain(ctx, steady)
 }
 
 // drain applies every buffered payment signal and discards buffered
@@ -332,64 +275,28 @@ func (o *order) drain(ctx, steady workflow.Context) {
 	}
 }
 
-// compensate closes the order with a compare-and-set and gives the stock
-// back in MySQL, then releases the Redis reservation. Both activities are
-// idempotent on the order number, so retries and replays give back once.
-func (o *order) compensate(ctx workflow.Context, reason string) error {
-	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	dctx = workflow.WithActivityOptions(dctx, compensationOptions)
-	if o.fewer {
-		return o.closeAndRelease(dctx, reason)
-	}
-	var closed activities.CloseOrderResult
-	if err := workflow.ExecuteActivity(dctx, steps.CloseOrder, o.closeInput(ctx, reason)).Get(dctx, &closed); err != nil {
-		return err
-	}
-	o.paidAtClose(closed.PaymentID)
-	o.setStatus(dctx, closed.Status)
-	if closed.Status.HoldsStock() || closed.Status == seckill.StatusFailed {
-		// Lost the race to a payment (PAID), or never held stock (FAILED):
-		// nothing to give back.
-		o.log.Info("close skipped: nothing to give back", "reason", reason, "status", closed.Status)
-		return nil
-	}
-	o.state.CloseReason = reason
-	o.describe(dctx)
-	var released int
-	if err := workflow.ExecuteActivity(dctx, steps.ReleaseReservation,
-		activities.ReleaseInput{SessionID: o.req.SessionID, OrderNo: o.req.OrderNo, TraceID: o.req.TraceID}).Get(dctx, &released); err != nil {
-		return err
-	}
-	o.log.Info("stock given back", "reason", reason, "mysql", closed.GaveBack, "redis_units", released)
-	return nil
-}
-
-// closeAndRelease is compensate as one activity (fewerActionsVersion): the
+// compensate closes the order and gives its stock back, in one
+// CloseAndRelease local activity on the disconnected context steady: the
 // MySQL close (compare-and-set, stock back, one tx) and then the Redis
 // release, retried as a whole. Both halves are idempotent on the order
 // number, so a retry after either half gives back nothing twice, and the
-// release still never runs unless the close left the order CLOSED. One
-// activity instead of two saves an action per closed order.
-func (o *order) closeAndRelease(dctx workflow.Context, reason string) error {
+// release never runs unless the close left the order CLOSED. They are one
+// activity, not two, because each activity is a billable action.
+func (o *order) compensate(steady workflow.Context, reason string) error {
 	var res activities.CloseAndReleaseResult
-	in := o.closeInput(dctx, reason)
-	var f workflow.Future
-	if o.localSteps(dctx) {
-		f = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(dctx, localCompensationOptions), steps.CloseAndRelease, in)
-	} else {
-		f = workflow.ExecuteActivity(dctx, steps.CloseAndRelease, in)
-	}
-	if err := f.Get(dctx, &res); err != nil {
+	if err := workflow.ExecuteLocalActivity(steady, steps.CloseAndRelease, o.closeInput(steady, reason)).Get(steady, &res); err != nil {
 		return err
 	}
 	o.paidAtClose(res.PaymentID)
 	if res.Status.HoldsStock() || res.Status == seckill.StatusFailed {
-		o.setStatus(dctx, res.Status)
+		// Lost the race to a payment (PAID), or never held stock (FAILED):
+		// nothing to give back.
+		o.setStatus(steady, res.Status)
 		o.log.Info("close skipped: nothing to give back", "reason", reason, "status", res.Status)
 		return nil
 	}
 	o.state.CloseReason = reason
-	o.setStatus(dctx, res.Status)
+	o.setStatus(steady, res.Status)
 	o.log.Info("stock given back", "reason", reason, "mysql", res.GaveBack, "redis_units", res.Released)
 	return nil
 }
@@ -415,38 +322,6 @@ func (o *order) paidAtClose(paymentID string) {
 	}
 }
 
-// shapes says which shape (seckill.OrderShape, OrderRequest.Shape) first
-// includes each change guarded by a version: a run started with that shape
-// or a later one takes the change without asking GetVersion, so it records
-// no marker and no TemporalChangeVersion upsert for it (one visibility
-// write and two history events fewer per change, on the server that is
-// the narrow part of the pipe). Runs started without a shape (an older
-// API, recorded histories) ask GetVersion as they always did.
-var shapes = map[string]int{
-	fewerActionsVersion: 1,
-	payBufferedVersion:  1,
-	drainFailureVersion: 1,
-	localStepsVersion:   1,
-}
-
-// applies tells whether the run takes a versioned change: from its shape
-// when that includes the change, else from GetVersion (version 1 is every
-// change's only new version so far).
-func (o *order) applies(ctx workflow.Context, change string) bool {
-	if in, ok := shapes[change]; ok && o.req.Shape >= in {
-		return true
-	}
-	return workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == 1
-}
-
-// localSteps tells whether the run takes localStepsVersion's shape,
-// decided (and its marker recorded) where the first step after the
-// creation runs; later calls return the recorded answer. Runs of the
-// shape before fewerActionsVersion keep their activities.
-func (o *order) localSteps(ctx workflow.Context) bool {
-	return o.fewer && o.applies(ctx, localStepsVersion)
-}
-
 // applyPayment records one payment signal. A refused payment (amount
 // mismatch, unknown order) is logged and dropped: the webhook checked it
 // before signalling, so only a forged or stale signal is refused here. A
@@ -456,13 +331,7 @@ func (o *order) applyPayment(ctx, steady workflow.Context, p seckill.Payment) {
 	// so either id finds the other.
 	o.log.Info("payment received", "payment_id", p.PaymentID, "payment_trace_id", p.TraceID)
 	var res activities.PaymentResult
-	var f workflow.Future
-	if o.localSteps(steady) {
-		f = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(steady, localCompensationOptions), steps.ApplyPayment, p)
-	} else {
-		f = workflow.ExecuteActivity(steady, steps.ApplyPayment, p)
-	}
-	err := f.Get(steady, &res)
+	err := workflow.ExecuteLocalActivity(steady, steps.ApplyPayment, p).Get(steady, &res)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.NonRetryable() {
 		o.log.Warn("payment refused", "payment_id", p.PaymentID, "error", err)

@@ -406,29 +406,45 @@ func TestOrderStateQuery(t *testing.T) {
 	h.assertFinal("CLOSED", "REFUND_PENDING")
 }
 
+// An order started without its search attributes (by hand, not through
+// Orders.Start) is listed by the workflow itself: WAIT_PAY once its row
+// exists, then PAID.
+func TestOrderStartedWithoutSearchAttributesIsListed(t *testing.T) {
+	h := newHarness(t, 2)
+	req := h.admit("7-unlisted", 1041, 1)
+	h.signalAt(time.Minute, workflows.PaymentSignal, payment(req, "pay-u"))
+
+	h.env.ExecuteWorkflow(workflows.OrderWorkflowName, req)
+
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	assert.Equal(t, seckill.StatusPaid, h.store.Status(req.OrderNo))
+	h.assertFinal("WAIT_PAY", "PAID")
+}
+
 // The pay deadline counts from the reservation (the shopper's 202, from
 // which a QUEUED order is payable), not from the workflow's start: a
 // backlog of starts never moves it. A reservation whose deadline passed
 // before its workflow started is created and closed at once, its stock
-// given back exactly once; a request from an API that predates PayBy
-// counts from the workflow's start, as before.
+// given back exactly once; a request built without PayBy (by hand)
+// counts from the workflow's start.
 func TestOrderDeadlineCountsFromTheReservation(t *testing.T) {
 	cases := []struct {
 		name       string
 		reservedAt time.Duration // before the workflow's start
-		oldAPI     bool          // no PayBy in the request
+		noPayBy    bool          // a request built by hand, without PayBy
 		deadline   time.Duration // after the workflow's start
 	}{
 		{"started at once", 0, false, payTimeout},
 		{"started 5 minutes late", 5 * time.Minute, false, payTimeout - 5*time.Minute},
 		{"started after its deadline", payTimeout + time.Minute, false, -time.Minute},
-		{"an older API's request", 5 * time.Minute, true, payTimeout},
+		{"a request without PayBy", 5 * time.Minute, true, payTimeout},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, 4)
 			req := h.admitAt(startTime.Add(-tc.reservedAt), "7-late", 1040, 2)
-			if tc.oldAPI {
+			if tc.noPayBy {
 				req.PayBy = time.Time{}
 			}
 

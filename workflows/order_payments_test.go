@@ -69,6 +69,26 @@ func TestUnrecordablePaymentFailsLoudly(t *testing.T) {
 	h.assertInvariants()
 }
 
+// The same for a payment buffered when the row comes into being (applied
+// before the pay timer is set): the workflow fails before it waits, and
+// the order is not closed over the payment.
+func TestUnrecordableBufferedPaymentFailsLoudly(t *testing.T) {
+	h := newHarness(t, 2)
+	req := h.admit("7-bufail", 1042, 1)
+	h.inj.FailNext(storetest.ApplyPayment, storetest.Times(10, storetest.Transient())...) // every attempt the policy allows
+	h.payDuring(storetest.CreateOrder, payment(req, "pay-b"))
+
+	h.execute(req)
+
+	require.Error(t, h.env.GetWorkflowError())
+	assert.True(t, h.env.Now().Before(startTime.Add(payTimeout)), "failed at +%v, not at the deadline", h.env.Now().Sub(startTime))
+	assert.Equal(t, 10, h.inj.Count(storetest.ApplyPayment))
+	assert.Equal(t, seckill.StatusWaitPay, h.store.Status(req.OrderNo), "not closed over an accepted payment")
+	assert.Zero(t, h.inj.Count(storetest.CloseOrder))
+	assert.Zero(t, h.inj.Count(storetest.Release))
+	h.assertInvariants()
+}
+
 // giveUpWithBufferedPayment runs an order (quantity 1) whose step c fails
 // on every attempt while payment paymentID is delivered during its first
 // attempt; the workflow must fail (msgAndArgs say why it must). It returns

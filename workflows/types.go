@@ -3,7 +3,7 @@
 // or cancellation compensate exactly once. It is deterministic code only: no
 // I/O, no clocks but the workflow's, no imports of the adapters. Activities
 // are called by method value on a nil pointer (var a *activities.Activities;
-// workflow.ExecuteActivity(ctx, a.CloseOrder, in)), with the input and
+// workflow.ExecuteActivity(ctx, a.CloseAndRelease, in)), with the input and
 // result types declared next to them in package activities; the worker
 // registers each under its method's name.
 package workflows
