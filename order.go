@@ -68,7 +68,9 @@ func NewOrderRequest(r Reservation, sess *Session, payTimeout time.Duration) *Or
 // Request is the inverse of OrderRequest.Order: the workflow input of an
 // order known only by its row (the sweep closing one whose workflow is
 // gone). The unit price is the amount over the quantity, which is how the
-// amount was made; the pay timeout is spent and left zero.
+// amount was made; the pay timeout is spent and left zero, but the
+// deadline is the row's (the sweep asks the payment provider from it, as
+// the workflow's close does from its timer).
 func (o *Order) Request() *OrderRequest {
 	sess := &Session{SKUID: o.SKUID}
 	if o.Quantity > 0 {
@@ -76,7 +78,9 @@ func (o *Order) Request() *OrderRequest {
 	}
 	r := Reservation{OrderNo: o.OrderNo, SessionID: o.SessionID, UserID: o.UserID, Quantity: o.Quantity,
 		ReservedAt: o.CreatedAt, TraceID: o.TraceID}
-	return NewOrderRequest(r, sess, 0)
+	req := NewOrderRequest(r, sess, 0)
+	req.PayBy = o.PayDeadline
+	return req
 }
 
 // OrderRows reads order rows (MySQL, the truth).

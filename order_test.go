@@ -38,14 +38,16 @@ func TestNewOrderNo(t *testing.T) {
 }
 
 // The sweep rebuilds a lost order's workflow input from its row: the
-// inverse of OrderRequest.Order, the unit price being amount / quantity.
+// inverse of OrderRequest.Order, the unit price being amount / quantity,
+// the deadline the row's.
 func TestOrderRequestFromItsOrder(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	r := seckill.Reservation{OrderNo: "3-ab", SessionID: 3, UserID: 9, Quantity: 2, ReservedAt: at, TraceID: "tr"}
 	req := seckill.NewOrderRequest(r, &seckill.Session{SKUID: 11, PriceCents: 450}, time.Minute)
 	back := req.Order(seckill.StatusWaitPay, at.Add(time.Minute)).Request()
 	if back.Reservation.OrderNo != r.OrderNo || back.SessionID != 3 || back.UserID != 9 || back.Quantity != 2 ||
-		!back.ReservedAt.Equal(at) || back.TraceID != "tr" || back.SKUID != 11 || back.PriceCents != 450 || back.PayTimeout != 0 {
+		!back.ReservedAt.Equal(at) || back.TraceID != "tr" || back.SKUID != 11 || back.PriceCents != 450 || back.PayTimeout != 0 ||
+		!back.PayBy.Equal(at.Add(time.Minute)) {
 		t.Fatalf("round trip: %+v, want the request of %+v", back, req)
 	}
 }

@@ -3,7 +3,9 @@ package sweep_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/metrics"
+	"github.com/seckill/seckill/sandbox"
 	"github.com/seckill/seckill/sweep"
 	"github.com/seckill/seckill/workflows"
 )
@@ -211,4 +214,61 @@ func TestSweepRacingAWorkflowGivesBackOnce(t *testing.T) {
 	rep := e.RequireInvariants(sess.ID)
 	require.Equal(t, 3, rep.DBStock)
 	require.Equal(t, 3, rep.RedisStock)
+}
+
+// silentProvider cannot say anything about a payment while down is set;
+// up, it holds none.
+type silentProvider struct {
+	*sandbox.Provider
+	down  *atomic.Bool
+	asked *atomic.Int32
+}
+
+func (p silentProvider) QueryPayment(context.Context, seckill.PaymentRef) (seckill.ProviderPayment, error) {
+	p.asked.Add(1)
+	if p.down.Load() {
+		return seckill.ProviderPayment{}, errors.New("provider: connection refused")
+	}
+	return seckill.ProviderPayment{State: seckill.PaymentNone}, nil
+}
+
+// The sweep closes a WAIT_PAY order whose workflow is gone the way the
+// workflow would: it asks the payment provider first, and the provider's
+// grace counts from when the sweep could first close it (the order's
+// deadline plus the sweep's grace), not from the start of time. A provider
+// that cannot answer keeps the order open; once it says "no payment", the
+// order closes and its units come back once.
+func TestSweepAsksTheProviderLikeTheWorkflow(t *testing.T) {
+	var down atomic.Bool
+	var asked atomic.Int32
+	down.Store(true)
+	e := testenv.New(t, testenv.Options{NoAPI: true, PayGrace: 2 * time.Minute,
+		WrapPayments: func(p *sandbox.Provider) seckill.PaymentProvider { return silentProvider{p, &down, &asked} }})
+	sess := e.Session(2, 1, 300)
+	ctx := context.Background()
+	req := reserve(t, e, sess, 1)
+	start(t, e, req)
+	require.NoError(t, e.DB.SaveCheckout(ctx, &seckill.Checkout{Provider: "sandbox", OrderNo: req.OrderNo,
+		PaymentID: "pay-1", CheckoutURL: "https://pay.example/1", ExpiresAt: time.Now().Add(time.Hour)}))
+	require.NoError(t, e.Temporal.TerminateWorkflow(ctx, seckill.WorkflowID(req.OrderNo), "", "worker lost"))
+
+	// The sweep's clock is 20 minutes ahead; the provider's grace runs on
+	// the real one, from deadline + sweep grace (16 minutes ahead).
+	sw := newSweep(e, e.Orders)
+	st, err := sw.Pass(ctx)
+	require.NoError(t, err)
+	require.Equal(t, sweep.Stats{Failed: 1}, st, "kept open: the provider could not say")
+	require.Positive(t, asked.Load(), "the provider was asked")
+	o, err := e.DB.Order(ctx, req.OrderNo)
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusWaitPay, o.Status)
+
+	down.Store(false)
+	st, err = sw.Pass(ctx)
+	require.NoError(t, err)
+	require.Equal(t, sweep.Stats{Closed: 1}, st)
+	waitRow(e, req.OrderNo, seckill.StatusClosed)
+	rep := e.RequireInvariants(sess.ID)
+	require.Equal(t, 2, rep.DBStock)
+	require.Equal(t, 2, rep.RedisStock)
 }
