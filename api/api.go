@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/checkout"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/sessions"
@@ -42,13 +43,11 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
-// Gate is the Redis side the API needs: admission, the order views, and
-// what the payment intake reads of a QUEUED order.
+// Gate is the Redis side the API needs: the checkout's admission, the
+// payment intake's view of a QUEUED order, and what the handlers read.
 type Gate interface {
+	checkout.Gate
 	payments.Reservations
-	AdmitAttempt(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error)
-	Pinned(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error)
-	PinnedOrRefused(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error)
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
 	StockMark(ctx context.Context, sessionID int64) (seckill.StockMark, error)
 	seckill.Rebuilder
@@ -66,13 +65,6 @@ type Flow interface {
 	Start(ctx context.Context, req *seckill.OrderRequest) (bool, error)
 	Cancel(ctx context.Context, orderNo, traceID string) error
 	Ping(ctx context.Context) error
-}
-
-// Starts takes an order's workflow start without waiting: false when it
-// cannot (its queue is full), and the order's pending-start entry is then
-// its way to a start (an outbox relay drains it).
-type Starts interface {
-	Offer(req *seckill.OrderRequest) bool
 }
 
 // SessionControls are the operator's controls of a session
@@ -100,7 +92,7 @@ type Config struct {
 	// Starts takes each winner's workflow start, to make it after the
 	// answer: the process's starter, which internal/app builds, runs and
 	// drains. Required.
-	Starts Starts
+	Starts checkout.Starts
 	// Door measures the order route; internal/app gives the same one to
 	// the starter, which holds its starts while a burst is answered. The
 	// Server's own when nil.
@@ -176,8 +168,9 @@ type Server struct {
 	ticketKey []byte
 	// series caches the metric children of the hot path.
 	series *series
-	// starts starts the winners' workflows after the answer.
-	starts Starts
+	// checkout admits purchase attempts and hands the winners' starts to
+	// the process's starter.
+	checkout *checkout.Checkout
 	// door measures the order route: the front door the starter yields to.
 	door *FrontDoor
 	// intake takes the payments whose webhook signature held.
@@ -247,7 +240,7 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	if cfg.Door == nil {
 		cfg.Door = &FrontDoor{}
 	}
-	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger, starts: cfg.Starts, door: cfg.Door,
+	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger, door: cfg.Door,
 		global:    newGlobalLimiter(cfg.Limits.Global),
 		ticketKey: ticketKey(cfg.JWTSecret), series: newSeries(cfg.Metrics), member: fleetMember()}
 	s.setGlobalShare(1)
@@ -264,6 +257,7 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		sess, _, err := store.Session(ctx, id)
 		return sess, err
 	})
+	s.checkout = &checkout.Checkout{Gate: gate, Starts: cfg.Starts, PayTimeout: cfg.PayTimeout, Log: cfg.Logger}
 	// The intake finds orders as the handlers do (findOrder: the views,
 	// the caches), so it is built here, on the Server's own ports.
 	s.intake = &payments.Intake{Ledger: store, Orders: orderFinder{s}, Reservations: gate, Workflows: flow,

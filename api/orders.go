@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/checkout"
 	"github.com/seckill/seckill/metrics"
 )
 
@@ -18,29 +19,10 @@ type orderBody struct {
 
 var errBlocked = seckill.Errorf(seckill.EFORBIDDEN, "this account may not buy")
 
-// inWindow refuses orders outside the session's sale window, and while an
-// operator paused it.
-func (s *Server) inWindow(sess *seckill.Session) error {
-	switch sess.StateAt(s.cfg.Now(), 1) {
-	case seckill.SessionUpcoming:
-		return seckill.Errorf(seckill.ENOTSTARTED, "session %d starts at %s", sess.ID, sess.StartAt.Format(time.RFC3339))
-	case seckill.SessionEnded:
-		return seckill.Errorf(seckill.EENDED, "session %d ended at %s", sess.ID, sess.EndAt.Format(time.RFC3339))
-	case seckill.SessionPaused:
-		return seckill.Errorf(seckill.EPAUSED, "session %d is paused; try again later", sess.ID)
-	}
-	return nil
-}
-
 // HeaderIdempotencyKey names the optional key of an order request
 // (Stripe's convention): the same key from the same shopper for the same
 // session always gets the same answer and order number.
 const HeaderIdempotencyKey = "Idempotency-Key"
-
-// admitWait bounds how long a request waits for its admission, queue and
-// retries included; past it the answer is 503 with Retry-After, the outcome
-// unknown until the retry with the same key.
-const admitWait = 3 * time.Second
 
 // idempotencyKey returns the request's Idempotency-Key ("" when none),
 // copied out of the request buffer: it is pinned in Redis by a batch that
@@ -108,21 +90,13 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	a := &seckill.Attempt{Session: sess, UserID: user, Quantity: qty, TraceID: traceID(c), Now: s.cfg.Now(),
 		IdempotencyKey: key, Fingerprint: strconv.Itoa(qty)}
 	a.KeyTime, _ = seckill.KeyTime(key)
-	if err := s.inWindow(sess); err != nil {
-		if code := seckill.ErrorCode(err); code == seckill.EENDED || code == seckill.EPAUSED {
-			// A retry of a key that was answered before the pause or the
-			// end gets that answer again: 202 with the order its
-			// reservation holds (the shopper must not believe they lost
-			// while their order waits for payment), or its pinned refusal.
-			if adm, perr := s.gate.Pinned(ctx, a); adm != nil || perr != nil {
-				return s.admitted(c, a, adm, perr)
-			}
+	if ans, pinned := s.checkout.Window(ctx, a); pinned {
+		return s.admitted(c, a, ans)
+	} else if ans.Err != nil {
+		if seckill.ErrorCode(ans.Err) != seckill.EINVALID {
+			c.Set(HeaderLayer, LayerWindow)
 		}
-		c.Set(HeaderLayer, LayerWindow)
-		return err
-	}
-	if qty < 1 || qty > sess.PerUserLimit {
-		return seckill.Errorf(seckill.EINVALID, "quantity must be between 1 and %d", sess.PerUserLimit)
+		return ans.Err
 	}
 	if key != "" && s.soldOut.keyed(id, a.KeyTime) == keyedPin {
 		// soldOutFast let it through: it may hold a reservation. Its pin
@@ -130,8 +104,7 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 		// one it gets the refusal the script would give it, and stays
 		// refused (keyedMark). A key too new for this process's mark goes
 		// on to the script.
-		adm, err := s.gate.PinnedOrRefused(ctx, a)
-		return s.admitted(c, a, adm, err)
+		return s.admitted(c, a, s.checkout.SoldOut(ctx, a))
 	}
 	if err := s.distributedLimits(c, user); err != nil {
 		return err
@@ -144,59 +117,32 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	a.OrderNo = seckill.NewOrderNo(id)
-	actx, cancel := context.WithTimeout(ctx, admitWait)
-	defer cancel()
 	t0 := time.Now()
-	adm, err := s.gate.AdmitAttempt(actx, a)
+	ans := s.checkout.Admit(ctx, a)
 	s.cfg.Metrics.RedisAdmit.Observe(metrics.Since(t0))
-	return s.admitted(c, a, adm, err)
+	return s.admitted(c, a, ans)
 }
 
 // admitted answers an admission: the refusal, or 202 with the order number
-// holding the units (on a replay, the pinned one, whose workflow is started
-// again if its reservation is still waiting: the start is idempotent).
-// The answer never waits for Temporal: the reservation and its
-// pending-start entry, written by the script, are the durable intent, and
-// the order goes to the process's starter (see startWorkflow).
-func (s *Server) admitted(c *fiber.Ctx, a *seckill.Attempt, adm *seckill.Admission, err error) error {
-	id := a.Session.ID
+// holding the units, once the checkout has handed the order to the
+// starter (checkout.Accept).
+func (s *Server) admitted(c *fiber.Ctx, a *seckill.Attempt, ans checkout.Answer) error {
+	id, adm := a.Session.ID, ans.Admission
 	c.Set(HeaderLayer, LayerRedis)
-	if err != nil {
-		if seckill.ErrorCode(err) == seckill.ESOLDOUT && adm != nil && adm.Left <= 0 {
+	if ans.Err != nil {
+		if seckill.ErrorCode(ans.Err) == seckill.ESOLDOUT && adm != nil && adm.Left <= 0 {
 			s.soldOut.mark(id)
 		}
-		return err
+		return ans.Err
 	}
 	if adm.Left <= 0 {
 		s.soldOut.mark(id)
 	}
-	if adm.Replayed {
-		s.log.Info("order replayed for its idempotency key", "trace_id", a.TraceID, "order_no", adm.OrderNo, "session_id", id, "user_id", a.UserID)
-	} else {
-		// One line per winner (bounded by the stock, unlike the losers):
-		// where following a purchase by its trace id starts.
-		s.log.Info("order accepted", "trace_id", a.TraceID, "order_no", adm.OrderNo, "session_id", id, "user_id", a.UserID, "quantity", a.Quantity)
-	}
-	if adm.Reservation != nil {
-		s.startWorkflow(seckill.NewOrderRequest(*adm.Reservation, a.Session, s.cfg.PayTimeout))
-	}
+	s.checkout.Accept(a, adm)
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_no": adm.OrderNo, "status": seckill.StatusQueued})
 }
 
 var errSoldOut = seckill.Errorf(seckill.ESOLDOUT, "sold out")
-
-// startWorkflow hands the order to the process's starter and returns at
-// once: the starter starts it after the answer, with as many starts in
-// flight as Temporal answers quickly. A full queue leaves the order to the
-// pending-start outbox, which the API's outbox relay drains a few seconds
-// later (and the worker's relay behind it); the workflow ID is the order
-// number, so a start is never doubled.
-func (s *Server) startWorkflow(req *seckill.OrderRequest) {
-	if !s.starts.Offer(req) {
-		s.log.Warn("starter queue full; the order's start is left to the outbox", "order_no", req.OrderNo, "trace_id", req.TraceID)
-	}
-}
 
 // orderJSON is the public shape of an order: the order's own fields, but
 // pay_deadline is null for an order that has none (FAILED: the zero time

@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/checkout"
 )
 
 // HeaderTicket carries a purchase ticket on an order request.
@@ -81,7 +82,7 @@ func (s *Server) issueTicket(c *fiber.Ctx) error {
 		return err
 	}
 	id := sess.ID
-	if err := s.inWindow(sess); err != nil {
+	if err := checkout.Open(sess, s.cfg.Now()); err != nil {
 		return err
 	}
 	if err := s.distributedLimits(c, user); err != nil {
