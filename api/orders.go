@@ -124,8 +124,7 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 }
 
 // admitted answers an admission: the refusal, or 202 with the order number
-// holding the units, once the checkout has handed the order to the
-// starter (checkout.Accept).
+// holding the units (the checkout has handed the order to the starter).
 func (s *Server) admitted(c *fiber.Ctx, a *seckill.Attempt, ans checkout.Answer) error {
 	id, adm := a.Session.ID, ans.Admission
 	c.Set(HeaderLayer, LayerRedis)
@@ -138,7 +137,6 @@ func (s *Server) admitted(c *fiber.Ctx, a *seckill.Attempt, ans checkout.Answer)
 	if adm.Left <= 0 {
 		s.soldOut.mark(id)
 	}
-	s.checkout.Accept(a, adm)
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_no": adm.OrderNo, "status": seckill.StatusQueued})
 }
 

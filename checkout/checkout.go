@@ -66,7 +66,7 @@ func (c *Checkout) Window(ctx context.Context, a *seckill.Attempt) (ans Answer, 
 	err := Open(s, a.Now)
 	if code := seckill.ErrorCode(err); code == seckill.EENDED || code == seckill.EPAUSED {
 		if adm, perr := c.Gate.Pinned(ctx, a); adm != nil || perr != nil {
-			return Answer{adm, perr}, true
+			return c.answer(a, adm, perr), true
 		}
 	}
 	if err != nil {
@@ -97,28 +97,38 @@ func Open(s *seckill.Session, now time.Time) error {
 // refusal the script would give it.
 func (c *Checkout) SoldOut(ctx context.Context, a *seckill.Attempt) Answer {
 	adm, err := c.Gate.PinnedOrRefused(ctx, a)
-	return Answer{adm, err}
+	return c.answer(a, adm, err)
 }
 
 // Admit gives the attempt an order number and runs the admission script,
-// waiting at most AdmitWait.
+// waiting at most AdmitWait. A winner's order is handed to the starter
+// before Admit returns (accept), as is a replayed one's in Window and
+// SoldOut.
 func (c *Checkout) Admit(ctx context.Context, a *seckill.Attempt) Answer {
 	a.OrderNo = seckill.NewOrderNo(a.Session.ID)
 	ctx, cancel := context.WithTimeout(ctx, AdmitWait)
 	defer cancel()
 	adm, err := c.Gate.AdmitAttempt(ctx, a)
+	return c.answer(a, adm, err)
+}
+
+// answer is the gate's answer to a, its order handed on when admitted.
+func (c *Checkout) answer(a *seckill.Attempt, adm *seckill.Admission, err error) Answer {
+	if err == nil {
+		c.accept(a, adm)
+	}
 	return Answer{adm, err}
 }
 
-// Accept hands an admitted attempt's order to the starter, once its
-// answer is decided: on a replay, the pinned order, whose workflow is
+// accept hands an admitted attempt's order to the starter as its answer
+// leaves: on a replay, the pinned order, whose workflow is
 // started again if its reservation still waits (the start is idempotent).
 // The answer never waits for Temporal: the reservation and its
 // pending-start entry, written by the script, are the durable intent; a
 // full queue leaves the order to the pending-start outbox, which the API's
 // outbox relay drains a few seconds later (and the worker's relay behind
 // it). The workflow ID is the order number, so a start is never doubled.
-func (c *Checkout) Accept(a *seckill.Attempt, adm *seckill.Admission) {
+func (c *Checkout) accept(a *seckill.Attempt, adm *seckill.Admission) {
 	if adm.Replayed {
 		c.Log.Info("order replayed for its idempotency key", "trace_id", a.TraceID, "order_no", adm.OrderNo,
 			"session_id", a.Session.ID, "user_id", a.UserID)
