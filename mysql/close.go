@@ -46,8 +46,8 @@ func (db *DB) closeOne(ctx context.Context, req *seckill.OrderRequest, reason st
 	return status, gaveBack, nil
 }
 
-// closeInTx closes one order inside tx: the compare-and-set WAIT_PAY →
-// CLOSED with its slots freed and its ledger row, or a CLOSED tombstone
+// closeInTx closes one order inside tx: its transition (Status.Close:
+// WAIT_PAY → CLOSED, its slots freed, its ledger row), or a CLOSED tombstone
 // when the row never came. It returns the order's status after it and the
 // units to give back to the session's stock (the caller's one increment).
 func closeInTx(tx *gorm.DB, req *seckill.OrderRequest, reason string, now time.Time) (seckill.Status, int, error) {
@@ -66,23 +66,12 @@ func closeInTx(tx *gorm.DB, req *seckill.OrderRequest, reason string, now time.T
 	} else if err != nil {
 		return "", 0, err
 	}
-	if status := seckill.Status(row.Status); status != seckill.StatusWaitPay {
-		return status, 0, nil // already closed, paid or failed: nothing to give back
+	t := seckill.Status(row.Status).Close(reason)
+	if t == nil {
+		return seckill.Status(row.Status), 0, nil // already closed, paid or failed: nothing to give back
 	}
-	res := tx.Model(&orderRow{}).Where("id = ? AND status = ?", row.ID, seckill.StatusWaitPay).
-		Updates(map[string]any{"status": seckill.StatusClosed, "reason": reason, "updated_at": changedAt(now)})
-	if res.Error != nil {
-		return "", 0, res.Error
-	}
-	if res.RowsAffected != 1 {
-		return "", 0, errors.New("close: compare-and-set lost under a row lock")
-	}
-	if err := tx.Where("order_no = ?", row.OrderNo).Delete(&slotRow{}).Error; err != nil {
-		return "", 0, err
-	}
-	from := row.Status
-	row.Status, row.Reason = string(seckill.StatusClosed), reason
-	return seckill.StatusClosed, row.Quantity, recordChange(tx, ledger(&row, seckill.Status(from), row.Quantity, now))
+	units, err := transition(tx, &row, t, "", now)
+	return t.To, units, err
 }
 
 // giveBack adds units to a session's stock (nothing when units is 0).

@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"gorm.io/gorm"
@@ -61,6 +62,31 @@ func ledger(row *orderRow, from seckill.Status, stockDelta int, now time.Time) o
 		OrderNo: row.OrderNo, SessionID: row.SessionID, FromStatus: string(from), ToStatus: row.Status,
 		Quantity: row.Quantity, StockDelta: stockDelta, Reason: row.Reason, TraceID: row.TraceID, CreatedAt: now,
 	}}
+}
+
+// transition persists an order's transition (seckill.Transition) on row,
+// which the caller holds locked: the compare-and-set from t.From, the
+// reason, the slots freed when it gives the units back, and its ledger row
+// (with the event it makes). It returns the units to give back to the
+// session's stock, which is the caller's (one increment per batch).
+func transition(tx *gorm.DB, row *orderRow, t *seckill.Transition, traceID string, now time.Time) (int, error) {
+	res := tx.Model(&orderRow{}).Where("id = ? AND status = ?", row.ID, t.From).
+		Updates(map[string]any{"status": t.To, "reason": t.Reason, "updated_at": changedAt(now)})
+	if res.Error != nil {
+		return 0, res.Error
+	}
+	if res.RowsAffected != 1 {
+		return 0, fmt.Errorf("order %s: compare-and-set %s → %s lost under the row lock", row.OrderNo, t.From, t.To)
+	}
+	units := 0
+	if t.GivesBack {
+		if err := tx.Where("order_no = ?", row.OrderNo).Delete(&slotRow{}).Error; err != nil {
+			return 0, err
+		}
+		units = row.Quantity
+	}
+	row.Status, row.Reason, row.TraceID = string(t.To), t.Reason, traceOr(traceID, row.TraceID)
+	return units, recordChange(tx, ledger(row, t.From, units, now))
 }
 
 // LiveHoldings returns, as reservations, the orders of a session that hold

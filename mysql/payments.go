@@ -12,13 +12,9 @@ import (
 
 // ApplyPayment records a captured payment against its order, in one
 // transaction, and returns what it did and the order's status afterwards:
-//
-//   - WAIT_PAY order: compare-and-set to PAID; the payment is the order's one payment.
-//   - CLOSED order (a late payment): never reopened; the order becomes
-//     REFUND_PENDING and the payment waits for its refund.
-//   - PAID (by another payment), FAILED or refunding order: the payment waits
-//     for its refund; the order is unchanged.
-//   - the same payment or event seen before: nothing changes.
+// the order's transition is Status.Pay's (PAID, a late payment's
+// REFUND_PENDING, or none, the payment then waiting for its refund); the
+// same payment or event seen before changes nothing.
 //
 // A payment the webhook wrote as RECEIVED is applied in place.
 //
@@ -59,13 +55,10 @@ func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.Pay
 			PaymentID: p.PaymentID, EventID: p.EventID, OrderNo: p.OrderNo, AmountCents: p.AmountCents,
 			Status: paymentRefundPending, TraceID: p.TraceID, RefundNextAt: &now, CreatedAt: now, UpdatedAt: now,
 		}
-		outcome = seckill.PaymentRefundPending
-		var next seckill.Status
-		switch status {
-		case seckill.StatusWaitPay:
-			pay.Status, pay.RefundNextAt, outcome, next = paymentCaptured, nil, seckill.PaymentCaptured, seckill.StatusPaid
-		case seckill.StatusClosed:
-			next = seckill.StatusRefundPending
+		var t *seckill.Transition
+		outcome, t = status.Pay()
+		if outcome == seckill.PaymentCaptured {
+			pay.Status, pay.RefundNextAt = paymentCaptured, nil
 		}
 		if received != nil {
 			res := tx.Model(&paymentRow{}).Where("id = ? AND status = ?", received.ID, paymentReceived).
@@ -79,25 +72,12 @@ func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.Pay
 		} else if err := tx.Create(&pay).Error; err != nil {
 			return err
 		}
-		if next == "" {
+		if t == nil {
 			return nil
 		}
-		reason := "paid"
-		if next == seckill.StatusRefundPending {
-			reason = "late_payment"
-		}
-		res := tx.Model(&orderRow{}).Where("id = ? AND status = ?", row.ID, status).
-			Updates(map[string]any{"status": next, "reason": reason, "updated_at": changedAt(now)})
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected != 1 {
-			return errors.New("payment: compare-and-set lost under a row lock")
-		}
-		from := status
-		row.Status, row.Reason, row.TraceID = string(next), reason, traceOr(p.TraceID, row.TraceID)
-		status = next
-		return recordChange(tx, ledger(&row, from, 0, now))
+		status = t.To
+		_, err = transition(tx, &row, t, p.TraceID, now)
+		return err
 	})
 	if isDuplicate(err) {
 		// A concurrent delivery of the same payment won the insert.

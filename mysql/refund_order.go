@@ -10,9 +10,6 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// reasonOperatorRefund is the order's reason once an operator refunded it.
-const reasonOperatorRefund = "operator_refund"
-
 // RefundOrder starts an operator's refund of a paid order (ch is an
 // ActionRefund naming it), in one transaction under the order's row lock:
 // the order PAID → REFUND_PENDING with its ledger row, its captured payment
@@ -49,11 +46,9 @@ func (db *DB) RefundOrder(ctx context.Context, ch *seckill.SessionChange) (o *se
 		if seen, err := auditSeen(tx, ch); err != nil || seen {
 			return err
 		}
-		if status := seckill.Status(row.Status); status != seckill.StatusPaid {
-			if status == seckill.StatusRefundPending || status == seckill.StatusRefunded {
-				return seckill.Errorf(seckill.ECONFLICT, "order %s is %s: its money goes back already, and an order is refunded once", row.OrderNo, status)
-			}
-			return seckill.Errorf(seckill.ECONFLICT, "order %s is %s: only a PAID order can be refunded", row.OrderNo, status)
+		t, err := seckill.Status(row.Status).OperatorRefund(row.OrderNo)
+		if err != nil {
+			return err
 		}
 		res := tx.Model(&paymentRow{}).Where("order_no = ? AND status = ?", row.OrderNo, paymentCaptured).
 			Updates(map[string]any{"status": paymentRefundPending, "refund_next_at": now, "updated_at": now})
@@ -63,23 +58,11 @@ func (db *DB) RefundOrder(ctx context.Context, ch *seckill.SessionChange) (o *se
 		if res.RowsAffected != 1 {
 			return seckill.Errorf(seckill.ECONFLICT, "order %s is PAID but has %d captured payments: reconcile it first", row.OrderNo, res.RowsAffected)
 		}
-		res = tx.Model(&orderRow{}).Where("id = ? AND status = ?", row.ID, seckill.StatusPaid).
-			Updates(map[string]any{"status": seckill.StatusRefundPending, "reason": reasonOperatorRefund, "updated_at": changedAt(now)})
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected != 1 {
-			return errors.New("refund: compare-and-set lost under a row lock")
-		}
-		if err := tx.Where("order_no = ?", row.OrderNo).Delete(&slotRow{}).Error; err != nil {
+		units, err := transition(tx, &row, t, ch.TraceID, now)
+		if err != nil {
 			return err
 		}
-		if err := giveBack(tx, row.SessionID, row.Quantity, now); err != nil {
-			return err
-		}
-		row.Status, row.Reason = string(seckill.StatusRefundPending), reasonOperatorRefund
-		row.TraceID = traceOr(ch.TraceID, row.TraceID)
-		if err := recordChange(tx, ledger(&row, seckill.StatusPaid, row.Quantity, now)); err != nil {
+		if err := giveBack(tx, row.SessionID, units, now); err != nil {
 			return err
 		}
 		if err := audit(tx, ch); err != nil {

@@ -252,7 +252,8 @@ func (db *DB) MarkRefunded(ctx context.Context, paymentID, refundID string) (sec
 			Updates(map[string]any{"status": paymentRefunded, "refund_id": refundID, "updated_at": now}).Error; err != nil {
 			return err
 		}
-		if status != seckill.StatusRefundPending {
+		t := status.Refunded()
+		if t == nil {
 			return nil // a duplicate payment of a PAID order: the order is unchanged
 		}
 		var waiting int64
@@ -263,13 +264,9 @@ func (db *DB) MarkRefunded(ctx context.Context, paymentID, refundID string) (sec
 		if waiting > 0 {
 			return nil
 		}
-		if err := tx.Model(&orderRow{}).Where("id = ? AND status = ?", row.ID, seckill.StatusRefundPending).
-			Updates(map[string]any{"status": seckill.StatusRefunded, "reason": "refunded", "updated_at": changedAt(now)}).Error; err != nil {
-			return err
-		}
-		row.Status, row.Reason, row.TraceID = string(seckill.StatusRefunded), "refunded", traceOr(pay.TraceID, row.TraceID)
-		status = seckill.StatusRefunded
-		return recordChange(tx, ledger(&row, seckill.StatusRefundPending, 0, now))
+		status = t.To
+		_, err = transition(tx, &row, t, pay.TraceID, now)
+		return err
 	})
 	return status, err
 }

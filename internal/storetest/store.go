@@ -117,10 +117,11 @@ func (s *MemStore) CloseOrder(_ context.Context, req *seckill.OrderRequest, reas
 			s.reasons[req.OrderNo] = reason
 			return closeResult{status: seckill.StatusClosed}, nil
 		}
-		if o.Status != seckill.StatusWaitPay {
+		t := o.Status.Close(reason)
+		if t == nil {
 			return closeResult{status: o.Status}, nil
 		}
-		o.Status, s.reasons[req.OrderNo] = seckill.StatusClosed, reason
+		o.Status, s.reasons[req.OrderNo] = t.To, t.Reason
 		s.stamp(o)
 		for k, no := range s.slots {
 			if no == o.OrderNo {
@@ -140,8 +141,8 @@ type applyResult struct {
 }
 
 // ApplyPayment mirrors mysql.DB.ApplyPayment: duplicates change nothing, a
-// wrong amount is refused, WAIT_PAY→PAID captures, CLOSED→REFUND_PENDING,
-// any other status keeps the order and queues the payment for a refund.
+// wrong amount is refused, and the order makes Status.Pay's transition
+// (any other status keeps the order and queues the payment for a refund).
 func (s *MemStore) ApplyPayment(_ context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error) {
 	r, err := step(s.inj, ApplyPayment, func() (applyResult, error) {
 		s.mu.Lock()
@@ -158,21 +159,13 @@ func (s *MemStore) ApplyPayment(_ context.Context, p *seckill.Payment) (seckill.
 		if p.AmountCents != o.AmountCents {
 			return applyResult{}, seckill.Errorf(seckill.EAMOUNT, "amount_cents %d does not match the order's %d", p.AmountCents, o.AmountCents)
 		}
-		switch o.Status {
-		case seckill.StatusWaitPay:
-			s.payments = append(s.payments, storedPayment{Payment: *p, captured: true})
-			o.Status, s.reasons[o.OrderNo] = seckill.StatusPaid, "paid"
+		outcome, t := o.Status.Pay()
+		s.payments = append(s.payments, storedPayment{Payment: *p, captured: outcome == seckill.PaymentCaptured})
+		if t != nil {
+			o.Status, s.reasons[o.OrderNo] = t.To, t.Reason
 			s.stamp(o)
-			return applyResult{seckill.PaymentCaptured, o.Status}, nil
-		case seckill.StatusClosed:
-			s.payments = append(s.payments, storedPayment{Payment: *p})
-			o.Status, s.reasons[o.OrderNo] = seckill.StatusRefundPending, "late_payment"
-			s.stamp(o)
-			return applyResult{seckill.PaymentRefundPending, o.Status}, nil
-		default:
-			s.payments = append(s.payments, storedPayment{Payment: *p})
-			return applyResult{seckill.PaymentRefundPending, o.Status}, nil
 		}
+		return applyResult{outcome, o.Status}, nil
 	})
 	return r.outcome, r.status, err
 }

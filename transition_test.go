@@ -1,0 +1,63 @@
+package seckill_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+)
+
+// Every status against every event: the order's transitions, and the
+// statuses each one leaves alone.
+func TestOrderTransitions(t *testing.T) {
+	for _, s := range seckill.Statuses {
+		outcome, pay := s.Pay()
+		closed := s.Close("timeout")
+		refund, refundErr := s.OperatorRefund("7-x")
+		refunded := s.Refunded()
+		switch s {
+		case seckill.StatusWaitPay:
+			require.Equal(t, seckill.PaymentCaptured, outcome)
+			require.Equal(t, &seckill.Transition{From: s, To: seckill.StatusPaid, Reason: seckill.ReasonPaid}, pay)
+			require.Equal(t, &seckill.Transition{From: s, To: seckill.StatusClosed, Reason: "timeout", GivesBack: true}, closed)
+		case seckill.StatusClosed:
+			require.Equal(t, seckill.PaymentRefundPending, outcome)
+			require.Equal(t, &seckill.Transition{From: s, To: seckill.StatusRefundPending, Reason: seckill.ReasonLatePayment}, pay,
+				"a late payment never reopens the order")
+		default:
+			require.Equal(t, seckill.PaymentRefundPending, outcome, s)
+			require.Nil(t, pay, "%s takes no payment", s)
+		}
+		if s != seckill.StatusWaitPay {
+			require.Nil(t, closed, "%s does not close", s)
+		}
+		if s == seckill.StatusPaid {
+			require.NoError(t, refundErr)
+			require.Equal(t, &seckill.Transition{From: s, To: seckill.StatusRefundPending, Reason: seckill.ReasonOperatorRefund, GivesBack: true}, refund)
+		} else {
+			require.Nil(t, refund)
+			require.Equal(t, seckill.ECONFLICT, seckill.ErrorCode(refundErr), "%s is not refunded by an operator", s)
+		}
+		if s == seckill.StatusRefundPending {
+			require.Equal(t, &seckill.Transition{From: s, To: seckill.StatusRefunded, Reason: seckill.ReasonRefunded}, refunded)
+		} else {
+			require.Nil(t, refunded, "%s is not refunded", s)
+		}
+	}
+}
+
+// What holds stock is asked of the status alone, and every transition
+// that ends holding it gives the units back.
+func TestTransitionsGiveBackWhatStopsHoldingStock(t *testing.T) {
+	for _, s := range seckill.Statuses {
+		_, pay := s.Pay()
+		refund, _ := s.OperatorRefund("7-x")
+		for _, tr := range []*seckill.Transition{pay, s.Close("cancelled"), refund, s.Refunded()} {
+			if tr == nil {
+				continue
+			}
+			require.Equal(t, tr.From.HoldsStock() && !tr.To.HoldsStock(), tr.GivesBack, "%+v", tr)
+		}
+	}
+}
