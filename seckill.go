@@ -42,6 +42,18 @@ var Statuses = []Status{StatusQueued, StatusWaitPay, StatusPaid, StatusClosed, S
 // before its payment arrived, so it holds none.
 func (s Status) HoldsStock() bool { return s == StatusWaitPay || s == StatusPaid }
 
+// Holding are the statuses that hold stock (HoldsStock), for the stores'
+// queries: asked here once, so a query and a decision cannot disagree.
+func Holding() []Status {
+	var out []Status
+	for _, s := range Statuses {
+		if s.HoldsStock() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // DefaultPayTimeout is how long an order waits for its payment in production.
 const DefaultPayTimeout = 15 * time.Minute
 

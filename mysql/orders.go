@@ -95,7 +95,7 @@ func transition(tx *gorm.DB, row *orderRow, t *seckill.Transition, traceID strin
 func (db *DB) LiveHoldings(ctx context.Context, sessionID int64) ([]seckill.Reservation, error) {
 	var rows []orderRow
 	if err := db.gorm.WithContext(ctx).Where("session_id = ? AND status IN ?", sessionID,
-		[]seckill.Status{seckill.StatusWaitPay, seckill.StatusPaid}).Order("id").Find(&rows).Error; err != nil {
+		seckill.Holding()).Order("id").Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	var slots []slotRow

@@ -52,7 +52,7 @@ func sessionSnapshot(g *gorm.DB, sessionID int64, orderNos []string, overdueBefo
 			snap.HeldQty += b.Qty
 		}
 	}
-	holding := []seckill.Status{seckill.StatusWaitPay, seckill.StatusPaid}
+	holding := seckill.Holding()
 
 	if err := g.Raw(`SELECT COALESCE(MAX(units), 0) FROM (
 		SELECT SUM(quantity) AS units FROM orders WHERE session_id = ? AND status IN ? GROUP BY user_id) u`,
