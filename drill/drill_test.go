@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
@@ -77,7 +78,32 @@ func TestDrillMySQLOutage(t *testing.T) {
 // CLOSED with its stock back (a payment that lost becomes REFUND_PENDING),
 // never both and never neither; the invariants hold across all of them.
 func TestDrillPaymentRacesTimeout(t *testing.T) {
-	e := testenv.New(t, testenv.Options{PayTimeout: 2 * time.Second})
+	paymentRace(t, testenv.New(t, testenv.Options{PayTimeout: 2 * time.Second}), nil)
+}
+
+// The same race through a stall: the Temporal server (standing for a
+// starved machine) answers nothing for 9 s from half a second after the
+// first deadline (timers firing, payments arriving), then everything
+// late. The pay timers, the payments and the
+// tasks moved off the worker's sticky queue all come at once afterwards;
+// every order still settles within the minute (a fresh machine once left
+// an order QUEUED: the worker's pollers, one pool steered by a stale
+// sticky backlog hint, all waited on the empty sticky queue while the
+// normal queue's tasks waited).
+func TestDrillPaymentRacesTimeoutThroughAStall(t *testing.T) {
+	srv := testenv.StartTemporalServer(t)
+	e := testenv.New(t, testenv.Options{PayTimeout: 2 * time.Second, TemporalAddr: srv.Addr})
+	paymentRace(t, e, func(firstDeadline time.Time) {
+		time.Sleep(time.Until(firstDeadline.Add(500 * time.Millisecond)))
+		srv.Stall(9 * time.Second)
+	})
+}
+
+// paymentRace sells 30 orders and pays each within ±150 ms of its
+// deadline; stall, when set, runs beside the payments from the first
+// deadline on. Every order ends PAID, or CLOSED with its payment waiting
+// for its refund, within a minute, and the invariants hold.
+func paymentRace(t *testing.T, e *testenv.Env, stall func(firstDeadline time.Time)) {
 	const n = 30
 	sess := e.Session(n, 1, 100)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -104,6 +130,19 @@ func TestDrillPaymentRacesTimeout(t *testing.T) {
 		orders[i].deadline = v.PayDeadline
 	}
 	var wg sync.WaitGroup
+	if stall != nil {
+		first := orders[0].deadline
+		for _, o := range orders {
+			if o.deadline.Before(first) {
+				first = o.deadline
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stall(first)
+		}()
+	}
 	stamp := time.Now().UnixNano()
 	provider := e.Client()
 	for i, o := range orders {
@@ -185,6 +224,16 @@ func explainStuck(t *testing.T, e *testenv.Env, no string) {
 		info := d.GetWorkflowExecutionInfo()
 		t.Logf("stuck %s: workflow %s, history length %d, pending activities %d, pending workflow task %v",
 			no, info.GetStatus(), info.GetHistoryLength(), len(d.GetPendingActivities()), d.GetPendingWorkflowTask())
+		// Who polls the task queue, and when they last did: a queue whose
+		// pollers all sit elsewhere leaves its tasks waiting.
+		q, err := e.Temporal.DescribeTaskQueue(ctx, e.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+		if err != nil {
+			t.Logf("stuck %s: task queue: %v", no, err)
+			return
+		}
+		for _, p := range q.GetPollers() {
+			t.Logf("stuck %s: task queue %s poller %s last polled %s", no, e.TaskQueue, p.GetIdentity(), p.GetLastAccessTime().AsTime())
+		}
 	}
 }
 

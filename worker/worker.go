@@ -66,8 +66,18 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, refunds
 		MaxConcurrentActivityExecutionSize: 64,
 		// A sale is a burst of many short workflow tasks: two pollers (the
 		// default) leave the task queue backed up during a burst, more
-		// keep it drained (docs/BENCHMARKS.md).
-		MaxConcurrentWorkflowTaskPollers: 8,
+		// keep it drained (docs/BENCHMARKS.md). Autoscaling pollers, not a
+		// fixed number: a fixed number is one pool shared by the sticky and
+		// the normal queue, steered by the sticky queue's backlog hint, and
+		// after a stall (a starved machine, a paused server) that hint goes
+		// stale: every poller waits out a long poll on the empty sticky
+		// queue while the normal queue's tasks (the first task of an order
+		// started by its payment, every task moved off the sticky queue)
+		// wait a minute. The autoscaling balancer keeps the normal queue
+		// polled (drill.TestDrillPaymentRacesTimeoutThroughAStall).
+		WorkflowTaskPollerBehavior: sdkworker.NewPollerBehaviorAutoscaling(sdkworker.PollerBehaviorAutoscalingOptions{
+			InitialNumberOfPollers: 8, MaximumNumberOfPollers: 8,
+		}),
 		MaxConcurrentActivityTaskPollers: 8,
 	})
 	Register(w, acts)

@@ -91,6 +91,18 @@ func waitHealthy(addr string, timeout time.Duration, exited <-chan struct{}) err
 	}
 }
 
+// Stall freezes the server (SIGSTOP) for d, then lets it go on (SIGCONT):
+// a server, or a machine, that answers nothing for a while and then
+// everything late.
+func (s *TemporalServer) Stall(d time.Duration) {
+	if s.cmd == nil || s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGSTOP)
+	time.Sleep(d)
+	_ = s.cmd.Process.Signal(syscall.SIGCONT)
+}
+
 // Kill stops the server with SIGKILL.
 func (s *TemporalServer) Kill() {
 	if s.cmd == nil || s.cmd.ProcessState != nil {
