@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,28 +49,6 @@ func withDB(ctx context.Context, fn func(db *mysql.DB) error) error {
 	}
 	defer m.Close()
 	return fn(m.DB)
-}
-
-// encodeJSON writes v as indented JSON: what --json prints.
-func encodeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// writeTable writes rows (tab-separated columns) under header as aligned
-// columns, or the line none when there is no row.
-func writeTable(w io.Writer, none, header string, rows []string) error {
-	if len(rows) == 0 {
-		_, err := fmt.Fprintln(w, none)
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, header)
-	for _, r := range rows {
-		fmt.Fprintln(tw, r)
-	}
-	return tw.Flush()
 }
 
 // nextAttempt is the "when" of pending work whose next attempt is at: now
