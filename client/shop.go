@@ -72,14 +72,7 @@ func (c *Client) Buy(ctx context.Context, sessionID int64, o BuyOptions) (*Accep
 	if o.Ticket != "" {
 		r.header.Set(HeaderTicket, o.Ticket)
 	}
-	var a Accepted
-	r.out = &a
-	m, err := c.do(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	a.Meta = m
-	return &a, nil
+	return c.accepted(ctx, r)
 }
 
 // Order returns one of the shopper's orders (anyone else's is NOT_FOUND).
@@ -162,12 +155,15 @@ func (c *Client) WaitOrder(ctx context.Context, orderNo string, want ...seckill.
 // Cancel asks to cancel one of the shopper's unpaid orders: 202 with the
 // status it had; CONFLICT when it is paid, closed, or not cancellable yet.
 func (c *Client) Cancel(ctx context.Context, orderNo string) (*Accepted, error) {
-	return c.accepted(ctx, "/api/v1/orders/"+url.PathEscape(orderNo)+"/cancel", c.Token, nil)
+	return c.accepted(ctx, request{method: http.MethodPost, path: "/api/v1/orders/" + url.PathEscape(orderNo) + "/cancel", auth: c.Token})
 }
 
-func (c *Client) accepted(ctx context.Context, path, auth string, body any) (*Accepted, error) {
+// accepted sends r, whose answer is an Accepted (a purchase, a cancel),
+// and keeps the answer's Meta on it.
+func (c *Client) accepted(ctx context.Context, r request) (*Accepted, error) {
 	var a Accepted
-	m, err := c.do(ctx, request{method: http.MethodPost, path: path, auth: auth, body: body, out: &a})
+	r.out = &a
+	m, err := c.do(ctx, r)
 	if err != nil {
 		return nil, err
 	}

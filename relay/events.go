@@ -212,15 +212,8 @@ func (r *Events) send(ctx context.Context, ev *seckill.Event) error {
 
 // observe refreshes the undelivered-events gauge.
 func (r *Events) observe(ctx context.Context) {
-	if r.Metrics == nil {
-		return
-	}
-	counts, err := r.Store.EventCounts(ctx)
-	if err != nil {
-		return
-	}
-	for state, n := range counts {
-		r.Metrics.Events.WithLabelValues(state).Set(float64(n))
+	if r.Metrics != nil {
+		observeStates(ctx, r.Metrics.Events, r.Store.EventCounts)
 	}
 }
 

@@ -214,15 +214,8 @@ func (r *Refunds) resignal(ctx context.Context, l *slog.Logger, p *seckill.Payme
 
 // observe refreshes the refunds-by-state gauge.
 func (r *Refunds) observe(ctx context.Context) {
-	if r.Metrics == nil {
-		return
-	}
-	counts, err := r.Store.RefundCounts(ctx)
-	if err != nil {
-		return
-	}
-	for state, n := range counts {
-		r.Metrics.Refunds.WithLabelValues(state).Set(float64(n))
+	if r.Metrics != nil {
+		observeStates(ctx, r.Metrics.Refunds, r.Store.RefundCounts)
 	}
 }
 

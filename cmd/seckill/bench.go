@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -132,11 +131,7 @@ and SECKILL_ADMIN_TOKEN.`,
 				return err
 			}
 			if jsonPath != "" {
-				b, err := json.MarshalIndent(rep, "", "  ")
-				if err != nil {
-					return err
-				}
-				if err := os.WriteFile(jsonPath, b, 0o644); err != nil {
+				if err := saveJSON(jsonPath, rep); err != nil {
 					return err
 				}
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -99,11 +98,7 @@ soak drops its database and keys; a failing one keeps them, and the logs in
 			}
 			res.WriteTable(os.Stdout)
 			if jsonOut != "" {
-				b, err := json.MarshalIndent(res, "", "  ")
-				if err != nil {
-					return err
-				}
-				if err := os.WriteFile(jsonOut, b, 0o644); err != nil {
+				if err := saveJSON(jsonOut, res); err != nil {
 					return err
 				}
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -291,9 +290,7 @@ func printReconcile(ctx context.Context, m *app.Main, session int64, repair bool
 		}
 		out = r
 	}
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(out); err != nil {
+	if err := encodeJSON(os.Stdout, out); err != nil {
 		return err
 	}
 	if !r.OK {

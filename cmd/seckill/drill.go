@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -89,9 +88,7 @@ SECKILL_LIMIT_READ_RPS=0) on the API, since every shopper comes from here.`,
 			if err != nil {
 				return err
 			}
-			enc := json.NewEncoder(os.Stdout)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(res); err != nil {
+			if err := encodeJSON(os.Stdout, res); err != nil {
 				return err
 			}
 			if !res.OK {

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,13 +18,7 @@ import (
 func eventsCmd() *cobra.Command {
 	cmd := listCmd("events [--json] | events retry [EVENT_ID...] [--all-parked]",
 		"List the order events not delivered to SECKILL_EVENTS_URL (pending, parked); retry parked ones",
-		func(ctx context.Context, db *mysql.DB, w io.Writer, limit int, asJSON bool) error {
-			states, err := db.EventStates(ctx, limit)
-			if err != nil {
-				return err
-			}
-			return printEvents(w, states, asJSON, time.Now())
-		})
+		(*mysql.DB).EventStates, printEvents)
 	var allParked bool
 	retry := &cobra.Command{
 		Use:   "retry [EVENT_ID...] [--all-parked]",
@@ -66,8 +57,6 @@ func eventsCmd() *cobra.Command {
 // its order waits for that one too) and the parking time of a parked one.
 func printEvents(w io.Writer, states []seckill.EventState, asJSON bool, now time.Time) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
 		type listed struct {
 			seckill.EventState
 			OrderNo string `json:"order_no"`
@@ -76,25 +65,18 @@ func printEvents(w io.Writer, states []seckill.EventState, asJSON bool, now time
 		for i, s := range states {
 			out[i] = listed{s, s.OrderNo}
 		}
-		return enc.Encode(map[string]any{"events": out})
+		return encodeJSON(w, map[string]any{"events": out})
 	}
-	if len(states) == 0 {
-		_, err := fmt.Fprintln(w, "no events waiting for delivery")
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STATE\tEVENT_ID\tTYPE\tORDER_NO\tATTEMPTS\tWHEN\tLAST_ERROR")
-	for _, s := range states {
+	rows := make([]string, len(states))
+	for i, s := range states {
 		var when string
 		switch {
 		case s.State == seckill.EventParked:
 			when = "parked " + ago(now, s.ParkedAt)
-		case s.NextAttemptAt.IsZero() || !s.NextAttemptAt.After(now):
-			when = "next: now"
 		default:
-			when = "next in " + s.NextAttemptAt.Sub(now).Round(time.Second).String()
+			when = nextAttempt(now, s.NextAttemptAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.State, s.ID, s.Type, s.OrderNo, s.Attempts, when, s.LastError)
+		rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s", s.State, s.ID, s.Type, s.OrderNo, s.Attempts, when, s.LastError)
 	}
-	return tw.Flush()
+	return writeTable(w, "no events waiting for delivery", "STATE\tEVENT_ID\tTYPE\tORDER_NO\tATTEMPTS\tWHEN\tLAST_ERROR", rows)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -112,9 +111,7 @@ func adminClient(base string) (*client.Client, error) {
 
 // printJSON writes v to the command's output as indented JSON.
 func printJSON(cmd *cobra.Command, v any) error {
-	enc := json.NewEncoder(cmd.OutOrStdout())
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return encodeJSON(cmd.OutOrStdout(), v)
 }
 
 // updateCmd is `seckill session update`: only the flags given change.

@@ -38,16 +38,23 @@ schema() {
   echo "setup: database ${db} (${kind}) is up to date"
 }
 
+# again_or_give_up N WHAT counts one more failed try in $tries: after the
+# N-th it gives up, saying WHAT went wrong; before, it waits a second for
+# the next try.
+again_or_give_up() {
+  tries=$((tries + 1))
+  if [ "$tries" -ge "$1" ]; then
+    echo "setup: $2" >&2
+    exit 1
+  fi
+  sleep 1
+}
+
 namespace() {
   # docker-compose starts this right after the server: wait for its frontend.
   tries=0
   until "$cli" operator cluster health >/dev/null 2>&1; do
-    tries=$((tries + 1))
-    if [ "$tries" -ge 120 ]; then
-      echo "setup: the Temporal frontend at ${TEMPORAL_ADDRESS:-127.0.0.1:7233} does not answer" >&2
-      exit 1
-    fi
-    sleep 1
+    again_or_give_up 120 "the Temporal frontend at ${TEMPORAL_ADDRESS:-127.0.0.1:7233} does not answer"
   done
   if ! "$cli" operator namespace describe --namespace default >/dev/null 2>&1; then
     "$cli" operator namespace create --namespace default --retention 72h
@@ -67,12 +74,7 @@ namespace() {
       echo "$listed" | grep -qE "^ *${spec%%=*} +${spec##*=} *$" || missing="${missing} ${spec}"
     done
     [ -z "$missing" ] && break
-    tries=$((tries + 1))
-    if [ "$tries" -ge 30 ]; then
-      echo "setup: search attributes not registered:${missing}" >&2
-      exit 1
-    fi
-    sleep 1
+    again_or_give_up 30 "search attributes not registered:${missing}"
   done
   echo "setup: namespace default has the search attributes $*"
 }

@@ -1,0 +1,130 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/seckill/seckill/api"
+)
+
+// result is one request's fate.
+type result struct {
+	at      time.Duration // since the burst began
+	latency time.Duration
+	outcome string
+	orderNo string
+	shopper int
+}
+
+// burst sends Users×PerUser orders, shuffled, at the given load, and
+// returns every request's result and the wall time.
+// burst sends n requests of the shoppers at the level's load; keyed, each
+// with a fresh Idempotency-Key (a UUIDv7).
+func (r *stepRunner) burst(ctx context.Context, level int, name string, keyed bool, n int) ([]result, time.Duration) {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i % r.cfg.Users
+	}
+	rand.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
+	path := fmt.Sprintf("/api/v1/sessions/%d/orders", r.step.SessionID)
+	body := []byte(fmt.Sprintf(`{"quantity":%d}`, r.cfg.Quantity))
+	results := make([]result, n)
+	var keys []string
+	if keyed {
+		// Made before the clock starts: the load driver shares the CPUs.
+		keys = make([]string, n)
+		for i := range keys {
+			keys[i] = uuid.Must(uuid.NewV7()).String()
+		}
+	}
+	var sent, done atomic.Int64
+	if r.cfg.Rate <= 0 {
+		r.c.warm(level)
+	}
+	start := time.Now()
+	r.burstStart = start
+	one := func(i int) {
+		s := r.shoppers[order[i]]
+		t0 := time.Now()
+		var header []string
+		if keyed {
+			header = []string{api.HeaderIdempotencyKey, keys[i]}
+		}
+		code, raw, layer, err := r.c.do("POST", path, s.auth, body, header...)
+		res := result{at: t0.Sub(start), latency: time.Since(t0), shopper: s.index, outcome: classify(code, raw, layer, err)}
+		if res.outcome == OutAccepted {
+			var v struct {
+				OrderNo string `json:"order_no"`
+			}
+			_ = json.Unmarshal(raw, &v)
+			res.orderNo = v.OrderNo
+		}
+		results[i] = res
+		done.Add(1)
+	}
+	if r.start.IsZero() {
+		r.start = start
+	}
+	stop := r.progress(name, &done, n)
+	var wg sync.WaitGroup
+	if r.cfg.Rate > 0 {
+		// Open loop: arrivals on a clock, whatever the answers do.
+		interval := time.Second / time.Duration(level)
+		sem := make(chan struct{}, 20000)
+		for i := 0; i < n && ctx.Err() == nil; i++ {
+			if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+				time.Sleep(d)
+			}
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() { defer wg.Done(); defer func() { <-sem }(); one(i) }()
+		}
+	} else {
+		for w := 0; w < level; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					i := int(sent.Add(1)) - 1
+					if i >= n {
+						return
+					}
+					one(i)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	dur := time.Since(start)
+	stop()
+	return results[:int(done.Load())], dur
+}
+
+// progress prints a progress line every half second until stopped.
+func (r *stepRunner) progress(name string, done *atomic.Int64, n int) func() {
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				fmt.Fprintf(r.cfg.Progress, "\r  %s %s: %d/%d answered\n", r.levelName(), name, done.Load(), n)
+				return
+			case <-t.C:
+				fmt.Fprintf(r.cfg.Progress, "\r  %s %s: %d/%d answered", r.levelName(), name, done.Load(), n)
+			}
+		}
+	}()
+	return func() { close(quit); wg.Wait() }
+}

@@ -1,0 +1,141 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/client"
+)
+
+// stepRunner runs one load step: a fresh session, its burst and the
+// sold-out burst after it, the followers of its winners, and the checks of
+// what they saw.
+type stepRunner struct {
+	cfg Config
+	c   *httpClient // the load loop's
+	// api is the typed client with the admin token and webhook secret.
+	api      *client.Client
+	shoppers []shopper
+	rep      *Report
+	costs    *costs // nil: the Temporal cost is not counted
+	// cpu meters the Temporal server (nil: not on this machine); creating
+	// is its reading when the step's burst began.
+	cpu      *serverCPU
+	creating *cpuSnap
+	// label names the round in problems ("round 2 ", "warm-up "; "" in a
+	// single-round run).
+	label string
+	step  *Step
+	// start is when the first burst began: the origin of the step's times.
+	start time.Time
+	// burstStart is when the latest burst began: the origin of its
+	// results' times.
+	burstStart time.Time
+	mu         sync.Mutex // guards problems found by concurrent followers
+	// paymentIDs are the orders' payments at the provider (order number →
+	// payment id), from their checkouts.
+	paymentIDs sync.Map
+}
+
+func (r *stepRunner) problem(format string, args ...any) {
+	r.rep.Problems = append(r.rep.Problems, fmt.Sprintf("%sstep %d: ", r.label, r.step.Concurrency+r.step.Rate)+fmt.Sprintf(format, args...))
+	r.step.InvariantsOK = false
+}
+
+func (r *stepRunner) run(ctx context.Context, level int) (*Step, error) {
+	r.step = &Step{Latency: map[string]Percentiles{}, InvariantsOK: true}
+	if r.cfg.Rate > 0 {
+		r.step.Rate = level
+	} else {
+		r.step.Concurrency = level
+	}
+	if err := r.createSession(ctx); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(r.cfg.Progress, "step %s: session %d, %d units, %d shoppers × %d requests\n",
+		r.levelName(), r.step.SessionID, r.cfg.Stock, r.cfg.Users, r.cfg.PerUser)
+
+	before, haveStarts, err := scrapeStarts(ctx, r.cfg.BaseURL)
+	if err != nil {
+		fmt.Fprintf(r.cfg.Progress, "step %s: no workflow-start latency: %v\n", r.levelName(), err)
+	}
+	r.creating = r.cpu.mark()
+	results, dur := r.burst(ctx, level, "burst", r.cfg.Keys, r.cfg.Users*r.cfg.PerUser)
+	r.step.DurationSeconds = dur.Seconds()
+	r.step.Throughput = float64(len(results)) / dur.Seconds()
+	r.tally(results)
+
+	// The same burst again, now that the session is sold out: the fast
+	// path. With --keys, half of it without keys and half with a fresh key
+	// on every request, in alternating slices: the orders being created
+	// meanwhile take CPU from both alike. Both measure a sale that has
+	// been sold out for a moment: every API has read the sell-out, and the
+	// keys are stamped more than the clock skew after the last win (in the
+	// first second after a sell-out a keyed loser costs one Redis read).
+	if wait := time.Until(r.burstStart.Add(time.Duration(r.step.TimeToSellOutSeconds*float64(time.Second)) +
+		seckill.KeyClockSkew + 500*time.Millisecond)); wait > 0 {
+		time.Sleep(wait)
+	}
+	n := r.cfg.Users * r.cfg.PerUser
+	if !r.cfg.Keys {
+		again, dur := r.burst(ctx, level, "sold-out burst", false, n)
+		r.step.SoldOutThroughput = float64(len(again)) / dur.Seconds()
+		r.step.Latency["soldout_burst"] = percentiles(again, "")
+	} else {
+		const slices = 2
+		var plain, keyed []result
+		var plainDur, keyedDur time.Duration
+		for i := range 2 * slices {
+			// U K K U: neither half always goes first.
+			if (i+i/2)%2 == 0 {
+				rs, d := r.burst(ctx, level, "sold-out burst", false, n/(2*slices))
+				plain, plainDur = append(plain, rs...), plainDur+d
+			} else {
+				rs, d := r.burst(ctx, level, "sold-out burst, keyed", true, n/(2*slices))
+				keyed, keyedDur = append(keyed, rs...), keyedDur+d
+			}
+		}
+		r.step.SoldOutThroughput = float64(len(plain)) / plainDur.Seconds()
+		r.step.Latency["soldout_burst"] = percentiles(plain, "")
+		r.step.SoldOutKeyedThroughput = float64(len(keyed)) / keyedDur.Seconds()
+		r.step.Latency["soldout_keyed_burst"] = percentiles(keyed, "")
+		r.step.SoldOutKeyedFromMemory = outcomeCounts(keyed)[OutSoldOutMemory]
+	}
+
+	won := accepted(results)
+	r.follow(ctx, won)
+	if haveStarts {
+		if after, ok, err := scrapeStarts(ctx, r.cfg.BaseURL); err == nil && ok {
+			r.step.StartLatency = startLatency(before, after)
+		}
+	}
+	r.reconcile(ctx)
+	fmt.Fprintf(r.cfg.Progress, "step %s: %.0f req/s, sold-out %.0f req/s, %d accepted, all WAIT_PAY after %.2fs (%.0f orders/s), invariants ok: %v\n",
+		r.levelName(), r.step.Throughput, r.step.SoldOutThroughput, len(won), r.step.TimeToAllWaitPaySeconds,
+		r.step.OrdersPerSecond, r.step.InvariantsOK)
+	return r.step, nil
+}
+
+func (r *stepRunner) levelName() string {
+	if r.step.Rate > 0 {
+		return fmt.Sprintf("rate=%d/s", r.step.Rate)
+	}
+	return fmt.Sprintf("c=%d", r.step.Concurrency)
+}
+
+func (r *stepRunner) createSession(ctx context.Context) error {
+	now := time.Now().UTC()
+	sess, err := r.api.CreateSession(ctx, &seckill.Session{SKUID: 7000, Title: "bench", PriceCents: priceCents,
+		TotalStock: r.cfg.Stock, PerUserLimit: r.cfg.Limit, StartAt: now.Add(-time.Second), EndAt: now.Add(2 * time.Hour)})
+	if err != nil {
+		return fmt.Errorf("create session: %w (is the API at %s, with this admin token?)", err, r.cfg.BaseURL)
+	}
+	r.step.SessionID = sess.ID
+	if _, err := r.api.Preheat(ctx, sess.ID, false); err != nil {
+		return fmt.Errorf("preheat: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"sort"
+	"time"
+)
+
+// tally fills the funnel, latencies, timeline and time to sell out, and
+// checks the admission invariants (never more than the stock, never over
+// the per-user limit, no order number twice).
+func (r *stepRunner) tally(rs []result) {
+	f := &r.step.Funnel
+	f.Requests = len(rs)
+	perShopper := map[int]int{}
+	seen := map[string]bool{}
+	var lastWin time.Duration
+	for _, x := range rs {
+		switch x.outcome {
+		case OutAccepted:
+			f.Accepted++
+			perShopper[x.shopper] += r.cfg.Quantity
+			if seen[x.orderNo] {
+				r.problem("order number %s accepted twice", x.orderNo)
+			}
+			seen[x.orderNo] = true
+			if end := x.at + x.latency; end > lastWin {
+				lastWin = end
+			}
+		case OutSoldOutMemory:
+			f.SoldOutMemory++
+		case OutSoldOutRedis:
+			f.SoldOutRedis++
+		case OutLimit:
+			f.LimitExceeded++
+		case OutRateLimited:
+			f.RateLimited++
+		case OutWindow:
+			f.Window++
+		default:
+			f.OtherErrors++
+		}
+	}
+	units := f.Accepted * r.cfg.Quantity
+	if units > r.cfg.Stock {
+		r.problem("oversold: %d units accepted for %d", units, r.cfg.Stock)
+	}
+	maxUnits := r.cfg.Users * r.cfg.Limit
+	if f.RateLimited == 0 && f.OtherErrors == 0 && maxUnits >= r.cfg.Stock && r.cfg.Stock-units >= r.cfg.Quantity {
+		r.problem("%d units left unsold although demand exceeded stock", r.cfg.Stock-units)
+	}
+	for s, u := range perShopper {
+		if u > r.cfg.Limit {
+			r.problem("shopper %d holds %d units, limit %d", s, u, r.cfg.Limit)
+		}
+	}
+	r.step.TimeToSellOutSeconds = lastWin.Seconds()
+	for _, o := range Outcomes {
+		if p := percentiles(rs, o.Code); p.Count > 0 {
+			r.step.Latency[o.Code] = p
+		}
+	}
+	r.step.Timeline = timeline(rs)
+}
+
+func accepted(rs []result) []result {
+	var out []result
+	for _, r := range rs {
+		if r.outcome == OutAccepted {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// percentiles of the results with outcome o ("" = all).
+func percentiles(rs []result, o string) Percentiles {
+	var ls []float64
+	for _, x := range rs {
+		if o == "" || x.outcome == o {
+			ls = append(ls, float64(x.latency.Microseconds())/1000)
+		}
+	}
+	if len(ls) == 0 {
+		return Percentiles{}
+	}
+	sort.Float64s(ls)
+	at := func(q float64) float64 { return ls[min(len(ls)-1, int(q*float64(len(ls))))] }
+	return Percentiles{Count: len(ls), P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: ls[len(ls)-1]}
+}
+
+func timeline(rs []result) []Bucket {
+	const width = 100 * time.Millisecond
+	byBucket := map[int][]result{}
+	last := 0
+	for _, x := range rs {
+		b := int(x.at / width)
+		byBucket[b] = append(byBucket[b], x)
+		last = max(last, b)
+	}
+	out := make([]Bucket, 0, last+1)
+	for b := 0; b <= last; b++ {
+		xs := byBucket[b]
+		p := percentiles(xs, "")
+		out = append(out, Bucket{AtSeconds: float64(b) * width.Seconds(), Requests: len(xs),
+			Accepted: len(accepted(xs)), P50: p.P50, P99: p.P99})
+	}
+	return out
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+)
+
+// encodeJSON writes v as indented JSON: what --json prints.
+func encodeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeTable writes rows (tab-separated columns) under header as aligned
+// columns, or the line none when there is no row.
+func writeTable(w io.Writer, none, header string, rows []string) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, none)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, r)
+	}
+	return tw.Flush()
+}
+
+// saveJSON writes v as indented JSON to the file at path: the report a
+// run keeps (--json of bench and chaos).
+func saveJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
