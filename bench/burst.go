@@ -23,10 +23,9 @@ type result struct {
 	shopper int
 }
 
-// burst sends Users×PerUser orders, shuffled, at the given load, and
-// returns every request's result and the wall time.
-// burst sends n requests of the shoppers at the level's load; keyed, each
-// with a fresh Idempotency-Key (a UUIDv7).
+// burst sends n requests of the shoppers, shuffled, at the level's load
+// (keyed: each with a fresh Idempotency-Key, a UUIDv7), and returns every
+// request's result and the wall time.
 func (r *stepRunner) burst(ctx context.Context, level int, name string, keyed bool, n int) ([]result, time.Duration) {
 	order := make([]int, n)
 	for i := range order {

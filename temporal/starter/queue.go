@@ -7,28 +7,6 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// Offer hands an order over without waiting: false when the queue is full
-// (the order's pending-start entry is its way to a start). An order
-// already queued or in flight here is accepted and not queued twice.
-func (s *Starter) Offer(req *seckill.OrderRequest) bool {
-	s.mu.Lock()
-	if _, ok := s.known[req.OrderNo]; ok {
-		s.mu.Unlock()
-		return true
-	}
-	if s.queued >= s.cfg.Queue {
-		s.mu.Unlock()
-		if s.cfg.Metrics != nil {
-			s.cfg.Metrics.StarterDropped.WithLabelValues(s.cfg.Name).Inc()
-		}
-		return false
-	}
-	s.pushLocked(item{req: req})
-	s.mu.Unlock()
-	s.signal()
-	return true
-}
-
 // Do starts the given orders through the queue (fairly with everything
 // else queued, past the queue bound: the caller holds them anyway) and
 // waits for their results, in order, until ctx ends (an order not

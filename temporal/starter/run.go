@@ -3,7 +3,31 @@ package starter
 import (
 	"context"
 	"time"
+
+	"github.com/seckill/seckill"
 )
+
+// Offer hands an order over without waiting: false when the queue is full
+// (the order's pending-start entry is its way to a start). An order
+// already queued or in flight here is accepted and not queued twice.
+func (s *Starter) Offer(req *seckill.OrderRequest) bool {
+	s.mu.Lock()
+	if _, ok := s.known[req.OrderNo]; ok {
+		s.mu.Unlock()
+		return true
+	}
+	if s.queued >= s.cfg.Queue {
+		s.mu.Unlock()
+		if s.cfg.Metrics != nil {
+			s.cfg.Metrics.StarterDropped.WithLabelValues(s.cfg.Name).Inc()
+		}
+		return false
+	}
+	s.pushLocked(item{req: req})
+	s.mu.Unlock()
+	s.signal()
+	return true
+}
 
 // Run drains the queue until ctx ends; starts in flight then finish on
 // their own deadline.
