@@ -97,11 +97,9 @@ func (s *Server) preheat(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	force := false
-	if raw := c.Query("force"); raw != "" {
-		if force, err = strconv.ParseBool(raw); err != nil {
-			return seckill.Errorf(seckill.EINVALID, "force must be true or false")
-		}
+	force, err := queryBool(c, "force")
+	if err != nil {
+		return err
 	}
 	controls, err := s.controls()
 	if err != nil {
@@ -131,11 +129,9 @@ func (s *Server) reconcile(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	repair := false
-	if raw := c.Query("repair"); raw != "" {
-		if repair, err = strconv.ParseBool(raw); err != nil {
-			return seckill.Errorf(seckill.EINVALID, "repair must be true or false")
-		}
+	repair, err := queryBool(c, "repair")
+	if err != nil {
+		return err
 	}
 	if !repair {
 		r, err := seckill.ReconcilePolicy{PayTimeout: s.cfg.PayTimeout, SweepGrace: s.cfg.SweepGrace}.Reconcile(c.UserContext(), s.store, s.gate, id)
@@ -154,4 +150,17 @@ func (s *Server) reconcile(c *fiber.Ctx) error {
 		*seckill.Report
 		Repair *seckill.Repair `json:"repair"`
 	}{r, rep})
+}
+
+// queryBool is an optional boolean query parameter (false when absent).
+func queryBool(c *fiber.Ctx, name string) (bool, error) {
+	raw := c.Query(name)
+	if raw == "" {
+		return false, nil
+	}
+	v, err := strconv.ParseBool(raw)
+	if err != nil {
+		return false, seckill.Errorf(seckill.EINVALID, "%s must be true or false", name)
+	}
+	return v, nil
 }

@@ -64,6 +64,17 @@ func ledger(row *orderRow, from seckill.Status, stockDelta int, now time.Time) o
 	}}
 }
 
+// lockOrder reads an order's row and locks it for the transaction's rest
+// (SELECT … FOR UPDATE); NOT_FOUND when there is none.
+func lockOrder(tx *gorm.DB, orderNo string) (*orderRow, error) {
+	var row orderRow
+	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("order_no = ?", orderNo).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, seckill.Errorf(seckill.ENOTFOUND, "order %s not found", orderNo)
+	}
+	return &row, err
+}
+
 // transition persists an order's transition (seckill.Transition) on row,
 // which the caller holds locked: the compare-and-set from t.From, the
 // reason, the slots freed when it gives the units back, and its ledger row

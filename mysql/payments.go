@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/seckill/seckill"
 )
@@ -25,11 +24,8 @@ func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.Pay
 	var status seckill.Status
 	now := db.now()
 	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var row orderRow
-		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("order_no = ?", p.OrderNo).Take(&row).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return seckill.Errorf(seckill.ENOTFOUND, "order %s not found", p.OrderNo)
-		} else if err != nil {
+		row, err := lockOrder(tx, p.OrderNo)
+		if err != nil {
 			return err
 		}
 		status = seckill.Status(row.Status)
@@ -76,7 +72,7 @@ func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.Pay
 			return nil
 		}
 		status = t.To
-		_, err = transition(tx, &row, t, p.TraceID, now)
+		_, err = transition(tx, row, t, p.TraceID, now)
 		return err
 	})
 	if isDuplicate(err) {

@@ -2,10 +2,8 @@ package mysql
 
 import (
 	"context"
-	"errors"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/seckill/seckill"
 )
@@ -32,11 +30,8 @@ func (db *DB) RefundOrder(ctx context.Context, ch *seckill.SessionChange) (o *se
 	now := db.now()
 	ch.At = now
 	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var row orderRow
-		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("order_no = ?", ch.OrderNo).Take(&row).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return seckill.Errorf(seckill.ENOTFOUND, "order %s not found", ch.OrderNo)
-		} else if err != nil {
+		row, err := lockOrder(tx, ch.OrderNo)
+		if err != nil {
 			return err
 		}
 		ch.SessionID = row.SessionID
@@ -58,7 +53,7 @@ func (db *DB) RefundOrder(ctx context.Context, ch *seckill.SessionChange) (o *se
 		if res.RowsAffected != 1 {
 			return seckill.Errorf(seckill.ECONFLICT, "order %s is PAID but has %d captured payments: reconcile it first", row.OrderNo, res.RowsAffected)
 		}
-		units, err := transition(tx, &row, t, ch.TraceID, now)
+		units, err := transition(tx, row, t, ch.TraceID, now)
 		if err != nil {
 			return err
 		}
