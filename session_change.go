@@ -143,6 +143,46 @@ func (c *SessionChange) Check() error {
 	return nil
 }
 
+// ApplyTo makes the change on s as of now, or says why the session's
+// state forbids it: an ended session takes nothing but a resume; a
+// session's window and terms change only before it starts; an end before
+// the start closes the window empty; an add may not take the total past
+// MaxAddStock. It returns the units the database stock gains (an add's).
+// The stores persist the result; the rules are these.
+func (c *SessionChange) ApplyTo(s *Session, now time.Time) (added int, err error) {
+	if !now.Before(s.EndAt) && c.Action != ActionResume {
+		return 0, Errorf(ECONFLICT, "session %d ended at %s", s.ID, s.EndAt.UTC().Format(time.RFC3339))
+	}
+	switch c.Action {
+	case ActionPause:
+		s.Paused = true
+	case ActionResume:
+		s.Paused = false
+	case ActionEnd:
+		s.EndAt = now
+		if !s.StartAt.Before(now) {
+			// Ended before it started: the window closes empty.
+			s.StartAt = now.Add(-time.Millisecond)
+		}
+	case ActionAddStock:
+		if s.TotalStock+c.Add > MaxAddStock {
+			return 0, Errorf(EINVALID, "stock would exceed %d", MaxAddStock)
+		}
+		s.TotalStock += c.Add
+		return c.Add, nil
+	case ActionUpdate:
+		if !now.Before(s.StartAt) {
+			return 0, Errorf(ECONFLICT, "session %d has started: only pause, resume, end and stock changes apply now", s.ID)
+		}
+		next, err := c.Update.Apply(*s)
+		if err != nil {
+			return 0, err
+		}
+		*s = *next
+	}
+	return 0, nil
+}
+
 // SameRequest reports whether o asks for what c asks (the action and its
 // arguments, not who or when): a change retried under its request id must
 // ask the same, or it is refused with IDEMPOTENCY_MISMATCH instead of being

@@ -24,3 +24,50 @@ func TestSessionValidateRefusesFreeItems(t *testing.T) {
 		require.Contains(t, seckill.ErrorMessage(err), "free items", "price %d", price)
 	}
 }
+
+// The session change rules, on the domain alone: what each action does,
+// and what the session's state forbids.
+func TestSessionChangeApplyTo(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	upcoming := seckill.Session{ID: 4, SKUID: 9, Title: "t", PriceCents: 100, TotalStock: 10, PerUserLimit: 1,
+		StartAt: now.Add(time.Hour), EndAt: now.Add(2 * time.Hour)}
+	live := upcoming
+	live.StartAt = now.Add(-time.Minute)
+	ended := upcoming
+	ended.StartAt, ended.EndAt = now.Add(-2*time.Hour), now.Add(-time.Hour)
+	title := "new"
+	for _, c := range []struct {
+		name  string
+		s     seckill.Session
+		ch    seckill.SessionChange
+		want  func(s seckill.Session) seckill.Session
+		added int
+		code  string
+	}{
+		{"pause", live, seckill.SessionChange{Action: seckill.ActionPause}, func(s seckill.Session) seckill.Session { s.Paused = true; return s }, 0, ""},
+		{"resume an ended one", ended, seckill.SessionChange{Action: seckill.ActionResume}, func(s seckill.Session) seckill.Session { return s }, 0, ""},
+		{"end early", live, seckill.SessionChange{Action: seckill.ActionEnd}, func(s seckill.Session) seckill.Session { s.EndAt = now; return s }, 0, ""},
+		{"end before the start", upcoming, seckill.SessionChange{Action: seckill.ActionEnd}, func(s seckill.Session) seckill.Session {
+			s.StartAt, s.EndAt = now.Add(-time.Millisecond), now
+			return s
+		}, 0, ""},
+		{"add stock", live, seckill.SessionChange{Action: seckill.ActionAddStock, Add: 5}, func(s seckill.Session) seckill.Session { s.TotalStock = 15; return s }, 5, ""},
+		{"add past the cap", live, seckill.SessionChange{Action: seckill.ActionAddStock, Add: seckill.MaxAddStock}, nil, 0, seckill.EINVALID},
+		{"update before the start", upcoming, seckill.SessionChange{Action: seckill.ActionUpdate, Update: &seckill.SessionUpdate{Title: &title}},
+			func(s seckill.Session) seckill.Session { s.Title = title; return s }, 0, ""},
+		{"update once started", live, seckill.SessionChange{Action: seckill.ActionUpdate, Update: &seckill.SessionUpdate{Title: &title}}, nil, 0, seckill.ECONFLICT},
+		{"pause an ended one", ended, seckill.SessionChange{Action: seckill.ActionPause}, nil, 0, seckill.ECONFLICT},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.s
+			added, err := c.ch.ApplyTo(&s, now)
+			if c.code != "" {
+				require.Equal(t, c.code, seckill.ErrorCode(err), "%v", err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, c.want(c.s), s)
+			require.Equal(t, c.added, added)
+		})
+	}
+}

@@ -10,6 +10,7 @@ package checkout
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -114,7 +115,11 @@ func (c *Checkout) Admit(ctx context.Context, a *seckill.Attempt) Answer {
 
 // answer is the gate's answer to a, its order handed on when admitted.
 func (c *Checkout) answer(a *seckill.Attempt, adm *seckill.Admission, err error) Answer {
-	if err == nil {
+	switch {
+	case err == nil && adm == nil:
+		// A pin lookup without a key answers nothing; never an answer.
+		err = fmt.Errorf("checkout: the gate gave attempt %s no answer", a.TraceID)
+	case err == nil:
 		c.accept(a, adm)
 	}
 	return Answer{adm, err}

@@ -90,40 +90,17 @@ func audit(tx *gorm.DB, ch *seckill.SessionChange) error {
 		FromAddr: ch.From, RequestID: ch.RequestID, Detail: string(detail), CreatedAt: ch.At}).Error
 }
 
-// change applies ch to the locked row, or says why the session's state
-// forbids it.
+// change applies ch to the locked row by the domain's rules
+// (SessionChange.ApplyTo).
 func change(row *sessionRow, ch *seckill.SessionChange, now time.Time) error {
-	ended := !now.Before(row.EndAt)
-	if ended && ch.Action != seckill.ActionResume {
-		return seckill.Errorf(seckill.ECONFLICT, "session %d ended at %s", row.ID, row.EndAt.UTC().Format(time.RFC3339))
+	s := row.domain()
+	added, err := ch.ApplyTo(s, now)
+	if err != nil {
+		return err
 	}
-	switch ch.Action {
-	case seckill.ActionPause:
-		row.Paused = true
-	case seckill.ActionResume:
-		row.Paused = false
-	case seckill.ActionEnd:
-		row.EndAt = now
-		if !row.StartAt.Before(now) {
-			// Ended before it started: the window closes empty.
-			row.StartAt = now.Add(-time.Millisecond)
-		}
-	case seckill.ActionAddStock:
-		if row.TotalStock+ch.Add > seckill.MaxAddStock {
-			return seckill.Errorf(seckill.EINVALID, "stock would exceed %d", seckill.MaxAddStock)
-		}
-		row.Stock += ch.Add
-		row.TotalStock += ch.Add
-	case seckill.ActionUpdate:
-		if !now.Before(row.StartAt) {
-			return seckill.Errorf(seckill.ECONFLICT, "session %d has started: only pause, resume, end and stock changes apply now", row.ID)
-		}
-		s, err := ch.Update.Apply(*row.domain())
-		if err != nil {
-			return err
-		}
-		row.Title, row.PriceCents, row.PerUserLimit, row.StartAt, row.EndAt = s.Title, s.PriceCents, s.PerUserLimit, s.StartAt, s.EndAt
-	}
+	row.Title, row.PriceCents, row.PerUserLimit, row.StartAt, row.EndAt = s.Title, s.PriceCents, s.PerUserLimit, s.StartAt, s.EndAt
+	row.Paused, row.TotalStock = s.Paused, s.TotalStock
+	row.Stock += added
 	return nil
 }
 
