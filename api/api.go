@@ -26,35 +26,30 @@ import (
 	"github.com/seckill/seckill/shop"
 )
 
-// Store is the MySQL side the API needs: what its handlers read, and the
-// payment intake's ledger.
+// Store is the MySQL side the API needs, one small port per concern,
+// each declared where it is used (or by the service it feeds).
 type Store interface {
-	payments.Ledger
-	Session(ctx context.Context, id int64) (*seckill.Session, int, error)
-	OpenSessions(ctx context.Context, now time.Time, limit int) ([]*seckill.Session, error)
-	UserOrders(ctx context.Context, userID, before int64, limit int) ([]*seckill.Order, int64, error)
-	Block(ctx context.Context, userID int64, reason string) error
-	Unblock(ctx context.Context, userID int64) error
-	BlockedUsers(ctx context.Context) ([]int64, error)
-	LiveHoldings(ctx context.Context, sessionID int64) ([]seckill.Reservation, error)
-	SessionAudit(ctx context.Context, sessionID int64) ([]seckill.SessionChange, error)
-	Events(ctx context.Context, after int64, limit int) ([]seckill.Event, int64, error)
+	payments.Ledger // the payment intake
+	SessionRows     // the session cache, the list, the admin's reads
+	OrderHistory    // a shopper's orders
+	Blocklist       // the blocklist every process keeps in memory
+	EventFeed       // the order events, for the admin
+	// Reconcile, and its repair of Redis from MySQL.
 	seckill.DBSnapshotter
+	seckill.HoldingsLister
 	Ping(ctx context.Context) error
 }
 
-// Gate is the Redis side the API needs: the checkout's admission, the
-// payment intake's view of a QUEUED order, and what the handlers read.
+// Gate is the Redis side the API needs, one small port per concern.
 type Gate interface {
-	checkout.Gate
-	payments.Reservations
-	Stock(ctx context.Context, sessionID int64) (int, bool, error)
-	StockMark(ctx context.Context, sessionID int64) (seckill.StockMark, error)
-	seckill.Rebuilder
-	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
-	ConsumeTicket(ctx context.Context, sessionID int64, nonce, owner string, ttl time.Duration) (bool, error)
-	Backlog(ctx context.Context, sessionID int64) (int, error)
+	checkout.Gate         // admission
+	payments.Reservations // the payment intake's view of a QUEUED order
+	LiveStock             // the sold-out watcher and the session views
+	OrderViews            // order polls
+	Tickets               // purchase tickets, used once
+	// Reconcile, and its repair of Redis from MySQL.
 	seckill.RedisSnapshotter
+	seckill.Rebuilder
 	Ping(ctx context.Context) error
 }
 

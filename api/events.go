@@ -1,12 +1,18 @@
 package api
 
 import (
+	"context"
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
 )
+
+// EventFeed pages through the order events, oldest first.
+type EventFeed interface {
+	Events(ctx context.Context, after int64, limit int) ([]seckill.Event, int64, error)
+}
 
 // Page sizes of GET /admin/v1/events.
 const (

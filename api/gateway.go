@@ -16,6 +16,14 @@ import (
 	"github.com/seckill/seckill/internal/tick"
 )
 
+// Blocklist is the blocklist in MySQL; every API keeps a copy in memory,
+// refreshed every second.
+type Blocklist interface {
+	Block(ctx context.Context, userID int64, reason string) error
+	Unblock(ctx context.Context, userID int64) error
+	BlockedUsers(ctx context.Context) ([]int64, error)
+}
+
 // Limiter is a rate limiter shared by every API process (Redis).
 type Limiter interface {
 	Allow(ctx context.Context, key string, perSecond int) (allowed bool, retryAfter time.Duration, err error)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
 	"strconv"
 	"strings"
@@ -9,6 +10,11 @@ import (
 
 	"github.com/seckill/seckill"
 )
+
+// OrderHistory pages through a shopper's orders, newest first.
+type OrderHistory interface {
+	UserOrders(ctx context.Context, userID, before int64, limit int) ([]*seckill.Order, int64, error)
+}
 
 // Page sizes of GET /api/v1/orders.
 const (

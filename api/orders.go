@@ -13,6 +13,13 @@ import (
 	"github.com/seckill/seckill/metrics"
 )
 
+// OrderViews are the cached views polls read (MySQL only on a miss), and
+// the backlog a QUEUED order's poll shows.
+type OrderViews interface {
+	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
+	Backlog(ctx context.Context, sessionID int64) (int, error)
+}
+
 type orderBody struct {
 	Quantity *int `json:"quantity"`
 }

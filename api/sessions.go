@@ -13,6 +13,21 @@ import (
 	"github.com/seckill/seckill"
 )
 
+// SessionRows reads sessions from MySQL: one with its database stock,
+// the open ones for the list, and the audit of its changes.
+type SessionRows interface {
+	Session(ctx context.Context, id int64) (*seckill.Session, int, error)
+	OpenSessions(ctx context.Context, now time.Time, limit int) ([]*seckill.Session, error)
+	SessionAudit(ctx context.Context, sessionID int64) ([]seckill.SessionChange, error)
+}
+
+// LiveStock reads a session's stock in Redis: alone (and whether it was
+// preheated), or with Redis's clock and its latest keyed win.
+type LiveStock interface {
+	Stock(ctx context.Context, sessionID int64) (int, bool, error)
+	StockMark(ctx context.Context, sessionID int64) (seckill.StockMark, error)
+}
+
 // sessionCache keeps session metadata in process memory so that the sale
 // window, the per-user limit and unknown ids are decided without a database
 // round trip. Sessions that exist are kept for ttl (and served stale while

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -16,6 +17,11 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/checkout"
 )
+
+// Tickets remembers which purchase tickets were used: a ticket buys once.
+type Tickets interface {
+	ConsumeTicket(ctx context.Context, sessionID int64, nonce, owner string, ttl time.Duration) (bool, error)
+}
 
 // HeaderTicket carries a purchase ticket on an order request.
 const HeaderTicket = "X-Seckill-Ticket"
