@@ -1,0 +1,110 @@
+package sessions_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/sessions"
+)
+
+// lives records the session lives started and told of changes; down, it
+// fails every call, as Temporal away.
+type lives struct {
+	down             bool
+	started, changed []int64
+}
+
+func (l *lives) StartSession(_ context.Context, id int64) (bool, error) {
+	if l.down {
+		return false, errors.New("temporal: unavailable")
+	}
+	l.started = append(l.started, id)
+	return true, nil
+}
+
+func (l *lives) SessionChanged(_ context.Context, id int64) error {
+	if l.down {
+		return errors.New("temporal: unavailable")
+	}
+	l.changed = append(l.changed, id)
+	return nil
+}
+
+func newControls(t *testing.T) (*testenv.Env, *sessions.Controls, *lives) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	l := &lives{}
+	return e, &sessions.Controls{Store: e.DB, Stock: e.Gate, Lives: l, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, l
+}
+
+// A session is created even when its life cannot be started (the worker
+// starts it later); an add of stock lands in MySQL and in Redis once,
+// however often its request is retried; an end tells the session's life.
+func TestControlsCreateAndChange(t *testing.T) {
+	e, c, l := newControls(t)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	l.down = true
+	sess := &seckill.Session{SKUID: 1, Title: "t", PriceCents: 100, TotalStock: 3, PerUserLimit: 1,
+		StartAt: now.Add(-time.Second), EndAt: now.Add(time.Hour)}
+	require.NoError(t, c.Create(ctx, sess, "trace"))
+	require.NotZero(t, sess.ID)
+	require.Empty(t, l.started)
+	l.down = false
+
+	p, err := c.Preheat(ctx, sess.ID, false, "trace")
+	require.NoError(t, err)
+	require.Equal(t, 3, p.Stock)
+	add := &seckill.SessionChange{SessionID: sess.ID, Action: seckill.ActionAddStock, Add: 2, Actor: "ops", RequestID: "add-1"}
+	for i := 0; i < 2; i++ {
+		ch := *add
+		done, err := c.Change(ctx, &ch)
+		require.NoError(t, err)
+		require.Equal(t, i == 0, done.Applied)
+		require.Equal(t, 5, *done.RedisStock, "added once")
+		require.Equal(t, 5, done.Session.TotalStock)
+	}
+	_, dbStock, err := e.DB.Session(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, 5, dbStock)
+
+	done, err := c.Change(ctx, &seckill.SessionChange{SessionID: sess.ID, Action: seckill.ActionEnd, Actor: "ops", RequestID: "end-1"})
+	require.NoError(t, err)
+	require.Nil(t, done.RedisStock)
+	require.Equal(t, []int64{sess.ID}, l.changed)
+	e.RequireInvariants(sess.ID)
+}
+
+// An ended session is never preheated again: its Redis state was retired
+// (or is about to be), and loading it would put it back where the relays
+// look. A session with orders but no Redis stock asks for the rebuild.
+func TestControlsPreheat(t *testing.T) {
+	e, c, _ := newControls(t)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	ended := &seckill.Session{SKUID: 1, Title: "t", PriceCents: 100, TotalStock: 3, PerUserLimit: 1,
+		StartAt: now.Add(-2 * time.Hour), EndAt: now.Add(-time.Hour)}
+	require.NoError(t, e.DB.CreateSession(ctx, ended))
+	_, err := c.Preheat(ctx, ended.ID, false, "trace")
+	require.Equal(t, seckill.ECONFLICT, seckill.ErrorCode(err))
+	_, preheated, err := e.Gate.Stock(ctx, ended.ID)
+	require.NoError(t, err)
+	require.False(t, preheated, "nothing loaded")
+
+	sess := e.Session(4, 1, 100)
+	p, err := c.Preheat(ctx, sess.ID, false, "trace")
+	require.NoError(t, err)
+	require.Equal(t, 4, p.Stock, "live stock is never overwritten")
+	p, err = c.Preheat(ctx, sess.ID, true, "trace")
+	require.NoError(t, err)
+	require.True(t, p.Rebuilt)
+	require.Equal(t, 0, *p.Reservations)
+	e.RequireInvariants(sess.ID)
+}
