@@ -8,6 +8,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/relay"
@@ -59,6 +60,9 @@ func NewAPI(cfg api.Config, sc starter.Config, store api.Store, gate APIGate, fl
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New() // one set for the handlers and the starter
+	}
+	if cfg.PayTimeout <= 0 {
+		cfg.PayTimeout = seckill.DefaultPayTimeout // the outbox's orders count from their reservation too
 	}
 	door := cfg.Door
 	if door == nil {
