@@ -69,7 +69,7 @@ stack-stop: ## stop what `make stack` started
 	scripts/stack.sh stop
 
 dev: build temporal ## migrations, API on :8080, worker and a demo session in one process
-	scripts/deps.sh services
+	scripts/deps.sh dev
 	bin/seckill dev
 
 FUZZ_TARGETS := FuzzDecodeOrderBody FuzzDecodeSessionBody FuzzDecodeSessionChange FuzzParseToken FuzzVerifyWebhook FuzzVerifyTicket FuzzErrorBodyJSON FuzzClientIP

@@ -269,7 +269,7 @@ func (s *Server) soldOutFast(c *fiber.Ctx) error {
 // zero gets the read's mark, for keyed requests.
 func (s *Server) watchSoldOut(ctx context.Context) {
 	for _, id := range s.soldOut.list() {
-		if sess, err := s.sessions.get(ctx, id); err == nil {
+		if sess, err := s.sessions.Get(ctx, id); err == nil {
 			if st := sess.StateAt(s.cfg.Now(), 1); st == seckill.SessionEnded || st == seckill.SessionPaused {
 				s.soldOut.clear(id)
 				continue

@@ -86,7 +86,7 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	sess, err := s.sessions.get(ctx, id)
+	sess, err := s.sessions.Get(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func (s *Server) findOrder(ctx context.Context, orderNo string, owner int64) (*s
 		return nil, seckill.Errorf(seckill.ENOTFOUND, "order %s not found", orderNo)
 	}
 	if o.Status == seckill.StatusQueued {
-		sess, err := s.sessions.get(ctx, o.SessionID)
+		sess, err := s.sessions.Get(ctx, o.SessionID)
 		if err != nil {
 			return nil, err
 		}

@@ -73,14 +73,9 @@ func (c *sessionCache) cached(id int64, now time.Time) (e cachedSession, known, 
 	return cachedSession{}, false, fresh
 }
 
-// get returns the session, or NOT_FOUND.
-// Get is get, for the services that read the API's cache
-// (payments.SessionCache).
+// Get returns the session, or NOT_FOUND (exported for the services that
+// read the API's cache: payments.SessionCache).
 func (c *sessionCache) Get(ctx context.Context, id int64) (*seckill.Session, error) {
-	return c.get(ctx, id)
-}
-
-func (c *sessionCache) get(ctx context.Context, id int64) (*seckill.Session, error) {
 	e, known, fresh := c.cached(id, time.Now())
 	if fresh {
 		if !known {
@@ -160,7 +155,7 @@ func (s *Server) getSession(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	sess, err := s.sessions.get(c.UserContext(), id)
+	sess, err := s.sessions.Get(c.UserContext(), id)
 	if err != nil {
 		return err
 	}

@@ -114,7 +114,7 @@ func (s *Server) shopperSession(c *fiber.Ctx) (*seckill.Session, int64, error) {
 	if s.blocked.has(user) {
 		return nil, 0, errBlocked
 	}
-	sess, err := s.sessions.get(c.UserContext(), id)
+	sess, err := s.sessions.Get(c.UserContext(), id)
 	return sess, user, err
 }
 

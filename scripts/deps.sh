@@ -2,11 +2,12 @@
 # What `make test`, `make dev` and `make stack` need beyond Go, brought here
 # so that a new machine needs only those commands:
 #
-#   scripts/deps.sh services   MariaDB, Redis and PostgreSQL answer (each is
-#                              started when it is installed but down)
-#   scripts/deps.sh test       services, plus chromium (the shop page's
-#                              browser tests) and haproxy (the fleet test)
-#   scripts/deps.sh stack      services, plus haproxy (the balancer)
+#   scripts/deps.sh dev     MariaDB and Redis answer (each is started when
+#                           it is installed but down)
+#   scripts/deps.sh test    those and PostgreSQL (the durable Temporal
+#                           servers), chromium (the shop page's browser
+#                           tests) and haproxy (the fleet test)
+#   scripts/deps.sh stack   those and PostgreSQL, and haproxy (the balancer)
 #
 # Go tools (Temporal, stripe-mock, promtool) are pinned modules built by the
 # Makefile; what has no Go module comes from Debian's packages, installed
@@ -59,23 +60,30 @@ mariadb_up() { mariadb-admin -uroot -h127.0.0.1 ping; }
 redis_up() { redis-cli -h 127.0.0.1 ping; }
 postgres_up() { pg_isready -h 127.0.0.1; }
 
-# services starts the machine's MariaDB, Redis and PostgreSQL when they are
-# down, the way the machine starts them (no systemd here).
-services() {
+# start_mariadb, start_redis and start_postgres start the machine's
+# servers when they are installed but down, the way the machine starts
+# them (no systemd here).
+start_mariadb() {
   package mariadb-admin mariadb-server
-  package redis-server redis-server
-  package pg_isready postgresql
   if ! mariadb_up >/dev/null 2>&1; then
     echo "deps: starting MariaDB"
     as_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
     wait_for MariaDB mariadb_up
   fi
+}
+
+start_redis() {
+  package redis-server redis-server
   if ! redis_up >/dev/null 2>&1; then
     echo "deps: starting Redis"
     redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
       --logfile "${TMPDIR:-/tmp}/seckill-redis.log"
     wait_for Redis redis_up
   fi
+}
+
+start_postgres() {
+  package pg_isready postgresql
   if ! postgres_up >/dev/null 2>&1; then
     echo "deps: starting PostgreSQL"
     as_root pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -1)" main start
@@ -84,18 +92,18 @@ services() {
 }
 
 case "${1:-}" in
-services) services ;;
+dev) start_mariadb && start_redis ;;
 test)
-  services
+  start_mariadb && start_redis && start_postgres
   package /usr/bin/chromium chromium
   package haproxy haproxy
   ;;
 stack)
-  services
+  start_mariadb && start_redis && start_postgres
   package haproxy haproxy
   ;;
 *)
-  echo "usage: $0 services|test|stack" >&2
+  echo "usage: $0 dev|test|stack" >&2
   exit 2
   ;;
 esac
