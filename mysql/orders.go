@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -96,7 +97,7 @@ func transition(tx *gorm.DB, row *orderRow, t *seckill.Transition, traceID strin
 		}
 		units = row.Quantity
 	}
-	row.Status, row.Reason, row.TraceID = string(t.To), t.Reason, traceOr(traceID, row.TraceID)
+	row.Status, row.Reason, row.TraceID = string(t.To), t.Reason, cmp.Or(traceID, row.TraceID)
 	return units, recordChange(tx, ledger(row, t.From, units, now))
 }
 

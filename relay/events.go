@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -99,14 +100,8 @@ func (r *Events) Pass(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	lease := r.Lease
-	if lease <= 0 {
-		lease = DefaultEventLease
-	}
-	concurrency := r.Concurrency
-	if concurrency <= 0 {
-		concurrency = DefaultEventConcurrency
-	}
+	lease := cmp.Or(r.Lease, DefaultEventLease)
+	concurrency := cmp.Or(r.Concurrency, DefaultEventConcurrency)
 	slots := make(chan struct{}, concurrency)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -179,10 +174,7 @@ func (r *Events) send(ctx context.Context, ev *seckill.Event) error {
 	if err != nil {
 		return err
 	}
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = DefaultEventTimeout
-	}
+	timeout := cmp.Or(r.Timeout, DefaultEventTimeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(body))

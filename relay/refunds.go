@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -100,10 +101,7 @@ func (r *Refunds) Pass(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	lease := r.Lease
-	if lease <= 0 {
-		lease = DefaultRefundLease
-	}
+	lease := cmp.Or(r.Lease, DefaultRefundLease)
 	n := 0
 	for i := range due {
 		p := &due[i]
@@ -132,14 +130,8 @@ func (r *Refunds) Pass(ctx context.Context) (int, error) {
 // settleReceived applies the RECEIVED payments whose order's workflow is
 // no longer running: the workflow can no longer record them.
 func (r *Refunds) settleReceived(ctx context.Context) error {
-	age := r.ReceivedAge
-	if age <= 0 {
-		age = DefaultReceivedAge
-	}
-	limit := r.ReceivedBatch
-	if limit <= 0 {
-		limit = DefaultReceivedBatch
-	}
+	age := cmp.Or(r.ReceivedAge, DefaultReceivedAge)
+	limit := cmp.Or(r.ReceivedBatch, DefaultReceivedBatch)
 	received, next, err := r.Store.ReceivedPayments(ctx, age, r.receivedAfter, limit)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"sync"
@@ -111,10 +112,7 @@ func (r *Relay) Pass(ctx context.Context) (Stats, error) {
 	if r.Now != nil {
 		now = r.Now
 	}
-	batch := r.Batch
-	if batch <= 0 {
-		batch = 500
-	}
+	batch := cmp.Or(r.Batch, 500)
 	ids, err := r.Gate.Sessions(ctx)
 	if err != nil {
 		return st, err

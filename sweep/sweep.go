@@ -9,6 +9,7 @@
 package sweep
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -113,10 +114,7 @@ func (s *Sweep) Pass(ctx context.Context) (Stats, error) {
 	if s.Now != nil {
 		now = s.Now
 	}
-	budget := s.Batch
-	if budget <= 0 {
-		budget = 100
-	}
+	budget := cmp.Or(s.Batch, 100)
 	t := now()
 	overdue, err := s.Store.OverdueOrders(ctx, t.Add(-s.Grace), budget)
 	if err != nil {
