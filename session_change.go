@@ -56,11 +56,12 @@ const MaxAddStock = 10_000_000
 type SessionChange struct {
 	SessionID int64         `json:"session_id"`
 	Action    SessionAction `json:"action"`
-	// Actor is who asked (the X-Seckill-Actor header, "admin" when none)
-	// and From the address it came from: the admin token is shared, so
-	// the ledger records what the operator said, and from where.
-	Actor string `json:"actor"`
-	From  string `json:"from"`
+	// Actor and ActorRole are the operator who asked, as their credential
+	// says (Operator.Name and Role; never what the request claims), and
+	// From the address it came from.
+	Actor     string `json:"actor"`
+	ActorRole Role   `json:"actor_role,omitempty"`
+	From      string `json:"from"`
 	// RequestID makes the change idempotent: a retry with the same id (the
 	// Idempotency-Key, else the request's trace id) applies it once.
 	RequestID string `json:"request_id"`
