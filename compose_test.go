@@ -45,6 +45,7 @@ var composeEnv = map[string]string{
 	"SECKILL_WEBHOOK_SECRET":   "compose-test-webhook-secret",
 	"SECKILL_ADMIN_TOKEN":      "compose-test-admin-token",
 	"GRAFANA_ADMIN_PASSWORD":   "compose-test-grafana-password",
+	"SECKILL_UI_USER":          "ops",
 	"SECKILL_UI_PASSWORD_HASH": composeUIHash,
 }
 
@@ -579,7 +580,7 @@ func TestComposeUIsAreBehindAuthentication(t *testing.T) {
 	require.Contains(t, mounts(t, door), "./deploy/haproxy:/usr/local/etc/haproxy:ro")
 	require.Equal(t, types.ShellCommand{"haproxy", "-f", "/usr/local/etc/haproxy/ui.cfg"}, door.Command)
 	require.Equal(t, composeUIHash, env(door, "SECKILL_UI_PASSWORD_HASH"), "the hash comes from the required SECKILL_UI_PASSWORD_HASH, as given")
-	require.Equal(t, "ops", env(door, "SECKILL_UI_USER"))
+	require.Equal(t, composeEnv["SECKILL_UI_USER"], env(door, "SECKILL_UI_USER"), "the login comes from the required SECKILL_UI_USER")
 	targets := map[string]bool{}
 	for _, p := range door.Ports {
 		targets[strconv.Itoa(int(p.Target))] = true
