@@ -61,7 +61,7 @@ stripe-mock: ## build bin/stripe-mock (pinned in tools/stripe-mock/go.mod)
 	$(GO) build -o bin/stripe-mock -modfile=tools/stripe-mock/go.mod github.com/stripe/stripe-mock
 clean: temporal-durable-stop
 
-stack: ## the production topology here: Redis Cluster, durable Temporal (PostgreSQL), 2 workers, 2 APIs behind HAProxy on :8080
+stack: ## the production topology here: Redis Cluster, durable Temporal (PostgreSQL), 2 workers, 2 APIs behind HAProxy on :8080, the Temporal UI behind HAProxy with a password on :8405
 	scripts/deps.sh stack
 	scripts/stack.sh start
 

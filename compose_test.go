@@ -2,22 +2,38 @@ package seckill_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
+	"io"
+	"maps"
+	"math/big"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/dotenv"
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/worker"
 )
 
@@ -25,11 +41,20 @@ import (
 // variables it requires, each with a value of its own so a test can tell
 // where a setting came from. Nothing comes from the test's own environment.
 var composeEnv = map[string]string{
-	"SECKILL_JWT_SECRET":     "compose-test-jwt-secret",
-	"SECKILL_WEBHOOK_SECRET": "compose-test-webhook-secret",
-	"SECKILL_ADMIN_TOKEN":    "compose-test-admin-token",
-	"GRAFANA_ADMIN_PASSWORD": "compose-test-grafana-password",
+	"SECKILL_JWT_SECRET":       "compose-test-jwt-secret",
+	"SECKILL_WEBHOOK_SECRET":   "compose-test-webhook-secret",
+	"SECKILL_ADMIN_TOKEN":      "compose-test-admin-token",
+	"GRAFANA_ADMIN_PASSWORD":   "compose-test-grafana-password",
+	"SECKILL_UI_USER":          "ops",
+	"SECKILL_UI_PASSWORD_HASH": composeUIHash,
 }
+
+// The UIs' door's login in the tests: a password of the tests' own and its
+// hash, as an operator makes it (`openssl passwd -6`).
+const (
+	composeUIPassword = "compose-test-ui-password"
+	composeUIHash     = "$6$composetestsalt$pCOgxY.kIR.0RYv2bmA3HFN16s4YBgF..J5Zb9JZE57UZEptFbdEctr1lB/v2RP35rQ.lmVoGzSCSLenUOlSh/"
+)
 
 // loadCompose loads docker-compose.yml the way `docker compose` does, with
 // compose-go (its loader): the Compose schema, interpolation of ${…} from
@@ -192,7 +217,8 @@ func TestComposeMatchesTheCode(t *testing.T) {
 // scripts/temporal-server.sh: deploy/temporal mounted and used (server
 // config, dynamic config, setup script, Web UI config), PostgreSQL for both
 // stores, the schema set up before the server starts and the namespace with
-// every search attribute after, 8 shards by default, the Web UI on loopback.
+// every search attribute after, 8 shards by default, the Web UI reachable
+// only through the haproxy service (TestComposeUIsAreBehindAuthentication).
 func TestComposeTemporal(t *testing.T) {
 	compose := readCompose(t)
 	const mount = "/etc/seckill-temporal"
@@ -252,15 +278,15 @@ func TestComposeTemporal(t *testing.T) {
 	require.Contains(t, strings.Join(ui.Entrypoint, " "), "--root / --config "+strings.TrimPrefix(mount, "/")+" --env ui")
 	require.FileExists(t, filepath.Join("deploy", "temporal", "ui.yaml"))
 	require.Equal(t, "temporal:7233", env(ui, "TEMPORAL_UI_ADDRESS"))
-	require.Contains(t, published(ui), "127.0.0.1:8233:"+env(ui, "TEMPORAL_UI_PORT"), "the Web UI is published on loopback")
+	require.Empty(t, published(ui), "the Web UI has no login of its own: no port on the host, the haproxy service is its door")
 	require.Equal(t, types.ServiceConditionCompletedSuccessfully, ui.DependsOn["temporal-setup"].Condition)
 }
 
 // listenPorts are the ports a compose service serves, from the settings
 // that make it listen: SECKILL_HTTP_ADDR for the API,
 // SECKILL_WORKER_HTTP_ADDR for the worker, the port variables of
-// deploy/temporal/temporal.yaml for the Temporal server, and the images' own
-// ports for Prometheus and Grafana.
+// deploy/temporal/temporal.yaml for the Temporal server, TEMPORAL_UI_PORT
+// for its Web UI, and the images' own ports for Prometheus and Grafana.
 func listenPorts(t *testing.T, name string, svc types.ServiceConfig) map[string]bool {
 	t.Helper()
 	ports := map[string]bool{}
@@ -277,6 +303,8 @@ func listenPorts(t *testing.T, name string, svc types.ServiceConfig) map[string]
 				ports[p] = true
 			}
 		}
+	case name == "temporal-ui":
+		ports[env(svc, "TEMPORAL_UI_PORT")] = true
 	case name == "prometheus":
 		ports["9090"] = true
 	case name == "grafana":
@@ -324,10 +352,11 @@ func readYAML(t *testing.T, path string, v any) {
 	require.NoError(t, yaml.Unmarshal(raw, v), "%s must parse", path)
 }
 
-// Prometheus and Grafana in docker-compose.yml: loopback-only ports, health
+// Prometheus and Grafana in docker-compose.yml: Prometheus on loopback only,
+// Grafana on no port of the host (behind the haproxy service), health
 // checks, read-only mounts of files that exist, a required admin password,
-// and a Prometheus that scrapes every seckill process on the port it
-// actually listens on.
+// no anonymous access nor sign-up, and a Prometheus that scrapes every
+// seckill process on the port it actually listens on.
 func TestComposeMonitoring(t *testing.T) {
 	compose := readCompose(t)
 	prom, graf := compose.Services["prometheus"], compose.Services["grafana"]
@@ -353,13 +382,13 @@ func TestComposeMonitoring(t *testing.T) {
 	}
 	require.Contains(t, published(prom), "127.0.0.1:9090:9090")
 	require.Contains(t, strings.Join(prom.HealthCheck.Test, " "), "/-/ready")
-	require.Contains(t, published(graf), "127.0.0.1:3000:3000")
+	require.Empty(t, published(graf), "Grafana publishes no port of its own: the haproxy service is its door")
 	require.Contains(t, strings.Join(graf.HealthCheck.Test, " "), "/api/health")
 	require.Equal(t, types.ServiceConditionHealthy, graf.DependsOn["prometheus"].Condition)
 	require.Equal(t, composeEnv["GRAFANA_ADMIN_PASSWORD"], env(graf, "GF_SECURITY_ADMIN_PASSWORD"),
 		"the Grafana admin password is required (${VAR:?...}), never defaulted: an admin reaches the compose network through data sources")
-	require.NotEqual(t, "Admin", env(graf, "GF_AUTH_ANONYMOUS_ORG_ROLE"))
-	require.NotEqual(t, "Editor", env(graf, "GF_AUTH_ANONYMOUS_ORG_ROLE"))
+	require.Equal(t, "false", env(graf, "GF_AUTH_ANONYMOUS_ENABLED"), "Grafana shows nothing without a login")
+	require.Equal(t, "false", env(graf, "GF_USERS_ALLOW_SIGN_UP"), "nobody makes a Grafana account of their own")
 
 	// The Prometheus config is the one mounted into the container.
 	require.Contains(t, mounts(t, prom), "./deploy/prometheus:/etc/prometheus:ro")
@@ -518,4 +547,356 @@ func TestComposeGrafanaDashboard(t *testing.T) {
 	}
 	walk(dash.Panels)
 	require.NotEmpty(t, ids)
+}
+
+// The operators' UIs are not open doors (docs/OPERATIONS.md, "Exposing the
+// stack"): the Temporal Web UI and Grafana publish no port of their own; the
+// haproxy service publishes theirs and runs deploy/haproxy/ui.cfg with the
+// ops login's hash from a required variable, each frontend sent to the UI
+// it names; nothing but the API and that door is published beyond
+// loopback; and the Temporal UI's OIDC switch moves the UI and its door
+// together.
+func TestComposeUIsAreBehindAuthentication(t *testing.T) {
+	compose := readCompose(t)
+	for _, name := range []string{"temporal-ui", "grafana"} {
+		require.Empty(t, published(compose.Services[name]), "%s publishes a port of its own: it is reached only through the haproxy service", name)
+	}
+	public := map[string]bool{"api 8080:8080": true, "haproxy 8233:8233": true, "haproxy 3000:3000": true}
+	for name, svc := range compose.Services {
+		for _, p := range svc.Ports {
+			if p.HostIP == "127.0.0.1" {
+				continue
+			}
+			port := p.Published + ":" + strconv.Itoa(int(p.Target))
+			require.True(t, public[name+" "+port],
+				"%s publishes %s on every interface: only the API and the UIs' door may (Prometheus, Temporal's frontend, MySQL, Redis: loopback at most)", name, port)
+		}
+	}
+
+	door, ok := compose.Services["haproxy"]
+	require.True(t, ok, "the haproxy service is the UIs' door")
+	require.Contains(t, door.Image, ":", "haproxy: pin the image tag")
+	require.NotContains(t, door.Image, ":latest", "haproxy: pin the image tag")
+	require.Contains(t, mounts(t, door), "./deploy/haproxy:/usr/local/etc/haproxy:ro")
+	require.Equal(t, types.ShellCommand{"haproxy", "-f", "/usr/local/etc/haproxy/ui.cfg"}, door.Command)
+	require.Equal(t, composeUIHash, env(door, "SECKILL_UI_PASSWORD_HASH"), "the hash comes from the required SECKILL_UI_PASSWORD_HASH, as given")
+	require.Equal(t, composeEnv["SECKILL_UI_USER"], env(door, "SECKILL_UI_USER"), "the login comes from the required SECKILL_UI_USER")
+	targets := map[string]bool{}
+	for _, p := range door.Ports {
+		targets[strconv.Itoa(int(p.Target))] = true
+	}
+	ui := compose.Services["temporal-ui"]
+	for bind, upstream := range map[string]string{
+		"SECKILL_TEMPORAL_UI_BIND": "temporal-ui:" + env(ui, "TEMPORAL_UI_PORT"),
+		"SECKILL_GRAFANA_BIND":     "grafana:3000",
+	} {
+		upstreamKey := strings.Replace(bind, "_BIND", "_UPSTREAM", 1)
+		require.Equal(t, upstream, env(door, upstreamKey), "%s: the UI where it listens", upstreamKey)
+		host, port, err := net.SplitHostPort(upstream)
+		require.NoError(t, err)
+		require.True(t, listenPorts(t, host, compose.Services[host])[port], "%s serves nothing on %s", host, port)
+		require.True(t, targets[addrPort(t, env(door, bind))[1:]], "%s=%s: the door publishes that port", bind, env(door, bind))
+	}
+
+	// One switch for the Temporal UI's own OIDC login: the UI turns it on
+	// and its door stops asking for the ops password, never one without
+	// the other.
+	require.Equal(t, "false", env(ui, "TEMPORAL_AUTH_ENABLED"))
+	require.Equal(t, "false", env(door, "TEMPORAL_AUTH_ENABLED"))
+	oidc := map[string]string{"TEMPORAL_AUTH_ENABLED": "true"}
+	for k, v := range composeEnv {
+		oidc[k] = v
+	}
+	withOIDC, err := loadCompose(oidc)
+	require.NoError(t, err)
+	require.Equal(t, "true", env(withOIDC.Services["temporal-ui"], "TEMPORAL_AUTH_ENABLED"))
+	require.Equal(t, "true", env(withOIDC.Services["haproxy"], "TEMPORAL_AUTH_ENABLED"))
+
+	// In an .env file the hash is single-quoted, as the header of
+	// docker-compose.yml says: Compose would expand the "$" of an unquoted
+	// value ("$6" and the rest as variables).
+	quoted, err := dotenv.UnmarshalWithLookup("SECKILL_UI_PASSWORD_HASH='"+composeUIHash+"'\n", func(string) (string, bool) { return "", false })
+	require.NoError(t, err)
+	require.Equal(t, composeUIHash, quoted["SECKILL_UI_PASSWORD_HASH"])
+}
+
+// haproxyLine is a line of an HAProxy config: its section ("frontend
+// grafana"), its text without comments, and the .if conditions around it
+// within its section (not those around the whole section).
+type haproxyLine struct {
+	section, text string
+	conds         []string
+}
+
+// readHAProxy reads an HAProxy config's lines, with their sections and the
+// conditions (.if/.else/.endif) they stand in.
+func readHAProxy(t *testing.T, path string) []haproxyLine {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var out []haproxyLine
+	var section string
+	var conds []string
+	outer := 0 // how many of conds enclose the section
+	for _, line := range strings.Split(string(raw), "\n") {
+		text := strings.TrimSpace(line)
+		if i := strings.Index(text, "#"); i >= 0 && !strings.Contains(text[:i], `"`) {
+			text = strings.TrimSpace(text[:i])
+		}
+		switch {
+		case text == "":
+		case strings.HasPrefix(text, ".if "):
+			conds = append(conds, strings.TrimPrefix(text, ".if "))
+		case text == ".else":
+			conds[len(conds)-1] = "else of " + conds[len(conds)-1]
+		case text == ".endif":
+			conds = conds[:len(conds)-1]
+		case strings.HasPrefix(text, "."):
+		case line[0] != ' ' && line[0] != '\t':
+			section, outer = text, len(conds)
+		default:
+			out = append(out, haproxyLine{section: section, text: text, conds: slices.Clone(conds[min(outer, len(conds)):])})
+		}
+	}
+	require.Empty(t, conds, "%s: an .if without its .endif", path)
+	return out
+}
+
+// deploy/haproxy/ui.cfg, read as text (HAProxy itself checks it below when
+// installed): the login is a user with a hashed password from the
+// environment, every frontend asks for it and keeps it from the UI behind,
+// and the only condition under which a frontend does not ask is the
+// Temporal UI's own OIDC login.
+func TestHAProxyUIsAskForTheLogin(t *testing.T) {
+	lines := readHAProxy(t, filepath.Join("deploy", "haproxy", "ui.cfg"))
+	userlists := map[string]bool{}
+	frontends := map[string][]haproxyLine{}
+	for _, l := range lines {
+		name, ok := strings.CutPrefix(l.section, "userlist ")
+		if ok {
+			require.Equal(t, `user "${SECKILL_UI_USER}" password "${SECKILL_UI_PASSWORD_HASH}"`, l.text,
+				"userlist %s: the one ops login, its crypt(3) hash from the environment", name)
+			userlists[name] = true
+		}
+		if name, ok := strings.CutPrefix(l.section, "frontend "); ok {
+			frontends[name] = append(frontends[name], l)
+		}
+	}
+	require.NotEmpty(t, userlists, "ui.cfg has a userlist")
+	require.ElementsMatch(t, []string{"temporal_ui", "grafana"}, slices.Collect(maps.Keys(frontends)), "the UIs' frontends")
+	auth := regexp.MustCompile(`^http-request auth(?: realm "[^"]+")? (?:unless \{ http_auth\((\w+)\) \}|if !\{ http_auth\((\w+)\) \})$`)
+	for name, fl := range frontends {
+		asks, hides := false, false
+		for _, l := range fl {
+			if m := auth.FindStringSubmatch(l.text); m != nil {
+				require.True(t, userlists[m[1]+m[2]], "frontend %s checks userlist %s%s, which ui.cfg lacks", name, m[1], m[2])
+				if len(l.conds) > 0 {
+					require.True(t, name == "temporal_ui" && slices.Equal(l.conds, []string{`!streq("${TEMPORAL_AUTH_ENABLED}",true)`}),
+						"frontend %s asks for the login only under %v", name, l.conds)
+				}
+				asks = true
+			}
+			if l.text == "http-request del-header Authorization" {
+				hides = true
+			}
+		}
+		require.True(t, asks, "frontend %s lets anyone in: no `http-request auth … http_auth(userlist)`", name)
+		require.True(t, hides, "frontend %s passes the ops password on to the UI (http-request del-header Authorization)", name)
+	}
+	for _, cfg := range []string{"haproxy.cfg", "ui.cfg"} {
+		for _, l := range readHAProxy(t, filepath.Join("deploy", "haproxy", cfg)) {
+			require.NotContains(t, l.text, "insecure-password", "%s: a password in clear in the repository", cfg)
+		}
+	}
+}
+
+// haproxyBin is the machine's HAProxy, or a skip that says why.
+func haproxyBin(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy is not installed, so deploy/haproxy/*.cfg were only read as text (scripts/deps.sh test installs it)")
+	}
+	return bin
+}
+
+// haproxyCheck runs `haproxy -c` on a config with exactly the given
+// environment.
+func haproxyCheck(t *testing.T, cfg string, env map[string]string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(haproxyBin(t), "-c", "-f", cfg)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// doorEnv is the environment docker-compose.yml gives the haproxy service.
+func doorEnv(t *testing.T) map[string]string {
+	t.Helper()
+	door := readCompose(t).Services["haproxy"]
+	env := map[string]string{}
+	for k, v := range door.Environment {
+		if v != nil {
+			env[k] = *v
+		}
+	}
+	return env
+}
+
+// selfSignedPEM writes a certificate and its key, as HAProxy's `ssl crt`
+// reads them, to a file of the test's own.
+func selfSignedPEM(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ops.example.com"},
+		DNSNames: []string{"ops.example.com"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "ui.pem")
+	pemBytes := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})...)
+	require.NoError(t, os.WriteFile(path, pemBytes, 0o600))
+	return path
+}
+
+// HAProxy itself accepts deploy/haproxy/*.cfg as `make stack`, the fleet
+// test and docker-compose.yml run them: the shop's balancer; the UIs' door
+// with compose's settings, over TLS, with the Temporal UI's OIDC switch,
+// and without Grafana as `make stack` runs it; and it refuses the door
+// without a login or a hash.
+func TestHAProxyConfigsAreValid(t *testing.T) {
+	haproxyBin(t)
+	shop := filepath.Join("deploy", "haproxy", "haproxy.cfg")
+	out, err := haproxyCheck(t, shop, map[string]string{"SECKILL_LB_ADDR": "127.0.0.1:8080", "SECKILL_LB_STATS": "127.0.0.1:8404",
+		"SECKILL_API_1": "127.0.0.1:8081", "SECKILL_API_2": "127.0.0.1:8082"})
+	require.NoError(t, err, "haproxy -c %s:\n%s", shop, out)
+
+	door := filepath.Join("deploy", "haproxy", "ui.cfg")
+	compose := doorEnv(t)
+	with := func(changes map[string]string) map[string]string {
+		env := maps.Clone(compose)
+		for k, v := range changes {
+			if v == "-" {
+				delete(env, k)
+			} else {
+				env[k] = v
+			}
+		}
+		return env
+	}
+	for name, env := range map[string]map[string]string{
+		"docker-compose.yml": compose,
+		"TLS":                with(map[string]string{"SECKILL_UI_TLS_CERT": selfSignedPEM(t)}),
+		"Temporal UI's OIDC": with(map[string]string{"TEMPORAL_AUTH_ENABLED": "true"}),
+		"make stack": {"SECKILL_UI_USER": "ops", "SECKILL_UI_PASSWORD_HASH": composeUIHash,
+			"SECKILL_TEMPORAL_UI_BIND": "127.0.0.1:8405", "SECKILL_TEMPORAL_UI_UPSTREAM": "127.0.0.1:8933"},
+	} {
+		out, err := haproxyCheck(t, door, env)
+		require.NoError(t, err, "haproxy -c %s (%s):\n%s", door, name, out)
+	}
+	for name, env := range map[string]map[string]string{
+		"no hash":  with(map[string]string{"SECKILL_UI_PASSWORD_HASH": "-"}),
+		"no login": with(map[string]string{"SECKILL_UI_USER": ""}),
+	} {
+		out, err := haproxyCheck(t, door, env)
+		require.Error(t, err, "haproxy accepts %s with %s:\n%s", door, name, out)
+	}
+}
+
+// The door at work: HAProxy runs deploy/haproxy/ui.cfg in front of a
+// stand-in UI. Without the login, or with a wrong one, it answers 401 and
+// the UI sees nothing; with it, the UI answers and never sees the password.
+// With the Temporal UI's OIDC switch, that UI's bearer tokens pass to it
+// while Grafana still asks.
+func TestHAProxyUIDoor(t *testing.T) {
+	bin := haproxyBin(t)
+	var seen []string // the Authorization headers the stand-in UI got
+	var mu sync.Mutex
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization"))
+		mu.Unlock()
+		_, _ = io.WriteString(w, "the UI")
+	}))
+	t.Cleanup(upstream.Close)
+	up := strings.TrimPrefix(upstream.URL, "http://")
+
+	start := func(oidc bool) (temporalUI, grafana string) {
+		t.Helper()
+		temporalUI, grafana = testenv.FreeAddr(t), testenv.FreeAddr(t)
+		cmd := exec.Command(bin, "-db", "-f", filepath.Join("deploy", "haproxy", "ui.cfg"))
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "SECKILL_UI_USER=ops", "SECKILL_UI_PASSWORD_HASH=" + composeUIHash,
+			"SECKILL_TEMPORAL_UI_BIND=" + temporalUI, "SECKILL_TEMPORAL_UI_UPSTREAM=" + up,
+			"SECKILL_GRAFANA_BIND=" + grafana, "SECKILL_GRAFANA_UPSTREAM=" + up}
+		if oidc {
+			cmd.Env = append(cmd.Env, "TEMPORAL_AUTH_ENABLED=true")
+		}
+		var log strings.Builder
+		cmd.Stdout, cmd.Stderr = &log, &log
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			if t.Failed() {
+				t.Logf("haproxy:\n%s", log.String())
+			}
+		})
+		for _, addr := range []string{temporalUI, grafana} {
+			require.Eventually(t, func() bool {
+				c, err := net.Dial("tcp", addr)
+				if err == nil {
+					c.Close()
+				}
+				return err == nil
+			}, 10*time.Second, 20*time.Millisecond, "haproxy listens on %s", addr)
+		}
+		return temporalUI, grafana
+	}
+	get := func(addr, user, password, bearer string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v1/namespaces", nil)
+		require.NoError(t, err)
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusUnauthorized {
+			require.Contains(t, resp.Header.Get("WWW-Authenticate"), "Basic", "a 401 asks the browser for the login")
+		}
+		return resp.StatusCode
+	}
+	reached := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+
+	temporalUI, grafana := start(false)
+	for _, addr := range []string{temporalUI, grafana} {
+		require.Equal(t, http.StatusUnauthorized, get(addr, "", "", ""), "%s without the login", addr)
+		require.Equal(t, http.StatusUnauthorized, get(addr, "ops", "wrong", ""), "%s with a wrong password", addr)
+		require.Equal(t, http.StatusUnauthorized, get(addr, "admin", composeUIPassword, ""), "%s with another user", addr)
+		require.Equal(t, http.StatusUnauthorized, get(addr, "", "", "any-token"), "%s with a bearer token", addr)
+		require.Empty(t, reached(), "a request without the login reached the UI")
+	}
+	for _, addr := range []string{temporalUI, grafana} {
+		require.Equal(t, http.StatusOK, get(addr, "ops", composeUIPassword, ""), "%s with the login", addr)
+	}
+	require.Equal(t, []string{"", ""}, reached(), "the UIs must not see the ops password")
+
+	temporalUI, grafana = start(true)
+	require.Equal(t, http.StatusOK, get(temporalUI, "", "", "oidc-token"), "with its OIDC login the Temporal UI checks its own tokens")
+	require.Contains(t, reached(), "Bearer oidc-token", "the UI's own token reaches it")
+	require.Equal(t, http.StatusUnauthorized, get(grafana, "", "", "oidc-token"), "Grafana's door asks for the login whatever the Temporal UI does")
 }

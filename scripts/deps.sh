@@ -7,7 +7,9 @@
 #   scripts/deps.sh test    those and PostgreSQL (the durable Temporal
 #                           servers), chromium (the shop page's browser
 #                           tests) and haproxy (the fleet test)
-#   scripts/deps.sh stack   those and PostgreSQL, and haproxy (the balancer)
+#   scripts/deps.sh stack   those and PostgreSQL, haproxy (the balancer and
+#                           the Temporal UI's door) and openssl (its
+#                           password's hash)
 #
 # Go tools (Temporal, stripe-mock, promtool) are pinned modules built by the
 # Makefile; what has no Go module comes from Debian's packages, installed
@@ -101,6 +103,7 @@ test)
 stack)
   start_mariadb && start_redis && start_postgres
   package haproxy haproxy
+  package openssl openssl
   ;;
 *)
   echo "usage: $0 dev|test|stack" >&2

@@ -4,14 +4,23 @@
 # the durable Temporal server on PostgreSQL with its Web UI
 # (scripts/temporal-server.sh), the machine's MariaDB (a database of the
 # stack's own), two workers, two APIs, and HAProxy in front of the APIs
-# (deploy/haproxy/haproxy.cfg), health-checked on /readyz. Loopback only.
+# (deploy/haproxy/haproxy.cfg), health-checked on /readyz; a second HAProxy
+# (deploy/haproxy/ui.cfg) is the Temporal Web UI's door, with HTTP basic
+# authentication (the UI itself listens on 127.0.0.1 only). The stack runs
+# no Grafana. Loopback only, unless STACK_UI_HOST says otherwise for the
+# UI's door.
 #
 #   scripts/stack.sh start    start it all, print the URLs and the secrets
 #   scripts/stack.sh stop     stop exactly what start started (by PID)
 #   scripts/stack.sh status   what runs
 #
 # Env: STACK_PORT (the balancer's port, 8080; the APIs take +1 and +2, the
-# workers' ops endpoints +11 and +12, HAProxy's stats page +324),
+# workers' ops endpoints +11 and +12, HAProxy's stats page +324, the
+# Temporal UI's door +325), STACK_UI_HOST (the address of that door,
+# 127.0.0.1; 0.0.0.0 to reach it from elsewhere), SECKILL_UI_USER (its
+# login, ops), SECKILL_UI_PASSWORD (its password; without it a random one,
+# printed once), SECKILL_UI_TLS_CERT (a PEM: the door speaks HTTPS),
+# TEMPORAL_DURABLE_UI_PORT (the UI's own port, 8933),
 # SECKILL_MYSQL_DSN (the server; the database is seckill_stack).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +31,8 @@ lb="127.0.0.1:${port}"
 stats="127.0.0.1:$((port + 324))"
 apis=("127.0.0.1:$((port + 1))" "127.0.0.1:$((port + 2))")
 workers=("127.0.0.1:$((port + 11))" "127.0.0.1:$((port + 12))")
+ui="${STACK_UI_HOST:-127.0.0.1}:$((port + 325))"
+temporal_ui="127.0.0.1:${TEMPORAL_DURABLE_UI_PORT:-8933}"
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -70,12 +81,22 @@ wait_ready() {
   exit 1
 }
 
+# ui_answers URL [CURL ARGS...] prints the HTTP status URL answers with.
+ui_answers() {
+  local url=$1
+  shift
+  curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@" "$url" 2>/dev/null || true
+}
+
+secret() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+
 start() {
   if [ -f "$dir/api-1.pid" ] && alive "$dir/api-1.pid"; then
     echo "stack: already running (scripts/stack.sh status)"
     return 0
   fi
   command -v haproxy >/dev/null || { echo "stack: haproxy is not installed (apt-get install haproxy)" >&2; exit 1; }
+  command -v openssl >/dev/null || { echo "stack: openssl is not installed (apt-get install openssl)" >&2; exit 1; }
   mkdir -p "$dir"
   trap 'echo "stack: start failed; stopping what started" >&2; stop' ERR
 
@@ -96,7 +117,7 @@ start() {
 
   # Secrets of this stack's own, kept for the operator's curl commands.
   if [ ! -f "$dir/secrets.env" ]; then
-    secret() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+    (umask 077 && : >"$dir/secrets.env")
     {
       echo "SECKILL_JWT_SECRET=$(secret)"
       echo "SECKILL_WEBHOOK_SECRET=$(secret)"
@@ -129,11 +150,44 @@ start() {
   SECKILL_LB_ADDR="$lb" SECKILL_LB_STATS="$stats" SECKILL_API_1="${apis[0]}" SECKILL_API_2="${apis[1]}" \
     spawn haproxy haproxy -db -f deploy/haproxy/haproxy.cfg
   wait_ready haproxy "http://$lb/readyz"
+
+  # The Temporal UI's door: the ops login's password is given or made now,
+  # printed once below and never written down; HAProxy gets its SHA-512
+  # crypt(3) hash. Not on the shop's balancer: checking a password costs a
+  # hash per request, which must not hold shoppers' requests up.
+  local ui_user="${SECKILL_UI_USER:-ops}" ui_password="${SECKILL_UI_PASSWORD:-}" shown scheme=http
+  shown="(SECKILL_UI_PASSWORD)"
+  if [ -z "$ui_password" ]; then
+    ui_password="$(secret)"
+    shown="$ui_password"
+  fi
+  [ -z "${SECKILL_UI_TLS_CERT:-}" ] || scheme=https
+  # The stack's UI has no OIDC login: the door always asks (env -u).
+  SECKILL_UI_USER="$ui_user" SECKILL_UI_PASSWORD_HASH="$(printf '%s' "$ui_password" | openssl passwd -6 -stdin)" \
+    SECKILL_TEMPORAL_UI_BIND="$ui" SECKILL_TEMPORAL_UI_UPSTREAM="$temporal_ui" \
+    spawn haproxy-ui env -u TEMPORAL_AUTH_ENABLED -u SECKILL_GRAFANA_UPSTREAM haproxy -db -f deploy/haproxy/ui.cfg
+  local code=""
+  for _ in $(seq 1 100); do
+    alive "$dir/haproxy-ui.pid" || { echo "stack: haproxy-ui exited; last lines of $dir/haproxy-ui.log:" >&2; tail -20 "$dir/haproxy-ui.log" >&2; false; }
+    code="$(ui_answers "$scheme://$ui/" -k)"
+    [ "$code" = 401 ] && break
+    sleep 0.2
+  done
+  [ "$code" = 401 ] || { echo "stack: the Temporal UI's door answers $code without a password, not 401" >&2; false; }
   trap - ERR
+  # With the password (on curl's stdin, not its command line): the UI
+  # itself, which may still be starting.
+  for _ in $(seq 1 60); do
+    code="$(printf 'user = "%s:%s"\n' "$ui_user" "$ui_password" | ui_answers "$scheme://$ui/" -k -K -)"
+    [ "$code" = 200 ] && break
+    sleep 0.5
+  done
+  [ "$code" = 200 ] || echo "stack: warning: the Temporal UI answers $code behind its door (is it running on $temporal_ui?)" >&2
 
   cat <<EOF
 stack: running (stop it with make stack-stop)
   shop and API (HAProxy)   http://$lb
+  Temporal Web UI          $scheme://$ui  (HAProxy; user $ui_user, password $shown)
   HAProxy stats            http://$stats
   APIs                     http://${apis[0]}  http://${apis[1]}
   workers' metrics         http://${workers[0]}/metrics  http://${workers[1]}/metrics
