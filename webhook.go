@@ -35,6 +35,12 @@ func mac(secret []byte, ts string, body []byte) []byte {
 // VerifyWebhook checks a Seckill-Signature header against body at now. Any
 // v1 entry may match (providers send several while rotating secrets).
 func VerifyWebhook(secret []byte, header string, body []byte, now time.Time) error {
+	return VerifyWebhookAny([][]byte{secret}, header, body, now)
+}
+
+// VerifyWebhookAny is VerifyWebhook for a rollover: any v1 entry made with
+// any of the secrets matches.
+func VerifyWebhookAny(secrets [][]byte, header string, body []byte, now time.Time) error {
 	var ts string
 	var sigs [][]byte
 	for _, part := range strings.Split(header, ",") {
@@ -61,10 +67,12 @@ func VerifyWebhook(secret []byte, header string, body []byte, now time.Time) err
 	if age := now.Sub(time.Unix(sec, 0)); age > webhookTolerance || age < -webhookTolerance {
 		return Errorf(EUNAUTHORIZED, "signature timestamp is outside the %s tolerance", webhookTolerance)
 	}
-	want := mac(secret, ts, body)
-	for _, s := range sigs {
-		if hmac.Equal(s, want) {
-			return nil
+	for _, secret := range secrets {
+		want := mac(secret, ts, body)
+		for _, s := range sigs {
+			if hmac.Equal(s, want) {
+				return nil
+			}
 		}
 	}
 	return Errorf(EUNAUTHORIZED, "signature does not match")

@@ -23,8 +23,8 @@ func TestAdminSessionLifecycle(t *testing.T) {
 	body := map[string]any{"sku_id": 9, "title": "Phone", "price_cents": 4999, "stock": 3,
 		"per_user_limit": 1, "start_at": start, "end_at": end}
 
-	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", "", body), 401, "UNAUTHENTICATED", "admin token")
-	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", "not-the-token", body), 401, "UNAUTHENTICATED", "admin token")
+	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", "", body), 401, "UNAUTHENTICATED", "operator credential")
+	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", "not-the-token", body), 401, "UNAUTHENTICATED", "operator credential")
 	for field, bad := range map[string]any{"stock": 0, "per_user_limit": 99, "price_cents": -1, "start_at": "tomorrow", "end_at": start,
 		"currency": "EUR", "title": "", "sku_id": "9"} {
 		b := map[string]any{}
@@ -100,7 +100,7 @@ func TestAdminSessionLifecycle(t *testing.T) {
 		require.Contains(t, rec.Body, k)
 	}
 	testenv.RequireError(t, e.Do("GET", "/admin/v1/sessions/777/reconcile", admin, nil), 404, "NOT_FOUND", "not found")
-	testenv.RequireError(t, e.Do("GET", path+"/reconcile", "", nil), 401, "UNAUTHENTICATED", "admin token")
+	testenv.RequireError(t, e.Do("GET", path+"/reconcile", "", nil), 401, "UNAUTHENTICATED", "operator credential")
 	e.RequireInvariants(id)
 }
 

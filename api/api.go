@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/checkout"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/payments"
@@ -72,9 +73,23 @@ type SessionControls interface {
 
 // Config is the API's behaviour; secrets are required.
 type Config struct {
-	JWTSecret     []byte
-	WebhookSecret []byte
-	AdminToken    string
+	// JWTSecret signs what the API issues itself (the dev sign-in) and
+	// keys its tickets and device cookies: SECKILL_JWT_SECRET's first.
+	JWTSecret []byte
+	// Shoppers verifies shoppers' tokens (nil: HS256 with JWTSecret
+	// alone). internal/app gives every secret of a rotation and the shop
+	// login's JWKS.
+	Shoppers ShopperTokens
+	// WebhookSecret verifies the payment webhook's signature, and so does
+	// each of RotatedWebhookSecrets during a rollover.
+	WebhookSecret         []byte
+	RotatedWebhookSecrets [][]byte
+	// AdminToken is the bootstrap admin (SECKILL_ADMIN_TOKEN).
+	AdminToken string
+	// Operators authenticates the admin API's callers (nil: AdminToken
+	// alone, as the bootstrap admin); internal/app adds the named tokens
+	// and the identity provider.
+	Operators OperatorAuth
 	// PayTimeout is handed to each order's workflow (15m in production).
 	PayTimeout time.Duration
 	// SweepGrace is how long past its deadline an order may wait before
@@ -161,6 +176,10 @@ type Server struct {
 	soldOut  soldOut
 	// ticketKey signs purchase tickets.
 	ticketKey []byte
+	// shoppers and operators verify who calls (Config.Shoppers,
+	// Config.Operators).
+	shoppers  ShopperTokens
+	operators OperatorAuth
 	// series caches the metric children of the hot path.
 	series *series
 	// checkout admits purchase attempts and hands the winners' starts to
@@ -235,7 +254,14 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	if cfg.Door == nil {
 		cfg.Door = &FrontDoor{}
 	}
+	if cfg.Shoppers == nil {
+		cfg.Shoppers = &auth.Shoppers{Secrets: [][]byte{cfg.JWTSecret}, Now: cfg.Now}
+	}
+	if cfg.Operators == nil {
+		cfg.Operators = &auth.Operators{Bootstrap: cfg.AdminToken, Now: cfg.Now}
+	}
 	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger, door: cfg.Door,
+		shoppers: cfg.Shoppers, operators: cfg.Operators,
 		global:    newGlobalLimiter(cfg.Limits.Global),
 		ticketKey: ticketKey(cfg.JWTSecret), series: newSeries(cfg.Metrics), member: fleetMember()}
 	s.setGlobalShare(1)
@@ -290,14 +316,14 @@ func (s *Server) App() *fiber.App {
 	v1.Get("/sessions", s.readLimit, s.listSessions)
 	v1.Get("/sessions/:id", s.readLimit, s.getSession)
 	v1.Get("/device", s.readLimit, s.device)
-	v1.Post("/sessions/:id/orders", s.door.count, s.globalLimit, s.soldOutFast, s.shopper, s.createOrder)
-	v1.Post("/sessions/:id/ticket", s.globalLimit, s.shopper, s.issueTicket)
-	v1.Post("/sessions/:id/captcha", s.globalLimit, s.shopper, s.newCaptcha)
-	v1.Get("/captchas/:captcha_id/audio", s.readLimit, s.shopper, s.shopperLimits, s.captchaAudio)
-	v1.Get("/orders", s.readLimit, s.shopper, s.shopperLimits, s.listOrders)
-	v1.Get("/orders/:order_no", s.readLimit, s.shopper, s.getOrder)
-	v1.Post("/orders/:order_no/cancel", s.globalLimit, s.shopper, s.shopperLimits, s.cancelOrder)
-	v1.Post("/orders/:order_no/payment", s.globalLimit, s.shopper, s.shopperLimits, s.createPayment)
+	v1.Post("/sessions/:id/orders", s.door.count, s.globalLimit, s.soldOutFast, s.authorize, s.createOrder)
+	v1.Post("/sessions/:id/ticket", s.globalLimit, s.authorize, s.issueTicket)
+	v1.Post("/sessions/:id/captcha", s.globalLimit, s.authorize, s.newCaptcha)
+	v1.Get("/captchas/:captcha_id/audio", s.readLimit, s.authorize, s.shopperLimits, s.captchaAudio)
+	v1.Get("/orders", s.readLimit, s.authorize, s.shopperLimits, s.listOrders)
+	v1.Get("/orders/:order_no", s.readLimit, s.authorize, s.getOrder)
+	v1.Post("/orders/:order_no/cancel", s.globalLimit, s.authorize, s.shopperLimits, s.cancelOrder)
+	v1.Post("/orders/:order_no/payment", s.globalLimit, s.authorize, s.shopperLimits, s.createPayment)
 	v1.Post("/payments/webhook", s.webhook)
 	// Only with Stripe as the provider: elsewhere nothing verifies its
 	// events, and a route that cannot accept one would only be a door
@@ -306,21 +332,20 @@ func (s *Server) App() *fiber.App {
 		v1.Post("/payments/stripe/webhook", s.stripeWebhook)
 	}
 
-	admin := app.Group("/admin/v1", s.admin)
-	admin.Post("/sessions", s.createSession)
-	admin.Post("/sessions/:id/preheat", s.preheat)
-	admin.Get("/sessions/:id/reconcile", s.reconcile)
-	admin.Patch("/sessions/:id", s.changeSession(seckill.ActionUpdate))
-	admin.Post("/sessions/:id/pause", s.changeSession(seckill.ActionPause))
-	admin.Post("/sessions/:id/resume", s.changeSession(seckill.ActionResume))
-	admin.Post("/sessions/:id/end", s.changeSession(seckill.ActionEnd))
-	admin.Post("/sessions/:id/stock", s.changeSession(seckill.ActionAddStock))
-	admin.Get("/sessions/:id/audit", s.sessionAudit)
-	admin.Post("/orders/:order_no/refund", s.refundOrder)
-	admin.Get("/events", s.listEvents)
-	admin.Put("/blocklist/:user_id", s.block)
-	admin.Delete("/blocklist/:user_id", s.unblock)
-
+	admin := app.Group("/admin/v1", s.authenticateOperator)
+	admin.Post("/sessions", s.authorize, s.createSession)
+	admin.Post("/sessions/:id/preheat", s.authorize, s.preheat)
+	admin.Get("/sessions/:id/reconcile", s.authorize, s.reconcile)
+	admin.Patch("/sessions/:id", s.authorize, s.changeSession(seckill.ActionUpdate))
+	admin.Post("/sessions/:id/pause", s.authorize, s.changeSession(seckill.ActionPause))
+	admin.Post("/sessions/:id/resume", s.authorize, s.changeSession(seckill.ActionResume))
+	admin.Post("/sessions/:id/end", s.authorize, s.changeSession(seckill.ActionEnd))
+	admin.Post("/sessions/:id/stock", s.authorize, s.changeSession(seckill.ActionAddStock))
+	admin.Get("/sessions/:id/audit", s.authorize, s.sessionAudit)
+	admin.Post("/orders/:order_no/refund", s.authorize, s.refundOrder)
+	admin.Get("/events", s.authorize, s.listEvents)
+	admin.Put("/blocklist/:user_id", s.authorize, s.block)
+	admin.Delete("/blocklist/:user_id", s.authorize, s.unblock)
 	if s.cfg.Dev {
 		app.Post("/dev/v1/token", s.devToken)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/auth"
 )
 
 // The sold-out fast path next to a bare Fiber handler answering the same
@@ -68,7 +69,7 @@ func soldOutServer(b *testing.B) (*Server, string) {
 		b.Fatal(err)
 	}
 	srv.soldOut.mark(1)
-	tok, _ := IssueToken(secret, 7, time.Hour, now)
+	tok, _ := auth.IssueToken(secret, 7, time.Hour, now)
 	return srv, "Bearer " + tok
 }
 

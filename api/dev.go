@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/auth"
 )
 
 // devTokenTTL is the lifetime of a dev sign-in: a working day.
@@ -27,7 +28,7 @@ func (s *Server) devToken(c *fiber.Ctx) error {
 		return seckill.Errorf(seckill.EINVALID, "field \"user_id\" must be a positive integer")
 	}
 	now := s.cfg.Now()
-	tok, err := IssueToken(s.cfg.JWTSecret, *body.UserID, devTokenTTL, now)
+	tok, err := auth.IssueToken(s.cfg.JWTSecret, *body.UserID, devTokenTTL, now)
 	if err != nil {
 		return err
 	}

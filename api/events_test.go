@@ -30,8 +30,8 @@ func TestEventFeed(t *testing.T) {
 	_, err := e.DB.SequenceEvents(ctx, 100) // the worker's relay does this
 	require.NoError(t, err)
 
-	testenv.RequireError(t, e.Do("GET", "/admin/v1/events", "", nil), 401, "UNAUTHENTICATED", "admin token")
-	testenv.RequireError(t, e.Do("GET", "/admin/v1/events", e.Token(1), nil), 401, "UNAUTHENTICATED", "admin token")
+	testenv.RequireError(t, e.Do("GET", "/admin/v1/events", "", nil), 401, "UNAUTHENTICATED", "operator credential")
+	testenv.RequireError(t, e.Do("GET", "/admin/v1/events", e.Token(1), nil), 401, "UNAUTHENTICATED", "operator credential")
 	for _, q := range []string{"cursor=abc", "cursor=-1", "cursor=1.5", "limit=0", "limit=1001", "limit=x"} {
 		testenv.RequireError(t, e.Do("GET", "/admin/v1/events?"+q, testenv.AdminToken, nil), 400, "INVALID_ARGUMENT", "")
 	}

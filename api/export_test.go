@@ -1,5 +1,7 @@
 package api
 
+import "github.com/seckill/seckill"
+
 // BoundUnknownForTest shrinks the negative caches of unknown session ids and
 // order numbers to n entries each, so a test can show the bound holds
 // without sending a production-sized flood. Call it before serving.
@@ -20,4 +22,19 @@ func ReadBucketsForTest(s *Server) int {
 		return 0
 	}
 	return s.reads.buckets.len()
+}
+
+// AccessRule is a route's rule as the tests see it.
+type AccessRule struct {
+	Who  string
+	Role seckill.Role
+}
+
+// AccessRulesForTest returns routeAccess: "METHOD /path" → its rule.
+func AccessRulesForTest() map[string]AccessRule {
+	out := map[string]AccessRule{}
+	for k, a := range routeAccess {
+		out[k] = AccessRule{Who: a.who, Role: a.role}
+	}
+	return out
 }

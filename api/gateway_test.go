@@ -34,7 +34,7 @@ func TestBlocklist(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	sess := e.Session(5, 1, 100)
 	tok := e.Token(66)
-	testenv.RequireError(t, e.Do("PUT", "/admin/v1/blocklist/66", "", nil), 401, "UNAUTHENTICATED", "admin")
+	testenv.RequireError(t, e.Do("PUT", "/admin/v1/blocklist/66", "", nil), 401, "UNAUTHENTICATED", "operator credential")
 	testenv.RequireError(t, e.Do("PUT", "/admin/v1/blocklist/x", testenv.AdminToken, nil), 400, "INVALID_ARGUMENT", "user_id")
 	b := e.Do("PUT", "/admin/v1/blocklist/66", testenv.AdminToken, nil)
 	require.Equal(t, 200, b.Status, "%s", b.Raw)

@@ -45,7 +45,8 @@ func (s *Server) refundOrder(c *fiber.Ctx) error {
 		return seckill.Errorf(seckill.EINVALID, "field \"reason\" is required")
 	}
 	ch := &seckill.SessionChange{Action: seckill.ActionRefund, OrderNo: c.Params("order_no"), Reason: *body.Reason,
-		Actor: actor(c), From: s.clientIP(c).String(), RequestID: key, TraceID: traceID(c)}
+		From: s.clientIP(c).String(), RequestID: key, TraceID: traceID(c)}
+	ch.Actor, ch.ActorRole = actor(c)
 	o, applied, err := s.cfg.Refund.Order(c.UserContext(), ch)
 	if err != nil {
 		return err
@@ -54,6 +55,6 @@ func (s *Server) refundOrder(c *fiber.Ctx) error {
 	// remembers must not turn away the shoppers who could buy them now.
 	s.soldOut.clear(o.SessionID)
 	s.log.Info("order refund", "trace_id", traceID(c), "order_no", o.OrderNo, "session_id", o.SessionID,
-		"actor", ch.Actor, "request_id", key, "applied", applied, "status", o.Status)
+		"actor", ch.Actor, "role", ch.ActorRole, "request_id", key, "applied", applied, "status", o.Status)
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_no": o.OrderNo, "status": o.Status, "applied": applied})
 }

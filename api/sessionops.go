@@ -8,11 +8,6 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// HeaderActor names the operator on an admin change (the admin token is
-// shared, so the audit ledger records who the caller says it is, and the
-// address it came from). "admin" when absent.
-const HeaderActor = "X-Seckill-Actor"
-
 // addStockBody is the body of POST /admin/v1/sessions/{id}/stock.
 type addStockBody struct {
 	Add *int `json:"add"`
@@ -48,13 +43,10 @@ func (b *updateSessionBody) update() (*seckill.SessionUpdate, error) {
 	return u, nil
 }
 
-// actor is who the operator says they are (HeaderActor), "admin" when
-// unsaid.
-func actor(c *fiber.Ctx) string {
-	if a := c.Get(HeaderActor); a != "" {
-		return a
-	}
-	return "admin"
+// actor is the authenticated operator, as the audit records them.
+func actor(c *fiber.Ctx) (string, seckill.Role) {
+	op := operatorOf(c)
+	return op.Name, op.Role
 }
 
 // changeSession is every admin change of a session: it builds the
@@ -74,8 +66,9 @@ func (s *Server) changeSession(action seckill.SessionAction) fiber.Handler {
 		if requestID == "" {
 			requestID = traceID(c)
 		}
-		ch := &seckill.SessionChange{SessionID: id, Action: action, Actor: actor(c),
+		ch := &seckill.SessionChange{SessionID: id, Action: action,
 			From: s.clientIP(c).String(), RequestID: requestID, TraceID: traceID(c)}
+		ch.Actor, ch.ActorRole = actor(c)
 		switch action {
 		case seckill.ActionAddStock:
 			var body addStockBody

@@ -26,7 +26,7 @@ func TestSessionChangesRejectBadInput(t *testing.T) {
 	admin := testenv.AdminToken
 	path := fmt.Sprintf("/admin/v1/sessions/%d", sess.ID)
 
-	testenv.RequireError(t, e.Do("POST", path+"/pause", "", nil), 401, "UNAUTHENTICATED", "admin token")
+	testenv.RequireError(t, e.Do("POST", path+"/pause", "", nil), 401, "UNAUTHENTICATED", "operator credential")
 	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions/999999/pause", admin, nil), 404, "NOT_FOUND", "999999")
 	testenv.RequireError(t, e.Do("POST", path+"/pause", admin, map[string]any{"why": "x"}), 400, "INVALID_ARGUMENT", "unknown field")
 	for body, msg := range map[string]string{
@@ -49,7 +49,7 @@ func TestSessionChangesRejectBadInput(t *testing.T) {
 	testenv.RequireError(t, e.Do("PATCH", lpath, admin, map[string]any{"per_user_limit": 0}), 400, "INVALID_ARGUMENT", "per_user_limit")
 	testenv.RequireError(t, e.Do("PATCH", lpath, admin, map[string]any{"end_at": time.Now().Format(time.RFC3339)}), 400, "INVALID_ARGUMENT", "end_at must be after")
 	title, price := "Later, cheaper", int64(700)
-	ch, err := cl.UpdateSession(ctx, later.ID, &seckill.SessionUpdate{Title: &title, PriceCents: &price}, client.ChangeOptions{Actor: "mei"})
+	ch, err := cl.UpdateSession(ctx, later.ID, &seckill.SessionUpdate{Title: &title, PriceCents: &price}, client.ChangeOptions{})
 	require.NoError(t, err)
 	require.True(t, ch.Applied)
 	require.Equal(t, title, ch.Session.Title)
@@ -172,7 +172,10 @@ func TestSessionControlsUnderBurst(t *testing.T) {
 	sess := e.Session(200, 1, 300)
 	ctx := context.Background()
 	cl := e.Client()
-	as := func(actor, id string) client.ChangeOptions { return client.ChangeOptions{Actor: actor, RequestID: id} }
+	// Two operators of the sale, each with a named token: the audit says
+	// which of them did what.
+	ops := map[string]*client.Client{"ops-li": e.Operator("ops-li", seckill.RoleOperator), "ops-wang": e.Operator("ops-wang", seckill.RoleOperator)}
+	key := func(id string) client.ChangeOptions { return client.ChangeOptions{RequestID: id} }
 
 	s := startShoppers(t, e, sess.ID, 8)
 	e.Eventually(10*time.Second, "the burst sells", func() error {
@@ -183,7 +186,7 @@ func TestSessionControlsUnderBurst(t *testing.T) {
 	})
 
 	// Pause: from the answer on, nothing is accepted; a payment still lands.
-	_, err := cl.PauseSession(ctx, sess.ID, as("ops-li", "pause-1"))
+	_, err := ops["ops-li"].PauseSession(ctx, sess.ID, key("pause-1"))
 	require.NoError(t, err)
 	pausedAt := time.Now()
 	waitForAnswer(e, s, seckill.EPAUSED, "orders answer PAUSED")
@@ -200,17 +203,17 @@ func TestSessionControlsUnderBurst(t *testing.T) {
 	e.WaitStatus(e.Token(owner), first, 20*time.Second, seckill.StatusPaid)
 
 	// Resume: selling goes on to the sell-out.
-	_, err = cl.ResumeSession(ctx, sess.ID, as("ops-li", "resume-1"))
+	_, err = ops["ops-li"].ResumeSession(ctx, sess.ID, key("resume-1"))
 	require.NoError(t, err)
 	waitForAnswer(e, s, seckill.ESOLDOUT, "sold out after the resume")
 	require.Equal(t, 200, s.count("202"))
 
 	// Add 15 units, the second call a retry of the first: sold again,
 	// exactly 15.
-	added, err := cl.AddStock(ctx, sess.ID, 15, as("ops-wang", "add-1"))
+	added, err := ops["ops-wang"].AddStock(ctx, sess.ID, 15, key("add-1"))
 	require.NoError(t, err)
 	require.True(t, added.Applied)
-	again, err := cl.AddStock(ctx, sess.ID, 15, as("ops-wang", "add-1"))
+	again, err := ops["ops-wang"].AddStock(ctx, sess.ID, 15, key("add-1"))
 	require.NoError(t, err)
 	require.False(t, again.Applied, "a retried add is applied once")
 	require.Equal(t, 215, again.Session.TotalStock)
@@ -223,7 +226,7 @@ func TestSessionControlsUnderBurst(t *testing.T) {
 	waitForAnswer(e, s, seckill.ESOLDOUT, "sold out again")
 
 	// End: 410 from then on.
-	_, err = cl.EndSession(ctx, sess.ID, as("ops-li", "end-1"))
+	_, err = ops["ops-li"].EndSession(ctx, sess.ID, key("end-1"))
 	require.NoError(t, err)
 	waitForAnswer(e, s, seckill.EENDED, "orders answer ENDED")
 	s.halt()
@@ -233,9 +236,9 @@ func TestSessionControlsUnderBurst(t *testing.T) {
 	require.NoError(t, err)
 	var got []string
 	for _, a := range audit {
-		got = append(got, fmt.Sprintf("%s by %s", a.Action, a.Actor))
+		got = append(got, fmt.Sprintf("%s by %s (%s)", a.Action, a.Actor, a.ActorRole))
 	}
-	require.Equal(t, []string{"pause by ops-li", "resume by ops-li", "add_stock by ops-wang", "end by ops-li"}, got)
+	require.Equal(t, []string{"pause by ops-li (operator)", "resume by ops-li (operator)", "add_stock by ops-wang (operator)", "end by ops-li (operator)"}, got)
 	require.Equal(t, 15, audit[2].Add)
 	require.NotEmpty(t, audit[0].From)
 

@@ -44,7 +44,7 @@ func (b *webhookBody) payment(trace string) (*seckill.Payment, error) {
 // signature and the body hold, the payment goes through receivePayment.
 func (s *Server) webhook(c *fiber.Ctx) error {
 	body := c.Body()
-	if err := seckill.VerifyWebhook(s.cfg.WebhookSecret, c.Get(HeaderSignature), body, s.cfg.Now()); err != nil {
+	if err := seckill.VerifyWebhookAny(s.webhookSecrets(), c.Get(HeaderSignature), body, s.cfg.Now()); err != nil {
 		return err
 	}
 	var wb webhookBody
@@ -72,4 +72,10 @@ type orderFinder struct{ s *Server }
 
 func (f orderFinder) FindOrder(ctx context.Context, orderNo string) (*seckill.Order, error) {
 	return f.s.findOrder(ctx, orderNo, 0)
+}
+
+// webhookSecrets are the secrets a signature may be made with: the
+// current one and, during a rollover, the others.
+func (s *Server) webhookSecrets() [][]byte {
+	return append([][]byte{s.cfg.WebhookSecret}, s.cfg.RotatedWebhookSecrets...)
 }

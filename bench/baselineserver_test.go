@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -33,7 +33,7 @@ func TestAdmissionOnlyServerProcess(t *testing.T) {
 	sell := func(session int) map[int]int {
 		codes := map[int]int{}
 		for user := int64(1); user <= 4; user++ {
-			tok, err := api.IssueToken(testenv.JWTSecret, user, time.Minute, time.Now())
+			tok, err := auth.IssueToken(testenv.JWTSecret, user, time.Minute, time.Now())
 			require.NoError(t, err)
 			for range 2 {
 				code, body, _, err := c.do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", session), "Bearer "+tok, []byte(`{"quantity":1}`))

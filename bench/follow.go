@@ -152,7 +152,7 @@ func (r *stepRunner) refund(ctx context.Context, orders []result) {
 	}
 	for _, x := range orders {
 		if _, err := r.api.RefundOrder(ctx, x.orderNo, "bench: the refunded path's cost",
-			client.ChangeOptions{Actor: "bench", RequestID: "bench-refund:" + x.orderNo}); err != nil {
+			client.ChangeOptions{RequestID: "bench-refund:" + x.orderNo}); err != nil {
 			r.problem("refund of %s: %v", x.orderNo, err)
 			return
 		}

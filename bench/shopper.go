@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/client"
 )
 
@@ -22,7 +22,7 @@ func makeShoppers(cfg Config, as *client.Client) ([]shopper, error) {
 	base := int64(rand.IntN(1_000_000_000)) * 1000
 	for i := range out {
 		user := base + int64(i) + 1
-		tok, err := api.IssueToken(cfg.JWTSecret, user, 2*time.Hour, time.Now())
+		tok, err := auth.IssueToken(cfg.JWTSecret, user, 2*time.Hour, time.Now())
 		if err != nil {
 			return nil, err
 		}

@@ -51,7 +51,7 @@ type Config struct {
 	// Sale is the shape of each sale (stock, shoppers, ...); the stack's
 	// fields (URL, secrets) are filled in.
 	Sale drill.Config
-	// IssueToken mints shopper tokens (api.IssueToken).
+	// IssueToken mints shopper tokens (auth.IssueToken).
 	IssueToken func(secret []byte, user int64, ttl time.Duration, now time.Time) (string, error)
 	Progress   io.Writer
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/chaos"
 	"github.com/seckill/seckill/drill"
 	"github.com/seckill/seckill/internal/testenv"
@@ -44,7 +44,7 @@ func TestChaosSoak(t *testing.T) {
 		Duration: duration, Seed: seed, Binary: testenv.Binary(t), TemporalBin: testenv.TemporalBin(t), Dir: dir,
 		MySQLDSN: e.DSN, RedisAddr: e.RedisAddr, RedisPrefix: e.Prefix, TaskQueue: e.TaskQueue,
 		JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret, AdminToken: testenv.AdminToken,
-		PayTimeout: 5 * time.Second, IssueToken: api.IssueToken,
+		PayTimeout: 5 * time.Second, IssueToken: auth.IssueToken,
 		Sale: drill.Config{Stock: 10, PerUserLimit: 1, Users: 40, Tries: 2, PayRatio: 0.5,
 			Ramp: 5 * time.Second, Settle: 90 * time.Second},
 	}

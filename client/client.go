@@ -44,8 +44,6 @@ const (
 	HeaderTicket         = "X-Seckill-Ticket"
 	HeaderLayer          = "X-Seckill-Layer"
 	HeaderRetryAfter     = "Retry-After"
-	// HeaderActor names the operator of an admin change (the audit ledger's "who").
-	HeaderActor = "X-Seckill-Actor"
 )
 
 // Client talks to one seckill API. Its fields are read on every call; set

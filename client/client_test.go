@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
@@ -72,7 +73,7 @@ func TestClientAgainstTheAPI(t *testing.T) {
 	alice := e.Shopper(1)
 	_, err = alice.Buy(ctx, id+1000, client.BuyOptions{})
 	requireAnswer(t, err, 404, seckill.ENOTFOUND)
-	forged, err := api.IssueToken([]byte("not the secret"), 1, time.Hour, time.Now())
+	forged, err := auth.IssueToken([]byte("not the secret"), 1, time.Hour, time.Now())
 	require.NoError(t, err)
 	_, err = c.WithToken(forged).Buy(ctx, id, client.BuyOptions{})
 	requireAnswer(t, err, 401, seckill.EUNAUTHORIZED)

@@ -20,11 +20,9 @@ type Changed struct {
 	RedisStock *int `json:"redis_stock,omitempty"`
 }
 
-// ChangeOptions name the operator and make a change safe to retry.
+// ChangeOptions make a change safe to retry. Who asks is the operator of
+// the client's AdminToken: the audit records that, not what we say.
 type ChangeOptions struct {
-	// Actor is who asks, recorded in the session's audit ledger ("admin"
-	// when empty).
-	Actor string
 	// RequestID makes the change idempotent: the same id applies it once.
 	// Empty: the request's own id (a retry is then a new change).
 	RequestID string
@@ -32,9 +30,6 @@ type ChangeOptions struct {
 
 func (o ChangeOptions) header() http.Header {
 	h := http.Header{}
-	if o.Actor != "" {
-		h.Set(HeaderActor, o.Actor)
-	}
 	if o.RequestID != "" {
 		h.Set(HeaderIdempotencyKey, o.RequestID)
 	}

@@ -14,7 +14,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/drill"
 	"github.com/seckill/seckill/internal/testenv"
@@ -25,7 +25,7 @@ func config(e *testenv.Env) drill.Config {
 	c := drill.Config{
 		BaseURL: e.BaseURL, AdminToken: testenv.AdminToken, JWTSecret: testenv.JWTSecret,
 		WebhookSecret: testenv.WebhookSecret, Stock: 20, PerUserLimit: 1, Users: 60, Tries: 2,
-		PayRatio: 0.5, Settle: 90 * time.Second, IssueToken: api.IssueToken,
+		PayRatio: 0.5, Settle: 90 * time.Second, IssueToken: auth.IssueToken,
 		Owners: e.DB.OrderOwners,
 	}
 	if testing.Verbose() {

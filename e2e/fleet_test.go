@@ -151,7 +151,7 @@ func TestFleetBehindTheBalancer(t *testing.T) {
 	}
 
 	// An operator's pause, made through one API, holds on both.
-	_, err := e.Client().PauseSession(context.Background(), first.ID, seckillclient.ChangeOptions{Actor: "fleet-test"})
+	_, err := e.Client().PauseSession(context.Background(), first.ID, seckillclient.ChangeOptions{})
 	require.NoError(t, err)
 	for i, base := range f.bases {
 		e.Eventually(3*time.Second, "pause on API "+fmt.Sprint(i+1), func() error {

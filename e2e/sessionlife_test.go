@@ -38,7 +38,7 @@ func TestSessionRunsItself(t *testing.T) {
 
 	// Moved to start in 3 s, end in 9 s: the life re-reads it.
 	start, end := time.Now().Add(3*time.Second).Truncate(time.Millisecond), time.Now().Add(9*time.Second).Truncate(time.Millisecond)
-	_, err = cl.UpdateSession(ctx, id, &seckill.SessionUpdate{StartAt: &start, EndAt: &end}, client.ChangeOptions{Actor: "test"})
+	_, err = cl.UpdateSession(ctx, id, &seckill.SessionUpdate{StartAt: &start, EndAt: &end}, client.ChangeOptions{})
 	require.NoError(t, err)
 	e.Eventually(10*time.Second, "preheated by its life", func() error {
 		if n, ok, err := e.Gate.Stock(ctx, id); err != nil || !ok || n != 3 {

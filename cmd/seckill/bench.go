@@ -77,7 +77,7 @@ and SECKILL_ADMIN_TOKEN.`,
 			if err != nil {
 				return err
 			}
-			cfg.JWTSecret, cfg.WebhookSecret, cfg.AdminToken = []byte(c.JWTSecret), []byte(c.WebhookSecret), c.AdminToken
+			cfg.JWTSecret, cfg.WebhookSecret, cfg.AdminToken = c.SigningJWTSecret(), c.SigningWebhookSecret(), c.AdminToken
 			if cfg.Users <= 0 || cfg.PerUser <= 0 || cfg.Stock <= 0 || (cfg.Concurrency <= 0 && cfg.Rate <= 0) {
 				return errors.New("--users, --requests-per-user, --stock and --concurrency (or --rate) must be positive")
 			}

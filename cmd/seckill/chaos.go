@@ -12,7 +12,7 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/chaos"
 	"github.com/seckill/seckill/drill"
 	"github.com/seckill/seckill/internal/app"
@@ -88,7 +88,7 @@ soak drops its database and keys; a failing one keeps them, and the logs in
 				Duration: duration, Seed: seed, Binary: bin, TemporalBin: temporalBin, Dir: dir,
 				MySQLDSN: dsn.FormatDSN(), RedisAddr: c.RedisAddr, RedisPrefix: "chaos-" + stamp, TaskQueue: "chaos-" + stamp,
 				JWTSecret: []byte(randomHex(16)), WebhookSecret: []byte(randomHex(16)), AdminToken: randomHex(16),
-				PayTimeout: payTimeout, IssueToken: api.IssueToken, Progress: os.Stderr,
+				PayTimeout: payTimeout, IssueToken: auth.IssueToken, Progress: os.Stderr,
 				Sale: drill.Config{Stock: stock, PerUserLimit: 1, Users: users, Tries: tries, PayRatio: 0.5,
 					Ramp: 5 * time.Second, Settle: settle},
 			}

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/mysql"
 )
@@ -166,7 +166,7 @@ func devCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			token, err := api.IssueToken([]byte(c.JWTSecret), 1, 24*time.Hour, time.Now())
+			token, err := auth.IssueToken(c.SigningJWTSecret(), 1, 24*time.Hour, time.Now())
 			if err != nil {
 				return err
 			}
@@ -237,7 +237,7 @@ func tokenCmd() *cobra.Command {
 			if ttl <= 0 {
 				return errors.New("--ttl must be positive")
 			}
-			tok, err := api.IssueToken([]byte(c.JWTSecret), user, ttl, time.Now())
+			tok, err := auth.IssueToken(c.SigningJWTSecret(), user, ttl, time.Now())
 			if err != nil {
 				return err
 			}

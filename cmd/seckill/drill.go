@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/drill"
 	"github.com/seckill/seckill/internal/app"
 )
@@ -61,9 +61,9 @@ SECKILL_LIMIT_READ_RPS=0) on the API, since every shopper comes from here.`,
 			defer m.Close()
 			db := m.DB
 			cfg := drill.Config{
-				BaseURL: base, AdminToken: c.AdminToken, JWTSecret: []byte(c.JWTSecret),
-				WebhookSecret: []byte(c.WebhookSecret), Stock: stock, PerUserLimit: limit, Users: users,
-				Tries: tries, PayRatio: payRatio, Settle: settle, IssueToken: api.IssueToken, Progress: os.Stderr,
+				BaseURL: base, AdminToken: c.AdminToken, JWTSecret: c.SigningJWTSecret(),
+				WebhookSecret: c.SigningWebhookSecret(), Stock: stock, PerUserLimit: limit, Users: users,
+				Tries: tries, PayRatio: payRatio, Settle: settle, IssueToken: auth.IssueToken, Progress: os.Stderr,
 				PayTimeout: payTimeout, Ramp: ramp, Owners: db.OrderOwners,
 			}
 			if killPID > 0 {

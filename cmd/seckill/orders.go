@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -28,7 +27,8 @@ func ordersCmd() *cobra.Command {
 customer-service cancellation) and its units back to the sale. The order is
 REFUND_PENDING at once and REFUNDED once the provider confirmed; a refund the
 provider refuses is retried and parked like the others (seckill refunds).
-The change is in the session's audit ledger with --actor and --reason.
+The change is in the session's audit ledger under the token's operator, with
+--reason.
 
 The request id defaults to "refund:<order_no>": running the command again
 answers the first refund (applied: false) and never sends a second one.`,
@@ -55,7 +55,6 @@ answers the first refund (applied: false) and never sends a second one.`,
 	refund.Flags().StringVar(&reason, "reason", "", "why the order is refunded (kept in the audit ledger)")
 	f := cmd.PersistentFlags()
 	f.StringVar(&base, "api", "http://127.0.0.1:8080", "base URL of the running API")
-	f.StringVar(&opts.Actor, "actor", os.Getenv("USER"), "who refunds (the audit ledger's who)")
 	f.StringVar(&opts.RequestID, "request-id", "", `idempotency key of the refund (default "refund:<order_no>")`)
 	cmd.AddCommand(refund)
 	return cmd

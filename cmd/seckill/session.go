@@ -1,9 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
@@ -16,7 +16,8 @@ import (
 // sessionCmd is the operator's controls of a running sale, through the
 // admin API (so that the API that answers also clears its caches at once;
 // the others follow within a second). Each change is in the session's
-// audit ledger with --actor; --request-id makes a retry apply once.
+// audit ledger under the operator of the token; --request-id makes a
+// retry apply once.
 func sessionCmd() *cobra.Command {
 	var (
 		base string
@@ -26,14 +27,13 @@ func sessionCmd() *cobra.Command {
 		Use:   "session",
 		Short: "Operate a sale through the admin API: pause, resume, end, add-stock, update, audit",
 		Long: `session changes a running or upcoming sale through the admin API of a
-running stack (--api, SECKILL_ADMIN_TOKEN) and prints the answer as JSON.
-Every change is recorded in the session's audit ledger with --actor and the
-caller's address; give --request-id to make a retry safe (the same id is
+running stack (--api, SECKILL_OPERATOR_TOKEN or SECKILL_ADMIN_TOKEN) and prints
+the answer as JSON. Every change is recorded in the session's audit ledger
+under the token's operator and role, with the caller's address; give --request-id to make a retry safe (the same id is
 applied once), and retry add-stock with it after an UNAVAILABLE answer.`,
 	}
 	f := cmd.PersistentFlags()
 	f.StringVar(&base, "api", "http://127.0.0.1:8080", "base URL of the running API")
-	f.StringVar(&opts.Actor, "actor", os.Getenv("USER"), "who is changing the session (the audit ledger's who)")
 	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key of the change: a retry with the same id applies it once")
 
 	admin := func() (*client.Client, error) { return adminClient(base) }
@@ -97,15 +97,20 @@ applied once), and retry add-stock with it after an UNAVAILABLE answer.`,
 	return cmd
 }
 
-// adminClient is the admin API of the running stack at base, with the
-// configured SECKILL_ADMIN_TOKEN.
+// adminClient is the admin API of the running stack at base, as the
+// operator of SECKILL_OPERATOR_TOKEN (a named token, the audit's "who"),
+// else as the bootstrap admin of SECKILL_ADMIN_TOKEN.
 func adminClient(base string) (*client.Client, error) {
-	c, err := loadConfig("SECKILL_ADMIN_TOKEN")
+	c, err := loadConfig()
 	if err != nil {
 		return nil, err
 	}
+	tok := cmp.Or(c.OperatorToken, c.AdminToken)
+	if tok == "" {
+		return nil, errors.New("set SECKILL_OPERATOR_TOKEN (your token from `seckill operators add`) or SECKILL_ADMIN_TOKEN")
+	}
 	cl := client.New(base)
-	cl.AdminToken = c.AdminToken
+	cl.AdminToken = tok
 	return cl, nil
 }
 

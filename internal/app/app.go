@@ -57,6 +57,7 @@ type Main struct {
 	// Payments, when set, is the payment provider instead of the
 	// configured one (a test's provider that fails on purpose).
 	Payments seckill.PaymentProvider
+	identity identity
 }
 
 // Connect opens MySQL and Redis (and dials Temporal when withTemporal) as
@@ -74,6 +75,10 @@ func Connect(ctx context.Context, c *Config, withTemporal bool) (*Main, error) {
 	if err := m.Gate.Load(ctx); err != nil {
 		m.Close()
 		return nil, fmt.Errorf("redis %s: %w", c.RedisAddr, err)
+	}
+	if err := m.OpenIdentity(); err != nil {
+		m.Close()
+		return nil, err
 	}
 	if withTemporal {
 		sdkMetrics, err := temporal.MetricsHandler(m.Metrics.Registry, m.Log)
@@ -101,6 +106,7 @@ func ConnectMySQL(ctx context.Context, c *Config) (*Main, error) {
 
 // Close closes what Connect or ConnectMySQL opened.
 func (m *Main) Close() {
+	m.CloseIdentity()
 	if m.Temporal != nil {
 		m.Temporal.Close()
 	}
@@ -154,7 +160,7 @@ func (m *Main) PaymentProvider() seckill.PaymentProvider {
 // checkout pages are served under /dev/checkout/ when it is the provider.
 func (m *Main) Provider() *sandbox.Provider {
 	if m.Sandbox == nil {
-		m.Sandbox = &sandbox.Provider{APIBase: m.Config.APIBase(), Secret: []byte(m.Config.WebhookSecret)}
+		m.Sandbox = &sandbox.Provider{APIBase: m.Config.APIBase(), Secret: m.Config.SigningWebhookSecret()}
 	}
 	if m.Sandbox.Redis == nil {
 		m.Sandbox.Redis, m.Sandbox.Prefix = m.Redis, m.Config.RedisPrefix
@@ -188,20 +194,23 @@ func (m *Main) Orders() *temporal.Orders {
 func (m *Main) APIConfig(dev bool) api.Config {
 	c := m.Config
 	cfg := api.Config{
-		JWTSecret:      []byte(c.JWTSecret),
-		WebhookSecret:  []byte(c.WebhookSecret),
-		AdminToken:     c.AdminToken,
-		PayTimeout:     c.PayTimeout,
-		SweepGrace:     c.SweepGrace,
-		Limits:         api.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS, Device: c.LimitDeviceRPS},
-		Risk:           c.Risk(),
-		Limiter:        redis.NewLimiter(m.Redis, c.RedisPrefix),
-		Fleet:          redis.NewFleet(m.Redis, c.RedisPrefix),
-		Captchas:       redis.NewCaptchas(m.Redis, c.RedisPrefix),
-		ProxyHeader:    c.ProxyHeader,
-		TrustedProxies: c.trusted,
-		Logger:         m.Log,
-		Metrics:        m.Metrics,
+		JWTSecret:             c.SigningJWTSecret(),
+		Shoppers:              m.Shoppers(),
+		WebhookSecret:         c.SigningWebhookSecret(),
+		RotatedWebhookSecrets: c.RotatedWebhookSecrets(),
+		AdminToken:            c.AdminToken,
+		Operators:             m.Operators(),
+		PayTimeout:            c.PayTimeout,
+		SweepGrace:            c.SweepGrace,
+		Limits:                api.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS, Device: c.LimitDeviceRPS},
+		Risk:                  c.Risk(),
+		Limiter:               redis.NewLimiter(m.Redis, c.RedisPrefix),
+		Fleet:                 redis.NewFleet(m.Redis, c.RedisPrefix),
+		Captchas:              redis.NewCaptchas(m.Redis, c.RedisPrefix),
+		ProxyHeader:           c.ProxyHeader,
+		TrustedProxies:        c.trusted,
+		Logger:                m.Log,
+		Metrics:               m.Metrics,
 	}
 	cfg.Sessions = &sessions.Controls{Store: m.DB, Stock: m.Gate, Lives: m.Orders(), Log: m.Log}
 	cfg.Dev = dev

@@ -113,10 +113,30 @@ type Config struct {
 	PprofAddr      string        `env:"SECKILL_PPROF_ADDR"`
 	WorkerHTTPAddr string        `env:"SECKILL_WORKER_HTTP_ADDR" envDefault:":8081"`
 	ObserveEvery   time.Duration `env:"SECKILL_OBSERVE_EVERY" envDefault:"5s"`
-	JWTSecret      string        `env:"SECKILL_JWT_SECRET"`
-	WebhookSecret  string        `env:"SECKILL_WEBHOOK_SECRET"`
-	AdminToken     string        `env:"SECKILL_ADMIN_TOKEN"`
-	LogLevel       slog.Level    `env:"SECKILL_LOG_LEVEL" envDefault:"INFO"`
+	// JWTSecret and WebhookSecret are comma-separated lists during a
+	// rotation: the first signs, any verifies (see JWTSecrets).
+	JWTSecret     string `env:"SECKILL_JWT_SECRET"`
+	WebhookSecret string `env:"SECKILL_WEBHOOK_SECRET"`
+	// AdminToken is the bootstrap admin; operators are named tokens
+	// (seckill operators) or the identity provider's (AdminJWKSURL).
+	AdminToken string `env:"SECKILL_ADMIN_TOKEN"`
+	// JWTJWKSURL, JWTIssuer and JWTAudience admit the RS256/ES256 tokens
+	// of the shop's own login service besides ours.
+	JWTJWKSURL  string `env:"SECKILL_JWT_JWKS_URL"`
+	JWTIssuer   string `env:"SECKILL_JWT_ISSUER"`
+	JWTAudience string `env:"SECKILL_JWT_AUDIENCE"`
+	// AdminJWKSURL, AdminIssuer and AdminAudience admit the company
+	// identity provider's access tokens on the admin API; the role is the
+	// AdminRoleClaim claim, the name recorded the AdminNameClaim one.
+	AdminJWKSURL   string `env:"SECKILL_ADMIN_JWKS_URL"`
+	AdminIssuer    string `env:"SECKILL_ADMIN_ISSUER"`
+	AdminAudience  string `env:"SECKILL_ADMIN_AUDIENCE"`
+	AdminRoleClaim string `env:"SECKILL_ADMIN_ROLE_CLAIM" envDefault:"seckill_role"`
+	AdminNameClaim string `env:"SECKILL_ADMIN_NAME_CLAIM" envDefault:"email"`
+	// OperatorToken is what the CLI's admin commands (session, orders
+	// refund) authenticate with; SECKILL_ADMIN_TOKEN when unset.
+	OperatorToken string     `env:"SECKILL_OPERATOR_TOKEN"`
+	LogLevel      slog.Level `env:"SECKILL_LOG_LEVEL" envDefault:"INFO"`
 
 	// trusted is TrustedProxies parsed.
 	trusted []netip.Prefix
@@ -172,6 +192,9 @@ func LoadConfig() (*Config, error) {
 		return nil, errors.New("SECKILL_REDIS_ADDR must name at least one host:port")
 	}
 	if err := c.parseProxies(); err != nil {
+		return nil, err
+	}
+	if err := c.checkIdentity(); err != nil {
 		return nil, err
 	}
 	return &c, nil
@@ -323,7 +346,7 @@ func (c *Config) parseProxies() error {
 // RequireSecrets names every missing secret, so an operator fixes them in one go.
 func (c *Config) RequireSecrets(names ...string) error {
 	vals := map[string]string{
-		"SECKILL_JWT_SECRET": c.JWTSecret, "SECKILL_WEBHOOK_SECRET": c.WebhookSecret, "SECKILL_ADMIN_TOKEN": c.AdminToken,
+		"SECKILL_JWT_SECRET": string(c.SigningJWTSecret()), "SECKILL_WEBHOOK_SECRET": string(c.SigningWebhookSecret()), "SECKILL_ADMIN_TOKEN": c.AdminToken,
 	}
 	var missing []string
 	for _, n := range names {

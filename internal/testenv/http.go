@@ -117,6 +117,38 @@ func (e *Env) Client() *client.Client {
 	return &client.Client{BaseURL: e.BaseURL, HTTP: httpClient, AdminToken: AdminToken, WebhookSecret: WebhookSecret}
 }
 
+// OperatorToken makes a named operator token of role in the Env's
+// database, as `seckill operators add` does, and returns it; the same
+// name again is the same token.
+func (e *Env) OperatorToken(name string, role seckill.Role) string {
+	e.T.Helper()
+	e.operatorsMu.Lock()
+	defer e.operatorsMu.Unlock()
+	if tok, ok := e.operators[name]; ok {
+		return tok
+	}
+	tok, hash, err := seckill.NewOperatorToken()
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if err := e.DB.AddOperator(context.Background(), name, role, hash); err != nil {
+		e.T.Fatalf("operator %s: %v", name, err)
+	}
+	if e.operators == nil {
+		e.operators = map[string]string{}
+	}
+	e.operators[name] = tok
+	return tok
+}
+
+// Operator returns a client of the Env's admin API authenticated as a new
+// named operator of role.
+func (e *Env) Operator(name string, role seckill.Role) *client.Client {
+	cl := e.Client()
+	cl.AdminToken = e.OperatorToken(name, role)
+	return cl
+}
+
 // Shopper returns a client of the Env's API signed in as user.
 func (e *Env) Shopper(user int64) *client.Client { return e.Client().WithToken(e.Token(user)) }
 

@@ -19,6 +19,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/redis"
@@ -48,10 +50,13 @@ const AdminToken = "test-admin-token"
 
 // Env is one test's slice of the services.
 type Env struct {
-	T     testing.TB
-	DSN   string
-	DB    *mysql.DB
-	Redis goredis.UniversalClient
+	T testing.TB
+	// operators are the named tokens OperatorToken made, by name.
+	operatorsMu sync.Mutex
+	operators   map[string]string
+	DSN         string
+	DB          *mysql.DB
+	Redis       goredis.UniversalClient
 	// RedisAddr is the Env's Redis in SECKILL_REDIS_ADDR's form (a
 	// comma-separated list is a Redis Cluster's seeds; with RedisMaster,
 	// the Sentinels).
@@ -222,6 +227,10 @@ func New(t testing.TB, o Options) *Env {
 	if o.Configure != nil {
 		o.Configure(e.App.Config)
 	}
+	if err := e.App.OpenIdentity(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.App.CloseIdentity)
 	e.ProviderRefunds = e.App.Provider().Refunds // on the Env's Redis from here
 	if o.WrapPayments != nil {
 		e.App.Payments = o.WrapPayments(e.App.Provider())
@@ -360,7 +369,7 @@ func (e *Env) Session(stock, perUserLimit int, priceCents int64) *seckill.Sessio
 
 // Token returns a shopper token for user.
 func (e *Env) Token(user int64) string {
-	tok, err := api.IssueToken(JWTSecret, user, time.Hour, time.Now())
+	tok, err := auth.IssueToken(JWTSecret, user, time.Hour, time.Now())
 	if err != nil {
 		e.T.Fatalf("token: %v", err)
 	}

@@ -1,0 +1,153 @@
+package api
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+)
+
+// access is who may call a route: nobody in particular, a shopper, the
+// payment provider (its signature, checked by the handler), or an
+// operator of at least a role.
+type access struct {
+	who  string
+	role seckill.Role
+}
+
+var (
+	public   = access{who: "public"}
+	shopper  = access{who: "shopper"}
+	provider = access{who: "provider"}
+	viewer   = access{who: "operator", role: seckill.RoleViewer}
+	operator = access{who: "operator", role: seckill.RoleOperator}
+	admin    = access{who: "operator", role: seckill.RoleAdmin}
+)
+
+// routeAccess is every route of the API and who may call it: the one
+// place to read who may do what. authorize enforces it, a route missing
+// here is refused to everyone, and TestEveryRouteHasAnAccessRule fails
+// for it. GET routes answer HEAD under the same rule.
+//
+// One rule sits in a handler because it depends on the query:
+// reconcile's ?repair=true rewrites Redis, so it needs an admin.
+var routeAccess = map[string]access{
+	"GET /healthz":    public,
+	"GET /readyz":     public,
+	"GET /metrics":    public,
+	"GET /":           public, // the shop page
+	"GET /shop/:name": public,
+
+	"GET /api/v1/sessions":     public,
+	"GET /api/v1/sessions/:id": public,
+	"GET /api/v1/device":       public,
+
+	"POST /api/v1/sessions/:id/orders":       shopper,
+	"POST /api/v1/sessions/:id/ticket":       shopper,
+	"POST /api/v1/sessions/:id/captcha":      shopper,
+	"GET /api/v1/captchas/:captcha_id/audio": shopper,
+	"GET /api/v1/orders":                     shopper,
+	"GET /api/v1/orders/:order_no":           shopper,
+	"POST /api/v1/orders/:order_no/cancel":   shopper,
+	"POST /api/v1/orders/:order_no/payment":  shopper,
+	"POST /api/v1/payments/webhook":          provider,
+	"POST /api/v1/payments/stripe/webhook":   provider,
+
+	"GET /admin/v1/sessions/:id/reconcile":   viewer,
+	"GET /admin/v1/sessions/:id/audit":       viewer,
+	"GET /admin/v1/events":                   viewer,
+	"POST /admin/v1/sessions/:id/pause":      operator,
+	"POST /admin/v1/sessions/:id/resume":     operator,
+	"POST /admin/v1/sessions/:id/end":        operator,
+	"POST /admin/v1/sessions/:id/stock":      operator,
+	"POST /admin/v1/orders/:order_no/refund": operator,
+	"POST /admin/v1/sessions":                admin,
+	"PATCH /admin/v1/sessions/:id":           admin,
+	"POST /admin/v1/sessions/:id/preheat":    admin,
+	"PUT /admin/v1/blocklist/:user_id":       admin,
+	"DELETE /admin/v1/blocklist/:user_id":    admin,
+
+	// Only under `seckill dev` (Config.Dev): anyone may sign in as anyone
+	// and pay the sandbox's payments.
+	"POST /dev/v1/token":             public,
+	"GET /dev/checkout/:payment_id":  public,
+	"POST /dev/checkout/:payment_id": public,
+}
+
+// accessOf is the rule of the route that matched c.
+func accessOf(c *fiber.Ctx) (access, bool) {
+	method := c.Method()
+	if method == fiber.MethodHead {
+		method = fiber.MethodGet
+	}
+	a, ok := routeAccess[method+" "+c.Route().Path]
+	return a, ok
+}
+
+const localOperator = "seckill.operator"
+
+// authenticateOperator runs in front of every /admin/v1 route: who the
+// credential names, or 401 (the routes' roles are authorize's).
+func (s *Server) authenticateOperator(c *fiber.Ctx) error {
+	tok, _ := bearer(c)
+	op, err := s.operators.Authenticate(c.UserContext(), tok)
+	if err != nil {
+		return err
+	}
+	if op.Via == seckill.CredentialBootstrap {
+		s.log.Warn("admin call with the bootstrap token (SECKILL_ADMIN_TOKEN): create named operators with `seckill operators add` and keep it for emergencies",
+			"trace_id", traceID(c), "method", c.Method(), "path", c.Path(), "from", s.clientIP(c).String())
+	}
+	c.Locals(localOperator, op)
+	return c.Next()
+}
+
+// authorize enforces the matched route's rule (routeAccess): a shopper's
+// token, or the authenticated operator's role. A route without a rule is
+// refused: forgetting one must not open it.
+func (s *Server) authorize(c *fiber.Ctx) error {
+	a, ok := accessOf(c)
+	if !ok {
+		s.log.Error("route has no access rule: refused", "method", c.Method(), "route", c.Route().Path)
+		return seckill.Errorf(seckill.EFORBIDDEN, "this route has no access rule")
+	}
+	switch a.who {
+	case shopper.who:
+		return s.shopper(c)
+	case operator.who:
+		if err := s.allow(c, a.role); err != nil {
+			return err
+		}
+	}
+	return c.Next()
+}
+
+// allow refuses an operator whose role is below role.
+func (s *Server) allow(c *fiber.Ctx, role seckill.Role) error {
+	op := operatorOf(c)
+	if op == nil {
+		return seckill.Errorf(seckill.EUNAUTHORIZED, "operator credential required")
+	}
+	if !op.Role.Allows(role) {
+		return seckill.Errorf(seckill.EFORBIDDEN, "operator %s is a %s; this needs %s", op.Name, op.Role, role)
+	}
+	return nil
+}
+
+// operatorOf is the operator authenticateOperator found (nil outside
+// /admin/v1).
+func operatorOf(c *fiber.Ctx) *seckill.Operator {
+	op, _ := c.Locals(localOperator).(*seckill.Operator)
+	return op
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header.
+func bearer(c *fiber.Ctx) (string, bool) {
+	h := c.Get(fiber.HeaderAuthorization)
+	const prefix = "Bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", false
+	}
+	return strings.TrimSpace(h[len(prefix):]), true
+}

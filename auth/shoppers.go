@@ -1,0 +1,120 @@
+package auth
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/seckill/seckill"
+)
+
+// clockSkew is the leeway allowed on exp/nbf/iat between our clock and the
+// token issuer's.
+const clockSkew = 5 * time.Second
+
+// IssueToken returns a shopper JWT (HS256) for userID valid for ttl.
+func IssueToken(secret []byte, userID int64, ttl time.Duration, now time.Time) (string, error) {
+	claims := jwt.RegisteredClaims{
+		Subject:   strconv.FormatInt(userID, 10),
+		IssuedAt:  jwt.NewNumericDate(now),
+		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
+	}
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
+}
+
+// Shoppers verifies shoppers' tokens: `sub` is the decimal user id, `exp`
+// is required.
+type Shoppers struct {
+	// Secrets verify HS256 tokens, any of them: during a rotation the new
+	// secret and the old one (SECKILL_JWT_SECRET, comma-separated; the
+	// first signs what we issue).
+	Secrets [][]byte
+	// JWKS, when set, verifies the RS256 and ES256 tokens of the shop's
+	// own login service, which must then carry Issuer and Audience: a
+	// token the same provider issued for another application is not ours.
+	JWKS     *JWKS
+	Issuer   string
+	Audience string
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Verify checks a shopper's token and returns its user id.
+func (v *Shoppers) Verify(token string) (int64, error) {
+	methods := []string{jwt.SigningMethodHS256.Alg()}
+	if v.JWKS != nil {
+		methods = append(methods, asymmetric...)
+	}
+	var claims jwt.RegisteredClaims
+	t, err := jwt.ParseWithClaims(token, &claims, v.key,
+		jwt.WithValidMethods(methods),
+		jwt.WithExpirationRequired(),
+		jwt.WithLeeway(clockSkew),
+		jwt.WithTimeFunc(v.now),
+	)
+	if err != nil {
+		return 0, refusal(err)
+	}
+	if t.Method.Alg() != jwt.SigningMethodHS256.Alg() {
+		if err := checkIssuer(&claims, v.Issuer, v.Audience); err != nil {
+			return 0, err
+		}
+	}
+	id, err := strconv.ParseInt(claims.Subject, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, seckill.Errorf(seckill.EUNAUTHORIZED, "token sub must be a positive decimal user id")
+	}
+	return id, nil
+}
+
+// key picks the keys by the token's algorithm: our secrets for HS256, the
+// login service's key of the token's kid for the others.
+func (v *Shoppers) key(t *jwt.Token) (any, error) {
+	if t.Method.Alg() == jwt.SigningMethodHS256.Alg() {
+		set := jwt.VerificationKeySet{}
+		for _, s := range v.Secrets {
+			set.Keys = append(set.Keys, s)
+		}
+		return set, nil
+	}
+	return v.JWKS.keyfunc(t)
+}
+
+func (v *Shoppers) now() time.Time {
+	if v.Now != nil {
+		return v.Now()
+	}
+	return time.Now()
+}
+
+// checkIssuer holds a provider's token to the issuer and audience we were
+// configured with.
+func checkIssuer(c *jwt.RegisteredClaims, issuer, audience string) error {
+	if c.Issuer != issuer {
+		return seckill.Errorf(seckill.EUNAUTHORIZED, "token issuer is not the configured one")
+	}
+	if !slices.Contains(c.Audience, audience) {
+		return seckill.Errorf(seckill.EUNAUTHORIZED, "token audience is not this service")
+	}
+	return nil
+}
+
+// refusal turns a parse failure into the 401 the caller sees, saying what
+// is wrong without echoing the token.
+func refusal(err error) error {
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return seckill.Errorf(seckill.EUNAUTHORIZED, "token expired")
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return seckill.Errorf(seckill.EUNAUTHORIZED, "token not valid yet")
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return seckill.Errorf(seckill.EUNAUTHORIZED, "token has no exp claim")
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		return seckill.Errorf(seckill.EUNAUTHORIZED, "token signature does not verify")
+	default:
+		return seckill.Errorf(seckill.EUNAUTHORIZED, "invalid token")
+	}
+}
