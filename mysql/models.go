@@ -34,6 +34,7 @@ type sessionAuditRow struct {
 	SessionID int64
 	Action    string
 	Actor     string
+	ActorRole string
 	FromAddr  string
 	RequestID string
 	Detail    string

@@ -87,7 +87,7 @@ func audit(tx *gorm.DB, ch *seckill.SessionChange) error {
 		return err
 	}
 	return tx.Create(&sessionAuditRow{SessionID: ch.SessionID, Action: string(ch.Action), Actor: ch.Actor,
-		FromAddr: ch.From, RequestID: ch.RequestID, Detail: string(detail), CreatedAt: ch.At}).Error
+		ActorRole: string(ch.ActorRole), FromAddr: ch.From, RequestID: ch.RequestID, Detail: string(detail), CreatedAt: ch.At}).Error
 }
 
 // change applies ch to the locked row by the domain's rules
@@ -115,7 +115,7 @@ func (db *DB) SessionAudit(ctx context.Context, sessionID int64) ([]seckill.Sess
 		if err := json.Unmarshal([]byte(r.Detail), &out[i]); err != nil {
 			return nil, err
 		}
-		out[i].At = r.CreatedAt.UTC()
+		out[i].ActorRole, out[i].At = seckill.Role(r.ActorRole), r.CreatedAt.UTC()
 	}
 	return out, nil
 }
