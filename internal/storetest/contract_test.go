@@ -29,3 +29,10 @@ func TestMemGateKeepsTheContract(t *testing.T) {
 		return storetest.NewMemGate(nil, s), &s
 	})
 }
+
+func TestMemStoreKeepsTheOperatorContract(t *testing.T) {
+	storetest.TestOperatorStore(t, func(*testing.T) (storetest.OperatorStore, func(time.Time)) {
+		s := storetest.NewMemStore(nil, session(1, 1))
+		return s, s.SetOperatorClock
+	})
+}

@@ -5,6 +5,8 @@
 // TestGate run the same cases against mysql.DB and redis.Gate (in those
 // packages' tests, on the real services) and against the fakes (here), so
 // the fakes the workflow tests trust cannot drift from what they fake.
+// MemStore keeps operators' named tokens too, and TestOperatorStore holds
+// it and mysql.DB to the same rules, for the admin API's tests.
 package storetest
 
 import (

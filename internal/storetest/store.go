@@ -27,7 +27,8 @@ type slot struct {
 // de-duplicating. Every change stamps the row's UpdatedAt, strictly
 // increasing, as MySQL's updated_at does: the cached views keep the
 // newest by it, so a late cache write of an older row loses here as there.
-// TestStore holds it to mysql.DB's behaviour.
+// It keeps operators' named tokens as well (operators.go). TestStore and
+// TestOperatorStore hold it to mysql.DB's behaviour.
 type MemStore struct {
 	inj *Injector
 
@@ -41,6 +42,10 @@ type MemStore struct {
 	decremented map[string]int // stock taken by CreateOrder, per order
 	restored    map[string]int // stock given back by CloseOrder, per order
 	clock       time.Time      // the last UpdatedAt stamped
+	// operators are the named tokens by name (operators.go), stamped by
+	// operatorClock when a test set it.
+	operators     map[string]*storedOperator
+	operatorClock time.Time
 }
 
 // stamp marks o changed now: UpdatedAt later than any before it.
@@ -59,7 +64,8 @@ var _ Store = (*MemStore)(nil)
 // inj (nil for none) injects faults into its calls.
 func NewMemStore(inj *Injector, s seckill.Session) *MemStore {
 	return &MemStore{inj: inj, session: s, stock: s.TotalStock, orders: map[string]*seckill.Order{},
-		reasons: map[string]string{}, slots: map[slot]string{}, decremented: map[string]int{}, restored: map[string]int{}}
+		reasons: map[string]string{}, slots: map[slot]string{}, decremented: map[string]int{}, restored: map[string]int{},
+		operators: map[string]*storedOperator{}}
 }
 
 func copyOrder(o *seckill.Order) *seckill.Order { c := *o; return &c }
