@@ -91,6 +91,16 @@ func addOperator(ctx context.Context, db *mysql.DB, name string, role seckill.Ro
 	return token, nil
 }
 
+// replaceOperator gives the operator name a new token, revoking the one it
+// had: what a restart of `seckill dev` does to its own operators, whose
+// earlier tokens were printed to a terminal and are gone.
+func replaceOperator(ctx context.Context, db *mysql.DB, name string, role seckill.Role) (string, error) {
+	if err := db.RevokeOperator(ctx, name); err != nil && seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		return "", err
+	}
+	return addOperator(ctx, db, name, role)
+}
+
 // printOperators prints the operators as a table (or JSON).
 func printOperators(w io.Writer, ops []seckill.OperatorToken, asJSON bool, now time.Time) error {
 	if asJSON {

@@ -102,3 +102,22 @@ func TestOperatorsCommand(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seckill.RoleViewer, op.Role)
 }
+
+// `seckill dev` makes an operator of each role, and a restart replaces
+// them: the earlier run's tokens stop working.
+func TestDevOperatorsReplaceTheirTokens(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	ctx := context.Background()
+	first, err := devOperators(ctx, e.DB)
+	require.NoError(t, err)
+	again, err := devOperators(ctx, e.DB)
+	require.NoError(t, err)
+	require.Len(t, again, len(seckill.Roles))
+	for i, r := range seckill.Roles {
+		_, err := e.DB.Operator(ctx, seckill.HashOperatorToken(first[i]))
+		require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(err), "%s: the first run's token", r)
+		op, err := e.DB.Operator(ctx, seckill.HashOperatorToken(again[i]))
+		require.NoError(t, err)
+		require.Equal(t, &seckill.Operator{Name: "dev-" + string(r), Role: r, Via: seckill.CredentialToken}, op)
+	}
+}
