@@ -158,6 +158,10 @@ func devCmd() *cobra.Command {
 			if err := m.DB.Migrate(ctx); err != nil {
 				return err
 			}
+			ops, err := devOperators(ctx, m.DB)
+			if err != nil {
+				return err
+			}
 			sess, err := demoSession(ctx, m)
 			if err != nil {
 				return err
@@ -170,7 +174,7 @@ func devCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printDevBanner(c, sess, token)
+			printDevBanner(c, sess, token, ops)
 			return m.RunDev(ctx, srv)
 		},
 	}
@@ -190,7 +194,23 @@ func demoSession(ctx context.Context, m *app.Main) (*seckill.Session, error) {
 	return s, nil
 }
 
-func printDevBanner(c *app.Config, s *seckill.Session, token string) {
+// devOperators gives each role an operator of its own, dev-<role>, with a
+// fresh token (seckill.Roles' order), so the admin API can be tried as
+// each. The tokens of an earlier run were only ever on its terminal:
+// they are revoked, and a restart works.
+func devOperators(ctx context.Context, db *mysql.DB) ([]string, error) {
+	tokens := make([]string, len(seckill.Roles))
+	for i, r := range seckill.Roles {
+		tok, err := replaceOperator(ctx, db, "dev-"+string(r), r)
+		if err != nil {
+			return nil, err
+		}
+		tokens[i] = tok
+	}
+	return tokens, nil
+}
+
+func printDevBanner(c *app.Config, s *seckill.Session, token string, ops []string) {
 	base := c.APIBase()
 	fmt.Printf(`
 seckill dev is up
@@ -199,14 +219,20 @@ seckill dev is up
   Temporal UI  http://127.0.0.1:8233/namespaces/%[3]s/workflows
   readiness    %[1]s/readyz
   metrics      %[1]s/metrics   (API, worker and Temporal SDK series: one process in dev)
-  secrets      SECKILL_JWT_SECRET=%[4]s SECKILL_WEBHOOK_SECRET=%[5]s SECKILL_ADMIN_TOKEN=%[6]s
+  secrets      SECKILL_JWT_SECRET=%[4]s SECKILL_WEBHOOK_SECRET=%[5]s
+  bootstrap    SECKILL_ADMIN_TOKEN=%[6]s   (the bootstrap admin, audited as "bootstrap": use the named tokens below)
+  operator tokens (viewer / operator / admin): dev-viewer, dev-operator, dev-admin
+               VIEWER=%[9]s
+               OPERATOR=%[10]s
+               ADMIN=%[11]s
   shopper 1    TOKEN=%[7]s
 
-  buy:  curl -s -X POST -H "Authorization: Bearer $TOKEN" -d '{"quantity":1}' %[1]s/api/v1/sessions/%[2]d/orders
-  poll: curl -s -H "Authorization: Bearer $TOKEN" %[1]s/api/v1/orders/<order_no>
+  buy:   curl -s -X POST -H "Authorization: Bearer $TOKEN" -d '{"quantity":1}' %[1]s/api/v1/sessions/%[2]d/orders
+  poll:  curl -s -H "Authorization: Bearer $TOKEN" %[1]s/api/v1/orders/<order_no>
+  admin: curl -s -H "Authorization: Bearer $VIEWER" %[1]s/admin/v1/sessions/%[2]d/reconcile
   pay timeout: %[8]s (SECKILL_PAY_TIMEOUT)
 
-`, base, s.ID, c.TemporalNamespace, c.JWTSecret, c.WebhookSecret, c.AdminToken, token, c.PayTimeout)
+`, base, s.ID, c.TemporalNamespace, c.JWTSecret, c.WebhookSecret, c.AdminToken, token, c.PayTimeout, ops[0], ops[1], ops[2])
 }
 
 func randomHex(n int) string {

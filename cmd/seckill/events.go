@@ -65,7 +65,7 @@ func printEvents(w io.Writer, states []seckill.EventState, asJSON bool, now time
 		for i, s := range states {
 			out[i] = listed{s, s.OrderNo}
 		}
-		return encodeJSON(w, map[string]any{"events": out})
+		return encodeList(w, "events", out)
 	}
 	rows := make([]string, len(states))
 	for i, s := range states {

@@ -65,14 +65,7 @@ func TestEventsCommand(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	run := func(args ...string) (string, error) {
-		cmd := rootCmd()
-		var out bytes.Buffer
-		cmd.SetOut(&out)
-		cmd.SetArgs(args)
-		err := cmd.ExecuteContext(ctx)
-		return out.String(), err
-	}
+	run := func(args ...string) (string, error) { return execute(ctx, args...) }
 	out, err := run("events", "--json")
 	require.NoError(t, err)
 	var listed struct {

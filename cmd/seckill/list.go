@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -35,6 +36,25 @@ func listCmd[S any](use, short string, read func(db *mysql.DB, ctx context.Conte
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	cmd.Flags().IntVar(&limit, "limit", 500, "list at most this many, oldest first")
 	return cmd
+}
+
+// rowCmd is a command that does one thing in MySQL to the row its one
+// argument names (do), then says what it did: done, with the argument.
+func rowCmd(use, short string, do func(db *mysql.DB, ctx context.Context, arg string) error, done string) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withDB(cmd.Context(), func(db *mysql.DB) error {
+				if err := do(db, cmd.Context(), args[0]); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), done+"\n", args[0])
+				return err
+			})
+		},
+	}
 }
 
 // withDB loads the configuration and runs fn with MySQL.

@@ -15,6 +15,15 @@ func encodeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// encodeList writes items under key, as --json prints a list: an empty
+// list is [], never null, so a script can iterate it as it is.
+func encodeList[S any](w io.Writer, key string, items []S) error {
+	if items == nil {
+		items = []S{}
+	}
+	return encodeJSON(w, map[string]any{key: items})
+}
+
 // writeTable writes rows (tab-separated columns) under header as aligned
 // columns, or the line none when there is no row.
 func writeTable(w io.Writer, none, header string, rows []string) error {

@@ -18,20 +18,9 @@ func refundsCmd() *cobra.Command {
 	cmd := listCmd("refunds [--json] | refunds retry <payment_id>",
 		"List pending and parked refunds (and payments no workflow recorded yet); retry a parked one",
 		(*mysql.DB).RefundStates, printRefunds)
-	cmd.AddCommand(&cobra.Command{
-		Use:   "retry <payment_id>",
-		Short: "Make a pending or parked refund due now with a fresh round of attempts (a running worker's relay starts it)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withDB(cmd.Context(), func(db *mysql.DB) error {
-				if err := db.RetryRefund(cmd.Context(), args[0]); err != nil {
-					return err
-				}
-				_, err := fmt.Fprintf(cmd.OutOrStdout(), "refund of %s is due now; a running worker's refund relay starts it\n", args[0])
-				return err
-			})
-		},
-	})
+	cmd.AddCommand(rowCmd("retry <payment_id>",
+		"Make a pending or parked refund due now with a fresh round of attempts (a running worker's relay starts it)",
+		(*mysql.DB).RetryRefund, "refund of %s is due now; a running worker's refund relay starts it"))
 	return cmd
 }
 
@@ -40,10 +29,7 @@ func refundsCmd() *cobra.Command {
 // parked one, and the arrival of a received payment.
 func printRefunds(w io.Writer, states []seckill.RefundState, asJSON bool, now time.Time) error {
 	if asJSON {
-		if states == nil {
-			states = []seckill.RefundState{}
-		}
-		return encodeJSON(w, map[string]any{"refunds": states})
+		return encodeList(w, "refunds", states)
 	}
 	rows := make([]string, len(states))
 	for i, s := range states {

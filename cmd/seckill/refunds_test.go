@@ -60,14 +60,7 @@ func TestRefundsCommand(t *testing.T) {
 	_, err = e.DB.RecordRefundFailure(ctx, "pay-cli", "provider: no such card", seckill.RefundRetry{First: time.Second, Attempts: 1})
 	require.NoError(t, err)
 
-	run := func(args ...string) (string, error) {
-		cmd := rootCmd()
-		var out bytes.Buffer
-		cmd.SetOut(&out)
-		cmd.SetArgs(args)
-		err := cmd.ExecuteContext(ctx)
-		return out.String(), err
-	}
+	run := func(args ...string) (string, error) { return execute(ctx, args...) }
 	out, err := run("refunds", "--json")
 	require.NoError(t, err)
 	var listed struct{ Refunds []seckill.RefundState }
