@@ -43,6 +43,8 @@ const (
 	// customer-service cancellation): PAID → REFUND_PENDING → REFUNDED
 	// through the payment provider, its units back to the sale.
 	ActionRefund SessionAction = "refund"
+	// ActionCreate is the session's creation: the first row of its audit.
+	ActionCreate SessionAction = "create"
 )
 
 // MaxRefundReason bounds the reason an operator gives for a refund.

@@ -24,7 +24,7 @@ func TestReconcilerReportsDueSessionsWithoutRedisState(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	create := func(start time.Time) *seckill.Session {
 		s := &seckill.Session{SKUID: 1, Title: "t", PriceCents: 100, TotalStock: 4, PerUserLimit: 1, StartAt: start, EndAt: start.Add(time.Hour)}
-		require.NoError(t, e.DB.CreateSession(ctx, s))
+		require.NoError(t, e.DB.CreateSession(ctx, s, nil))
 		return s
 	}
 	lost := create(now.Add(-time.Minute))    // on sale, never preheated (or its keys lost)

@@ -78,7 +78,9 @@ func (s *Server) createSession(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := controls.Create(c.UserContext(), sess, traceID(c)); err != nil {
+	by := &seckill.SessionChange{From: s.clientIP(c).String(), RequestID: traceID(c), TraceID: traceID(c)}
+	by.Actor, by.ActorRole = actor(c)
+	if err := controls.Create(c.UserContext(), sess, by); err != nil {
 		return err
 	}
 	s.sessions.forget(sess.ID)

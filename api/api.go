@@ -66,7 +66,7 @@ type Flow interface {
 // SessionControls are the operator's controls of a session
 // (sessions.Controls): create, change, preheat.
 type SessionControls interface {
-	Create(ctx context.Context, sess *seckill.Session, traceID string) error
+	Create(ctx context.Context, sess *seckill.Session, by *seckill.SessionChange) error
 	Change(ctx context.Context, ch *seckill.SessionChange) (*sessions.Changed, error)
 	Preheat(ctx context.Context, id int64, force bool, traceID string) (*sessions.Preheated, error)
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strconv"
 	"sync"
@@ -315,10 +316,11 @@ func (s *Server) block(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.Block(c.UserContext(), id, "admin"); err != nil {
+	name, role := actor(c)
+	if err := s.store.Block(c.UserContext(), id, fmt.Sprintf("by %s (%s)", name, role)); err != nil {
 		return err
 	}
-	s.log.Info("user blocked", "trace_id", traceID(c), "user_id", id)
+	s.log.Info("user blocked", "trace_id", traceID(c), "user_id", id, "actor", name, "role", role)
 	return s.blocklistChanged(c, id, true)
 }
 
@@ -331,7 +333,8 @@ func (s *Server) unblock(c *fiber.Ctx) error {
 	if err := s.store.Unblock(c.UserContext(), id); err != nil {
 		return err
 	}
-	s.log.Info("user unblocked", "trace_id", traceID(c), "user_id", id)
+	name, role := actor(c)
+	s.log.Info("user unblocked", "trace_id", traceID(c), "user_id", id, "actor", name, "role", role)
 	return s.blocklistChanged(c, id, false)
 }
 

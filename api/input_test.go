@@ -100,7 +100,7 @@ func TestSaleWindow(t *testing.T) {
 	ended := &seckill.Session{SKUID: 1, Title: "over", PriceCents: 1, TotalStock: 3, PerUserLimit: 1,
 		StartAt: now.Add(-2 * time.Hour), EndAt: now.Add(-time.Hour)}
 	for _, s := range []*seckill.Session{upcoming, ended} {
-		require.NoError(t, e.DB.CreateSession(ctx, s))
+		require.NoError(t, e.DB.CreateSession(ctx, s, nil))
 		_, err := e.Gate.Preheat(ctx, s.ID, s.TotalStock)
 		require.NoError(t, err)
 	}

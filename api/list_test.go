@@ -32,7 +32,7 @@ func createSession(t *testing.T, e *testenv.Env, title string, start, end time.D
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	s := &seckill.Session{SKUID: 7, Title: title, PriceCents: 500, TotalStock: 3, PerUserLimit: 1,
 		StartAt: now.Add(start), EndAt: now.Add(end)}
-	require.NoError(t, e.DB.CreateSession(context.Background(), s))
+	require.NoError(t, e.DB.CreateSession(context.Background(), s, nil))
 	return s
 }
 

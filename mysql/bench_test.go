@@ -22,7 +22,7 @@ func BenchmarkCreateOrder(b *testing.B) {
 			now := time.Now().UTC()
 			sess := &seckill.Session{SKUID: 1, Title: "bench", PriceCents: 1, TotalStock: 10_000_000, PerUserLimit: 1,
 				StartAt: now, EndAt: now.Add(time.Hour)}
-			if err := e.DB.CreateSession(context.Background(), sess); err != nil {
+			if err := e.DB.CreateSession(context.Background(), sess, nil); err != nil {
 				b.Fatal(err)
 			}
 			create := e.DB.CreateOrder

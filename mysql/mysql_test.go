@@ -375,7 +375,7 @@ func TestOpenSessions(t *testing.T) {
 	mk := func(title string, start, end time.Duration) *seckill.Session {
 		s := &seckill.Session{SKUID: 1, Title: title, PriceCents: 100, TotalStock: 1, PerUserLimit: 1,
 			StartAt: now.Add(start), EndAt: now.Add(end)}
-		require.NoError(t, e.DB.CreateSession(ctx, s))
+		require.NoError(t, e.DB.CreateSession(ctx, s, nil))
 		return s
 	}
 	later := mk("later", 2*time.Hour, 3*time.Hour)

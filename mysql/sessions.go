@@ -13,7 +13,11 @@ import (
 
 // CreateSession validates s, stores it with its whole stock in the database
 // and sets s.ID.
-func (db *DB) CreateSession(ctx context.Context, s *seckill.Session) error {
+//
+// by, when not nil, is the operator who creates it: recorded as the first
+// row of the session's audit ledger (ActionCreate), in the same
+// transaction.
+func (db *DB) CreateSession(ctx context.Context, s *seckill.Session, by *seckill.SessionChange) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
@@ -24,11 +28,17 @@ func (db *DB) CreateSession(ctx context.Context, s *seckill.Session) error {
 		StartAt: s.StartAt.UTC(), EndAt: s.EndAt.UTC(), RequireTicket: s.RequireTicket || s.RequireCaptcha, RequireCaptcha: s.RequireCaptcha,
 		CreatedAt: now, UpdatedAt: now,
 	}
-	if err := db.gorm.WithContext(ctx).Create(&row).Error; err != nil {
-		return err
-	}
-	s.ID = row.ID
-	return nil
+	return db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		s.ID = row.ID
+		if by == nil {
+			return nil
+		}
+		by.SessionID, by.Action, by.At = row.ID, seckill.ActionCreate, now
+		return audit(tx, by)
+	})
 }
 
 // Session returns one session and its current database stock.

@@ -17,7 +17,7 @@ import (
 
 // Store is the MySQL side: the sessions and their audit.
 type Store interface {
-	CreateSession(ctx context.Context, s *seckill.Session) error
+	CreateSession(ctx context.Context, s *seckill.Session, by *seckill.SessionChange) error
 	// ChangeSession applies a change with its audit row; applied is false
 	// for a replay of its request id.
 	ChangeSession(ctx context.Context, ch *seckill.SessionChange) (*seckill.Session, bool, error)
@@ -56,13 +56,16 @@ type Controls struct {
 // before the start. Should Temporal not answer, the worker starts the
 // life of every open session that has none (within a minute), and a
 // manual preheat works regardless: the session is created either way.
-func (c *Controls) Create(ctx context.Context, sess *seckill.Session, traceID string) error {
-	if err := c.Store.CreateSession(ctx, sess); err != nil {
+// by is the operator's request (who, from where, its trace), the first
+// row of the session's audit ledger.
+func (c *Controls) Create(ctx context.Context, sess *seckill.Session, by *seckill.SessionChange) error {
+	if err := c.Store.CreateSession(ctx, sess, by); err != nil {
 		return err
 	}
-	c.Log.Info("session created", "trace_id", traceID, "session_id", sess.ID, "stock", sess.TotalStock)
+	c.Log.Info("session created", "trace_id", by.TraceID, "session_id", sess.ID, "stock", sess.TotalStock,
+		"actor", by.Actor, "role", by.ActorRole)
 	if _, err := c.Lives.StartSession(ctx, sess.ID); err != nil {
-		c.Log.Warn("session life not started; the worker will", "trace_id", traceID, "session_id", sess.ID, "error", err)
+		c.Log.Warn("session life not started; the worker will", "trace_id", by.TraceID, "session_id", sess.ID, "error", err)
 	}
 	return nil
 }

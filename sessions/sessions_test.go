@@ -54,9 +54,16 @@ func TestControlsCreateAndChange(t *testing.T) {
 	l.down = true
 	sess := &seckill.Session{SKUID: 1, Title: "t", PriceCents: 100, TotalStock: 3, PerUserLimit: 1,
 		StartAt: now.Add(-time.Second), EndAt: now.Add(time.Hour)}
-	require.NoError(t, c.Create(ctx, sess, "trace"))
+	require.NoError(t, c.Create(ctx, sess, &seckill.SessionChange{Actor: "ana", ActorRole: seckill.RoleAdmin,
+		From: "10.0.0.1", RequestID: "trace", TraceID: "trace"}))
 	require.NotZero(t, sess.ID)
 	require.Empty(t, l.started)
+	created, err := e.DB.SessionAudit(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Len(t, created, 1, "the creation is the audit's first row")
+	require.Equal(t, seckill.ActionCreate, created[0].Action)
+	require.Equal(t, "ana", created[0].Actor)
+	require.Equal(t, seckill.RoleAdmin, created[0].ActorRole)
 	l.down = false
 
 	p, err := c.Preheat(ctx, sess.ID, false, "trace")
@@ -91,7 +98,7 @@ func TestControlsPreheat(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	ended := &seckill.Session{SKUID: 1, Title: "t", PriceCents: 100, TotalStock: 3, PerUserLimit: 1,
 		StartAt: now.Add(-2 * time.Hour), EndAt: now.Add(-time.Hour)}
-	require.NoError(t, e.DB.CreateSession(ctx, ended))
+	require.NoError(t, e.DB.CreateSession(ctx, ended, nil))
 	_, err := c.Preheat(ctx, ended.ID, false, "trace")
 	require.Equal(t, seckill.ECONFLICT, seckill.ErrorCode(err))
 	_, preheated, err := e.Gate.Stock(ctx, ended.ID)

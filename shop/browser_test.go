@@ -287,7 +287,7 @@ func TestBrowserUpcoming(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	sess := &seckill.Session{SKUID: 9, Title: "Tomorrow's sale", PriceCents: 100, TotalStock: 5, PerUserLimit: 1,
 		StartAt: now.Add(2 * time.Hour), EndAt: now.Add(3 * time.Hour)}
-	require.NoError(t, e.DB.CreateSession(context.Background(), sess))
+	require.NoError(t, e.DB.CreateSession(context.Background(), sess, nil))
 	_, err := e.Gate.Preheat(context.Background(), sess.ID, sess.TotalStock)
 	require.NoError(t, err)
 
@@ -318,7 +318,7 @@ func onSale(t *testing.T, e *testenv.Env, s seckill.Session) *seckill.Session {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	s.StartAt, s.EndAt = now.Add(-time.Minute), now.Add(time.Hour)
-	require.NoError(t, e.DB.CreateSession(ctx, &s))
+	require.NoError(t, e.DB.CreateSession(ctx, &s, nil))
 	_, err := e.Gate.Preheat(ctx, s.ID, s.TotalStock)
 	require.NoError(t, err)
 	return &s

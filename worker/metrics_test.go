@@ -42,7 +42,7 @@ func TestWorkerMetrics(t *testing.T) {
 	// tail, it is left to the scheduled reconcile and has no sale series.
 	old := &seckill.Session{SKUID: 7, Title: "last week", PriceCents: 100, TotalStock: 3, PerUserLimit: 1,
 		StartAt: time.Now().Add(-3 * time.Hour), EndAt: time.Now().Add(-2 * time.Hour)}
-	require.NoError(t, e.DB.CreateSession(context.Background(), old))
+	require.NoError(t, e.DB.CreateSession(context.Background(), old, nil))
 	_, err := e.Gate.Preheat(context.Background(), old.ID, 3)
 	require.NoError(t, err)
 

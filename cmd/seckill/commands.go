@@ -185,7 +185,7 @@ func demoSession(ctx context.Context, m *app.Main) (*seckill.Session, error) {
 	now := time.Now().UTC().Truncate(time.Second)
 	s := &seckill.Session{SKUID: 1001, Title: "Demo flash sale", PriceCents: 1999, TotalStock: 100,
 		PerUserLimit: 2, StartAt: now, EndAt: now.Add(time.Hour)}
-	if err := m.DB.CreateSession(ctx, s); err != nil {
+	if err := m.DB.CreateSession(ctx, s, nil); err != nil {
 		return nil, err
 	}
 	if _, err := m.Gate.Preheat(ctx, s.ID, s.TotalStock); err != nil {

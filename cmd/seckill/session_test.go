@@ -16,19 +16,20 @@ import (
 )
 
 // sessionCLI runs `seckill session <args>` as the real binary against the
-// Env's API and decodes its JSON answer into out.
+// Env's API, as the operator cli-ops (SECKILL_OPERATOR_TOKEN), and decodes
+// its JSON answer into out.
 func sessionCLI(t *testing.T, e *testenv.Env, out any, args ...string) {
 	t.Helper()
-	cmd := exec.Command(testenv.Binary(t), append([]string{"session", "--api", e.BaseURL, "--actor", "cli-ops"}, args...)...)
-	cmd.Env = e.ProcessEnv()
+	cmd := exec.Command(testenv.Binary(t), append([]string{"session", "--api", e.BaseURL}, args...)...)
+	cmd.Env = append(e.ProcessEnv(), "SECKILL_OPERATOR_TOKEN="+e.OperatorToken("cli-ops", seckill.RoleOperator))
 	raw, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", raw)
 	require.NoError(t, json.Unmarshal(raw, out), "%s", raw)
 }
 
 // The operator's CLI: pause, add stock (retried with its request id: once),
-// resume, end; the audit ledger shows each with the CLI's actor, and the
-// public view follows.
+// resume, end; the audit ledger shows each with the token's operator and
+// role, and the public view follows.
 func TestSessionCommand(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	sess := e.Session(4, 1, 100)
@@ -62,6 +63,7 @@ func TestSessionCommand(t *testing.T) {
 	var actions []seckill.SessionAction
 	for _, a := range audit {
 		require.Equal(t, "cli-ops", a.Actor)
+		require.Equal(t, seckill.RoleOperator, a.ActorRole)
 		actions = append(actions, a.Action)
 	}
 	require.Equal(t, []seckill.SessionAction{seckill.ActionPause, seckill.ActionAddStock, seckill.ActionResume, seckill.ActionEnd}, actions)

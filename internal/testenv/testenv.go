@@ -358,7 +358,7 @@ func (e *Env) Session(stock, perUserLimit int, priceCents int64) *seckill.Sessio
 	s := &seckill.Session{SKUID: 42, Title: "test sale", PriceCents: priceCents, TotalStock: stock,
 		PerUserLimit: perUserLimit, StartAt: now.Add(-time.Second), EndAt: now.Add(time.Hour)}
 	ctx := context.Background()
-	if err := e.DB.CreateSession(ctx, s); err != nil {
+	if err := e.DB.CreateSession(ctx, s, nil); err != nil {
 		e.T.Fatalf("create session: %v", err)
 	}
 	if _, err := e.Gate.Preheat(ctx, s.ID, stock); err != nil {
