@@ -40,7 +40,7 @@ func openShop(t *testing.T, e *testenv.Env, path string) *page {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Fatalf("Chromium is not installed at %s (%v): the shop's browser tests need it.\n"+
-			"Install it with: apt-get install -y --no-install-recommends chromium   (.ci/run does this)", chromiumPath, err)
+			"Install it with: apt-get install -y --no-install-recommends chromium   (make test does this: scripts/deps.sh test)", chromiumPath, err)
 	}
 	// The flags keep Chromium off the network (it is closed here, and it
 	// would otherwise retry its own services at every start) and let it
