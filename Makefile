@@ -72,7 +72,10 @@ dev: build temporal ## migrations, API on :8080, worker and a demo session in on
 	scripts/deps.sh dev
 	bin/seckill dev
 
-FUZZ_TARGETS := FuzzDecodeOrderBody FuzzDecodeSessionBody FuzzDecodeSessionChange FuzzParseToken FuzzVerifyWebhook FuzzVerifyTicket FuzzErrorBodyJSON FuzzClientIP
+# package/FuzzName: a target that names no fuzz test fails (go test alone
+# would only warn and pass).
+FUZZ_TARGETS := api/FuzzDecodeOrderBody api/FuzzDecodeSessionBody api/FuzzDecodeSessionChange auth/FuzzShopperToken \
+	api/FuzzVerifyWebhook api/FuzzVerifyTicket api/FuzzErrorBodyJSON api/FuzzClientIP
 # An execution count, not a duration: a duration races Go's fuzz coordinator
 # at its deadline on a busy machine (go.dev/issue/75804, fixed in Go 1.27)
 # and fails with a bare "context deadline exceeded".
@@ -83,9 +86,11 @@ test: ## every test, on the real MariaDB, Redis and Temporal dev server, then th
 
 test-on-temporal: # make test's body, once the dev server on TEMPORAL_PORT answers
 	SECKILL_TEST_TEMPORAL_ADDR=$${SECKILL_TEST_TEMPORAL_ADDR:-127.0.0.1:$(TEMPORAL_PORT)} $(GO) test -count=1 -timeout 20m $(PKGS)
-	@for f in $(FUZZ_TARGETS); do \
-	  echo "fuzz $$f ($(FUZZ_TIME))"; \
-	  $(GO) test ./api/ -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZ_TIME) >/tmp/seckill-fuzz.log 2>&1 || { cat /tmp/seckill-fuzz.log; exit 1; }; \
+	@for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%/*}; f=$${t##*/}; \
+	  echo "fuzz $$f in ./$$pkg ($(FUZZ_TIME))"; \
+	  $(GO) test ./$$pkg/ -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZ_TIME) >/tmp/seckill-fuzz.log 2>&1 || { cat /tmp/seckill-fuzz.log; exit 1; }; \
+	  if grep -q "no fuzz tests" /tmp/seckill-fuzz.log; then echo "$$t: no such fuzz test"; exit 1; fi; \
 	done
 
 bench: ## load test with same-run baselines: 500 units (3 interleaved rounds, Redis AOF cost); then the 5,000-winner run (bench-report-5k.{json,html}; BENCH_5K=0 skips it); BENCH_PIN=1 pins CPUs

@@ -85,6 +85,12 @@ type Session struct {
 	// Paused: an operator stopped the orders for now (423 PAUSED);
 	// payments, timeouts and cancellations go on.
 	Paused bool `json:"paused"`
+	// Mode is who may buy (registration.go): everyone, first come
+	// (ModeFirstCome, also when empty), or only the shoppers who
+	// registered in [RegisterFrom, RegisterUntil) (ModeReserved).
+	Mode          SessionMode `json:"mode"`
+	RegisterFrom  time.Time   `json:"register_from,omitzero"`
+	RegisterUntil time.Time   `json:"register_until,omitzero"`
 }
 
 // SessionView is the public shape of a session in the HTTP API (GET
@@ -153,7 +159,7 @@ func (s *Session) Validate() error {
 	case !s.EndAt.After(s.StartAt):
 		return Errorf(EINVALID, "end_at must be after start_at")
 	}
-	return nil
+	return s.validateMode()
 }
 
 // ValidCurrency reports whether c looks like an ISO 4217 code as the

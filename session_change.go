@@ -88,11 +88,22 @@ type SessionUpdate struct {
 	PerUserLimit *int       `json:"per_user_limit,omitempty"`
 	StartAt      *time.Time `json:"start_at,omitempty"`
 	EndAt        *time.Time `json:"end_at,omitempty"`
+	// Mode and the registration window change only before registration
+	// opens (a shopper who registered must not find the rules changed).
+	Mode          *SessionMode `json:"mode,omitempty"`
+	RegisterFrom  *time.Time   `json:"register_from,omitempty"`
+	RegisterUntil *time.Time   `json:"register_until,omitempty"`
 }
 
 // Empty reports whether u changes nothing.
 func (u *SessionUpdate) Empty() bool {
-	return u == nil || (u.Title == nil && u.PriceCents == nil && u.PerUserLimit == nil && u.StartAt == nil && u.EndAt == nil)
+	return u == nil || (u.Title == nil && u.PriceCents == nil && u.PerUserLimit == nil && u.StartAt == nil && u.EndAt == nil &&
+		!u.changesRegistration())
+}
+
+// changesRegistration reports whether u touches the mode or its window.
+func (u *SessionUpdate) changesRegistration() bool {
+	return u.Mode != nil || u.RegisterFrom != nil || u.RegisterUntil != nil
 }
 
 // Apply returns s with u's values, validated.
@@ -112,7 +123,34 @@ func (u *SessionUpdate) Apply(s Session) (*Session, error) {
 	if u.EndAt != nil {
 		s.EndAt = u.EndAt.UTC()
 	}
+	if u.Mode != nil {
+		s.Mode = *u.Mode
+	}
+	if u.RegisterFrom != nil {
+		s.RegisterFrom = u.RegisterFrom.UTC()
+	}
+	if u.RegisterUntil != nil {
+		s.RegisterUntil = u.RegisterUntil.UTC()
+	}
 	return &s, s.Validate()
+}
+
+// registrationDefaults prepares s for u's mode change: a sale turned
+// first come drops its window, one turned reserved registers from now
+// until its start unless u says otherwise.
+func (u *SessionUpdate) registrationDefaults(s Session, now time.Time) Session {
+	if u.Mode == nil || *u.Mode == s.Mode {
+		return s
+	}
+	s.RegisterFrom, s.RegisterUntil = time.Time{}, time.Time{}
+	if *u.Mode == ModeReserved {
+		s.RegisterFrom = now.UTC().Truncate(time.Millisecond)
+		s.RegisterUntil = s.StartAt
+		if u.StartAt != nil {
+			s.RegisterUntil = u.StartAt.UTC()
+		}
+	}
+	return s
 }
 
 // Check validates the change itself (not yet against the session's state).
@@ -125,7 +163,7 @@ func (c *SessionChange) Check() error {
 		}
 	case ActionUpdate:
 		if c.Update.Empty() {
-			return Errorf(EINVALID, "nothing to change: give title, price_cents, per_user_limit, start_at or end_at")
+			return Errorf(EINVALID, "nothing to change: give title, price_cents, per_user_limit, start_at, end_at, mode, register_from or register_until")
 		}
 	case ActionRefund:
 		if c.OrderNo == "" || len(c.OrderNo) > 64 {
@@ -177,7 +215,11 @@ func (c *SessionChange) ApplyTo(s *Session, now time.Time) (added int, err error
 		if !now.Before(s.StartAt) {
 			return 0, Errorf(ECONFLICT, "session %d has started: only pause, resume, end and stock changes apply now", s.ID)
 		}
-		next, err := c.Update.Apply(*s)
+		if c.Update.changesRegistration() && s.Registers() && !now.Before(s.RegisterFrom) {
+			return 0, Errorf(ECONFLICT, "session %d opened its registration at %s: its mode and window no longer change",
+				s.ID, s.RegisterFrom.UTC().Format(time.RFC3339))
+		}
+		next, err := c.Update.Apply(c.Update.registrationDefaults(*s, now))
 		if err != nil {
 			return 0, err
 		}

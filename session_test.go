@@ -36,6 +36,12 @@ func TestSessionChangeApplyTo(t *testing.T) {
 	ended := upcoming
 	ended.StartAt, ended.EndAt = now.Add(-2*time.Hour), now.Add(-time.Hour)
 	title := "new"
+	reserved, firstCome := seckill.ModeReserved, seckill.ModeFirstCome
+	registering := upcoming // a reserved sale whose registration opens in 10 minutes
+	registering.Mode, registering.RegisterFrom, registering.RegisterUntil = reserved, now.Add(10*time.Minute), upcoming.StartAt
+	open := registering
+	open.RegisterFrom = now.Add(-time.Minute)
+	halfway, late := now.Add(30*time.Minute), upcoming.StartAt.Add(time.Minute)
 	for _, c := range []struct {
 		name  string
 		s     seckill.Session
@@ -57,6 +63,28 @@ func TestSessionChangeApplyTo(t *testing.T) {
 			func(s seckill.Session) seckill.Session { s.Title = title; return s }, 0, ""},
 		{"update once started", live, seckill.SessionChange{Action: seckill.ActionUpdate, Update: &seckill.SessionUpdate{Title: &title}}, nil, 0, seckill.ECONFLICT},
 		{"pause an ended one", ended, seckill.SessionChange{Action: seckill.ActionPause}, nil, 0, seckill.ECONFLICT},
+		{"turn reserved before the start", upcoming, seckill.SessionChange{Action: seckill.ActionUpdate, Update: &seckill.SessionUpdate{Mode: &reserved}},
+			func(s seckill.Session) seckill.Session {
+				s.Mode, s.RegisterFrom, s.RegisterUntil = reserved, now, s.StartAt
+				return s
+			}, 0, ""},
+		{"move a window not open yet", registering, seckill.SessionChange{Action: seckill.ActionUpdate,
+			Update: &seckill.SessionUpdate{RegisterUntil: &halfway}},
+			func(s seckill.Session) seckill.Session { s.RegisterUntil = halfway; return s }, 0, ""},
+		{"turn first come before registration opens", registering, seckill.SessionChange{Action: seckill.ActionUpdate,
+			Update: &seckill.SessionUpdate{Mode: &firstCome}},
+			func(s seckill.Session) seckill.Session {
+				s.Mode, s.RegisterFrom, s.RegisterUntil = firstCome, time.Time{}, time.Time{}
+				return s
+			}, 0, ""},
+		{"move the window once registration opened", open, seckill.SessionChange{Action: seckill.ActionUpdate,
+			Update: &seckill.SessionUpdate{RegisterUntil: &halfway}}, nil, 0, seckill.ECONFLICT},
+		{"turn first come once registration opened", open, seckill.SessionChange{Action: seckill.ActionUpdate,
+			Update: &seckill.SessionUpdate{Mode: &firstCome}}, nil, 0, seckill.ECONFLICT},
+		{"a title once registration opened", open, seckill.SessionChange{Action: seckill.ActionUpdate, Update: &seckill.SessionUpdate{Title: &title}},
+			func(s seckill.Session) seckill.Session { s.Title = title; return s }, 0, ""},
+		{"close registration after the start", registering, seckill.SessionChange{Action: seckill.ActionUpdate,
+			Update: &seckill.SessionUpdate{RegisterUntil: &late}}, nil, 0, seckill.EINVALID},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := c.s

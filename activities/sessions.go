@@ -15,6 +15,7 @@ type SessionStore interface {
 	Session(ctx context.Context, id int64) (*seckill.Session, int, error)
 	PreheatFigures(ctx context.Context, id int64) (*seckill.Session, int, []string, error)
 	seckill.DBSnapshotter
+	seckill.RegistrantPages
 }
 
 // SessionGate is the Redis side of a session's life.
@@ -23,6 +24,7 @@ type SessionGate interface {
 	PreheatHolding(ctx context.Context, sessionID int64, stock int, applied []string) (int, error)
 	Retire(ctx context.Context, sessionID int64, retain time.Duration) (bool, error)
 	seckill.RedisSnapshotter
+	seckill.RegistrantSet
 }
 
 // Sessions are the activities of SessionWorkflow: load a session, preheat
@@ -47,7 +49,14 @@ func (a *Sessions) LoadSession(ctx context.Context, id int64) (*seckill.Session,
 // forced preheat rebuilds it from MySQL, an operator's decision (it drops
 // reservations not yet turned into orders), so this fails for good and
 // says so; reconcile reports the session too.
+//
+// A reserved sale's registrants are copied first, every time: the copy is
+// idempotent, and a preheat retried after loading the stock would not
+// reach it again.
 func (a *Sessions) PreheatSession(ctx context.Context, id int64) (int, error) {
+	if err := a.copyRegistrants(ctx, id); err != nil {
+		return 0, err
+	}
 	if live, preheated, err := a.Gate.Stock(ctx, id); err != nil {
 		return 0, err
 	} else if preheated {
@@ -67,6 +76,20 @@ func (a *Sessions) PreheatSession(ctx context.Context, id int64) (int, error) {
 		activity.GetLogger(ctx).Info("session preheated", "session_id", id, "stock", live)
 	}
 	return live, err
+}
+
+// copyRegistrants copies a reserved sale's registrants from MySQL into
+// the set admission checks.
+func (a *Sessions) copyRegistrants(ctx context.Context, id int64) error {
+	s, _, err := a.Store.Session(ctx, id)
+	if err != nil || !s.Registers() {
+		return classify(err)
+	}
+	n, err := seckill.CopyRegistrants(ctx, a.Store, a.Gate, id)
+	if err == nil {
+		activity.GetLogger(ctx).Info("registrants loaded", "session_id", id, "registrants", n)
+	}
+	return classify(err)
 }
 
 // RetireSession lets an ended session's Redis state go once nothing of it

@@ -25,9 +25,15 @@ type createSessionBody struct {
 	// captcha implies the ticket.
 	RequireTicket  *bool `json:"require_ticket"`
 	RequireCaptcha *bool `json:"require_captcha"`
+	// Mode is first_come (default) or reserved; a reserved sale registers
+	// shoppers from RegisterFrom (default: now) until RegisterUntil
+	// (default: start_at).
+	Mode          *string `json:"mode"`
+	RegisterFrom  *string `json:"register_from"`
+	RegisterUntil *string `json:"register_until"`
 }
 
-func (b *createSessionBody) session() (*seckill.Session, error) {
+func (b *createSessionBody) session(now time.Time) (*seckill.Session, error) {
 	for _, f := range []struct {
 		name    string
 		present bool
@@ -61,7 +67,41 @@ func (b *createSessionBody) session() (*seckill.Session, error) {
 	if b.RequireCaptcha != nil && *b.RequireCaptcha {
 		s.RequireCaptcha, s.RequireTicket = true, true
 	}
+	if err := b.registration(s, now); err != nil {
+		return nil, err
+	}
 	return s, s.Validate()
+}
+
+// registration sets a reserved sale's mode and window, with the defaults
+// the design brief gives: from its creation until its start.
+func (b *createSessionBody) registration(s *seckill.Session, now time.Time) error {
+	if b.Mode != nil {
+		s.Mode = seckill.SessionMode(*b.Mode)
+	}
+	for _, f := range []struct {
+		name string
+		raw  *string
+		to   *time.Time
+	}{{"register_from", b.RegisterFrom, &s.RegisterFrom}, {"register_until", b.RegisterUntil, &s.RegisterUntil}} {
+		if f.raw == nil {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, *f.raw)
+		if err != nil {
+			return seckill.Errorf(seckill.EINVALID, "field %q must be an RFC 3339 time", f.name)
+		}
+		*f.to = t.UTC().Truncate(time.Millisecond)
+	}
+	if s.Mode == seckill.ModeReserved {
+		if s.RegisterFrom.IsZero() {
+			s.RegisterFrom = now.UTC().Truncate(time.Millisecond)
+		}
+		if s.RegisterUntil.IsZero() {
+			s.RegisterUntil = s.StartAt
+		}
+	}
+	return nil
 }
 
 // createSession: POST /admin/v1/sessions.
@@ -70,7 +110,7 @@ func (s *Server) createSession(c *fiber.Ctx) error {
 	if err := decodeStrict(c.Body(), &body, false); err != nil {
 		return err
 	}
-	sess, err := body.session()
+	sess, err := body.session(s.cfg.Now())
 	if err != nil {
 		return err
 	}

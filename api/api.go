@@ -99,6 +99,9 @@ type Config struct {
 	// Sessions are the operator's session controls (nil: those admin
 	// routes answer 503).
 	Sessions SessionControls
+	// Registrations take reserved sales' registrations (nil: those
+	// routes answer 503).
+	Registrations Registrations
 	// Starts takes each winner's workflow start, to make it after the
 	// answer: the process's starter, which internal/app builds, runs and
 	// drains. Required.
@@ -319,6 +322,8 @@ func (s *Server) App() *fiber.App {
 	v1.Post("/sessions/:id/orders", s.door.count, s.globalLimit, s.soldOutFast, s.authorize, s.createOrder)
 	v1.Post("/sessions/:id/ticket", s.globalLimit, s.authorize, s.issueTicket)
 	v1.Post("/sessions/:id/captcha", s.globalLimit, s.authorize, s.newCaptcha)
+	v1.Post("/sessions/:id/registrations", s.globalLimit, s.authorize, s.shopperLimits, s.register)
+	v1.Get("/sessions/:id/registration", s.readLimit, s.authorize, s.shopperLimits, s.registration)
 	v1.Get("/captchas/:captcha_id/audio", s.readLimit, s.authorize, s.shopperLimits, s.captchaAudio)
 	v1.Get("/orders", s.readLimit, s.authorize, s.shopperLimits, s.listOrders)
 	v1.Get("/orders/:order_no", s.readLimit, s.authorize, s.getOrder)

@@ -18,6 +18,7 @@ var statusOf = map[string]int{
 	seckill.ENOTFOUND:     http.StatusNotFound,
 	seckill.ESOLDOUT:      http.StatusConflict,
 	seckill.ELIMIT:        http.StatusConflict,
+	seckill.ENOTELIGIBLE:  http.StatusForbidden,
 	seckill.ECONFLICT:     http.StatusConflict,
 	seckill.EENDED:        http.StatusGone,
 	seckill.EPAUSED:       http.StatusLocked,

@@ -31,7 +31,7 @@ func FuzzDecodeSessionBody(f *testing.F) {
 		var b createSessionBody
 		err := decodeStrict(body, &b, false)
 		if err == nil {
-			_, err = b.session()
+			_, err = b.session(time.Now())
 		}
 		requireCode(t, err, seckill.EINVALID)
 	})

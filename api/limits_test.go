@@ -71,7 +71,7 @@ func TestEveryShopperRouteIsLimited(t *testing.T) {
 		require.Truef(t, slices.Contains(names[auth:], "shopperLimits"),
 			"%s %s (%v): a shopper can call it in a loop without the per-user and per-IP limits", r.Method, r.Path, names)
 	}
-	require.Equal(t, 8, shopperRoutes, "the walk found the shopper routes")
+	require.Equal(t, 10, shopperRoutes, "the walk found the shopper routes")
 }
 
 // A shopper cancelling random order numbers in a loop (each one a Redis

@@ -116,12 +116,16 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	if err := s.distributedLimits(c, user); err != nil {
 		return err
 	}
-	if err := s.riskCheck(c, a); err != nil {
-		return err
-	}
-	if sess.RequireTicket {
-		if err := s.useTicket(c, a); err != nil {
+	// A reserved sale ran the risk check and the ticket at registration;
+	// at its start only registrants get past the script.
+	if !sess.Registers() {
+		if err := s.riskCheck(c, a); err != nil {
 			return err
+		}
+		if sess.RequireTicket {
+			if err := s.useTicket(c, a); err != nil {
+				return err
+			}
 		}
 	}
 	t0 := time.Now()

@@ -16,20 +16,28 @@ type addStockBody struct {
 // updateSessionBody is the body of PATCH /admin/v1/sessions/{id}: only the
 // fields given change.
 type updateSessionBody struct {
-	Title        *string `json:"title"`
-	PriceCents   *int64  `json:"price_cents"`
-	PerUserLimit *int    `json:"per_user_limit"`
-	StartAt      *string `json:"start_at"`
-	EndAt        *string `json:"end_at"`
+	Title         *string `json:"title"`
+	PriceCents    *int64  `json:"price_cents"`
+	PerUserLimit  *int    `json:"per_user_limit"`
+	StartAt       *string `json:"start_at"`
+	EndAt         *string `json:"end_at"`
+	Mode          *string `json:"mode"`
+	RegisterFrom  *string `json:"register_from"`
+	RegisterUntil *string `json:"register_until"`
 }
 
 func (b *updateSessionBody) update() (*seckill.SessionUpdate, error) {
 	u := &seckill.SessionUpdate{Title: b.Title, PriceCents: b.PriceCents, PerUserLimit: b.PerUserLimit}
+	if b.Mode != nil {
+		m := seckill.SessionMode(*b.Mode)
+		u.Mode = &m
+	}
 	for _, f := range []struct {
 		name string
 		raw  *string
 		to   **time.Time
-	}{{"start_at", b.StartAt, &u.StartAt}, {"end_at", b.EndAt, &u.EndAt}} {
+	}{{"start_at", b.StartAt, &u.StartAt}, {"end_at", b.EndAt, &u.EndAt},
+		{"register_from", b.RegisterFrom, &u.RegisterFrom}, {"register_until", b.RegisterUntil, &u.RegisterUntil}} {
 		if f.raw == nil {
 			continue
 		}

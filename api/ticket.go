@@ -88,7 +88,13 @@ func (s *Server) issueTicket(c *fiber.Ctx) error {
 		return err
 	}
 	id := sess.ID
-	if err := checkout.Open(sess, s.cfg.Now()); err != nil {
+	// A reserved sale checks its shoppers when they register: its tickets
+	// are for the registration window, a first-come sale's for its own.
+	open := checkout.Open
+	if sess.Registers() {
+		open = (*seckill.Session).CanRegister
+	}
+	if err := open(sess, s.cfg.Now()); err != nil {
 		return err
 	}
 	if err := s.distributedLimits(c, user); err != nil {

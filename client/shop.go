@@ -262,3 +262,34 @@ func (c *Client) Webhook(ctx context.Context, body []byte) (Meta, error) {
 	h.Set(seckill.HeaderSignature, seckill.SignWebhook(c.WebhookSecret, now(), body))
 	return c.do(ctx, request{method: http.MethodPost, path: "/api/v1/payments/webhook", body: body, header: h})
 }
+
+// Registration is a shopper's registration for a reserved sale.
+type Registration struct {
+	Status       seckill.RegistrationStatus `json:"status"`
+	RegisteredAt time.Time                  `json:"registered_at,omitzero"`
+	// Created is true for the request that registered (201), false for a
+	// registration that already held (200).
+	Created bool `json:"-"`
+}
+
+// Register registers the shopper for a reserved sale, in its window
+// (CONFLICT outside it, or for a first-come sale). Idempotent.
+func (c *Client) Register(ctx context.Context, sessionID int64) (*Registration, error) {
+	var r Registration
+	m, err := c.do(ctx, request{method: http.MethodPost, path: fmt.Sprintf("/api/v1/sessions/%d/registrations", sessionID),
+		auth: c.Token, body: struct{}{}, out: &r})
+	if err != nil {
+		return nil, err
+	}
+	r.Created = m.StatusCode == http.StatusCreated
+	return &r, nil
+}
+
+// Registration is the shopper's registration for a sale (NOT_FOUND: none).
+func (c *Client) Registration(ctx context.Context, sessionID int64) (*Registration, error) {
+	var r Registration
+	if err := c.get(ctx, fmt.Sprintf("/api/v1/sessions/%d/registration", sessionID), c.Token, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}

@@ -23,6 +23,9 @@ type sessionRow struct {
 	RequireTicket  bool
 	RequireCaptcha bool
 	Paused         bool
+	Mode           string
+	RegisterFrom   *time.Time
+	RegisterUntil  *time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 }
@@ -48,7 +51,25 @@ func (r *sessionRow) domain() *seckill.Session {
 		ID: r.ID, SKUID: r.SKUID, Title: r.Title, PriceCents: r.PriceCents, Currency: r.Currency,
 		TotalStock: r.TotalStock, PerUserLimit: r.PerUserLimit,
 		StartAt: r.StartAt.UTC(), EndAt: r.EndAt.UTC(), RequireTicket: r.RequireTicket, RequireCaptcha: r.RequireCaptcha, Paused: r.Paused,
+		Mode: seckill.SessionMode(r.Mode), RegisterFrom: utcOrZero(r.RegisterFrom), RegisterUntil: utcOrZero(r.RegisterUntil),
 	}
+}
+
+// utcOrZero reads a nullable time column.
+func utcOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// nullTime writes one: the zero time is NULL.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 type orderRow struct {

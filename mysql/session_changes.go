@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -100,6 +101,7 @@ func change(row *sessionRow, ch *seckill.SessionChange, now time.Time) error {
 	}
 	row.Title, row.PriceCents, row.PerUserLimit, row.StartAt, row.EndAt = s.Title, s.PriceCents, s.PerUserLimit, s.StartAt, s.EndAt
 	row.Paused, row.TotalStock = s.Paused, s.TotalStock
+	row.Mode, row.RegisterFrom, row.RegisterUntil = string(cmp.Or(s.Mode, seckill.ModeFirstCome)), nullTime(s.RegisterFrom), nullTime(s.RegisterUntil)
 	row.Stock += added
 	return nil
 }

@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -26,6 +27,7 @@ func (db *DB) CreateSession(ctx context.Context, s *seckill.Session, by *seckill
 		SKUID: s.SKUID, Title: s.Title, PriceCents: s.PriceCents, Currency: s.Currency,
 		TotalStock: s.TotalStock, Stock: s.TotalStock, PerUserLimit: s.PerUserLimit,
 		StartAt: s.StartAt.UTC(), EndAt: s.EndAt.UTC(), RequireTicket: s.RequireTicket || s.RequireCaptcha, RequireCaptcha: s.RequireCaptcha,
+		Mode: string(cmp.Or(s.Mode, seckill.ModeFirstCome)), RegisterFrom: nullTime(s.RegisterFrom), RegisterUntil: nullTime(s.RegisterUntil),
 		CreatedAt: now, UpdatedAt: now,
 	}
 	return db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {

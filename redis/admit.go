@@ -90,6 +90,9 @@ func (g *Gate) admission(a *seckill.Attempt, r admitResult) (*seckill.Admission,
 		return adm, seckill.Errorf(seckill.EINVALID,
 			"the Idempotency-Key is a UUIDv7 stamped %s, ahead of the server's clock by more than %s: stamp keys with the current time",
 			a.KeyTime.UTC().Format(time.RFC3339Nano), seckill.KeyClockSkew)
+	case codeNotEligible:
+		return adm, seckill.Errorf(seckill.ENOTELIGIBLE, "session %d sells only to the shoppers who registered before %s",
+			s.ID, s.RegisterUntil.UTC().Format(time.RFC3339))
 	default:
 		return nil, fmt.Errorf("admit script returned code %d", r.code)
 	}
@@ -228,8 +231,12 @@ var errSoldOut = seckill.Errorf(seckill.ESOLDOUT, "sold out")
 // attempt run again with the same order number and key answers as its
 // first run did), so a retry learns the truth instead of deciding twice.
 func (g *Gate) runAdmit(ctx context.Context, sessionID int64, attempts []*seckill.Attempt) ([]admitResult, error) {
-	args := make([]any, 0, 2+9*len(attempts))
-	args = append(args, len(attempts), seckill.KeyClockSkew.Milliseconds())
+	gated := "0"
+	if attempts[0].Session.Registers() {
+		gated = "1"
+	}
+	args := make([]any, 0, 3+9*len(attempts))
+	args = append(args, len(attempts), seckill.KeyClockSkew.Milliseconds(), gated)
 	for _, a := range attempts {
 		var kt int64
 		if !a.KeyTime.IsZero() {
@@ -316,6 +323,7 @@ const (
 	codeOrderNoTaken admitCode = -4 // the order number holds another reservation
 	codeKeyMismatch  admitCode = -5 // the Idempotency-Key was pinned by another body
 	codeKeyAhead     admitCode = -6 // the key's UUIDv7 time is ahead of Redis's clock by more than the skew
+	codeNotEligible  admitCode = -7 // a reserved sale, and the shopper did not register
 )
 
 // admitResult is one attempt's decision as the script returned it.

@@ -1,8 +1,10 @@
 -- Admission: the one atomic step that decides a purchase, for a batch of
 -- concurrent attempts on one session (group commit: one round trip, each
 -- attempt decided in arrival order exactly as if it ran alone).
--- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending, 5 idem   (one hash tag: one slot)
--- ARGV: 1 n, 2 key clock skew (ms), then n groups of 9: user id,
+-- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending, 5 idem, 6 registrants
+--       (one hash tag: one slot)
+-- ARGV: 1 n, 2 key clock skew (ms), 3 '1' when only registrants may buy
+--       (a reserved sale), then n groups of 9: user id,
 --       quantity, per-user limit, order number, now (unix ms), trace id,
 --       idempotency key ('' for none), body fingerprint, the key's time
 --       (unix ms, 0 for a key that carries none)
@@ -10,7 +12,8 @@
 -- number, reservation}; code 0 = reserved, -1 = sold out, -2 = over the
 -- per-user limit, -3 = not preheated, -4 = order number taken by another
 -- purchase, -5 = idempotency key reused with another body, -6 = a key
--- stamped ahead of Redis's clock by more than the skew. The order
+-- stamped ahead of Redis's clock by more than the skew, -7 = a reserved
+-- sale and the shopper is not a registrant (nothing is touched). The order
 -- number is the one holding the units (on a replay, the pinned one); the
 -- reservation is its live record on a replay while its workflow start is
 -- still pending ('' otherwise).
@@ -39,6 +42,7 @@
 local t = redis.call('TIME')
 local clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local skew = tonumber(ARGV[2])
+local gated = ARGV[3] == '1'
 
 local function stockNow()
   return tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -109,6 +113,11 @@ local function admit(user, qty, limit, orderNo, now, trace, key, fp, kt)
     kfield = 'k:' .. user .. ':' .. key
     local pinned = redis.call('HGET', KEYS[5], kfield)
     if pinned then return replayKey(pinned, fp) end
+  end
+  -- Eligibility before anything that reads or writes the sale: a
+  -- shopper who did not register costs one set lookup.
+  if gated and redis.call('SISMEMBER', KEYS[6], user) == 0 then return -7, stockNow(), 0, orderNo, '' end
+  if kfield then
     if kt > clock + skew then return -6, stockNow(), 0, orderNo, '' end
     -- It may have been seen and refused before (a win is pinned): if what
     -- refused it may have changed since, it stays refused, with the
@@ -135,7 +144,7 @@ end
 local n = tonumber(ARGV[1])
 local out = {}
 for i = 0, n - 1 do
-  local a = 2 + i * 9
+  local a = 3 + i * 9
   local code, left, mask, no, resv = admit(ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]),
     ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], tonumber(ARGV[a + 9]))
   out[#out + 1] = code

@@ -26,6 +26,7 @@ type Store interface {
 	PreheatFigures(ctx context.Context, id int64) (*seckill.Session, int, []string, error)
 	// LiveHoldings are the orders that hold stock, as reservations.
 	LiveHoldings(ctx context.Context, sessionID int64) ([]seckill.Reservation, error)
+	seckill.RegistrantPages
 }
 
 // Stock is the Redis side: the session's live stock.
@@ -34,6 +35,7 @@ type Stock interface {
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
 	PreheatHolding(ctx context.Context, sessionID int64, stock int, applied []string) (int, error)
 	Rebuild(ctx context.Context, sessionID int64, stock int, holdings []seckill.Reservation) error
+	seckill.RegistrantSet
 }
 
 // Lives are the sessions' life workflows.
@@ -135,6 +137,13 @@ func (c *Controls) Preheat(ctx context.Context, id int64, force bool, traceID st
 	}
 	if !c.now().Before(sess.EndAt) {
 		return nil, seckill.Errorf(seckill.ECONFLICT, "session %d ended at %s: there is nothing to preheat", id, sess.EndAt.Format(time.RFC3339))
+	}
+	// A reserved sale's registrants first, every time (idempotent): a
+	// rebuild after Redis lost its data must bring them back too.
+	if sess.Registers() {
+		if _, err := seckill.CopyRegistrants(ctx, c.Store, c.Stock, id); err != nil {
+			return nil, err
+		}
 	}
 	if force {
 		holdings, err := c.Store.LiveHoldings(ctx, id)

@@ -3,6 +3,7 @@ package sessions_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -114,4 +115,44 @@ func TestControlsPreheat(t *testing.T) {
 	require.True(t, p.Rebuilt)
 	require.Equal(t, 0, *p.Reservations)
 	e.RequireInvariants(sess.ID)
+}
+
+// A reserved sale's registrants reach the set admission checks at the
+// preheat, and come back with the forced rebuild after Redis lost them:
+// MySQL is their truth.
+func TestPreheatCopiesTheRegistrants(t *testing.T) {
+	e, c, _ := newControls(t)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	sess := &seckill.Session{SKUID: 1, Title: "t", PriceCents: 100, TotalStock: 3, PerUserLimit: 1,
+		StartAt: now.Add(time.Hour), EndAt: now.Add(2 * time.Hour),
+		Mode: seckill.ModeReserved, RegisterFrom: now.Add(-time.Hour), RegisterUntil: now.Add(time.Hour)}
+	require.NoError(t, c.Create(ctx, sess, &seckill.SessionChange{Actor: "ana", ActorRole: seckill.RoleAdmin, RequestID: "r", TraceID: "r"}))
+	const registrants = 12_001 // more than one page of the copy
+	for u := int64(1); u <= registrants; u += 1000 {
+		for v := u; v < u+1000 && v <= registrants; v++ {
+			_, err := e.DB.Register(ctx, sess.ID, v)
+			require.NoError(t, err)
+		}
+	}
+	registered := func(u int64) bool {
+		in, err := e.Gate.Registered(ctx, sess.ID, u)
+		require.NoError(t, err)
+		return in
+	}
+	require.False(t, registered(1))
+	_, err := c.Preheat(ctx, sess.ID, false, "trace")
+	require.NoError(t, err)
+	for _, u := range []int64{1, 5000, 5001, registrants} {
+		require.True(t, registered(u), "registrant %d", u)
+	}
+	require.False(t, registered(registrants+1))
+
+	// Redis loses the set: the rebuild brings it back.
+	require.NoError(t, e.Redis.Del(ctx, fmt.Sprintf("%s:{s%d}:reg", e.Prefix, sess.ID)).Err())
+	require.False(t, registered(1))
+	_, err = c.Preheat(ctx, sess.ID, true, "trace")
+	require.NoError(t, err)
+	require.True(t, registered(1))
+	require.True(t, registered(registrants))
 }

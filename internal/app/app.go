@@ -23,6 +23,7 @@ import (
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/redis"
+	"github.com/seckill/seckill/registrations"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/sandbox"
 	"github.com/seckill/seckill/sessions"
@@ -213,6 +214,7 @@ func (m *Main) APIConfig(dev bool) api.Config {
 		Metrics:               m.Metrics,
 	}
 	cfg.Sessions = &sessions.Controls{Store: m.DB, Stock: m.Gate, Lives: m.Orders(), Log: m.Log}
+	cfg.Registrations = &registrations.Desk{Store: m.DB, Set: m.Gate}
 	cfg.Dev = dev
 	cfg.Checkout = m.Checkout()
 	cfg.Refund = &payments.Refund{Store: m.DB, Gate: m.Gate}

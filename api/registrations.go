@@ -1,0 +1,82 @@
+package api
+
+import (
+	"context"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+)
+
+// Registrations take a reserved sale's registrations
+// (registrations.Desk).
+type Registrations interface {
+	Register(ctx context.Context, sess *seckill.Session, userID int64) (created bool, err error)
+	Status(ctx context.Context, sessionID, userID int64) (*seckill.Registration, error)
+}
+
+// register: POST /api/v1/sessions/{id}/registrations. The checks a
+// first-come sale makes at its start run here instead, hours before it,
+// where a second is cheap: the blocklist, the risk check, and the ticket
+// (with its captcha) when the sale requires one; the route's
+// shopperLimits hold each shopper and address to the rate limits.
+func (s *Server) register(c *fiber.Ctx) error {
+	desk, err := s.registrations()
+	if err != nil {
+		return err
+	}
+	sess, user, err := s.shopperSession(c)
+	if err != nil {
+		return err
+	}
+	var none struct{}
+	if err := decodeStrict(c.Body(), &none, true); err != nil {
+		return err
+	}
+	if err := sess.CanRegister(s.cfg.Now()); err != nil {
+		return err
+	}
+	a := &seckill.Attempt{Session: sess, UserID: user, TraceID: traceID(c), Now: s.cfg.Now()}
+	if err := s.riskCheck(c, a); err != nil {
+		return err
+	}
+	if sess.RequireTicket {
+		if err := s.useTicket(c, a); err != nil {
+			return err
+		}
+	}
+	created, err := desk.Register(c.UserContext(), sess, user)
+	if err != nil {
+		return err
+	}
+	status := fiber.StatusOK
+	if created {
+		status = fiber.StatusCreated
+	}
+	return c.Status(status).JSON(fiber.Map{"status": seckill.RegistrationRegistered})
+}
+
+// registration: GET /api/v1/sessions/{id}/registration, the shopper's own.
+func (s *Server) registration(c *fiber.Ctx) error {
+	desk, err := s.registrations()
+	if err != nil {
+		return err
+	}
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	r, err := desk.Status(c.UserContext(), id, userID(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"status": r.Status, "registered_at": r.At})
+}
+
+// registrations is the desk, UNAVAILABLE when the process has none.
+func (s *Server) registrations() (Registrations, error) {
+	if s.cfg.Registrations == nil {
+		return nil, seckill.Errorf(seckill.EUNAVAILABLE, "registrations are not configured in this process")
+	}
+	return s.cfg.Registrations, nil
+}

@@ -1,0 +1,124 @@
+package api_test
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+)
+
+// A reserved sale (预约) through the HTTP API, as a shop runs one: shoppers
+// register before the start (again: the same answer), bad requests change
+// nothing, and at the start a burst of shoppers who never registered hears
+// 403 NOT_ELIGIBLE without moving a unit while the registrants buy the
+// stock; the invariants hold.
+func TestReservedSale(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	admin := e.OperatorToken("ana", seckill.RoleAdmin)
+	start := time.Now().Add(4 * time.Second).Truncate(time.Second)
+	sale := func(extra map[string]any) map[string]any {
+		b := map[string]any{"sku_id": 1, "title": "Launch", "price_cents": 900, "stock": 5, "per_user_limit": 1,
+			"start_at": start.Format(time.RFC3339), "end_at": start.Add(time.Hour).Format(time.RFC3339), "mode": "reserved"}
+		for k, v := range extra {
+			b[k] = v
+		}
+		return b
+	}
+	for name, c := range map[string]struct {
+		body map[string]any
+		msg  string
+	}{
+		"unknown mode":              {sale(map[string]any{"mode": "lottery"}), "mode must be"},
+		"closes after the start":    {sale(map[string]any{"register_until": start.Add(time.Minute).Format(time.RFC3339)}), "no later than start_at"},
+		"window backwards":          {sale(map[string]any{"register_from": start.Format(time.RFC3339), "register_until": start.Add(-time.Hour).Format(time.RFC3339)}), "after register_from"},
+		"not a time":                {sale(map[string]any{"register_from": "tomorrow"}), "register_from"},
+		"a window without the mode": {sale(map[string]any{"mode": "first_come", "register_until": start.Format(time.RFC3339)}), "need mode reserved"},
+	} {
+		testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", admin, c.body), 400, "INVALID_ARGUMENT", c.msg)
+		_ = name
+	}
+	created := e.Do("POST", "/admin/v1/sessions", admin, sale(nil))
+	require.Equal(t, http.StatusCreated, created.Status, "%s", created.Raw)
+	require.Equal(t, "reserved", created.Str("mode"))
+	require.Equal(t, start.UTC().Format(time.RFC3339), created.Str("register_until"), "the window closes at the start by default")
+	id := int64(created.Body["id"].(float64))
+	base := fmt.Sprintf("/api/v1/sessions/%d", id)
+
+	const registrants = 8
+	for u := int64(1); u <= registrants; u++ {
+		res := e.Do("POST", base+"/registrations", e.Token(u), nil)
+		require.Equal(t, http.StatusCreated, res.Status, "%s", res.Raw)
+		require.Equal(t, "REGISTERED", res.Str("status"))
+	}
+	again := e.Do("POST", base+"/registrations", e.Token(1), nil)
+	require.Equal(t, http.StatusOK, again.Status, "a second registration is the same one")
+	require.Equal(t, "REGISTERED", e.Do("GET", base+"/registration", e.Token(1), nil).Str("status"))
+	testenv.RequireError(t, e.Do("GET", base+"/registration", e.Token(99), nil), 404, "NOT_FOUND", "not registered")
+	testenv.RequireError(t, e.Do("POST", base+"/registrations", "", nil), 401, "UNAUTHENTICATED", "")
+	testenv.RequireError(t, e.Do("POST", base+"/registrations", e.Token(2), `{"x":1}`), 400, "INVALID_ARGUMENT", "")
+	testenv.RequireError(t, e.Do("POST", "/api/v1/sessions/987654/registrations", e.Token(2), nil), 404, "NOT_FOUND", "")
+	firstCome := e.Session(5, 1, 100)
+	testenv.RequireError(t, e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/registrations", firstCome.ID), e.Token(2), nil),
+		409, "CONFLICT", "takes no registrations")
+	testenv.RequireError(t, e.BuyWithKey(id, 1, "", 1), 425, "NOT_STARTED", "")
+
+	time.Sleep(time.Until(start))
+	testenv.RequireError(t, e.Do("POST", base+"/registrations", e.Token(50), nil), 409, "CONFLICT", "closed")
+
+	// The start. First a wave of 100 shoppers who never registered: each
+	// hears NOT_ELIGIBLE, and not a unit moves.
+	won := map[string]int64{} // order number → its shopper
+	burst := func(users []int64) map[string]int {
+		var mu sync.Mutex
+		answers := map[string]int{}
+		var wg sync.WaitGroup
+		for _, user := range users {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res := e.Do("POST", base+"/orders", e.Token(user), nil)
+				who := "registrant"
+				if user > registrants {
+					who = "stranger"
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				answers[fmt.Sprintf("%s %d %s", who, res.Status, res.Str("code"))]++
+				if res.Status == http.StatusAccepted {
+					won[res.Str("order_no")] = user
+				}
+			}()
+		}
+		wg.Wait()
+		return answers
+	}
+	var strangers []int64
+	for u := int64(1001); u <= 1100; u++ {
+		strangers = append(strangers, u)
+	}
+	require.Equal(t, map[string]int{"stranger 403 NOT_ELIGIBLE": 100}, burst(strangers))
+	require.EqualValues(t, 5, e.Do("GET", base, "", nil).Body["remaining_stock"], "the strangers moved no stock")
+
+	// Then the registrants, with the strangers again: the registrants buy
+	// the stock; a stranger never does (NOT_ELIGIBLE, or SOLD_OUT from an
+	// API that has seen the sell-out and answers from memory).
+	var all []int64
+	for u := int64(1); u <= registrants; u++ {
+		all = append(all, u)
+	}
+	answers := burst(append(all, strangers...))
+	require.Equal(t, 5, answers["registrant 202 "], "%v", answers)
+	require.Equal(t, 3, answers["registrant 409 SOLD_OUT"], "%v", answers)
+	require.Equal(t, 100, answers["stranger 403 NOT_ELIGIBLE"]+answers["stranger 409 SOLD_OUT"], "%v", answers)
+	for no, user := range won {
+		e.WaitStatus(e.Token(user), no, 20*time.Second, seckill.StatusWaitPay)
+	}
+	rep := e.RequireInvariants(id)
+	require.Equal(t, 0, rep.RedisStock)
+}

@@ -1,0 +1,120 @@
+package seckill
+
+import (
+	"context"
+	"time"
+)
+
+// SessionMode is who may buy in a sale.
+type SessionMode string
+
+const (
+	// ModeFirstCome: every shopper, the fastest first (the default).
+	ModeFirstCome SessionMode = "first_come"
+	// ModeReserved (预约): only the shoppers who registered during the
+	// registration window, hours before the start, may buy; first come
+	// among them. The stampede's checks (blocklist, ticket, risk) run at
+	// registration, where seconds are cheap, and the start meets only
+	// registrants.
+	ModeReserved SessionMode = "reserved"
+)
+
+// MaxRegistrationWindow bounds how long before its start a sale may take
+// registrations.
+const MaxRegistrationWindow = 90 * 24 * time.Hour
+
+// Registers reports whether the sale takes registrations.
+func (s *Session) Registers() bool { return s.Mode == ModeReserved }
+
+// validateMode checks the mode and, for a sale that registers, its
+// window: it closes no later than the start (a registration after it
+// would let anyone who can register buy at once, the stampede the mode
+// exists to avoid).
+func (s *Session) validateMode() error {
+	switch s.Mode {
+	case "", ModeFirstCome:
+		if !s.RegisterFrom.IsZero() || !s.RegisterUntil.IsZero() {
+			return Errorf(EINVALID, "register_from and register_until need mode reserved")
+		}
+		return nil
+	case ModeReserved:
+	default:
+		return Errorf(EINVALID, "mode must be first_come or reserved, not %q", s.Mode)
+	}
+	switch {
+	case s.RegisterFrom.IsZero() || s.RegisterUntil.IsZero():
+		return Errorf(EINVALID, "a reserved sale needs register_from and register_until")
+	case !s.RegisterUntil.After(s.RegisterFrom):
+		return Errorf(EINVALID, "register_until must be after register_from")
+	case s.RegisterUntil.After(s.StartAt):
+		return Errorf(EINVALID, "register_until must be no later than start_at: registration closes before the sale opens")
+	case s.StartAt.Sub(s.RegisterFrom) > MaxRegistrationWindow:
+		return Errorf(EINVALID, "register_from must be within %d days of start_at", int(MaxRegistrationWindow.Hours()/24))
+	}
+	return nil
+}
+
+// CanRegister says why a shopper may not register now: the sale takes no
+// registrations, or its window is not open (CONFLICT, as the API answers
+// 409 for a registration out of its window).
+func (s *Session) CanRegister(now time.Time) error {
+	switch {
+	case !s.Registers():
+		return Errorf(ECONFLICT, "session %d is first come, first served: it takes no registrations", s.ID)
+	case now.Before(s.RegisterFrom):
+		return Errorf(ECONFLICT, "registration for session %d opens at %s", s.ID, s.RegisterFrom.UTC().Format(time.RFC3339))
+	case !now.Before(s.RegisterUntil):
+		return Errorf(ECONFLICT, "registration for session %d closed at %s", s.ID, s.RegisterUntil.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// RegistrationStatus is where a shopper's registration stands.
+type RegistrationStatus string
+
+// RegistrationRegistered: registered; in a reserved sale, eligible to buy.
+const RegistrationRegistered RegistrationStatus = "REGISTERED"
+
+// Registration is a shopper's registration for a sale.
+type Registration struct {
+	SessionID int64              `json:"session_id"`
+	UserID    int64              `json:"user_id"`
+	Status    RegistrationStatus `json:"status"`
+	At        time.Time          `json:"registered_at"`
+}
+
+// RegistrantPages reads a sale's registrants, the truth, in pages of user
+// ids in ascending order after a given id (mysql.DB).
+type RegistrantPages interface {
+	Registrants(ctx context.Context, sessionID, after int64, limit int) ([]int64, error)
+}
+
+// RegistrantSet is the live set admission checks (redis.Gate).
+type RegistrantSet interface {
+	LoadRegistrants(ctx context.Context, sessionID int64, users []int64) error
+}
+
+// registrantPage is how many registrants one copy step moves: one MySQL
+// index range and one Redis round trip each.
+const registrantPage = 5000
+
+// CopyRegistrants copies every registrant of a sale from the truth to the
+// live set admission checks, and returns how many. Idempotent (a set add
+// of a member it holds changes nothing), so the preheat runs it before
+// loading the stock: a preheat retried after a failure copies again,
+// where a preheat that found the stock loaded would not.
+func CopyRegistrants(ctx context.Context, from RegistrantPages, to RegistrantSet, sessionID int64) (int, error) {
+	n := 0
+	var after int64
+	for {
+		page, err := from.Registrants(ctx, sessionID, after, registrantPage)
+		if err != nil || len(page) == 0 {
+			return n, err
+		}
+		if err := to.LoadRegistrants(ctx, sessionID, page); err != nil {
+			return n, err
+		}
+		n += len(page)
+		after = page[len(page)-1]
+	}
+}
