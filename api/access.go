@@ -17,12 +17,12 @@ type access struct {
 }
 
 var (
-	public   = access{who: "public"}
-	shopper  = access{who: "shopper"}
-	provider = access{who: "provider"}
-	viewer   = access{who: "operator", role: seckill.RoleViewer}
-	operator = access{who: "operator", role: seckill.RoleOperator}
-	admin    = access{who: "operator", role: seckill.RoleAdmin}
+	publicRoute   = access{who: "public"}
+	shopperRoute  = access{who: "shopper"}
+	providerRoute = access{who: "provider"}
+	needViewer    = access{who: "operator", role: seckill.RoleViewer}
+	needOperator  = access{who: "operator", role: seckill.RoleOperator}
+	needAdmin     = access{who: "operator", role: seckill.RoleAdmin}
 )
 
 // routeAccess is every route of the API and who may call it: the one
@@ -33,48 +33,48 @@ var (
 // One rule sits in a handler because it depends on the query:
 // reconcile's ?repair=true rewrites Redis, so it needs an admin.
 var routeAccess = map[string]access{
-	"GET /healthz":    public,
-	"GET /readyz":     public,
-	"GET /metrics":    public,
-	"GET /":           public, // the shop page
-	"GET /shop/:name": public,
+	"GET /healthz":    publicRoute,
+	"GET /readyz":     publicRoute,
+	"GET /metrics":    publicRoute,
+	"GET /":           publicRoute, // the shop page
+	"GET /shop/:name": publicRoute,
 
-	"GET /api/v1/sessions":     public,
-	"GET /api/v1/sessions/:id": public,
-	"GET /api/v1/device":       public,
+	"GET /api/v1/sessions":     publicRoute,
+	"GET /api/v1/sessions/:id": publicRoute,
+	"GET /api/v1/device":       publicRoute,
 
-	"POST /api/v1/sessions/:id/orders":        shopper,
-	"POST /api/v1/sessions/:id/ticket":        shopper,
-	"POST /api/v1/sessions/:id/registrations": shopper,
-	"GET /api/v1/sessions/:id/registration":   shopper,
-	"POST /api/v1/sessions/:id/captcha":       shopper,
-	"GET /api/v1/captchas/:captcha_id/audio":  shopper,
-	"GET /api/v1/orders":                      shopper,
-	"GET /api/v1/orders/:order_no":            shopper,
-	"POST /api/v1/orders/:order_no/cancel":    shopper,
-	"POST /api/v1/orders/:order_no/payment":   shopper,
-	"POST /api/v1/payments/webhook":           provider,
-	"POST /api/v1/payments/stripe/webhook":    provider,
+	"POST /api/v1/sessions/:id/orders":        shopperRoute,
+	"POST /api/v1/sessions/:id/ticket":        shopperRoute,
+	"POST /api/v1/sessions/:id/registrations": shopperRoute,
+	"GET /api/v1/sessions/:id/registration":   shopperRoute,
+	"POST /api/v1/sessions/:id/captcha":       shopperRoute,
+	"GET /api/v1/captchas/:captcha_id/audio":  shopperRoute,
+	"GET /api/v1/orders":                      shopperRoute,
+	"GET /api/v1/orders/:order_no":            shopperRoute,
+	"POST /api/v1/orders/:order_no/cancel":    shopperRoute,
+	"POST /api/v1/orders/:order_no/payment":   shopperRoute,
+	"POST /api/v1/payments/webhook":           providerRoute,
+	"POST /api/v1/payments/stripe/webhook":    providerRoute,
 
-	"GET /admin/v1/sessions/:id/reconcile":   viewer,
-	"GET /admin/v1/sessions/:id/audit":       viewer,
-	"GET /admin/v1/events":                   viewer,
-	"POST /admin/v1/sessions/:id/pause":      operator,
-	"POST /admin/v1/sessions/:id/resume":     operator,
-	"POST /admin/v1/sessions/:id/end":        operator,
-	"POST /admin/v1/sessions/:id/stock":      operator,
-	"POST /admin/v1/orders/:order_no/refund": operator,
-	"POST /admin/v1/sessions":                admin,
-	"PATCH /admin/v1/sessions/:id":           admin,
-	"POST /admin/v1/sessions/:id/preheat":    admin,
-	"PUT /admin/v1/blocklist/:user_id":       admin,
-	"DELETE /admin/v1/blocklist/:user_id":    admin,
+	"GET /admin/v1/sessions/:id/reconcile":   needViewer,
+	"GET /admin/v1/sessions/:id/audit":       needViewer,
+	"GET /admin/v1/events":                   needViewer,
+	"POST /admin/v1/sessions/:id/pause":      needOperator,
+	"POST /admin/v1/sessions/:id/resume":     needOperator,
+	"POST /admin/v1/sessions/:id/end":        needOperator,
+	"POST /admin/v1/sessions/:id/stock":      needOperator,
+	"POST /admin/v1/orders/:order_no/refund": needOperator,
+	"POST /admin/v1/sessions":                needAdmin,
+	"PATCH /admin/v1/sessions/:id":           needAdmin,
+	"POST /admin/v1/sessions/:id/preheat":    needAdmin,
+	"PUT /admin/v1/blocklist/:user_id":       needAdmin,
+	"DELETE /admin/v1/blocklist/:user_id":    needAdmin,
 
 	// Only under `seckill dev` (Config.Dev): anyone may sign in as anyone
 	// and pay the sandbox's payments.
-	"POST /dev/v1/token":             public,
-	"GET /dev/checkout/:payment_id":  public,
-	"POST /dev/checkout/:payment_id": public,
+	"POST /dev/v1/token":             publicRoute,
+	"GET /dev/checkout/:payment_id":  publicRoute,
+	"POST /dev/checkout/:payment_id": publicRoute,
 }
 
 // accessOf is the rule of the route that matched c.
@@ -115,9 +115,9 @@ func (s *Server) authorize(c *fiber.Ctx) error {
 		return seckill.Errorf(seckill.EFORBIDDEN, "this route has no access rule")
 	}
 	switch a.who {
-	case shopper.who:
+	case shopperRoute.who:
 		return s.shopper(c)
-	case operator.who:
+	case needOperator.who:
 		if err := s.allow(c, a.role); err != nil {
 			return err
 		}
