@@ -28,6 +28,8 @@ type DBSnapshot struct {
 	// Overdue counts WAIT_PAY orders whose pay deadline is before the
 	// asked-for instant.
 	Overdue int
+	// Registrants counts the session's registrations (a reserved sale).
+	Registrants int
 }
 
 // RedisSnapshot is what the Redis gate holds for one session, read at one
@@ -45,6 +47,8 @@ type RedisSnapshot struct {
 	// MarkMismatches counts users whose per-user marks (units, slots) differ
 	// from what their live reservations hold.
 	MarkMismatches int
+	// Registrants counts the set admission checks in a reserved sale.
+	Registrants int
 }
 
 // Snapshotters read the two sides of a session for Reconcile. Each side is
@@ -85,14 +89,23 @@ type Report struct {
 	// RefundsPending counts late or duplicate payments not refunded yet.
 	RefundsPending int `json:"refunds_pending"`
 	// PendingStarts is the relay's backlog; OldestPendingSeconds its age.
-	PendingStarts        int      `json:"pending_starts"`
-	OldestPendingSeconds float64  `json:"oldest_pending_seconds"`
-	Preheated            bool     `json:"preheated"`
-	ReservedQty          int      `json:"reserved_qty"`
-	HeldQty              int      `json:"held_qty"`
-	MaxUserUnits         int      `json:"max_user_units"`
-	PerUserLimit         int      `json:"per_user_limit"`
-	Problems             []string `json:"problems"`
+	PendingStarts        int     `json:"pending_starts"`
+	OldestPendingSeconds float64 `json:"oldest_pending_seconds"`
+	Preheated            bool    `json:"preheated"`
+	ReservedQty          int     `json:"reserved_qty"`
+	HeldQty              int     `json:"held_qty"`
+	MaxUserUnits         int     `json:"max_user_units"`
+	PerUserLimit         int     `json:"per_user_limit"`
+	// Registrants are a reserved sale's registrations in MySQL and in the
+	// set admission checks (absent for a first-come sale).
+	Registrants *RegistrantCounts `json:"registrants,omitempty"`
+	Problems    []string          `json:"problems"`
+}
+
+// RegistrantCounts are a reserved sale's registrations on each side.
+type RegistrantCounts struct {
+	DB    int `json:"db"`
+	Redis int `json:"redis"`
 }
 
 // Defaults of ReconcilePolicy: SECKILL_SWEEP_GRACE's, and how soon before
@@ -227,6 +240,16 @@ func (p ReconcilePolicy) Reconcile(ctx context.Context, db DBSnapshotter, rd Red
 	}
 	if ds.LedgerMismatch > 0 {
 		problem("%d orders whose ledger does not end in their status with a trace id", ds.LedgerMismatch)
+	}
+	if ds.Session.Registers() {
+		r.Registrants = &RegistrantCounts{DB: ds.Registrants, Redis: rs.Registrants}
+		// A registration is written to Redis first and MySQL is read
+		// after Redis here, so the set can only hold more, never fewer,
+		// unless Redis lost some.
+		if r.Preheated && rs.Registrants < ds.Registrants {
+			problem("%d registrants in MySQL but %d in Redis: the missing ones would be refused NOT_ELIGIBLE; a preheat copies them again",
+				ds.Registrants, rs.Registrants)
+		}
 	}
 	r.OK = len(r.Problems) == 0
 	return r, nil

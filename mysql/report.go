@@ -86,6 +86,11 @@ func sessionSnapshot(g *gorm.DB, sessionID int64, orderNos []string, overdueBefo
 		return nil, err
 	}
 	snap.Overdue = int(overdue)
+	var registrants int64
+	if err := g.Model(&registrationRow{}).Where("session_id = ?", sessionID).Count(&registrants).Error; err != nil {
+		return nil, err
+	}
+	snap.Registrants = int(registrants)
 	var err error
 	snap.Statuses, err = orderStatuses(g, orderNos)
 	return snap, err

@@ -21,10 +21,11 @@ func (g *Gate) SessionSnapshot(ctx context.Context, sessionID int64) (*seckill.R
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	if len(res) != 5 {
+	if len(res) != 6 {
 		return nil, fmt.Errorf("snapshot script returned %d values", len(res))
 	}
-	snap := &seckill.RedisSnapshot{Reservations: map[string]int{}, ReservedAt: map[string]time.Time{}}
+	registrants, _ := res[5].(int64)
+	snap := &seckill.RedisSnapshot{Reservations: map[string]int{}, ReservedAt: map[string]time.Time{}, Registrants: int(registrants)}
 	if s, ok := res[0].(string); ok {
 		if snap.Stock, err = strconv.Atoi(s); err != nil {
 			return nil, fmt.Errorf("session %d stock %q: %w", sessionID, s, err)

@@ -2,9 +2,10 @@
 -- reconcile. Read-only; the keys share the session's hash tag (one slot, so
 -- it also runs on Redis Cluster).
 -- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending (5 idem, passed with the
--- others, unused)
+-- others, unused), 6 registrants
 -- Returns {stock or false, resv as a flat field/value list, pending count,
--- oldest pending score or false, buyers as a flat field/value list}.
+-- oldest pending score or false, buyers as a flat field/value list,
+-- registrant count}.
 -- It walks every reservation of the session while Redis waits: about a
 -- millisecond per few thousand reservations, once per reconcile.
 local oldest = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
@@ -14,4 +15,5 @@ return {
   redis.call('ZCARD', KEYS[4]),
   oldest[2] or false,
   redis.call('HGETALL', KEYS[2]),
+  redis.call('SCARD', KEYS[6]),
 }

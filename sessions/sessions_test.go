@@ -148,11 +148,27 @@ func TestPreheatCopiesTheRegistrants(t *testing.T) {
 	}
 	require.False(t, registered(registrants+1))
 
-	// Redis loses the set: the rebuild brings it back.
-	require.NoError(t, e.Redis.Del(ctx, fmt.Sprintf("%s:{s%d}:reg", e.Prefix, sess.ID)).Err())
-	require.False(t, registered(1))
+	rep, err := seckill.Reconcile(ctx, e.DB, e.Gate, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, &seckill.RegistrantCounts{DB: registrants, Redis: registrants}, rep.Registrants)
+	require.True(t, rep.OK, "%v", rep.Problems)
+
+	// Redis loses the set: reconcile says so, and a preheat (the stock is
+	// still there, so it changes nothing else) brings it back, as does
+	// the forced rebuild.
+	reg := fmt.Sprintf("%s:{s%d}:reg", e.Prefix, sess.ID)
+	require.NoError(t, e.Redis.Del(ctx, reg).Err())
+	rep, err = seckill.Reconcile(ctx, e.DB, e.Gate, sess.ID)
+	require.NoError(t, err)
+	require.False(t, rep.OK)
+	require.Contains(t, rep.Problems[0], "registrants in MySQL but 0 in Redis")
+	_, err = c.Preheat(ctx, sess.ID, false, "trace")
+	require.NoError(t, err)
+	require.True(t, registered(1))
+	require.NoError(t, e.Redis.Del(ctx, reg).Err())
 	_, err = c.Preheat(ctx, sess.ID, true, "trace")
 	require.NoError(t, err)
 	require.True(t, registered(1))
 	require.True(t, registered(registrants))
+	e.RequireInvariants(sess.ID)
 }
