@@ -63,7 +63,8 @@ func (p *page) failFetch(suffix string) {
 // start; at the start the registrant buys and the order appears; a shopper
 // who did not register sees the sale is for registrants only and cannot
 // buy (the API says NOT_ELIGIBLE); a page that could not ask the shopper's
-// registration offers Buy, and shows the API's NOT_ELIGIBLE.
+// registration offers Buy, and shows the API's NOT_ELIGIBLE. A sale whose
+// registration opens later counts down to it.
 func TestBrowserReservedSale(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t, testenv.Options{})
@@ -71,13 +72,20 @@ func TestBrowserReservedSale(t *testing.T) {
 	id := reservedSale(t, e, start, start, nil)
 	c := card(id)
 	status := c + ` [data-role="register-status"]`
+	// And one whose registration opens in an hour.
+	later := time.Now().Add(time.Hour).Truncate(time.Second)
+	soon := card(reservedSale(t, e, later.Add(time.Hour), later.Add(time.Hour),
+		map[string]any{"register_from": later.Format(time.RFC3339)}))
 
 	p := openShop(t, e, "/")
 	p.do(
 		wait(c+`[data-state="UPCOMING"][data-registration="OPEN"]`),
 		wait(c+` button[data-role="register"]`),
 		wait(c+` button[data-role="buy"]:disabled`),
+		wait(soon+`[data-registration="SOON"]`),
 	)
+	require.Regexp(t, `^Registration opens in (59:\d\d|1:00:0[01])\.$`, p.text(soon+` [data-role="register-status"]`))
+	require.False(t, p.visible(soon+` button[data-role="register"]`), "not open yet")
 	require.Contains(t, p.text(status), "Registration is open")
 	require.Contains(t, p.text(c+` [data-role="registration"]`), "–", "the window is shown")
 	p.pasteToken(21)
