@@ -23,6 +23,7 @@
   var MESSAGES = {
     SOLD_OUT: "Sold out: no units are left. Unpaid orders give their units back when they expire, so another try later may succeed.",
     LIMIT_EXCEEDED: "You already hold as many units of this sale as one shopper may buy.",
+    NOT_ELIGIBLE: "This sale is for registered shoppers only, and you did not register for it during its registration window.",
     NOT_STARTED: "This sale has not started yet. Buying opens when the countdown ends.",
     ENDED: "This sale has ended.",
     PAUSED: "The sale is paused for a moment. Please try again shortly.",
@@ -61,7 +62,11 @@
   var order = null;
   var pollTimer = null;
   var fastUntil = 0;
-  var busy = false; // a buy, pay or cancel is in flight
+  var busy = false; // a buy, registration, pay or cancel is in flight
+  // regs is where the signed-in shopper stands in each reserved sale, by
+  // session id: REGISTERED, NONE (not registered), ASKING, or UNKNOWN (the
+  // API would not say: not asked again until the next sign-in).
+  var regs = {};
 
   function now() { return Date.now() + clockOffset; }
 
@@ -166,6 +171,10 @@
   function setToken(tok) {
     if (tok) localStorage.setItem(TOKEN_KEY, tok); else localStorage.removeItem(TOKEN_KEY);
     renderIdentity();
+    // Registrations are the shopper's: another shopper's are asked anew.
+    regs = {};
+    askRegistrations();
+    tick();
   }
 
   $("token-form").addEventListener("submit", function (ev) {
@@ -255,6 +264,7 @@
         li = $("session-template").content.firstElementChild.cloneNode(true);
         li.dataset.sessionId = id;
         li.querySelector('[data-role="buy"]').addEventListener("click", function () { buy(s.id, li); });
+        li.querySelector('[data-role="register"]').addEventListener("click", function () { register(li); });
       }
       if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null);
       li.querySelector('[data-role="title"]').textContent = s.title;
@@ -280,6 +290,7 @@
     $("sessions-empty").hidden = sessions.length > 0;
     $("sessions-title").textContent = focusID ? "Sale " + focusID : "Sales";
     $("all-sessions").hidden = !focusID;
+    askRegistrations();
     tick();
   }
 
@@ -306,8 +317,15 @@
       badge.dataset.state = state;
       var btn = li.querySelector('[data-role="buy"]');
       var open = state === "ACTIVE" && t < end;
+      var label = open ? "Buy" : { UPCOMING: "Not started", SOLD_OUT: "Sold out", ENDED: "Ended", PAUSED: "Paused", PREPARING: "Preparing…" }[state] || "Closed";
+      // A reserved sale's shopper who did not register cannot buy: the
+      // button says so (and when the page cannot tell, the API does).
+      if (renderRegistration(li, s, t) === "NONE" && open) {
+        open = false;
+        label = "Registrants only";
+      }
       btn.disabled = !open || busy;
-      btn.textContent = open ? "Buy" : { UPCOMING: "Not started", SOLD_OUT: "Sold out", ENDED: "Ended", PAUSED: "Paused", PREPARING: "Preparing…" }[state] || "Closed";
+      btn.textContent = label;
       li.querySelector('[data-role="qty"]').disabled = !open;
     });
     renderDeadline();
@@ -336,41 +354,61 @@
   // outcome unknown (the units may be reserved), and the retry with the key
   // gets the truth, never a second order.
   function buy(sessionID, li) {
-    if (busy) return;
+    if (!begin()) return;
+    var qty = parseInt(li.querySelector('[data-role="qty"]').value, 10) || 1;
+    var key = newKey();
+    var send = function (ticket) { sendBuy(sessionID, qty, key, ticket, 1); };
+    var s = li._session || { id: sessionID };
+    // A reserved sale checked its shoppers (the captcha, the ticket) when
+    // they registered: its purchase needs neither.
+    if (s.mode === "reserved") send("");
+    else withTicket(s, "Continue to buy", send);
+  }
+
+  // begin starts a buy or a registration: one at a time, signed in.
+  function begin() {
+    if (busy) return false;
     if (!token()) {
       showError({ code: "UNAUTHENTICATED", message: "missing bearer token", trace_id: "" });
-      return;
+      return false;
     }
     busy = true;
     tick();
-    var qty = parseInt(li.querySelector('[data-role="qty"]').value, 10) || 1;
-    var key = newKey();
-    if (li._session && li._session.require_captcha) {
+    return true;
+  }
+
+  // withTicket gets what sale s asks of a shopper before the request it
+  // guards (a first-come sale's purchase, a reserved sale's registration):
+  // a captcha solved for a ticket, a ticket alone, or nothing; then it
+  // calls then(ticket), or shows why not and ends the attempt. label names
+  // the captcha's submit button.
+  function withTicket(s, label, then) {
+    if (s.require_captcha) {
       // The human check first: its answer buys the ticket.
-      captcha = { sessionID: sessionID, qty: qty, key: key };
+      captcha = { sessionID: s.id, label: label, then: then };
       drawCaptcha();
       return;
     }
-    if (!(li._session && li._session.require_ticket)) {
-      sendBuy(sessionID, qty, key, "", 1);
+    if (!s.require_ticket) {
+      then("");
       return;
     }
-    // A sale that requires a purchase ticket: fetch one first. The first
-    // purchase that presents it binds it to this click's key, so the
-    // retries with the key may present it again.
-    call("POST", "/api/v1/sessions/" + sessionID + "/ticket", {}, true).then(function (r) {
+    // The first request that presents the ticket binds it (a purchase: to
+    // the click's key, so the retries with the key may present it again).
+    call("POST", "/api/v1/sessions/" + s.id + "/ticket", {}, true).then(function (r) {
       if (!r.ok) {
         busy = false;
         showError(r.error);
         tick();
         return;
       }
-      sendBuy(sessionID, qty, key, r.data.ticket, 1);
+      then(r.data.ticket);
     });
   }
 
   function sendBuy(sessionID, qty, key, ticket, attempt) {
     var path = "/api/v1/sessions/" + sessionID + "/orders";
+    var tok = token();
     var headers = { "Idempotency-Key": key };
     if (ticket) headers["X-Seckill-Ticket"] = ticket;
     call("POST", path, { quantity: qty }, true, headers).then(function (r) {
@@ -389,10 +427,95 @@
         schedulePoll(500);
       } else {
         showError(r.error);
+        // The API knows better than the page: the shopper is no registrant.
+        if (r.error.code === "NOT_ELIGIBLE") learnRegistration(sessionID, tok, "NONE");
       }
       // The stock (or the state) changed either way.
       refreshSoon();
       tick();
+    });
+  }
+
+  // ---- registrations (reserved sales) -------------------------------------
+
+  // askRegistrations asks where the shopper stands in each reserved sale
+  // the page shows, once per sale and sign-in: a registration changes only
+  // by this shopper's own click, so the page never polls it (and asks
+  // nothing of the API at a sale's start).
+  function askRegistrations() {
+    var tok = token();
+    if (!tok) return;
+    sessions.forEach(function (s) {
+      if (s.mode !== "reserved" || s.state === "ENDED" || regs[s.id]) return;
+      regs[s.id] = "ASKING";
+      call("GET", "/api/v1/sessions/" + s.id + "/registration", undefined, true).then(function (r) {
+        if (token() !== tok || regs[s.id] !== "ASKING") return; // another shopper, or a newer answer
+        if (r.ok) regs[s.id] = r.data.status;
+        else if (r.error.code === "NOT_FOUND") regs[s.id] = "NONE";
+        else if (r.error.code === "UNAUTHENTICATED") regs[s.id] = "UNKNOWN";
+        else delete regs[s.id]; // asked again with the next session list
+        tick();
+      });
+    });
+  }
+
+  // learnRegistration records what an answer to tok's request said.
+  function learnRegistration(sessionID, tok, status) {
+    if (token() !== tok) return;
+    regs[sessionID] = status;
+    tick();
+  }
+
+  // renderRegistration shows a reserved sale's registration window and the
+  // shopper's place in it on card li, and returns the shopper's
+  // registration: REGISTERED, NONE, or "" when the page cannot tell (not
+  // signed in, not asked yet, a first-come sale).
+  function renderRegistration(li, s, t) {
+    var box = li.querySelector('[data-role="registration"]');
+    box.hidden = s.mode !== "reserved";
+    if (box.hidden) return "";
+    var from = Date.parse(s.register_from), until = Date.parse(s.register_until), begins = Date.parse(s.start_at);
+    var reg = token() ? regs[s.id] : "";
+    reg = reg === "REGISTERED" || reg === "NONE" ? reg : "";
+    var phase = t < from ? "SOON" : t < until ? "OPEN" : t < begins ? "CLOSED" : s.state === "ENDED" ? "ENDED" : "ON_SALE";
+    var text;
+    if (phase === "SOON") text = "Registration opens in " + duration(from - t) + ".";
+    else if (reg === "REGISTERED") text = phase === "ON_SALE" ? "Registered: you may buy." : phase === "ENDED" ? "Registered." : "Registered: you may buy once the sale starts.";
+    else if (phase === "OPEN") text = "Registration is open: it closes in " + duration(until - t) + ". Only registered shoppers may buy.";
+    else if (phase === "CLOSED") text = "Registration closed. Only registered shoppers may buy.";
+    else if (phase === "ENDED") text = "";
+    else text = reg === "NONE" ? "This sale is for registered shoppers only: you did not register." : "This sale is for registered shoppers only.";
+    li.dataset.registration = phase;
+    li.querySelector('[data-role="register-window"]').textContent =
+      new Date(from).toLocaleString() + " – " + new Date(until).toLocaleString();
+    var st = li.querySelector('[data-role="register-status"]');
+    st.textContent = text;
+    st.dataset.reg = reg;
+    var btn = li.querySelector('[data-role="register"]');
+    btn.hidden = phase !== "OPEN" || reg === "REGISTERED";
+    btn.disabled = busy;
+    return reg;
+  }
+
+  // register signs the shopper up for a reserved sale, after the captcha
+  // and the ticket when the sale requires them. Registering again is
+  // harmless (the API answers the same), so a doubt is settled by a click.
+  function register(li) {
+    var s = li._session;
+    if (!s || !begin()) return;
+    withTicket(s, "Continue to register", function (ticket) {
+      var tok = token();
+      var headers = ticket ? { "X-Seckill-Ticket": ticket } : undefined;
+      call("POST", "/api/v1/sessions/" + s.id + "/registrations", undefined, true, headers).then(function (r) {
+        busy = false;
+        if (r.ok) {
+          showMessage("You are registered for " + s.title + ". Come back when it starts: only registered shoppers may buy.", "OK");
+          learnRegistration(s.id, tok, r.data.status);
+        } else {
+          showError(r.error);
+        }
+        tick();
+      });
     });
   }
 
@@ -550,10 +673,11 @@
 
   // ---- the human check (sessions that require a captcha) --------------------
 
-  var captcha = null; // {sessionID, qty, key, id} of the purchase it guards
+  var captcha = null; // {sessionID, label, then, id}: withTicket's, for the request it guards
 
   function drawCaptcha() {
     $("captcha-answer").value = "";
+    $("captcha-submit").textContent = captcha.label;
     call("POST", "/api/v1/sessions/" + captcha.sessionID + "/captcha", {}, true).then(function (r) {
       if (!captcha) return;
       if (!r.ok) {
@@ -594,7 +718,7 @@
       clearMessage();
       captcha = null;
       $("captcha").hidden = true;
-      sendBuy(c.sessionID, c.qty, c.key, r.data.ticket, 1);
+      c.then(r.data.ticket);
     });
   });
   $("captcha-new").addEventListener("click", function () { if (captcha) drawCaptcha(); });
