@@ -3,6 +3,7 @@ package seckill
 import (
 	"bytes"
 	"container/heap"
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -192,4 +193,27 @@ func DrawStatus(e *DrawEntry, used bool, waiting int, now time.Time) (Registrati
 		return RegistrationWon, e.RightUntil, 0
 	}
 	return RegistrationLost, time.Time{}, 0
+}
+
+// DrawRegistrants draws the first k places among a sale's registrants,
+// read from the truth page by page (memory O(k + a page)).
+func DrawRegistrants(ctx context.Context, from RegistrantPages, sessionID int64, seed []byte, k int) ([]int64, error) {
+	var (
+		page  []int64
+		i     int
+		after int64
+		err   error
+	)
+	next := func() (int64, bool) {
+		if i == len(page) {
+			if page, err = from.Registrants(ctx, sessionID, after, registrantPage); err != nil || len(page) == 0 {
+				return 0, false
+			}
+			i, after = 0, page[len(page)-1]
+		}
+		i++
+		return page[i-1], true
+	}
+	top := DrawTop(seed, next, k)
+	return top, err
 }

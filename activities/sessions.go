@@ -16,6 +16,7 @@ type SessionStore interface {
 	PreheatFigures(ctx context.Context, id int64) (*seckill.Session, int, []string, error)
 	seckill.DBSnapshotter
 	seckill.RegistrantPages
+	DrawStore
 }
 
 // SessionGate is the Redis side of a session's life.
@@ -25,6 +26,7 @@ type SessionGate interface {
 	Retire(ctx context.Context, sessionID int64, retain time.Duration) (bool, error)
 	seckill.RedisSnapshotter
 	seckill.RegistrantSet
+	LoadRights(ctx context.Context, sessionID int64, entries []seckill.DrawEntry) error
 }
 
 // Sessions are the activities of SessionWorkflow: load a session, preheat
