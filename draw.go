@@ -217,3 +217,38 @@ func DrawRegistrants(ctx context.Context, from RegistrantPages, sessionID int64,
 	top := DrawTop(seed, next, k)
 	return top, err
 }
+
+// VerifyDraw checks a drawn sale from what it published: the seed's
+// SHA-256 is the commitment, and the recorded entries are the first
+// DrawPlaces of the draw recomputed from the seed and the registrants
+// (DrawOrder: the definition, not the streaming code that drew it). It
+// returns how many entries matched and an error naming the first
+// discrepancy.
+func VerifyDraw(s *Session, registrants []int64, entries []DrawEntry) (int, error) {
+	if !s.Drawn() || s.DrawSeed == "" {
+		return 0, Errorf(ECONFLICT, "session %d is not drawn yet: its seed is published at the draw, at the start", s.ID)
+	}
+	seed, err := hex.DecodeString(s.DrawSeed)
+	if err != nil {
+		return 0, Errorf(EINVALID, "session %d: the published seed is not hex: %v", s.ID, err)
+	}
+	if got := DrawCommitment(seed); got != s.DrawCommitment {
+		return 0, Errorf(ECONFLICT, "session %d: SHA-256 of the seed is %s, the commitment published is %s", s.ID, got, s.DrawCommitment)
+	}
+	want := DrawOrder(seed, registrants)
+	want = want[:min(len(want), s.DrawPlaces())]
+	for i, e := range entries {
+		switch {
+		case i >= len(want):
+			return i, Errorf(ECONFLICT, "session %d: %d entries recorded, the draw has %d", s.ID, len(entries), len(want))
+		case e.Position != i+1:
+			return i, Errorf(ECONFLICT, "session %d: entry %d holds position %d", s.ID, i+1, e.Position)
+		case e.UserID != want[i]:
+			return i, Errorf(ECONFLICT, "session %d: position %d records user %d, the draw gives user %d", s.ID, i+1, e.UserID, want[i])
+		}
+	}
+	if len(entries) != len(want) {
+		return len(entries), Errorf(ECONFLICT, "session %d: %d entries recorded, the draw has %d", s.ID, len(entries), len(want))
+	}
+	return len(entries), nil
+}

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -42,8 +43,9 @@ func (a *Sessions) DrawSession(ctx context.Context, id int64) error {
 	if err != nil {
 		return classify(err)
 	}
-	for first := 0; first < len(order); first += drawBatch {
-		batch := order[first:min(first+drawBatch, len(order))]
+	size := cmp.Or(a.DrawBatch, drawBatch)
+	for first := 0; first < len(order); first += size {
+		batch := order[first:min(first+size, len(order))]
 		if err := a.Store.RecordDrawEntries(ctx, id, first+1, batch); err != nil {
 			return classify(err)
 		}

@@ -36,6 +36,9 @@ type Sessions struct {
 	Store  SessionStore
 	Gate   SessionGate
 	Policy seckill.ReconcilePolicy
+	// DrawBatch is how many draw entries one INSERT writes (drawBatch
+	// when zero; a test makes it small to fail a draw between batches).
+	DrawBatch int
 }
 
 // LoadSession returns the session as MySQL has it now (its window may have
