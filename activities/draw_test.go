@@ -2,11 +2,9 @@ package activities_test
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -33,27 +31,6 @@ func (f *failingEntries) RecordDrawEntries(ctx context.Context, id int64, first 
 	}
 	f.okBatches--
 	return f.DB.RecordDrawEntries(ctx, id, first, users)
-}
-
-// drawByHand is the draw from its definition: HMAC-SHA256(seed, user id
-// in decimal), ascending, ties by user id.
-func drawByHand(seed []byte, users []int64) []int64 {
-	rank := func(u int64) string {
-		m := hmac.New(sha256.New, seed)
-		m.Write([]byte(strconv.FormatInt(u, 10)))
-		return string(m.Sum(nil))
-	}
-	out := slices.Clone(users)
-	slices.SortFunc(out, func(a, b int64) int {
-		if ra, rb := rank(a), rank(b); ra != rb {
-			if ra < rb {
-				return -1
-			}
-			return 1
-		}
-		return int(a - b)
-	})
-	return out
 }
 
 // A draw that fails after some batches of entries, retried, writes the
@@ -101,7 +78,7 @@ func TestDrawFailingMidwayIsRetriedToTheSameEntries(t *testing.T) {
 	seed := mustHex(t, s.DrawSeed)
 	sum := sha256.Sum256(seed)
 	require.Equal(t, s.DrawCommitment, hexOf(sum[:]))
-	want := drawByHand(seed, users)[:s.DrawPlaces()]
+	want := testenv.DrawByHand(seed, users)[:s.DrawPlaces()]
 	entries, err := e.DB.DrawEntries(ctx, sess.ID)
 	require.NoError(t, err)
 	require.Len(t, entries, 20)
