@@ -252,3 +252,29 @@ func VerifyDraw(s *Session, registrants []int64, entries []DrawEntry) (int, erro
 	}
 	return len(entries), nil
 }
+
+// RightsSource lists a drawn sale's usable rights (mysql.DB): granted,
+// not lapsed at now, their holder without an order in the sale.
+type RightsSource interface {
+	UsableRights(ctx context.Context, sessionID int64, now time.Time) ([]DrawEntry, error)
+}
+
+// RightsSink is the rights hash admission checks (redis.Gate).
+type RightsSink interface {
+	LoadRights(ctx context.Context, sessionID int64, entries []DrawEntry) error
+}
+
+// CopyRights writes a drawn sale's usable rights from the truth into the
+// hash admission checks, and returns how many: what a rebuild after Redis
+// lost its data needs (a used right, whose holder has an order, is not
+// copied, so it cannot buy again). Nothing for a sale not drawn.
+func CopyRights(ctx context.Context, from RightsSource, to RightsSink, s *Session, now time.Time) (int, error) {
+	if s.Mode != ModeDraw || !s.Drawn() {
+		return 0, nil
+	}
+	rights, err := from.UsableRights(ctx, s.ID, now)
+	if err != nil {
+		return 0, err
+	}
+	return len(rights), to.LoadRights(ctx, s.ID, rights)
+}

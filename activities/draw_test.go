@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -101,6 +102,19 @@ func TestDrawFailingMidwayIsRetriedToTheSameEntries(t *testing.T) {
 
 	// Drawn: a third run changes nothing, even with a store that fails.
 	require.NoError(t, draw(&failingEntries{DB: e.DB}))
+
+	// Redis lost the rights: the rebuild's copy brings back the usable
+	// ones, and none once they lapsed.
+	require.NoError(t, e.Redis.Del(ctx, fmt.Sprintf("%s:{s%d}:rights", e.Prefix, sess.ID)).Err())
+	n, err := seckill.CopyRights(ctx, e.DB, e.Gate, s, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, 10, n)
+	again, err := e.Gate.Rights(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, rights, again)
+	n, err = seckill.CopyRights(ctx, e.DB, e.Gate, s, s.StartAt.Add(2*time.Minute))
+	require.NoError(t, err)
+	require.Zero(t, n, "lapsed rights are not copied")
 }
 
 func mustHex(t *testing.T, s string) []byte {

@@ -197,3 +197,9 @@ func (db *DB) drawRegistration(ctx context.Context, r *seckill.Registration) err
 	r.Status, r.RightUntil, r.Position = seckill.DrawStatus(&entry, used > 0, int(before)+1, db.now())
 	return nil
 }
+
+// UsableRights is a drawn sale's rights that may still buy at now
+// (usableRight), in position order.
+func (db *DB) UsableRights(ctx context.Context, sessionID int64, now time.Time) ([]seckill.DrawEntry, error) {
+	return db.drawEntries(db.gorm.WithContext(ctx).Table("draw_entries AS e").Select("e.*").Where(usableRight, sessionID, now.UTC()))
+}
