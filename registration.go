@@ -31,6 +31,11 @@ const MaxRegistrationWindow = 90 * 24 * time.Hour
 // Registers reports whether the sale takes registrations.
 func (s *Session) Registers() bool { return s.Mode == ModeReserved || s.Mode == ModeDraw }
 
+// AdmitsRegistrants reports whether admission checks the registrant set:
+// a reserved sale's. A draw's admission checks the drawn rights instead,
+// so its registrants need not be copied into Redis nor compared there.
+func (s *Session) AdmitsRegistrants() bool { return s.Mode == ModeReserved }
+
 // validateMode checks the mode and, for a sale that registers, its
 // window: it closes no later than the start (a registration after it
 // would let anyone who can register buy at once, the stampede the mode

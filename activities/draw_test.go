@@ -34,26 +34,36 @@ func (f *failingEntries) RecordDrawEntries(ctx context.Context, id int64, first 
 	return f.DB.RecordDrawEntries(ctx, id, first, users)
 }
 
+// drawSale creates a draw sale on sale since a second ago (rights of a
+// minute) with users registered, preheated.
+func drawSale(t *testing.T, e *testenv.Env, stock int, users []int64) *seckill.Session {
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	sess := &seckill.Session{SKUID: 1, Title: "draw", PriceCents: 100, TotalStock: stock, PerUserLimit: 1,
+		StartAt: now.Add(-time.Second), EndAt: now.Add(time.Hour), Mode: seckill.ModeDraw,
+		RegisterFrom: now.Add(-time.Hour), RegisterUntil: now.Add(-time.Second), RightTTLSeconds: 60}
+	require.NoError(t, e.DB.CreateSession(ctx, sess, nil))
+	for _, u := range users {
+		_, err := e.DB.Register(ctx, sess.ID, u)
+		require.NoError(t, err)
+	}
+	_, err := e.Gate.Preheat(ctx, sess.ID, stock)
+	require.NoError(t, err)
+	return sess
+}
+
 // A draw that fails after some batches of entries, retried, writes the
 // same entries as the draw computed by hand; the seed stays secret until
 // the draw completes, and a draw made is never made again.
 func TestDrawFailingMidwayIsRetriedToTheSameEntries(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
 	ctx := context.Background()
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	sess := &seckill.Session{SKUID: 1, Title: "draw", PriceCents: 100, TotalStock: 10, PerUserLimit: 1,
-		StartAt: now.Add(-time.Second), EndAt: now.Add(time.Hour), Mode: seckill.ModeDraw,
-		RegisterFrom: now.Add(-time.Hour), RegisterUntil: now.Add(-time.Second), RightTTLSeconds: 60}
-	require.NoError(t, e.DB.CreateSession(ctx, sess, nil))
-	require.Len(t, sess.DrawCommitment, 64, "the commitment is published from creation")
 	var users []int64
 	for u := int64(1); u <= 45; u++ {
 		users = append(users, u*13)
-		_, err := e.DB.Register(ctx, sess.ID, u*13)
-		require.NoError(t, err)
 	}
-	_, err := e.Gate.Preheat(ctx, sess.ID, sess.TotalStock)
-	require.NoError(t, err)
+	sess := drawSale(t, e, 10, users)
+	require.Len(t, sess.DrawCommitment, 64, "the commitment is published from creation")
 
 	var ts testsuite.WorkflowTestSuite
 	draw := func(store activities.SessionStore) error {
@@ -124,3 +134,59 @@ func mustHex(t *testing.T, s string) []byte {
 }
 
 func hexOf(b []byte) string { return hex.EncodeToString(b) }
+
+// An order closed unpaid gives its unit back to the sale, and the next
+// pass hands it to the next drawn position, once: the right that bought
+// is used (its holder has an order), the other winner's right still
+// covers its own unit.
+func TestClosedOrderPassesItsUnitToTheNextRight(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
+	ctx := context.Background()
+	sess := drawSale(t, e, 2, []int64{1, 2, 3, 4, 5, 6})
+	var ts testsuite.WorkflowTestSuite
+	acts := &activities.Sessions{Store: e.DB, Gate: e.Gate}
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(acts)
+	_, err := env.ExecuteActivity(acts.DrawSession, sess.ID)
+	require.NoError(t, err)
+	pass := func() int {
+		v, err := env.ExecuteActivity(acts.PassRights, sess.ID)
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, v.Get(&n))
+		return n
+	}
+	require.Zero(t, pass(), "two rights cover the two units")
+
+	entries, err := e.DB.DrawEntries(ctx, sess.ID)
+	require.NoError(t, err)
+	winner := entries[0].UserID
+	no := fmt.Sprintf("%d-w", sess.ID)
+	resv, _, err := e.Gate.Admit(ctx, sess, winner, 1, no, "t", time.Now())
+	require.NoError(t, err)
+	req := &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: time.Minute}
+	_, err = e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	require.Zero(t, pass(), "the right that bought is used, its unit sold")
+	_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
+	require.NoError(t, err)
+	_, err = e.Gate.Release(ctx, sess.ID, no)
+	require.NoError(t, err)
+
+	require.Equal(t, 1, pass(), "the unit back on sale goes to the next position")
+	require.Zero(t, pass(), "once")
+	entries, err = e.DB.DrawEntries(ctx, sess.ID)
+	require.NoError(t, err)
+	require.False(t, entries[2].RightUntil.IsZero())
+	require.True(t, entries[3].RightUntil.IsZero())
+	rights, err := e.Gate.Rights(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, strconv.FormatInt(entries[2].RightUntil.UnixMilli(), 10), rights[strconv.FormatInt(entries[2].UserID, 10)])
+	require.Equal(t, "u", rights[strconv.FormatInt(winner, 10)])
+	next, _, err := e.Gate.Admit(ctx, sess, entries[2].UserID, 1, fmt.Sprintf("%d-next", sess.ID), "t", time.Now())
+	require.NoError(t, err, "the next position buys the unit")
+	_, err = e.DB.CreateOrder(ctx, &seckill.OrderRequest{Reservation: *next, SKUID: sess.SKUID, PriceCents: sess.PriceCents,
+		PayTimeout: time.Minute}, time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	e.RequireInvariants(sess.ID)
+}

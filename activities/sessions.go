@@ -87,7 +87,7 @@ func (a *Sessions) PreheatSession(ctx context.Context, id int64) (int, error) {
 // the set admission checks.
 func (a *Sessions) copyRegistrants(ctx context.Context, id int64) error {
 	s, _, err := a.Store.Session(ctx, id)
-	if err != nil || !s.Registers() {
+	if err != nil || !s.AdmitsRegistrants() {
 		return classify(err)
 	}
 	n, err := seckill.CopyRegistrants(ctx, a.Store, a.Gate, id)

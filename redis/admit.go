@@ -238,7 +238,7 @@ func (g *Gate) runAdmit(ctx context.Context, sessionID int64, attempts []*seckil
 	switch s := attempts[0].Session; {
 	case s.Mode == seckill.ModeDraw:
 		gated = "2"
-	case s.Registers():
+	case s.AdmitsRegistrants():
 		gated = "1"
 	}
 	args := make([]any, 0, 3+9*len(attempts))

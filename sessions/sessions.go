@@ -142,7 +142,7 @@ func (c *Controls) Preheat(ctx context.Context, id int64, force bool, traceID st
 	}
 	// A reserved sale's registrants first, every time (idempotent): a
 	// rebuild after Redis lost its data must bring them back too.
-	if sess.Registers() {
+	if sess.AdmitsRegistrants() {
 		if _, err := seckill.CopyRegistrants(ctx, c.Store, c.Stock, id); err != nil {
 			return nil, err
 		}
