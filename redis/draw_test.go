@@ -32,7 +32,7 @@ func TestDrawRightsGate(t *testing.T) {
 			require.True(t, errors.As(err, &se) && se.Code == seckill.ENOTELIGIBLE, "user %d: %v", user, err)
 			require.Equal(t, 9, left, "no stock moved (%s)", orderNo)
 		}
-		_, left, err := e.Gate.Admit(ctx, sess, 1, 1, "d-1", "t", now)
+		resv, left, err := e.Gate.Admit(ctx, sess, 1, 1, "d-1", "t", now)
 		require.NoError(t, err)
 		require.Equal(t, 9, left)
 		_, left, err = e.Gate.Admit(ctx, sess, 1, 1, "d-1", "t", now)
@@ -47,5 +47,9 @@ func TestDrawRightsGate(t *testing.T) {
 		rights, err := e.Gate.Rights(ctx, sess.ID)
 		require.NoError(t, err)
 		require.Equal(t, "u", rights["1"])
+		_, err = e.DB.CreateOrder(ctx, &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: sess.PriceCents,
+			PayTimeout: time.Minute}, time.Now().Add(time.Minute))
+		require.NoError(t, err)
+		e.RequireInvariants(sess.ID)
 	})
 }
