@@ -28,7 +28,7 @@ func TestDrawSale(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	t.Setenv("SECKILL_MYSQL_DSN", e.DSN)
 	ctx := context.Background()
-	const stock, registrants, ttl = 3, 12, 3
+	const stock, registrants, ttl = 3, 12, 6
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	start := now.Add(3 * time.Second)
 	sess := &seckill.Session{SKUID: 7, Title: "draw", PriceCents: 100, TotalStock: stock, PerUserLimit: 2,
