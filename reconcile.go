@@ -241,7 +241,7 @@ func (p ReconcilePolicy) Reconcile(ctx context.Context, db DBSnapshotter, rd Red
 	if ds.LedgerMismatch > 0 {
 		problem("%d orders whose ledger does not end in their status with a trace id", ds.LedgerMismatch)
 	}
-	if ds.Session.Registers() {
+	if ds.Session.AdmitsRegistrants() {
 		r.Registrants = &RegistrantCounts{DB: ds.Registrants, Redis: rs.Registrants}
 		// A registration is written to Redis first and MySQL is read
 		// after Redis here, so the set can only hold more, never fewer,

@@ -17,6 +17,11 @@ const (
 	// registration, where seconds are cheap, and the start meets only
 	// registrants.
 	ModeReserved SessionMode = "reserved"
+	// ModeDraw (抽签): shoppers register in the window as for a reserved
+	// sale; at the start the session's workflow draws an order among them
+	// from a seed committed at creation (draw.go), and only the holders of
+	// a live right may buy.
+	ModeDraw SessionMode = "draw"
 )
 
 // MaxRegistrationWindow bounds how long before its start a sale may take
@@ -24,7 +29,12 @@ const (
 const MaxRegistrationWindow = 90 * 24 * time.Hour
 
 // Registers reports whether the sale takes registrations.
-func (s *Session) Registers() bool { return s.Mode == ModeReserved }
+func (s *Session) Registers() bool { return s.Mode == ModeReserved || s.Mode == ModeDraw }
+
+// AdmitsRegistrants reports whether admission checks the registrant set:
+// a reserved sale's. A draw's admission checks the drawn rights instead,
+// so its registrants need not be copied into Redis nor compared there.
+func (s *Session) AdmitsRegistrants() bool { return s.Mode == ModeReserved }
 
 // validateMode checks the mode and, for a sale that registers, its
 // window: it closes no later than the start (a registration after it
@@ -34,16 +44,26 @@ func (s *Session) validateMode() error {
 	switch s.Mode {
 	case "", ModeFirstCome:
 		if !s.RegisterFrom.IsZero() || !s.RegisterUntil.IsZero() {
-			return Errorf(EINVALID, "register_from and register_until need mode reserved")
+			return Errorf(EINVALID, "register_from and register_until need mode reserved or draw")
+		}
+		if s.RightTTLSeconds != 0 {
+			return Errorf(EINVALID, "right_ttl_seconds needs mode draw")
 		}
 		return nil
 	case ModeReserved:
+		if s.RightTTLSeconds != 0 {
+			return Errorf(EINVALID, "right_ttl_seconds needs mode draw")
+		}
+	case ModeDraw:
+		if s.RightTTLSeconds <= 0 || s.RightTTLSeconds > MaxRightTTLSeconds {
+			return Errorf(EINVALID, "right_ttl_seconds must be between 1 and %d", MaxRightTTLSeconds)
+		}
 	default:
-		return Errorf(EINVALID, "mode must be first_come or reserved, not %q", s.Mode)
+		return Errorf(EINVALID, "mode must be first_come, reserved or draw, not %q", s.Mode)
 	}
 	switch {
 	case s.RegisterFrom.IsZero() || s.RegisterUntil.IsZero():
-		return Errorf(EINVALID, "a reserved sale needs register_from and register_until")
+		return Errorf(EINVALID, "a %s sale needs register_from and register_until", s.Mode)
 	case !s.RegisterUntil.After(s.RegisterFrom):
 		return Errorf(EINVALID, "register_until must be after register_from")
 	case s.RegisterUntil.After(s.StartAt):
@@ -72,8 +92,20 @@ func (s *Session) CanRegister(now time.Time) error {
 // RegistrationStatus is where a shopper's registration stands.
 type RegistrationStatus string
 
-// RegistrationRegistered: registered; in a reserved sale, eligible to buy.
-const RegistrationRegistered RegistrationStatus = "REGISTERED"
+const (
+	// RegistrationRegistered: registered; in a reserved sale, eligible to
+	// buy; in a draw, not drawn yet.
+	RegistrationRegistered RegistrationStatus = "REGISTERED"
+	// RegistrationWon: drawn, holding a right to buy (until RightUntil),
+	// or having used it.
+	RegistrationWon RegistrationStatus = "WON"
+	// RegistrationWaitlisted: drawn into the waitlist, at Position among
+	// those still waiting; a right comes when one before it lapses.
+	RegistrationWaitlisted RegistrationStatus = "WAITLISTED"
+	// RegistrationLost: not drawn, or a right that lapsed unused (its unit
+	// went to the next in the drawn order).
+	RegistrationLost RegistrationStatus = "LOST"
+)
 
 // Registration is a shopper's registration for a sale.
 type Registration struct {
@@ -81,6 +113,10 @@ type Registration struct {
 	UserID    int64              `json:"user_id"`
 	Status    RegistrationStatus `json:"status"`
 	At        time.Time          `json:"registered_at"`
+	// RightUntil is a WON shopper's right's end; Position a WAITLISTED
+	// shopper's place among those waiting (1 is next).
+	RightUntil time.Time `json:"right_until,omitzero"`
+	Position   int       `json:"position,omitempty"`
 }
 
 // RegistrantPages reads a sale's registrants, the truth, in pages of user

@@ -91,6 +91,14 @@ type Session struct {
 	Mode          SessionMode `json:"mode"`
 	RegisterFrom  time.Time   `json:"register_from,omitzero"`
 	RegisterUntil time.Time   `json:"register_until,omitzero"`
+	// A draw's fields (draw.go): how long a drawn right lasts, the
+	// commitment to the seed (published from creation), and the seed
+	// itself with the time of the draw, both only once drawn (the seed
+	// is secret until then: who knows it knows the winners).
+	RightTTLSeconds int       `json:"right_ttl_seconds,omitempty"`
+	DrawCommitment  string    `json:"draw_commitment,omitempty"`
+	DrawSeed        string    `json:"draw_seed,omitempty"`
+	DrawnAt         time.Time `json:"drawn_at,omitzero"`
 }
 
 // SessionView is the public shape of a session in the HTTP API (GET

@@ -93,6 +93,8 @@ type SessionUpdate struct {
 	Mode          *SessionMode `json:"mode,omitempty"`
 	RegisterFrom  *time.Time   `json:"register_from,omitempty"`
 	RegisterUntil *time.Time   `json:"register_until,omitempty"`
+	// RightTTLSeconds is a draw's right's duration.
+	RightTTLSeconds *int `json:"right_ttl_seconds,omitempty"`
 }
 
 // Empty reports whether u changes nothing.
@@ -103,7 +105,7 @@ func (u *SessionUpdate) Empty() bool {
 
 // changesRegistration reports whether u touches the mode or its window.
 func (u *SessionUpdate) changesRegistration() bool {
-	return u.Mode != nil || u.RegisterFrom != nil || u.RegisterUntil != nil
+	return u.Mode != nil || u.RegisterFrom != nil || u.RegisterUntil != nil || u.RightTTLSeconds != nil
 }
 
 // Apply returns s with u's values, validated.
@@ -132,18 +134,25 @@ func (u *SessionUpdate) Apply(s Session) (*Session, error) {
 	if u.RegisterUntil != nil {
 		s.RegisterUntil = u.RegisterUntil.UTC()
 	}
+	if u.RightTTLSeconds != nil {
+		s.RightTTLSeconds = *u.RightTTLSeconds
+	}
 	return &s, s.Validate()
 }
 
 // registrationDefaults prepares s for u's mode change: a sale turned
-// first come drops its window, one turned reserved registers from now
-// until its start unless u says otherwise.
+// first come drops its window, one turned reserved or draw registers from
+// now until its start unless u says otherwise, and a draw's rights last
+// DefaultRightTTL.
 func (u *SessionUpdate) registrationDefaults(s Session, now time.Time) Session {
 	if u.Mode == nil || *u.Mode == s.Mode {
 		return s
 	}
-	s.RegisterFrom, s.RegisterUntil = time.Time{}, time.Time{}
-	if *u.Mode == ModeReserved {
+	s.RegisterFrom, s.RegisterUntil, s.RightTTLSeconds = time.Time{}, time.Time{}, 0
+	if *u.Mode == ModeDraw {
+		s.RightTTLSeconds = int(DefaultRightTTL.Seconds())
+	}
+	if *u.Mode == ModeReserved || *u.Mode == ModeDraw {
 		s.RegisterFrom = now.UTC().Truncate(time.Millisecond)
 		s.RegisterUntil = s.StartAt
 		if u.StartAt != nil {
@@ -163,7 +172,7 @@ func (c *SessionChange) Check() error {
 		}
 	case ActionUpdate:
 		if c.Update.Empty() {
-			return Errorf(EINVALID, "nothing to change: give title, price_cents, per_user_limit, start_at, end_at, mode, register_from or register_until")
+			return Errorf(EINVALID, "nothing to change: give title, price_cents, per_user_limit, start_at, end_at, mode, register_from, register_until or right_ttl_seconds")
 		}
 	case ActionRefund:
 		if c.OrderNo == "" || len(c.OrderNo) > 64 {

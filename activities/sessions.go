@@ -16,6 +16,7 @@ type SessionStore interface {
 	PreheatFigures(ctx context.Context, id int64) (*seckill.Session, int, []string, error)
 	seckill.DBSnapshotter
 	seckill.RegistrantPages
+	DrawStore
 }
 
 // SessionGate is the Redis side of a session's life.
@@ -25,6 +26,7 @@ type SessionGate interface {
 	Retire(ctx context.Context, sessionID int64, retain time.Duration) (bool, error)
 	seckill.RedisSnapshotter
 	seckill.RegistrantSet
+	LoadRights(ctx context.Context, sessionID int64, entries []seckill.DrawEntry) error
 }
 
 // Sessions are the activities of SessionWorkflow: load a session, preheat
@@ -34,6 +36,9 @@ type Sessions struct {
 	Store  SessionStore
 	Gate   SessionGate
 	Policy seckill.ReconcilePolicy
+	// DrawBatch is how many draw entries one INSERT writes (drawBatch
+	// when zero; a test makes it small to fail a draw between batches).
+	DrawBatch int
 }
 
 // LoadSession returns the session as MySQL has it now (its window may have
@@ -82,7 +87,7 @@ func (a *Sessions) PreheatSession(ctx context.Context, id int64) (int, error) {
 // the set admission checks.
 func (a *Sessions) copyRegistrants(ctx context.Context, id int64) error {
 	s, _, err := a.Store.Session(ctx, id)
-	if err != nil || !s.Registers() {
+	if err != nil || !s.AdmitsRegistrants() {
 		return classify(err)
 	}
 	n, err := seckill.CopyRegistrants(ctx, a.Store, a.Gate, id)

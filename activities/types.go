@@ -25,6 +25,8 @@ const (
 	LoadSessionName    = "LoadSession"
 	PreheatSessionName = "PreheatSession"
 	RetireSessionName  = "RetireSession"
+	DrawSessionName    = "DrawSession"
+	PassRightsName     = "PassRights"
 )
 
 // CreateOrderInput is the input of the CreateOrder activity.

@@ -25,12 +25,14 @@ type createSessionBody struct {
 	// captcha implies the ticket.
 	RequireTicket  *bool `json:"require_ticket"`
 	RequireCaptcha *bool `json:"require_captcha"`
-	// Mode is first_come (default) or reserved; a reserved sale registers
-	// shoppers from RegisterFrom (default: now) until RegisterUntil
-	// (default: start_at).
-	Mode          *string `json:"mode"`
-	RegisterFrom  *string `json:"register_from"`
-	RegisterUntil *string `json:"register_until"`
+	// Mode is first_come (default), reserved or draw; a reserved or draw
+	// sale registers shoppers from RegisterFrom (default: now) until
+	// RegisterUntil (default: start_at); a draw's rights last
+	// RightTTLSeconds (default seckill.DefaultRightTTL).
+	Mode            *string `json:"mode"`
+	RegisterFrom    *string `json:"register_from"`
+	RegisterUntil   *string `json:"register_until"`
+	RightTTLSeconds *int    `json:"right_ttl_seconds"`
 }
 
 func (b *createSessionBody) session(now time.Time) (*seckill.Session, error) {
@@ -73,7 +75,7 @@ func (b *createSessionBody) session(now time.Time) (*seckill.Session, error) {
 	return s, s.Validate()
 }
 
-// registration sets a reserved sale's mode and window, with the defaults
+// registration sets a reserved or draw sale's mode and window, with the defaults
 // the design brief gives: from its creation until its start.
 func (b *createSessionBody) registration(s *seckill.Session, now time.Time) error {
 	if b.Mode != nil {
@@ -93,7 +95,12 @@ func (b *createSessionBody) registration(s *seckill.Session, now time.Time) erro
 		}
 		*f.to = t.UTC().Truncate(time.Millisecond)
 	}
-	if s.Mode == seckill.ModeReserved {
+	if b.RightTTLSeconds != nil {
+		s.RightTTLSeconds = *b.RightTTLSeconds
+	} else if s.Mode == seckill.ModeDraw {
+		s.RightTTLSeconds = int(seckill.DefaultRightTTL.Seconds())
+	}
+	if s.Registers() {
 		if s.RegisterFrom.IsZero() {
 			s.RegisterFrom = now.UTC().Truncate(time.Millisecond)
 		}

@@ -56,7 +56,9 @@ func (s *Server) register(c *fiber.Ctx) error {
 	return c.Status(status).JSON(fiber.Map{"status": seckill.RegistrationRegistered})
 }
 
-// registration: GET /api/v1/sessions/{id}/registration, the shopper's own.
+// registration: GET /api/v1/sessions/{id}/registration, the shopper's own:
+// REGISTERED, or once a draw is made WON, WAITLISTED or LOST
+// (seckill.DrawStatus).
 func (s *Server) registration(c *fiber.Ctx) error {
 	desk, err := s.registrations()
 	if err != nil {
@@ -70,7 +72,15 @@ func (s *Server) registration(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"status": r.Status, "registered_at": r.At})
+	body := fiber.Map{"status": r.Status, "registered_at": r.At}
+	// A draw's: a winner's right's end, a waitlisted shopper's place.
+	if !r.RightUntil.IsZero() {
+		body["right_until"] = r.RightUntil
+	}
+	if r.Position > 0 {
+		body["position"] = r.Position
+	}
+	return c.JSON(body)
 }
 
 // registrations is the desk, UNAVAILABLE when the process has none.

@@ -122,3 +122,35 @@ func TestReservedSale(t *testing.T) {
 	rep := e.RequireInvariants(id)
 	require.Equal(t, 0, rep.RedisStock)
 }
+
+// A draw sale through the HTTP API: created with mode draw (rights last
+// right_ttl_seconds, 600 by default), it publishes the commitment to its
+// seed from creation and not the seed; a registrant is REGISTERED until
+// the draw; right_ttl_seconds belongs to draws only.
+func TestDrawSaleCreation(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	admin := e.OperatorToken("ana", seckill.RoleAdmin)
+	start := time.Now().Add(time.Hour).Truncate(time.Second)
+	body := map[string]any{"sku_id": 1, "title": "Draw", "price_cents": 900, "stock": 5, "per_user_limit": 1,
+		"start_at": start.Format(time.RFC3339), "end_at": start.Add(time.Hour).Format(time.RFC3339), "mode": "draw"}
+	created := e.Do("POST", "/admin/v1/sessions", admin, body)
+	require.Equal(t, http.StatusCreated, created.Status, "%s", created.Raw)
+	require.Equal(t, "draw", created.Str("mode"))
+	require.EqualValues(t, 600, created.Body["right_ttl_seconds"])
+	require.Len(t, created.Str("draw_commitment"), 64)
+	require.NotContains(t, created.Body, "draw_seed", "the seed is secret until the draw")
+	id := int64(created.Body["id"].(float64))
+	base := fmt.Sprintf("/api/v1/sessions/%d", id)
+	shown := e.Do("GET", base, "", nil)
+	require.Equal(t, created.Str("draw_commitment"), shown.Str("draw_commitment"), "%s", shown.Raw)
+	require.NotContains(t, shown.Body, "draw_seed")
+	require.Equal(t, http.StatusCreated, e.Do("POST", base+"/registrations", e.Token(1), nil).Status)
+	require.Equal(t, "REGISTERED", e.Do("GET", base+"/registration", e.Token(1), nil).Str("status"), "not drawn yet")
+
+	body["right_ttl_seconds"] = 30
+	short := e.Do("POST", "/admin/v1/sessions", admin, body)
+	require.Equal(t, http.StatusCreated, short.Status, "%s", short.Raw)
+	require.EqualValues(t, 30, short.Body["right_ttl_seconds"])
+	body["mode"] = "first_come"
+	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", admin, body), 400, "INVALID_ARGUMENT", "right_ttl_seconds needs mode draw")
+}

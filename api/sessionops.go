@@ -24,10 +24,12 @@ type updateSessionBody struct {
 	Mode          *string `json:"mode"`
 	RegisterFrom  *string `json:"register_from"`
 	RegisterUntil *string `json:"register_until"`
+	// RightTTLSeconds: a draw's rights' duration.
+	RightTTLSeconds *int `json:"right_ttl_seconds"`
 }
 
 func (b *updateSessionBody) update() (*seckill.SessionUpdate, error) {
-	u := &seckill.SessionUpdate{Title: b.Title, PriceCents: b.PriceCents, PerUserLimit: b.PerUserLimit}
+	u := &seckill.SessionUpdate{Title: b.Title, PriceCents: b.PriceCents, PerUserLimit: b.PerUserLimit, RightTTLSeconds: b.RightTTLSeconds}
 	if b.Mode != nil {
 		m := seckill.SessionMode(*b.Mode)
 		u.Mode = &m

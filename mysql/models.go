@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"encoding/hex"
 	"time"
 
 	"github.com/seckill/seckill"
@@ -26,8 +27,13 @@ type sessionRow struct {
 	Mode           string
 	RegisterFrom   *time.Time
 	RegisterUntil  *time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// A draw's (00015_draw.sql): the seed stays in this row until
+	// drawn_at is set; domain() publishes only its commitment before.
+	RightTTLSeconds int `gorm:"column:right_ttl_seconds"`
+	DrawSeed        []byte
+	DrawnAt         *time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 func (sessionRow) TableName() string { return "sessions" }
@@ -47,12 +53,20 @@ type sessionAuditRow struct {
 func (sessionAuditRow) TableName() string { return "session_audit" }
 
 func (r *sessionRow) domain() *seckill.Session {
-	return &seckill.Session{
+	s := &seckill.Session{
 		ID: r.ID, SKUID: r.SKUID, Title: r.Title, PriceCents: r.PriceCents, Currency: r.Currency,
 		TotalStock: r.TotalStock, PerUserLimit: r.PerUserLimit,
 		StartAt: r.StartAt.UTC(), EndAt: r.EndAt.UTC(), RequireTicket: r.RequireTicket, RequireCaptcha: r.RequireCaptcha, Paused: r.Paused,
 		Mode: seckill.SessionMode(r.Mode), RegisterFrom: utcOrZero(r.RegisterFrom), RegisterUntil: utcOrZero(r.RegisterUntil),
+		RightTTLSeconds: r.RightTTLSeconds, DrawnAt: utcOrZero(r.DrawnAt),
 	}
+	if len(r.DrawSeed) > 0 {
+		s.DrawCommitment = seckill.DrawCommitment(r.DrawSeed)
+		if r.DrawnAt != nil {
+			s.DrawSeed = hex.EncodeToString(r.DrawSeed)
+		}
+	}
+	return s
 }
 
 // utcOrZero reads a nullable time column.

@@ -102,6 +102,10 @@ func change(row *sessionRow, ch *seckill.SessionChange, now time.Time) error {
 	row.Title, row.PriceCents, row.PerUserLimit, row.StartAt, row.EndAt = s.Title, s.PriceCents, s.PerUserLimit, s.StartAt, s.EndAt
 	row.Paused, row.TotalStock = s.Paused, s.TotalStock
 	row.Mode, row.RegisterFrom, row.RegisterUntil = string(cmp.Or(s.Mode, seckill.ModeFirstCome)), nullTime(s.RegisterFrom), nullTime(s.RegisterUntil)
+	row.RightTTLSeconds = s.RightTTLSeconds
+	if err := row.seedDraw(); err != nil {
+		return err
+	}
 	row.Stock += added
 	return nil
 }

@@ -28,8 +28,13 @@ func (db *DB) CreateSession(ctx context.Context, s *seckill.Session, by *seckill
 		TotalStock: s.TotalStock, Stock: s.TotalStock, PerUserLimit: s.PerUserLimit,
 		StartAt: s.StartAt.UTC(), EndAt: s.EndAt.UTC(), RequireTicket: s.RequireTicket || s.RequireCaptcha, RequireCaptcha: s.RequireCaptcha,
 		Mode: string(cmp.Or(s.Mode, seckill.ModeFirstCome)), RegisterFrom: nullTime(s.RegisterFrom), RegisterUntil: nullTime(s.RegisterUntil),
-		CreatedAt: now, UpdatedAt: now,
+		RightTTLSeconds: s.RightTTLSeconds,
+		CreatedAt:       now, UpdatedAt: now,
 	}
+	if err := row.seedDraw(); err != nil {
+		return err
+	}
+	s.DrawCommitment = row.domain().DrawCommitment
 	return db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
 			return err

@@ -91,6 +91,9 @@ func (g *Gate) admission(a *seckill.Attempt, r admitResult) (*seckill.Admission,
 			"the Idempotency-Key is a UUIDv7 stamped %s, ahead of the server's clock by more than %s: stamp keys with the current time",
 			a.KeyTime.UTC().Format(time.RFC3339Nano), seckill.KeyClockSkew)
 	case codeNotEligible:
+		if s.Mode == seckill.ModeDraw {
+			return adm, seckill.Errorf(seckill.ENOTELIGIBLE, "session %d sells only to the holders of a drawn right, once each, until it lapses", s.ID)
+		}
 		return adm, seckill.Errorf(seckill.ENOTELIGIBLE, "session %d sells only to the shoppers who registered before %s",
 			s.ID, s.RegisterUntil.UTC().Format(time.RFC3339))
 	default:
@@ -232,7 +235,10 @@ var errSoldOut = seckill.Errorf(seckill.ESOLDOUT, "sold out")
 // first run did), so a retry learns the truth instead of deciding twice.
 func (g *Gate) runAdmit(ctx context.Context, sessionID int64, attempts []*seckill.Attempt) ([]admitResult, error) {
 	gated := "0"
-	if attempts[0].Session.Registers() {
+	switch s := attempts[0].Session; {
+	case s.Mode == seckill.ModeDraw:
+		gated = "2"
+	case s.AdmitsRegistrants():
 		gated = "1"
 	}
 	args := make([]any, 0, 3+9*len(attempts))

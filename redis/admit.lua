@@ -1,10 +1,11 @@
 -- Admission: the one atomic step that decides a purchase, for a batch of
 -- concurrent attempts on one session (group commit: one round trip, each
 -- attempt decided in arrival order exactly as if it ran alone).
--- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending, 5 idem, 6 registrants
---       (one hash tag: one slot)
--- ARGV: 1 n, 2 key clock skew (ms), 3 '1' when only registrants may buy
---       (a reserved sale), then n groups of 9: user id,
+-- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending, 5 idem, 6 registrants,
+--       7 rights (one hash tag: one slot)
+-- ARGV: 1 n, 2 key clock skew (ms), 3 the gate: '1' when only registrants
+--       may buy (a reserved sale), '2' when only the holders of a live
+--       right may (a draw), then n groups of 9: user id,
 --       quantity, per-user limit, order number, now (unix ms), trace id,
 --       idempotency key ('' for none), body fingerprint, the key's time
 --       (unix ms, 0 for a key that carries none)
@@ -13,7 +14,8 @@
 -- per-user limit, -3 = not preheated, -4 = order number taken by another
 -- purchase, -5 = idempotency key reused with another body, -6 = a key
 -- stamped ahead of Redis's clock by more than the skew, -7 = a reserved
--- sale and the shopper is not a registrant (nothing is touched). The order
+-- sale and the shopper is not a registrant, or a draw and the shopper holds
+-- no live unused right (nothing is touched). The order
 -- number is the one holding the units (on a replay, the pinned one); the
 -- reservation is its live record on a replay while its workflow start is
 -- still pending ('' otherwise).
@@ -38,11 +40,15 @@
 --   m:won               → the latest keyed win (the API's in-memory
 --                         sold-out answer to keyed requests reads it)
 --   m:limit             → the per-user limit, for release.lua
+--
+-- A draw's rights hash holds user → the right's end (unix ms), or 'u' once
+-- the right bought: a right is used at most once, set in the step that
+-- wins with it.
 
 local t = redis.call('TIME')
 local clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local skew = tonumber(ARGV[2])
-local gated = ARGV[3] == '1'
+local gate = ARGV[3]
 
 local function stockNow()
   return tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -116,7 +122,17 @@ local function admit(user, qty, limit, orderNo, now, trace, key, fp, kt)
   end
   -- Eligibility before anything that reads or writes the sale: a
   -- shopper who did not register costs one set lookup.
-  if gated and redis.call('SISMEMBER', KEYS[6], user) == 0 then return -7, stockNow(), 0, orderNo, '' end
+  if gate == '1' and redis.call('SISMEMBER', KEYS[6], user) == 0 then return -7, stockNow(), 0, orderNo, '' end
+  local right
+  if gate == '2' then
+    right = redis.call('HGET', KEYS[7], user)
+    -- A used right still answers the re-run of the attempt that used it
+    -- (decide replays it from its order number).
+    local rerun = right == 'u' and redis.call('HEXISTS', KEYS[5], 'o:' .. orderNo) == 1
+    if not rerun and (not right or right == 'u' or tonumber(right) < tonumber(now)) then
+      return -7, stockNow(), 0, orderNo, ''
+    end
+  end
   if kfield then
     if kt > clock + skew then return -6, stockNow(), 0, orderNo, '' end
     -- It may have been seen and refused before (a win is pinned): if what
@@ -135,6 +151,9 @@ local function admit(user, qty, limit, orderNo, now, trace, key, fp, kt)
     end
   end
   local code, left, mask = decide(user, qty, limit, orderNo, now, trace)
+  if right and right ~= 'u' and code == 0 then
+    redis.call('HSET', KEYS[7], user, 'u')
+  end
   if kfield and code == 0 then
     redis.call('HSET', KEYS[5], kfield, fp .. '|0|' .. orderNo .. '|' .. mask, 'm:won', clock)
   end

@@ -120,18 +120,19 @@ func (g *Gate) Ping(ctx context.Context) error { return g.rdb.Ping(ctx).Err() }
 // sessionKeys are the keys of one session, in the order the scripts take them.
 type sessionKeys struct {
 	base, stock, buyers, resv, pending, idem, orders, stockOps string
-	// registrants is the set of a reserved sale's registered shoppers.
-	registrants string
+	// registrants is the set of a reserved sale's registered shoppers;
+	// rights a draw's rights, user → end in unix ms or 'u' once used.
+	registrants, rights string
 }
 
 func (g *Gate) keys(sessionID int64) sessionKeys {
 	// {s<id>} is the hash tag: every key of a session lands in one slot.
 	base := fmt.Sprintf("%s:{s%d}:", g.prefix, sessionID)
-	return sessionKeys{base, base + "stock", base + "buyers", base + "resv", base + "pending", base + "idem", base + "orders", base + "stockops", base + "reg"}
+	return sessionKeys{base, base + "stock", base + "buyers", base + "resv", base + "pending", base + "idem", base + "orders", base + "stockops", base + "reg", base + "rights"}
 }
 
 func (k sessionKeys) script() []string {
-	return []string{k.stock, k.buyers, k.resv, k.pending, k.idem, k.registrants}
+	return []string{k.stock, k.buyers, k.resv, k.pending, k.idem, k.registrants, k.rights}
 }
 
 // unavailable wraps an infrastructure failure of Redis in the error vocabulary.

@@ -85,7 +85,7 @@ func (g *Gate) Sessions(ctx context.Context) ([]int64, error) {
 func (g *Gate) Retire(ctx context.Context, sessionID int64, retain time.Duration) (bool, error) {
 	k := g.keys(sessionID)
 	retired, err := idempotent(ctx, func(ctx context.Context) (int, error) {
-		return retireScript.Run(ctx, g.rdb, []string{k.stock, k.buyers, k.resv, k.pending, k.idem, k.orders, k.stockOps, k.registrants},
+		return retireScript.Run(ctx, g.rdb, []string{k.stock, k.buyers, k.resv, k.pending, k.idem, k.orders, k.stockOps, k.registrants, k.rights},
 			retain.Milliseconds()).Int()
 	})
 	if err != nil {

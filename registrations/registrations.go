@@ -1,8 +1,9 @@
-// Package registrations is the application service behind a reserved
-// sale's registration (预约): shoppers register during the registration
-// window, hours before the start, and at the start only they may buy (the
-// admission script checks the set this fills, in the same atomic step as
-// the stock).
+// Package registrations is the application service behind the
+// registration of a reserved sale (预约) and of a draw (抽签): shoppers
+// register during the registration window, hours before the start; at a
+// reserved sale's start only they may buy (the admission script checks
+// the set this fills, in the same atomic step as the stock), at a draw's
+// start the draw picks among them.
 package registrations
 
 import (
@@ -44,8 +45,12 @@ func (d *Desk) Register(ctx context.Context, sess *seckill.Session, userID int64
 	if err := sess.CanRegister(d.now()); err != nil {
 		return false, err
 	}
-	if err := d.Set.Register(ctx, sess.ID, userID); err != nil {
-		return false, err
+	// A draw's admission checks drawn rights, not this set: its
+	// registrations live in MySQL only, where the draw reads them.
+	if sess.AdmitsRegistrants() {
+		if err := d.Set.Register(ctx, sess.ID, userID); err != nil {
+			return false, err
+		}
 	}
 	return d.Store.Register(ctx, sess.ID, userID)
 }

@@ -27,6 +27,7 @@ type Store interface {
 	// LiveHoldings are the orders that hold stock, as reservations.
 	LiveHoldings(ctx context.Context, sessionID int64) ([]seckill.Reservation, error)
 	seckill.RegistrantPages
+	seckill.RightsSource
 }
 
 // Stock is the Redis side: the session's live stock.
@@ -36,6 +37,7 @@ type Stock interface {
 	PreheatHolding(ctx context.Context, sessionID int64, stock int, applied []string) (int, error)
 	Rebuild(ctx context.Context, sessionID int64, stock int, holdings []seckill.Reservation) error
 	seckill.RegistrantSet
+	seckill.RightsSink
 }
 
 // Lives are the sessions' life workflows.
@@ -140,7 +142,7 @@ func (c *Controls) Preheat(ctx context.Context, id int64, force bool, traceID st
 	}
 	// A reserved sale's registrants first, every time (idempotent): a
 	// rebuild after Redis lost its data must bring them back too.
-	if sess.Registers() {
+	if sess.AdmitsRegistrants() {
 		if _, err := seckill.CopyRegistrants(ctx, c.Store, c.Stock, id); err != nil {
 			return nil, err
 		}
@@ -151,6 +153,11 @@ func (c *Controls) Preheat(ctx context.Context, id int64, force bool, traceID st
 			return nil, err
 		}
 		if err := c.Stock.Rebuild(ctx, id, dbStock, holdings); err != nil {
+			return nil, err
+		}
+		// A drawn sale's usable rights: the rebuild may have found the
+		// rights hash gone with the rest.
+		if _, err := seckill.CopyRights(ctx, c.Store, c.Stock, sess, c.now()); err != nil {
 			return nil, err
 		}
 		c.Log.Warn("session stock rebuilt from MySQL", "trace_id", traceID, "session_id", id,

@@ -55,6 +55,8 @@ func RegisterSessions(r Registry, sessions *activities.Sessions) {
 	r.RegisterActivityWithOptions(sessions.LoadSession, activity.RegisterOptions{Name: activities.LoadSessionName})
 	r.RegisterActivityWithOptions(sessions.PreheatSession, activity.RegisterOptions{Name: activities.PreheatSessionName})
 	r.RegisterActivityWithOptions(sessions.RetireSession, activity.RegisterOptions{Name: activities.RetireSessionName})
+	r.RegisterActivityWithOptions(sessions.DrawSession, activity.RegisterOptions{Name: activities.DrawSessionName})
+	r.RegisterActivityWithOptions(sessions.PassRights, activity.RegisterOptions{Name: activities.PassRightsName})
 }
 
 // New returns a worker on taskQueue with the order, refund, reconcile and

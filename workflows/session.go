@@ -96,6 +96,11 @@ func SessionWorkflow(ctx workflow.Context, in SessionLife) error {
 		// still ends and retires on time.
 		log.Error("session not preheated", "session_id", in.SessionID, "error", err)
 	}
+	if sess.Mode == seckill.ModeDraw && workflow.GetVersion(ctx, drawChange, workflow.DefaultVersion, 1) == 1 {
+		if err := drawAndPass(ctx, in, &sess, sleepUntil); err != nil {
+			return err
+		}
+	}
 	if err := sleepUntil(func() time.Time { return sess.EndAt }); err != nil {
 		return err
 	}
@@ -111,4 +116,57 @@ func SessionWorkflow(ctx workflow.Context, in SessionLife) error {
 			return err
 		}
 	}
+}
+
+// drawChange is the GetVersion id of the draw step: the histories
+// recorded before it never reach it (no sale was a draw), and the version
+// marker keeps a later change of the step replayable.
+const drawChange = "draw"
+
+// passesPerRun bounds one run's history: after this many passes of rights
+// the workflow continues as new, and the new run finds the preheat and
+// the draw done (both are no-ops then) and goes on passing.
+const passesPerRun = 500
+
+// passEvery is how often a draw's rights are passed on: often enough that
+// a lapsed right's unit waits a fraction of a right's life.
+func passEvery(s *seckill.Session) time.Duration {
+	return max(time.Second, min(s.RightTTL()/4, 5*time.Second))
+}
+
+// drawAndPass is a draw sale's start: the draw (DrawSession, once), then
+// passes of lapsed rights (PassRights) every passEvery until the end.
+func drawAndPass(ctx workflow.Context, in SessionLife, sess *seckill.Session, sleepUntil func(func() time.Time) error) error {
+	log := workflow.GetLogger(ctx)
+	if err := sleepUntil(func() time.Time { return sess.StartAt }); err != nil {
+		return err
+	}
+	if !workflow.Now(ctx).Before(sess.EndAt) {
+		return nil
+	}
+	// A draw among many registrants reads them all: a longer timeout,
+	// with heartbeats (one per batch of entries) to notice a dead worker.
+	dctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 30 * time.Second},
+	})
+	if err := workflow.ExecuteActivity(dctx, sessionSteps.DrawSession, in.SessionID).Get(ctx, nil); err != nil {
+		// Not drawn: nobody may buy; the alerts and an operator see it.
+		log.Error("session not drawn", "session_id", in.SessionID, "error", err)
+		return nil
+	}
+	for passes := 0; workflow.Now(ctx).Before(sess.EndAt); passes++ {
+		if passes == passesPerRun {
+			return workflow.NewContinueAsNewError(ctx, SessionWorkflow, in)
+		}
+		next := workflow.Now(ctx).Add(passEvery(sess))
+		if err := sleepUntil(func() time.Time { return next }); err != nil {
+			return err
+		}
+		if err := workflow.ExecuteActivity(ctx, sessionSteps.PassRights, in.SessionID).Get(ctx, nil); err != nil {
+			log.Error("rights not passed", "session_id", in.SessionID, "error", err)
+		}
+	}
+	return nil
 }

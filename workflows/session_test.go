@@ -121,3 +121,47 @@ func TestSessionLifeFollowsChanges(t *testing.T) {
 	require.Empty(t, ended.preheats, "ended before its preheat")
 	require.Equal(t, []time.Time{startTime.Add(time.Minute)}, ended.retires)
 }
+
+// A draw sale's life: preheated, drawn exactly at the start (once), its
+// rights passed on every min(ttl/4, 5 s) until the end, then retired; a
+// sale long enough for passesPerRun passes continues as new instead of
+// growing its history.
+func TestSessionLifeDrawsAtTheStartThenPassesRights(t *testing.T) {
+	for _, c := range []struct {
+		length time.Duration
+		asNew  bool
+	}{{30 * time.Minute, false}, {time.Hour, true}} {
+		start := startTime.Add(10 * time.Minute)
+		h := newLifeHarness(t, start, start.Add(c.length), 0)
+		h.session.Mode, h.session.RightTTLSeconds = seckill.ModeDraw, 60
+		var draws, passes []time.Time
+		h.env.RegisterActivityWithOptions(func(_ context.Context, id int64) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			draws = append(draws, h.env.Now().UTC())
+			return nil
+		}, activity.RegisterOptions{Name: activities.DrawSessionName})
+		h.env.RegisterActivityWithOptions(func(_ context.Context, id int64) (int, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			passes = append(passes, h.env.Now().UTC())
+			return 0, nil
+		}, activity.RegisterOptions{Name: activities.PassRightsName})
+		h.env.ExecuteWorkflow(workflows.SessionWorkflowName, workflows.SessionLife{
+			SessionID: testSession, PreheatLead: 5 * time.Minute, RetainAfter: time.Hour})
+		require.True(t, h.env.IsWorkflowCompleted())
+		require.Equal(t, []time.Time{start}, draws)
+		require.Equal(t, start.Add(5*time.Second), passes[0])
+		require.Equal(t, 5*time.Second, passes[1].Sub(passes[0]))
+		if !c.asNew {
+			require.NoError(t, h.env.GetWorkflowError())
+			require.Len(t, passes, int(c.length/(5*time.Second)))
+			require.Len(t, h.retires, 1)
+			continue
+		}
+		var asNew *workflow.ContinueAsNewError
+		require.ErrorAs(t, h.env.GetWorkflowError(), &asNew)
+		require.Len(t, passes, 500)
+		require.Empty(t, h.retires)
+	}
+}

@@ -1,0 +1,94 @@
+package activities
+
+import (
+	"cmp"
+	"context"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/seckill/seckill"
+)
+
+// DrawStore is the MySQL side of a draw (mysql.DB).
+type DrawStore interface {
+	DrawSeed(ctx context.Context, sessionID int64) ([]byte, error)
+	RecordDrawEntries(ctx context.Context, sessionID int64, first int, users []int64) error
+	GrantDrawRights(ctx context.Context, sessionID int64, n int, until time.Time) ([]seckill.DrawEntry, error)
+	MarkDrawn(ctx context.Context, sessionID int64, at time.Time) error
+	PassRights(ctx context.Context, sessionID int64, now time.Time, ttl time.Duration,
+		liveStock func(context.Context) (int, error)) ([]seckill.DrawEntry, error)
+}
+
+// drawBatch is how many entries one INSERT writes.
+const drawBatch = 1000
+
+// DrawSession makes a draw sale's draw, exactly once: nothing when it is
+// drawn already. Every step is idempotent, so a retry after a failure
+// anywhere converges on the same rows: the order is a pure function of the
+// seed and the registrants (registration closed before the start), the
+// entries are INSERT IGNOREd, the first rights end at start + ttl whenever
+// they are granted, Redis keeps a right it holds, and drawn_at, which
+// publishes the seed, is set last.
+func (a *Sessions) DrawSession(ctx context.Context, id int64) error {
+	s, _, err := a.Store.Session(ctx, id)
+	if err != nil || s.Mode != seckill.ModeDraw || s.Drawn() {
+		return classify(err)
+	}
+	seed, err := a.Store.DrawSeed(ctx, id)
+	if err != nil {
+		return classify(err)
+	}
+	order, err := seckill.DrawRegistrants(ctx, a.Store, id, seed, s.DrawPlaces())
+	if err != nil {
+		return classify(err)
+	}
+	size := cmp.Or(a.DrawBatch, drawBatch)
+	for first := 0; first < len(order); first += size {
+		batch := order[first:min(first+size, len(order))]
+		if err := a.Store.RecordDrawEntries(ctx, id, first+1, batch); err != nil {
+			return classify(err)
+		}
+		activity.RecordHeartbeat(ctx, first+len(batch))
+	}
+	rights, err := a.Store.GrantDrawRights(ctx, id, min(s.TotalStock, len(order)), s.StartAt.Add(s.RightTTL()))
+	if err != nil {
+		return classify(err)
+	}
+	if err := a.Gate.LoadRights(ctx, id, rights); err != nil {
+		return err
+	}
+	if err := a.Store.MarkDrawn(ctx, id, time.Now()); err != nil {
+		return classify(err)
+	}
+	activity.GetLogger(ctx).Info("session drawn", "session_id", id, "places", len(order), "rights", len(rights))
+	return nil
+}
+
+// PassRights hands the units no usable right covers (a right lapsed
+// unused, an order closed unpaid) to the next drawn positions waiting,
+// in MySQL then in Redis, and returns how many it granted. A crash
+// between the two leaves rights MySQL granted and Redis lacks: the
+// holders cannot buy until they lapse and pass on; rare and bounded by
+// the ttl.
+func (a *Sessions) PassRights(ctx context.Context, id int64) (int, error) {
+	s, _, err := a.Store.Session(ctx, id)
+	if err != nil || s.Mode != seckill.ModeDraw || !s.Drawn() {
+		return 0, classify(err)
+	}
+	live := func(ctx context.Context) (int, error) {
+		n, _, err := a.Gate.Stock(ctx, id)
+		return n, err
+	}
+	granted, err := a.Store.PassRights(ctx, id, time.Now(), s.RightTTL(), live)
+	if err != nil {
+		return 0, classify(err)
+	}
+	if err := a.Gate.LoadRights(ctx, id, granted); err != nil {
+		return 0, err
+	}
+	if len(granted) > 0 {
+		activity.GetLogger(ctx).Info("rights passed on", "session_id", id, "granted", len(granted))
+	}
+	return len(granted), nil
+}

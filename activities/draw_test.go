@@ -1,0 +1,192 @@
+package activities_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/mysql"
+)
+
+// failingEntries is the MySQL store with RecordDrawEntries failing after
+// some batches: a draw that crashes mid-way.
+type failingEntries struct {
+	*mysql.DB
+	okBatches int
+}
+
+func (f *failingEntries) RecordDrawEntries(ctx context.Context, id int64, first int, users []int64) error {
+	if f.okBatches == 0 {
+		return errors.New("injected: the worker died between two batches")
+	}
+	f.okBatches--
+	return f.DB.RecordDrawEntries(ctx, id, first, users)
+}
+
+// drawSale creates a draw sale on sale since a second ago (rights of a
+// minute) with users registered, preheated.
+func drawSale(t *testing.T, e *testenv.Env, stock int, users []int64) *seckill.Session {
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	sess := &seckill.Session{SKUID: 1, Title: "draw", PriceCents: 100, TotalStock: stock, PerUserLimit: 1,
+		StartAt: now.Add(-time.Second), EndAt: now.Add(time.Hour), Mode: seckill.ModeDraw,
+		RegisterFrom: now.Add(-time.Hour), RegisterUntil: now.Add(-time.Second), RightTTLSeconds: 60}
+	require.NoError(t, e.DB.CreateSession(ctx, sess, nil))
+	for _, u := range users {
+		_, err := e.DB.Register(ctx, sess.ID, u)
+		require.NoError(t, err)
+	}
+	_, err := e.Gate.Preheat(ctx, sess.ID, stock)
+	require.NoError(t, err)
+	return sess
+}
+
+// A draw that fails after some batches of entries, retried, writes the
+// same entries as the draw computed by hand; the seed stays secret until
+// the draw completes, and a draw made is never made again.
+func TestDrawFailingMidwayIsRetriedToTheSameEntries(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
+	ctx := context.Background()
+	var users []int64
+	for u := int64(1); u <= 45; u++ {
+		users = append(users, u*13)
+	}
+	sess := drawSale(t, e, 10, users)
+	require.Len(t, sess.DrawCommitment, 64, "the commitment is published from creation")
+
+	var ts testsuite.WorkflowTestSuite
+	draw := func(store activities.SessionStore) error {
+		env := ts.NewTestActivityEnvironment()
+		acts := &activities.Sessions{Store: store, Gate: e.Gate, DrawBatch: 4}
+		env.RegisterActivity(acts)
+		_, err := env.ExecuteActivity(acts.DrawSession, sess.ID)
+		return err
+	}
+	require.ErrorContains(t, draw(&failingEntries{DB: e.DB, okBatches: 2}), "injected")
+	half, err := e.DB.DrawEntries(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Len(t, half, 8, "two batches of four written")
+	s, _, err := e.DB.Session(ctx, sess.ID)
+	require.NoError(t, err)
+	require.False(t, s.Drawn())
+	require.Empty(t, s.DrawSeed, "the seed is secret until the draw completes")
+
+	require.NoError(t, draw(e.DB))
+	s, _, err = e.DB.Session(ctx, sess.ID)
+	require.NoError(t, err)
+	require.True(t, s.Drawn())
+	seed := mustHex(t, s.DrawSeed)
+	sum := sha256.Sum256(seed)
+	require.Equal(t, s.DrawCommitment, hexOf(sum[:]))
+	want := testenv.DrawByHand(seed, users)[:s.DrawPlaces()]
+	entries, err := e.DB.DrawEntries(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Len(t, entries, 20)
+	for i, en := range entries {
+		require.Equal(t, i+1, en.Position)
+		require.Equal(t, want[i], en.UserID, "position %d", i+1)
+		require.Equal(t, i < 10, !en.RightUntil.IsZero(), "position %d: the first total_stock hold a right", i+1)
+		if i < 10 {
+			require.True(t, en.RightUntil.Equal(s.StartAt.Add(time.Minute)), "a right lasts from the start: %s", en.RightUntil)
+		}
+	}
+	_, err = seckill.VerifyDraw(s, users, entries)
+	require.NoError(t, err)
+	rights, err := e.Gate.Rights(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Len(t, rights, 10)
+	for _, en := range entries[:10] {
+		require.Equal(t, strconv.FormatInt(en.RightUntil.UnixMilli(), 10), rights[strconv.FormatInt(en.UserID, 10)])
+	}
+
+	// Drawn: a third run changes nothing, even with a store that fails.
+	require.NoError(t, draw(&failingEntries{DB: e.DB}))
+
+	// Redis lost the rights: the rebuild's copy brings back the usable
+	// ones, and none once they lapsed.
+	require.NoError(t, e.Redis.Del(ctx, fmt.Sprintf("%s:{s%d}:rights", e.Prefix, sess.ID)).Err())
+	n, err := seckill.CopyRights(ctx, e.DB, e.Gate, s, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, 10, n)
+	again, err := e.Gate.Rights(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, rights, again)
+	n, err = seckill.CopyRights(ctx, e.DB, e.Gate, s, s.StartAt.Add(2*time.Minute))
+	require.NoError(t, err)
+	require.Zero(t, n, "lapsed rights are not copied")
+}
+
+func mustHex(t *testing.T, s string) []byte {
+	b, err := hex.DecodeString(s)
+	require.NoError(t, err)
+	return b
+}
+
+func hexOf(b []byte) string { return hex.EncodeToString(b) }
+
+// An order closed unpaid gives its unit back to the sale, and the next
+// pass hands it to the next drawn position, once: the right that bought
+// is used (its holder has an order), the other winner's right still
+// covers its own unit.
+func TestClosedOrderPassesItsUnitToTheNextRight(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
+	ctx := context.Background()
+	sess := drawSale(t, e, 2, []int64{1, 2, 3, 4, 5, 6})
+	var ts testsuite.WorkflowTestSuite
+	acts := &activities.Sessions{Store: e.DB, Gate: e.Gate}
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(acts)
+	_, err := env.ExecuteActivity(acts.DrawSession, sess.ID)
+	require.NoError(t, err)
+	pass := func() int {
+		v, err := env.ExecuteActivity(acts.PassRights, sess.ID)
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, v.Get(&n))
+		return n
+	}
+	require.Zero(t, pass(), "two rights cover the two units")
+
+	entries, err := e.DB.DrawEntries(ctx, sess.ID)
+	require.NoError(t, err)
+	winner := entries[0].UserID
+	no := fmt.Sprintf("%d-w", sess.ID)
+	resv, _, err := e.Gate.Admit(ctx, sess, winner, 1, no, "t", time.Now())
+	require.NoError(t, err)
+	req := &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: time.Minute}
+	_, err = e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	require.Zero(t, pass(), "the right that bought is used, its unit sold")
+	_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
+	require.NoError(t, err)
+	_, err = e.Gate.Release(ctx, sess.ID, no)
+	require.NoError(t, err)
+
+	require.Equal(t, 1, pass(), "the unit back on sale goes to the next position")
+	require.Zero(t, pass(), "once")
+	entries, err = e.DB.DrawEntries(ctx, sess.ID)
+	require.NoError(t, err)
+	require.False(t, entries[2].RightUntil.IsZero())
+	require.True(t, entries[3].RightUntil.IsZero())
+	rights, err := e.Gate.Rights(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, strconv.FormatInt(entries[2].RightUntil.UnixMilli(), 10), rights[strconv.FormatInt(entries[2].UserID, 10)])
+	require.Equal(t, "u", rights[strconv.FormatInt(winner, 10)])
+	next, _, err := e.Gate.Admit(ctx, sess, entries[2].UserID, 1, fmt.Sprintf("%d-next", sess.ID), "t", time.Now())
+	require.NoError(t, err, "the next position buys the unit")
+	_, err = e.DB.CreateOrder(ctx, &seckill.OrderRequest{Reservation: *next, SKUID: sess.SKUID, PriceCents: sess.PriceCents,
+		PayTimeout: time.Minute}, time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	e.RequireInvariants(sess.ID)
+}

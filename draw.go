@@ -1,0 +1,280 @@
+package seckill
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// A draw (ModeDraw) orders a sale's registrants by a pure function of a
+// seed and the registrant list, so that anyone given both can recompute
+// it (seckill draw verify): rank(seed, user) = HMAC-SHA256(seed, the
+// user id in decimal), ascending bytes, ties (never seen in practice) by
+// user id. The seed is drawn with crypto/rand at the sale's creation and
+// kept secret until the draw; its SHA-256, the commitment, is published
+// from creation, so the operator cannot pick a seed once the registrants
+// are known.
+//
+// The draw records DrawPlaces positions: the first TotalStock hold a
+// right to buy at the start, the rest are the waitlist a lapsed right
+// passes to, in order. Every other registrant has lost: a waitlist
+// longer than the stock would rarely move and costs rows per registrant.
+
+// DefaultRightTTL is how long a drawn right lasts when the sale does not
+// say (right_ttl_seconds).
+const DefaultRightTTL = 600 * time.Second
+
+// MaxRightTTLSeconds bounds right_ttl_seconds: a right is meant to be used
+// within the sale, not to hold a unit for days.
+const MaxRightTTLSeconds = 7 * 24 * 3600
+
+// DrawSeedSize is the length of a draw seed in bytes.
+const DrawSeedSize = 32
+
+// RightTTL is how long a drawn right lasts.
+func (s *Session) RightTTL() time.Duration { return time.Duration(s.RightTTLSeconds) * time.Second }
+
+// DrawPlaces is how many positions the draw records: the winners and a
+// waitlist as long.
+func (s *Session) DrawPlaces() int { return 2 * s.TotalStock }
+
+// Drawn reports whether the sale's draw has been made (its seed published).
+func (s *Session) Drawn() bool { return !s.DrawnAt.IsZero() }
+
+// NewDrawSeed is a fresh secret seed.
+func NewDrawSeed() ([]byte, error) {
+	seed := make([]byte, DrawSeedSize)
+	_, err := rand.Read(seed)
+	return seed, err
+}
+
+// DrawCommitment is the published commitment to a seed: its SHA-256, hex.
+func DrawCommitment(seed []byte) string {
+	sum := sha256.Sum256(seed)
+	return hex.EncodeToString(sum[:])
+}
+
+// DrawEntry is one recorded position of a draw (1-based). RightUntil is
+// the end of the right granted to it, zero while it waits.
+type DrawEntry struct {
+	Position   int       `json:"position"`
+	UserID     int64     `json:"user_id"`
+	RightUntil time.Time `json:"right_until,omitzero"`
+}
+
+// ranked is a registrant with its rank.
+type ranked struct {
+	rank [sha256.Size]byte
+	user int64
+}
+
+// ranker computes ranks with one HMAC state reused (Reset), so a million
+// registrants cost no allocation each.
+type ranker struct {
+	mac      hash.Hash
+	buf, sum []byte
+}
+
+func newRanker(seed []byte) *ranker {
+	return &ranker{mac: hmac.New(sha256.New, seed), buf: make([]byte, 0, 20), sum: make([]byte, 0, sha256.Size)}
+}
+
+func (r *ranker) rank(user int64) ranked {
+	r.mac.Reset()
+	r.buf = strconv.AppendInt(r.buf[:0], user, 10)
+	r.mac.Write(r.buf)
+	// Into the ranker's own buffer: a slice of a local would escape
+	// through the interface call, an allocation per registrant.
+	r.sum = r.mac.Sum(r.sum[:0])
+	out := ranked{user: user}
+	copy(out.rank[:], r.sum)
+	return out
+}
+
+// before is the draw's order: ascending rank, then user id.
+func (a *ranked) before(b *ranked) bool {
+	if c := bytes.Compare(a.rank[:], b.rank[:]); c != 0 {
+		return c < 0
+	}
+	return a.user < b.user
+}
+
+// worstFirst is a max-heap of the best k seen so far: its root is the
+// one to drop when a better registrant comes.
+type worstFirst []ranked
+
+func (h worstFirst) Len() int           { return len(h) }
+func (h worstFirst) Less(i, j int) bool { return h[j].before(&h[i]) }
+func (h worstFirst) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *worstFirst) Push(x any)        { *h = append(*h, x.(ranked)) }
+func (h *worstFirst) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// DrawTop returns the first k registrants of the draw in order, reading
+// the registrants one at a time from next (false: no more). Memory is
+// O(k) whatever the number of registrants: the draw of a sale of a
+// thousand units among millions holds two thousand ranks. The registrant
+// order does not matter; a registrant given twice is counted once only
+// if next never repeats it (the caller reads a primary key).
+func DrawTop(seed []byte, next func() (int64, bool), k int) []int64 {
+	if k <= 0 {
+		return []int64{}
+	}
+	r := newRanker(seed)
+	h := make(worstFirst, 0, k)
+	for {
+		u, ok := next()
+		if !ok {
+			break
+		}
+		c := r.rank(u)
+		switch {
+		case len(h) < k:
+			heap.Push(&h, c)
+		case c.before(&h[0]):
+			h[0] = c
+			heap.Fix(&h, 0)
+		}
+	}
+	return inOrder(h)
+}
+
+// DrawOrder is the whole draw of users, a plain sort: what DrawTop
+// computes, by the definition, for tests and verification.
+func DrawOrder(seed []byte, users []int64) []int64 {
+	r := newRanker(seed)
+	all := make([]ranked, len(users))
+	for i, u := range users {
+		all[i] = r.rank(u)
+	}
+	return inOrder(all)
+}
+
+// inOrder sorts rs into the draw's order and returns their users.
+func inOrder(rs []ranked) []int64 {
+	slices.SortFunc(rs, func(a, b ranked) int {
+		if a.before(&b) {
+			return -1
+		}
+		return 1
+	})
+	out := make([]int64, len(rs))
+	for i, c := range rs {
+		out[i] = c.user
+	}
+	return out
+}
+
+// DrawStatus is a drawn registrant's status: no entry (nil) has lost; an
+// entry with a right that is live, or was used (used), has won; a right
+// that lapsed unused has lost too, its unit passed on (the shopper can no
+// longer buy, and WON would promise what admission refuses); an entry
+// without a right waits at waiting (its place among the entries still
+// without one).
+func DrawStatus(e *DrawEntry, used bool, waiting int, now time.Time) (RegistrationStatus, time.Time, int) {
+	switch {
+	case e == nil:
+		return RegistrationLost, time.Time{}, 0
+	case e.RightUntil.IsZero():
+		return RegistrationWaitlisted, time.Time{}, waiting
+	case used || now.Before(e.RightUntil):
+		return RegistrationWon, e.RightUntil, 0
+	}
+	return RegistrationLost, time.Time{}, 0
+}
+
+// DrawRegistrants draws the first k places among a sale's registrants,
+// read from the truth page by page (memory O(k + a page)).
+func DrawRegistrants(ctx context.Context, from RegistrantPages, sessionID int64, seed []byte, k int) ([]int64, error) {
+	var (
+		page  []int64
+		i     int
+		after int64
+		err   error
+	)
+	next := func() (int64, bool) {
+		if i == len(page) {
+			if page, err = from.Registrants(ctx, sessionID, after, registrantPage); err != nil || len(page) == 0 {
+				return 0, false
+			}
+			i, after = 0, page[len(page)-1]
+		}
+		i++
+		return page[i-1], true
+	}
+	top := DrawTop(seed, next, k)
+	return top, err
+}
+
+// VerifyDraw checks a drawn sale from what it published: the seed's
+// SHA-256 is the commitment, and the recorded entries are the first
+// DrawPlaces of the draw recomputed from the seed and the registrants
+// (DrawOrder: the definition, not the streaming code that drew it). It
+// returns how many entries matched and an error naming the first
+// discrepancy.
+func VerifyDraw(s *Session, registrants []int64, entries []DrawEntry) (int, error) {
+	if !s.Drawn() || s.DrawSeed == "" {
+		return 0, Errorf(ECONFLICT, "session %d is not drawn yet: its seed is published at the draw, at the start", s.ID)
+	}
+	seed, err := hex.DecodeString(s.DrawSeed)
+	if err != nil {
+		return 0, Errorf(EINVALID, "session %d: the published seed is not hex: %v", s.ID, err)
+	}
+	if got := DrawCommitment(seed); got != s.DrawCommitment {
+		return 0, Errorf(ECONFLICT, "session %d: SHA-256 of the seed is %s, the commitment published is %s", s.ID, got, s.DrawCommitment)
+	}
+	want := DrawOrder(seed, registrants)
+	want = want[:min(len(want), s.DrawPlaces())]
+	for i, e := range entries {
+		switch {
+		case i >= len(want):
+			return i, Errorf(ECONFLICT, "session %d: %d entries recorded, the draw has %d", s.ID, len(entries), len(want))
+		case e.Position != i+1:
+			return i, Errorf(ECONFLICT, "session %d: entry %d holds position %d", s.ID, i+1, e.Position)
+		case e.UserID != want[i]:
+			return i, Errorf(ECONFLICT, "session %d: position %d records user %d, the draw gives user %d", s.ID, i+1, e.UserID, want[i])
+		}
+	}
+	if len(entries) != len(want) {
+		return len(entries), Errorf(ECONFLICT, "session %d: %d entries recorded, the draw has %d", s.ID, len(entries), len(want))
+	}
+	return len(entries), nil
+}
+
+// RightsSource lists a drawn sale's usable rights (mysql.DB): granted,
+// not lapsed at now, their holder without an order in the sale.
+type RightsSource interface {
+	UsableRights(ctx context.Context, sessionID int64, now time.Time) ([]DrawEntry, error)
+}
+
+// RightsSink is the rights hash admission checks (redis.Gate).
+type RightsSink interface {
+	LoadRights(ctx context.Context, sessionID int64, entries []DrawEntry) error
+}
+
+// CopyRights writes a drawn sale's usable rights from the truth into the
+// hash admission checks, and returns how many: what a rebuild after Redis
+// lost its data needs (a used right, whose holder has an order, is not
+// copied, so it cannot buy again). Nothing for a sale not drawn.
+func CopyRights(ctx context.Context, from RightsSource, to RightsSink, s *Session, now time.Time) (int, error) {
+	if s.Mode != ModeDraw || !s.Drawn() {
+		return 0, nil
+	}
+	rights, err := from.UsableRights(ctx, s.ID, now)
+	if err != nil {
+		return 0, err
+	}
+	return len(rights), to.LoadRights(ctx, s.ID, rights)
+}

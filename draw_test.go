@@ -1,0 +1,127 @@
+package seckill_test
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+)
+
+// drawByDefinition is the draw written from its definition alone, an
+// HMAC per user and a sort, independent of DrawOrder's code.
+func drawByDefinition(seed []byte, users []int64) []int64 {
+	rank := func(u int64) []byte {
+		m := hmac.New(sha256.New, seed)
+		fmt.Fprintf(m, "%d", u)
+		return m.Sum(nil)
+	}
+	out := slices.Clone(users)
+	slices.SortFunc(out, func(a, b int64) int {
+		if c := bytes.Compare(rank(a), rank(b)); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	return out
+}
+
+func feed(users []int64) func() (int64, bool) {
+	i := 0
+	return func() (int64, bool) {
+		if i == len(users) {
+			return 0, false
+		}
+		i++
+		return users[i-1], true
+	}
+}
+
+func TestDrawTop(t *testing.T) {
+	seed := []byte("0123456789abcdef0123456789abcdef")
+	users := make([]int64, 5000)
+	for i := range users {
+		users[i] = int64(i*7 + 1)
+	}
+	want := drawByDefinition(seed, users)
+	require.Equal(t, want, seckill.DrawOrder(seed, users))
+	for _, k := range []int{0, 1, 10, 4999, 5000, 6000} {
+		shuffled := slices.Clone(users)
+		rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		got := seckill.DrawTop(seed, feed(shuffled), k)
+		require.Equal(t, want[:min(k, len(want))], got[:min(k, len(got))], "k=%d: the registrants' order does not matter", k)
+		require.Len(t, got, min(k, len(users)))
+	}
+	other := seckill.DrawTop([]byte("another seed"), feed(users), 10)
+	require.NotEqual(t, want[:10], other, "another seed, another draw")
+}
+
+func TestDrawCommitment(t *testing.T) {
+	seed, err := seckill.NewDrawSeed()
+	require.NoError(t, err)
+	require.Len(t, seed, seckill.DrawSeedSize)
+	sum := sha256.Sum256(seed)
+	require.Equal(t, fmt.Sprintf("%x", sum), seckill.DrawCommitment(seed))
+}
+
+func TestDrawStatus(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	live := &seckill.DrawEntry{Position: 1, UserID: 5, RightUntil: now.Add(time.Minute)}
+	lapsed := &seckill.DrawEntry{Position: 2, UserID: 6, RightUntil: now.Add(-time.Minute)}
+	waiting := &seckill.DrawEntry{Position: 3, UserID: 7}
+	for _, c := range []struct {
+		e    *seckill.DrawEntry
+		used bool
+		want seckill.RegistrationStatus
+	}{
+		{nil, false, seckill.RegistrationLost},
+		{live, false, seckill.RegistrationWon},
+		{lapsed, true, seckill.RegistrationWon},
+		{lapsed, false, seckill.RegistrationLost},
+		{waiting, false, seckill.RegistrationWaitlisted},
+	} {
+		got, _, pos := seckill.DrawStatus(c.e, c.used, 4, now)
+		require.Equal(t, c.want, got, "%+v used=%v", c.e, c.used)
+		if got == seckill.RegistrationWaitlisted {
+			require.Equal(t, 4, pos)
+		}
+	}
+}
+
+func TestDrawModeValidates(t *testing.T) {
+	start := time.Now().Add(time.Hour)
+	s := seckill.Session{SKUID: 1, Title: "t", PriceCents: 1, TotalStock: 1, PerUserLimit: 1, StartAt: start, EndAt: start.Add(time.Hour),
+		Mode: seckill.ModeDraw, RegisterFrom: start.Add(-time.Hour), RegisterUntil: start, RightTTLSeconds: 600}
+	require.NoError(t, s.Validate())
+	require.True(t, s.Registers())
+	s.RegisterUntil = start.Add(time.Second)
+	require.Error(t, s.Validate(), "the window closes no later than the start")
+	s.RegisterUntil, s.RightTTLSeconds = start, 0
+	require.Error(t, s.Validate(), "a draw needs a right's ttl")
+	s.Mode = seckill.ModeReserved
+	s.RightTTLSeconds = 5
+	require.Error(t, s.Validate(), "only a draw has one")
+}
+
+// BenchmarkDrawTop draws the 2,000 places of a 1,000-unit sale among a
+// million registrants: the time and allocations of the draw itself
+// (docs/API.md keeps the figures).
+func BenchmarkDrawTop(b *testing.B) {
+	seed := []byte("0123456789abcdef0123456789abcdef")
+	const registrants, places = 1_000_000, 2_000
+	b.ReportAllocs()
+	for b.Loop() {
+		u := int64(0)
+		got := seckill.DrawTop(seed, func() (int64, bool) { u++; return u, u <= registrants }, places)
+		if len(got) != places {
+			b.Fatal(len(got))
+		}
+	}
+}

@@ -1,0 +1,205 @@
+package mysql
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/seckill/seckill"
+)
+
+// A draw's rows (00015_draw.sql): the seed in the session row, secret
+// until drawn_at, and the drawn positions in draw_entries, whose rights
+// are granted once each (right_until set only where it is NULL).
+
+type drawEntryRow struct {
+	SessionID  int64 `gorm:"primaryKey"`
+	Position   int   `gorm:"primaryKey"`
+	UserID     int64
+	RightUntil *time.Time
+}
+
+func (drawEntryRow) TableName() string { return "draw_entries" }
+
+func (r drawEntryRow) domain() seckill.DrawEntry {
+	return seckill.DrawEntry{Position: r.Position, UserID: r.UserID, RightUntil: utcOrZero(r.RightUntil)}
+}
+
+// seedDraw gives a draw its secret seed the first time the row is a
+// draw (creation, or a change to mode draw); a seed once drawn never
+// changes, since its commitment has been published.
+func (r *sessionRow) seedDraw() error {
+	if r.Mode != string(seckill.ModeDraw) || len(r.DrawSeed) > 0 {
+		return nil
+	}
+	seed, err := seckill.NewDrawSeed()
+	r.DrawSeed = seed
+	return err
+}
+
+// DrawSeed is a draw's secret seed, for the draw itself (never for an
+// answer: the session shows it once drawn).
+func (db *DB) DrawSeed(ctx context.Context, sessionID int64) ([]byte, error) {
+	var row sessionRow
+	err := db.gorm.WithContext(ctx).Select("id", "draw_seed").First(&row, sessionID).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, seckill.Errorf(seckill.ENOTFOUND, "session %d not found", sessionID)
+	} else if err != nil {
+		return nil, err
+	}
+	if len(row.DrawSeed) == 0 {
+		return nil, seckill.Errorf(seckill.ECONFLICT, "session %d is not a draw", sessionID)
+	}
+	return row.DrawSeed, nil
+}
+
+// RecordDrawEntries writes drawn users at positions first, first+1, …
+// INSERT IGNORE: a draw re-run after a crash mid-way computes the same
+// order and writes the same rows, finding the ones it wrote.
+func (db *DB) RecordDrawEntries(ctx context.Context, sessionID int64, first int, users []int64) error {
+	if len(users) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("INSERT IGNORE INTO draw_entries (session_id, position, user_id) VALUES ")
+	args := make([]any, 0, 3*len(users))
+	for i, u := range users {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("(?,?,?)")
+		args = append(args, sessionID, first+i, u)
+	}
+	return db.gorm.WithContext(ctx).Exec(b.String(), args...).Error
+}
+
+// GrantDrawRights grants the first n positions a right until until, where
+// none was granted (a re-run grants nothing new), and returns those n
+// entries as recorded: the caller writes them to Redis.
+func (db *DB) GrantDrawRights(ctx context.Context, sessionID int64, n int, until time.Time) ([]seckill.DrawEntry, error) {
+	g := db.gorm.WithContext(ctx)
+	if err := g.Model(&drawEntryRow{}).Where("session_id = ? AND position <= ? AND right_until IS NULL", sessionID, n).
+		Update("right_until", until.UTC()).Error; err != nil {
+		return nil, err
+	}
+	return db.drawEntries(g.Where("session_id = ? AND position <= ?", sessionID, n))
+}
+
+// MarkDrawn sets drawn_at, once: the last step of the draw, which
+// publishes the seed (domain()) and makes a re-run of the draw a no-op.
+func (db *DB) MarkDrawn(ctx context.Context, sessionID int64, at time.Time) error {
+	return db.gorm.WithContext(ctx).Model(&sessionRow{}).Where("id = ? AND drawn_at IS NULL", sessionID).
+		Update("drawn_at", at.UTC()).Error
+}
+
+// DrawEntries is a draw's recorded positions, in order.
+func (db *DB) DrawEntries(ctx context.Context, sessionID int64) ([]seckill.DrawEntry, error) {
+	return db.drawEntries(db.gorm.WithContext(ctx).Where("session_id = ?", sessionID))
+}
+
+func (db *DB) drawEntries(q *gorm.DB) ([]seckill.DrawEntry, error) {
+	var rows []drawEntryRow
+	if err := q.Order("position").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]seckill.DrawEntry, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, nil
+}
+
+// usableRight is the condition of a granted right that may still buy:
+// live, and its holder has no order in the sale yet (an order made, paid
+// or closed, has used it; a closed order's unit is back in the stock).
+const usableRight = `e.session_id = ? AND e.right_until > ? AND NOT EXISTS
+	(SELECT 1 FROM orders o WHERE o.user_id = e.user_id AND o.session_id = e.session_id)`
+
+// PassRights hands units that no usable right covers to the next
+// positions waiting: with the session row locked (two passes never race),
+// it counts the usable rights and reads the live stock (liveStock, Redis),
+// and grants the next max(0, stock − usable) waiting positions, in order, a
+// right until now+ttl. Each position is granted once (right_until is set
+// only where NULL). It returns the granted entries; the caller writes
+// them to Redis.
+//
+// A reservation admitted in Redis whose order row is not written yet
+// counts as usable and its unit as sold: fewer rights than units for a
+// moment, made up by the next pass, never more.
+func (db *DB) PassRights(ctx context.Context, sessionID int64, now time.Time, ttl time.Duration,
+	liveStock func(context.Context) (int, error)) ([]seckill.DrawEntry, error) {
+	var granted []seckill.DrawEntry
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var row sessionRow
+		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select("id", "drawn_at").First(&row, sessionID).Error; err != nil {
+			return err
+		}
+		if row.DrawnAt == nil {
+			return seckill.Errorf(seckill.ECONFLICT, "session %d is not drawn yet", sessionID)
+		}
+		var usable int64
+		if err := tx.Table("draw_entries AS e").Where(usableRight, sessionID, now.UTC()).Count(&usable).Error; err != nil {
+			return err
+		}
+		stock, err := liveStock(ctx)
+		if err != nil {
+			return err
+		}
+		n := stock - int(usable)
+		if n <= 0 {
+			return nil
+		}
+		var next []drawEntryRow
+		if err := tx.Where("session_id = ? AND right_until IS NULL", sessionID).Order("position").Limit(n).Find(&next).Error; err != nil {
+			return err
+		}
+		until := now.Add(ttl).UTC()
+		for _, e := range next {
+			res := tx.Model(&drawEntryRow{}).Where("session_id = ? AND position = ? AND right_until IS NULL", sessionID, e.Position).
+				Update("right_until", until)
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected == 1 {
+				e.RightUntil = &until
+				granted = append(granted, e.domain())
+			}
+		}
+		return nil
+	})
+	return granted, err
+}
+
+// drawRegistration is where a drawn registrant stands (seckill.DrawStatus).
+func (db *DB) drawRegistration(ctx context.Context, r *seckill.Registration) error {
+	g := db.gorm.WithContext(ctx)
+	var e drawEntryRow
+	err := g.Where("session_id = ? AND user_id = ?", r.SessionID, r.UserID).Take(&e).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		r.Status, _, _ = seckill.DrawStatus(nil, false, 0, db.now())
+		return nil
+	} else if err != nil {
+		return err
+	}
+	var used, before int64
+	if err := g.Table("orders").Where("session_id = ? AND user_id = ?", r.SessionID, r.UserID).Count(&used).Error; err != nil {
+		return err
+	}
+	if err := g.Model(&drawEntryRow{}).Where("session_id = ? AND right_until IS NULL AND position < ?", r.SessionID, e.Position).
+		Count(&before).Error; err != nil {
+		return err
+	}
+	entry := e.domain()
+	r.Status, r.RightUntil, r.Position = seckill.DrawStatus(&entry, used > 0, int(before)+1, db.now())
+	return nil
+}
+
+// UsableRights is a drawn sale's rights that may still buy at now
+// (usableRight), in position order.
+func (db *DB) UsableRights(ctx context.Context, sessionID int64, now time.Time) ([]seckill.DrawEntry, error) {
+	return db.drawEntries(db.gorm.WithContext(ctx).Table("draw_entries AS e").Select("e.*").Where(usableRight, sessionID, now.UTC()))
+}
