@@ -68,7 +68,7 @@ type Reserved struct {
 // with this margin (the registrations slow as the table and the set grow,
 // and the machine is shared), plus slack for the preheat.
 const (
-	registrationMargin = 1.5
+	registrationMargin = 2.0
 	registrationSlack  = 3 * time.Second
 	// pilotWindow is the pilot sale's window; the sale is ended once the
 	// pilot is done.
