@@ -80,6 +80,15 @@ type Config struct {
 	// check on, against a risk service in the bench process that allows
 	// everyone (Baselines.AdmissionOnlyRisk, risk_vs_admission_only).
 	Risk bool
+	// Registrations, when positive, runs a reserved sale after the rounds
+	// (Report.Reserved): that many distinct shoppers register through the
+	// API at the run's concurrency, then the run's shoppers buy at its
+	// start, every other one of them a registrant. RegistrationWindow is
+	// its registration window (0: sized by a pilot's pace). Stores, when
+	// set, is where the bench reads what the registrations weigh.
+	Registrations      int
+	RegistrationWindow time.Duration
+	Stores             *Stores
 	// Keys sends every purchase with a fresh Idempotency-Key (a UUIDv7,
 	// as the shop page does) and measures the sold-out burst both with and
 	// without keys (Step.SoldOutKeyedThroughput). Off, no request has one.
@@ -113,7 +122,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Machine:   fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
 		Config: Settings{BaseURL: cfg.BaseURL, Users: cfg.Users, PerUser: cfg.PerUser, Concurrency: cfg.Concurrency,
 			Rate: cfg.Rate, Steps: cfg.Steps, Stock: cfg.Stock, Quantity: cfg.Quantity, Limit: cfg.Limit, PayRatio: cfg.PayRatio,
-			PayTimeout: cfg.PayTimeout.String(), PayAfterCreation: cfg.PayAfterCreation},
+			PayTimeout: cfg.PayTimeout.String(), PayAfterCreation: cfg.PayAfterCreation, Registrations: cfg.Registrations},
 		Ratios: map[string]float64{}, Problems: []string{}, InvariantsOK: true,
 	}
 	steps := cfg.Steps
@@ -285,6 +294,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if rounds == 1 {
 		// One round: the steps and baselines say it all.
 		rep.Repeats = nil
+	}
+	if cfg.Registrations > 0 {
+		res, err := measureReserved(ctx, cfg, c, admin, shoppers, rep, cpu, steps[len(steps)-1], conc)
+		if err != nil {
+			return nil, fmt.Errorf("reserved sale: %w", err)
+		}
+		if !res.Step.InvariantsOK {
+			rep.InvariantsOK = false
+		}
+		rep.Reserved = res
 	}
 	if cfg.Captchas > 0 {
 		cc, err := measureCaptchas(ctx, cfg, admin, shoppers, c, conc, cfg.Captchas)

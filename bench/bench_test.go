@@ -28,19 +28,24 @@ func runBench(t *testing.T, cfg bench.Config) *bench.Report {
 	return rep
 }
 
+// stackConfig is a bench of the Env's stack: its API and secrets, one
+// unit per order and per shopper, 30 s for the orders to settle.
+func stackConfig(e *testenv.Env) bench.Config {
+	return bench.Config{BaseURL: e.BaseURL, AdminToken: testenv.AdminToken, JWTSecret: testenv.JWTSecret,
+		WebhookSecret: testenv.WebhookSecret, Quantity: 1, Limit: 1, Settle: 30 * time.Second}
+}
+
 // A small bench against the real stack: two load steps sell out exactly,
 // every funnel adds up, the unpaid orders time out, the invariants hold,
 // and the baselines give the three ratios.
 func TestBenchSmallRun(t *testing.T) {
 	e := testenv.New(t, testenv.Options{PayTimeout: 12 * time.Second})
-	cfg := bench.Config{
-		BaseURL: e.BaseURL, AdminToken: testenv.AdminToken, JWTSecret: testenv.JWTSecret,
-		WebhookSecret: testenv.WebhookSecret, Users: 80, PerUser: 2, Concurrency: 16, Steps: []int{8, 32},
-		Stock: 20, Quantity: 1, Limit: 1, PayRatio: 0.5, PayTimeout: 12 * time.Second, Settle: 30 * time.Second,
-		Baselines: &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
-			TemporalNamespace: "default", NoopWorkflows: 20, MySQLDSN: e.DSN, Exec: testenv.Binary(t)},
-		TemporalAddr: e.TemporalAddr, TemporalNamespace: "default", CostSample: 2, Captchas: 12, Keys: true, Risk: true,
-	}
+	cfg := stackConfig(e)
+	cfg.Users, cfg.PerUser, cfg.Concurrency, cfg.Steps, cfg.Stock = 80, 2, 16, []int{8, 32}, 20
+	cfg.PayRatio, cfg.PayTimeout = 0.5, 12*time.Second
+	cfg.Baselines = &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
+		TemporalNamespace: "default", NoopWorkflows: 20, MySQLDSN: e.DSN, Exec: testenv.Binary(t)}
+	cfg.TemporalAddr, cfg.TemporalNamespace, cfg.CostSample, cfg.Captchas, cfg.Keys, cfg.Risk = e.TemporalAddr, "default", 2, 12, true, true
 	runRefundRelay(t, e)
 	rep := runBench(t, cfg)
 	require.Len(t, rep.Steps, 2)
@@ -121,12 +126,9 @@ func TestBenchSmallRun(t *testing.T) {
 // unpaid half still times out. Every time comes from the orders' rows.
 func TestBenchPayAfterCreation(t *testing.T) {
 	e := testenv.New(t, testenv.Options{PayTimeout: 10 * time.Second})
-	cfg := bench.Config{
-		BaseURL: e.BaseURL, AdminToken: testenv.AdminToken, JWTSecret: testenv.JWTSecret,
-		WebhookSecret: testenv.WebhookSecret, Users: 40, PerUser: 2, Concurrency: 8,
-		Stock: 10, Quantity: 1, Limit: 1, PayRatio: 0.5, PayAfterCreation: true,
-		PayTimeout: 10 * time.Second, Settle: 30 * time.Second, TemporalAddr: e.TemporalAddr,
-	}
+	cfg := stackConfig(e)
+	cfg.Users, cfg.PerUser, cfg.Concurrency, cfg.Stock = 40, 2, 8, 10
+	cfg.PayRatio, cfg.PayAfterCreation, cfg.PayTimeout, cfg.TemporalAddr = 0.5, true, 10*time.Second, e.TemporalAddr
 	rep := runBench(t, cfg)
 	require.True(t, rep.Config.PayAfterCreation)
 	s := rep.Steps[0]
@@ -148,11 +150,8 @@ func TestBenchPayAfterCreation(t *testing.T) {
 // Open loop: arrivals on a clock (--rate), every winner paid.
 func TestBenchOpenLoop(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
-	cfg := bench.Config{
-		BaseURL: e.BaseURL, AdminToken: testenv.AdminToken, JWTSecret: testenv.JWTSecret,
-		WebhookSecret: testenv.WebhookSecret, Users: 60, PerUser: 2, Rate: 300,
-		Stock: 10, Quantity: 1, Limit: 1, PayRatio: 1, Settle: 30 * time.Second,
-	}
+	cfg := stackConfig(e)
+	cfg.Users, cfg.PerUser, cfg.Rate, cfg.Stock, cfg.PayRatio = 60, 2, 300, 10, 1
 	rep, err := bench.Run(context.Background(), cfg)
 	require.NoError(t, err)
 	require.True(t, rep.InvariantsOK, "%v", rep.Problems)
@@ -171,14 +170,11 @@ func TestBenchOpenLoop(t *testing.T) {
 // invariants are checked in every round. No timing is asserted.
 func TestBenchRepeat(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
-	cfg := bench.Config{
-		BaseURL: e.BaseURL, AdminToken: testenv.AdminToken, JWTSecret: testenv.JWTSecret,
-		WebhookSecret: testenv.WebhookSecret, Users: 40, PerUser: 2, Concurrency: 8,
-		Stock: 10, Quantity: 1, Limit: 1, PayRatio: 1, Settle: 30 * time.Second,
-		Baselines: &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
-			TemporalNamespace: "default", NoopWorkflows: 10, MySQLDSN: e.DSN, Exec: testenv.Binary(t)},
-		Repeat: 2, RedisAOF: bench.AOFModes, Warmup: true, Keys: true, Risk: true,
-	}
+	cfg := stackConfig(e)
+	cfg.Users, cfg.PerUser, cfg.Concurrency, cfg.Stock, cfg.PayRatio = 40, 2, 8, 10, 1
+	cfg.Baselines = &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
+		TemporalNamespace: "default", NoopWorkflows: 10, MySQLDSN: e.DSN, Exec: testenv.Binary(t)}
+	cfg.Repeat, cfg.RedisAOF, cfg.Warmup, cfg.Keys, cfg.Risk = 2, bench.AOFModes, true, true, true
 	rep := runBench(t, cfg)
 	require.Len(t, rep.Steps, 2)
 	require.Len(t, rep.Repeats, 2)
@@ -217,6 +213,53 @@ func TestBenchRepeat(t *testing.T) {
 	var html strings.Builder
 	require.NoError(t, htmlreport.WriteHTML(&html, rep))
 	require.Contains(t, html.String(), "Redis persistence")
+}
+
+// --registrations: a reserved sale. Shoppers register through the API in
+// its window (after a pilot that sizes the window), then at its start
+// the run's shoppers buy: the registrants among them win the stock, the
+// others are refused NOT_ELIGIBLE, and what the registrations stored is
+// counted in MySQL and Redis. No timing is asserted.
+func TestBenchReservedSale(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	cfg := stackConfig(e)
+	cfg.Users, cfg.PerUser, cfg.Concurrency, cfg.Stock, cfg.PayRatio = 40, 2, 8, 5, 1
+	cfg.Registrations = 50
+	cfg.Stores = &bench.Stores{MySQLDSN: e.DSN, RedisAddr: e.RedisAddr, RedisPrefix: e.Prefix}
+	rep := runBench(t, cfg)
+	rs := rep.Reserved
+	require.NotNil(t, rs)
+	require.Equal(t, 50, rs.Registered)
+	require.Nil(t, rs.Refused)
+	require.Equal(t, 50, rs.PilotRegistrations, "the window was sized by a pilot")
+	require.Positive(t, rs.PerSecond)
+	require.Positive(t, rs.P99Ms)
+	require.Positive(t, rs.WindowSeconds)
+	require.EqualValues(t, 50, rs.MySQLRows)
+	require.EqualValues(t, 50, rs.RedisMembers)
+	require.Positive(t, rs.RedisBytes)
+
+	s := rs.Step
+	require.Equal(t, "reserved", s.Sale)
+	require.True(t, s.InvariantsOK)
+	f := s.Funnel
+	require.Equal(t, 80, f.Requests)
+	require.Equal(t, 5, f.Accepted, "20 of the 40 shoppers registered: they buy the stock")
+	require.Positive(t, f.NotEligible, "the others are refused before the sell-out")
+	require.Equal(t, f.NotEligible, rs.NotEligible)
+	require.Equal(t, f.Requests, f.Accepted+f.NotEligible+f.SoldOutMemory+f.SoldOutRedis+f.LimitExceeded+f.RateLimited+f.Window+f.OtherErrors)
+	require.Zero(t, f.OtherErrors)
+	require.Equal(t, 5, f.Paid)
+	require.Positive(t, rs.RegistrationsVsBurst)
+	require.Positive(t, rs.BurstVsFirstCome)
+
+	var out strings.Builder
+	require.NoError(t, bench.WriteTable(&out, rep))
+	require.Contains(t, out.String(), "registrations_vs_burst")
+	require.Contains(t, out.String(), "reserved c=8")
+	var html strings.Builder
+	require.NoError(t, htmlreport.WriteHTML(&html, rep))
+	require.Contains(t, html.String(), "Reserved sale")
 }
 
 // runRefundRelay runs the refund relay a stack's worker runs, for the

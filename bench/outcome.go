@@ -16,6 +16,7 @@ const (
 	OutLimit         = "limit"
 	OutRateLimited   = "rate_limited"
 	OutWindow        = "window"
+	OutNotEligible   = "not_eligible"
 	OutError         = "error"
 )
 
@@ -31,6 +32,7 @@ var Outcomes = []Outcome{
 	{OutLimit, "Per-user limit exceeded"},
 	{OutRateLimited, "Rate limited"},
 	{OutWindow, "Outside the sale window"},
+	{OutNotEligible, "Not registered (reserved sale)"},
 	{OutError, "Other errors"},
 }
 
@@ -67,6 +69,8 @@ func classify(code int, body []byte, layer string, err error) string {
 		return OutRateLimited
 	case e.Code == seckill.ENOTSTARTED || e.Code == seckill.EENDED:
 		return OutWindow
+	case e.Code == seckill.ENOTELIGIBLE:
+		return OutNotEligible
 	default:
 		return OutError
 	}

@@ -29,6 +29,9 @@ type Report struct {
 	// RedisAOF (--redis-aof): the admission script against a private
 	// redis-server per persistence setting, medians over the rounds.
 	RedisAOF map[string]AOFResult `json:"redis_aof,omitempty"`
+	// Reserved (--registrations N): a reserved sale's registrations and
+	// its burst, side by side.
+	Reserved *Reserved `json:"reserved,omitempty"`
 	// Captcha (--captchas N): what drawing the human check costs the API.
 	Captcha *CaptchaCost `json:"captcha,omitempty"`
 	// CPUPinning says whether the stack ran pinned (--pin) and how.
@@ -55,17 +58,22 @@ type Settings struct {
 	PayTimeout  string  `json:"pay_timeout"`
 	// PayAfterCreation: payments waited for the last order (see Config).
 	PayAfterCreation bool `json:"pay_after_creation,omitempty"`
+	// Registrations: the reserved sale's (--registrations).
+	Registrations int `json:"registrations,omitempty"`
 }
 
 // Step is one load level: a fresh session sold out under that load.
 type Step struct {
 	// Repeat is the round of a --repeat run this step belongs to (absent
 	// in a single-round run).
-	Repeat      int    `json:"repeat,omitempty"`
-	Concurrency int    `json:"concurrency"`
-	Rate        int    `json:"rate,omitempty"`
-	SessionID   int64  `json:"session_id"`
-	Funnel      Funnel `json:"funnel"`
+	Repeat      int `json:"repeat,omitempty"`
+	Concurrency int `json:"concurrency"`
+	Rate        int `json:"rate,omitempty"`
+	// Sale is "reserved" for the reserved sale's step (Report.Reserved),
+	// absent for a first-come sale.
+	Sale      string `json:"sale,omitempty"`
+	SessionID int64  `json:"session_id"`
+	Funnel    Funnel `json:"funnel"`
 	// DurationSeconds is the burst's wall time; Throughput its requests/s.
 	DurationSeconds float64 `json:"duration_seconds"`
 	Throughput      float64 `json:"throughput"`
@@ -171,9 +179,12 @@ type Closing struct {
 
 // Funnel counts where each request ended.
 type Funnel struct {
-	Requests      int `json:"requests"`
-	RateLimited   int `json:"rate_limited"`
-	Window        int `json:"window"`
+	Requests    int `json:"requests"`
+	RateLimited int `json:"rate_limited"`
+	Window      int `json:"window"`
+	// NotEligible: refused by a reserved sale, the shopper had not
+	// registered (403 NOT_ELIGIBLE).
+	NotEligible   int `json:"not_eligible,omitempty"`
 	SoldOutMemory int `json:"soldout_fast_path"`
 	SoldOutRedis  int `json:"soldout_redis"`
 	LimitExceeded int `json:"limit_exceeded"`

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"sort"
 
@@ -47,6 +48,12 @@ func scrapeStarts(ctx context.Context, base string) (h startHistogram, ok bool, 
 	}
 	hist := mf.GetMetric()[0].GetHistogram()
 	for _, b := range hist.GetBucket() {
+		if math.IsInf(b.GetUpperBound(), 1) {
+			// The total counts it; a start past the last finite bound
+			// counts as that bound (startLatency), never as +Inf, which
+			// JSON cannot hold.
+			continue
+		}
 		h.bounds = append(h.bounds, b.GetUpperBound())
 		h.counts = append(h.counts, b.GetCumulativeCount())
 	}

@@ -25,6 +25,9 @@ type stepRunner struct {
 	// is its reading when the step's burst began.
 	cpu      *serverCPU
 	creating *cpuSnap
+	// eligible says which shoppers may buy in a reserved sale (those who
+	// registered); nil in a first-come sale, where everyone may.
+	eligible func(shopper int) bool
 	// label names the round in problems ("round 2 ", "warm-up "; "" in a
 	// single-round run).
 	label string
@@ -46,15 +49,27 @@ func (r *stepRunner) problem(format string, args ...any) {
 }
 
 func (r *stepRunner) run(ctx context.Context, level int) (*Step, error) {
+	r.newStep(level)
+	if err := r.createSession(ctx); err != nil {
+		return nil, err
+	}
+	return r.sell(ctx)
+}
+
+// newStep starts the record of a step at level.
+func (r *stepRunner) newStep(level int) {
 	r.step = &Step{Latency: map[string]Percentiles{}, InvariantsOK: true}
 	if r.cfg.Rate > 0 {
 		r.step.Rate = level
 	} else {
 		r.step.Concurrency = level
 	}
-	if err := r.createSession(ctx); err != nil {
-		return nil, err
-	}
+}
+
+// sell sends the step's bursts at its session, on sale now, follows the
+// winners and checks the invariants.
+func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
+	level := r.step.Concurrency + r.step.Rate
 	fmt.Fprintf(r.cfg.Progress, "step %s: session %d, %d units, %d shoppers × %d requests\n",
 		r.levelName(), r.step.SessionID, r.cfg.Stock, r.cfg.Users, r.cfg.PerUser)
 
@@ -120,10 +135,14 @@ func (r *stepRunner) run(ctx context.Context, level int) (*Step, error) {
 }
 
 func (r *stepRunner) levelName() string {
-	if r.step.Rate > 0 {
-		return fmt.Sprintf("rate=%d/s", r.step.Rate)
+	sale := ""
+	if r.step.Sale != "" {
+		sale = r.step.Sale + " "
 	}
-	return fmt.Sprintf("c=%d", r.step.Concurrency)
+	if r.step.Rate > 0 {
+		return fmt.Sprintf("%srate=%d/s", sale, r.step.Rate)
+	}
+	return fmt.Sprintf("%sc=%d", sale, r.step.Concurrency)
 }
 
 func (r *stepRunner) createSession(ctx context.Context) error {

@@ -16,8 +16,12 @@ func WriteTable(w io.Writer, r *Report) error {
 		fmt.Fprintf(w, "rounds: %d, interleaved (baselines, then the steps, each round)\n", len(r.Repeats))
 	}
 	fmt.Fprintln(w)
+	steps := r.Steps
+	if rs := r.Reserved; rs != nil {
+		steps = append(steps[:len(steps):len(steps)], rs.Step)
+	}
 	fmt.Fprintln(tw, "load\treq/s\tsold-out req/s\tkeyed sold-out req/s\taccepted\taccept p99 ms\tsold out after s\tall WAIT_PAY after s\torders/s\tcreated/s\tinvariants\t")
-	for _, s := range r.Steps {
+	for _, s := range steps {
 		load := stepLabel(s)
 		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%d\t%.1f\t%.2f\t%.2f\t%.0f\t%.0f\t%v\t\n", load, s.Throughput, s.SoldOutThroughput,
 			s.SoldOutKeyedThroughput, s.Funnel.Accepted, s.Latency[OutAccepted].P99, s.TimeToSellOutSeconds, s.TimeToAllWaitPaySeconds,
@@ -26,18 +30,19 @@ func WriteTable(w io.Writer, r *Report) error {
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "funnel\trequests\trate limited\twindow\tsold-out fast path\tRedis sold out\tlimit\terrors\taccepted\tcreated\tpaid\tclosed\t")
-	for _, s := range r.Steps {
+	fmt.Fprintln(tw, "funnel\trequests\trate limited\twindow\tnot registered\tsold-out fast path\tRedis sold out\tlimit\terrors\taccepted\tcreated\tpaid\tclosed\t")
+	for _, s := range steps {
 		f := s.Funnel
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", stepLabel(s), f.Requests, f.RateLimited,
-			f.Window, f.SoldOutMemory, f.SoldOutRedis, f.LimitExceeded, f.OtherErrors, f.Accepted, f.OrdersCreated, f.Paid, f.Closed)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", stepLabel(s), f.Requests, f.RateLimited,
+			f.Window, f.NotEligible, f.SoldOutMemory, f.SoldOutRedis, f.LimitExceeded, f.OtherErrors, f.Accepted, f.OrdersCreated, f.Paid, f.Closed)
 	}
 	tw.Flush()
+	writeReserved(w, r.Reserved)
 	if cc := r.Captcha; cc != nil {
 		fmt.Fprintf(w, "  captcha: %d drawn at %.0f/s (p50 %.1f ms, p99 %.1f ms): %.3f of the sold-out answers' rate\n",
 			cc.Drawn, cc.PerSecond, cc.P50Ms, cc.P99Ms, cc.VsSoldOut)
 	}
-	for _, s := range r.Steps {
+	for _, s := range steps {
 		if sl := s.StartLatency; sl != nil && sl.Starts > 0 {
 			fmt.Fprintf(w, "  %s: the API started %d workflows, StartWorkflow p50 %.1f ms, p99 %.1f ms\n",
 				stepLabel(s), sl.Starts, sl.P50Ms, sl.P99Ms)
@@ -71,7 +76,7 @@ func WriteTable(w io.Writer, r *Report) error {
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "latency ms\toutcome\tcount\tp50\tp95\tp99\tmax\t")
-	for _, s := range r.Steps {
+	for _, s := range steps {
 		outs := make([]string, 0, len(s.Latency))
 		for o := range s.Latency {
 			outs = append(outs, o)
@@ -171,7 +176,33 @@ func stepLabel(s Step) string {
 	if s.Repeat > 0 {
 		load = fmt.Sprintf("#%d %s", s.Repeat, load)
 	}
+	if s.Sale != "" {
+		load = s.Sale + " " + load
+	}
 	return load
+}
+
+// writeReserved prints the reserved sale's registrations beside its burst.
+func writeReserved(w io.Writer, rs *Reserved) {
+	if rs == nil {
+		return
+	}
+	fmt.Fprintf(w, "  reserved sale %d: %d of %d registered in %.1f s, %.0f/s (p50 %.1f ms, p99 %.1f ms)",
+		rs.SessionID, rs.Registered, rs.Registrations, rs.Seconds, rs.PerSecond, rs.P50Ms, rs.P99Ms)
+	if len(rs.Refused) > 0 {
+		fmt.Fprintf(w, ", refused %v", rs.Refused)
+	}
+	fmt.Fprintf(w, "; window %.1f s", rs.WindowSeconds)
+	if rs.PilotRegistrations > 0 {
+		fmt.Fprintf(w, " (a pilot's %d at %.0f/s)", rs.PilotRegistrations, rs.PilotPerSecond)
+	}
+	fmt.Fprintf(w, "; preheat %.2f s\n", rs.PreheatSeconds)
+	if rs.MySQLRows > 0 || rs.RedisMembers > 0 {
+		fmt.Fprintf(w, "  reserved sale %d: %d rows in MySQL, a Redis set of %d members in %d bytes (%.1f per member)\n",
+			rs.SessionID, rs.MySQLRows, rs.RedisMembers, rs.RedisBytes, float64(rs.RedisBytes)/float64(max(1, rs.RedisMembers)))
+	}
+	fmt.Fprintf(w, "  reserved sale %d: registrations_vs_burst %.3f (burst %.0f req/s), burst_vs_first_come %.2f, %d refused NOT_ELIGIBLE\n",
+		rs.SessionID, rs.RegistrationsVsBurst, rs.Step.Throughput, rs.BurstVsFirstCome, rs.NotEligible)
 }
 
 // Words says how the stack ran, for the table and the HTML report.

@@ -15,6 +15,14 @@ func (r *stepRunner) tally(rs []result) {
 	seen := map[string]bool{}
 	var lastWin time.Duration
 	for _, x := range rs {
+		if r.eligible != nil {
+			switch {
+			case x.outcome == OutAccepted && !r.eligible(x.shopper):
+				r.problem("shopper %d bought without registering", x.shopper)
+			case x.outcome == OutNotEligible && r.eligible(x.shopper):
+				r.problem("shopper %d registered but was refused as not eligible", x.shopper)
+			}
+		}
 		switch x.outcome {
 		case OutAccepted:
 			f.Accepted++
@@ -36,6 +44,8 @@ func (r *stepRunner) tally(rs []result) {
 			f.RateLimited++
 		case OutWindow:
 			f.Window++
+		case OutNotEligible:
+			f.NotEligible++
 		default:
 			f.OtherErrors++
 		}
@@ -44,7 +54,7 @@ func (r *stepRunner) tally(rs []result) {
 	if units > r.cfg.Stock {
 		r.problem("oversold: %d units accepted for %d", units, r.cfg.Stock)
 	}
-	maxUnits := r.cfg.Users * r.cfg.Limit
+	maxUnits := r.eligibleShoppers() * r.cfg.Limit
 	if f.RateLimited == 0 && f.OtherErrors == 0 && maxUnits >= r.cfg.Stock && r.cfg.Stock-units >= r.cfg.Quantity {
 		r.problem("%d units left unsold although demand exceeded stock", r.cfg.Stock-units)
 	}
@@ -60,6 +70,20 @@ func (r *stepRunner) tally(rs []result) {
 		}
 	}
 	r.step.Timeline = timeline(rs)
+}
+
+// eligibleShoppers counts the shoppers who may buy.
+func (r *stepRunner) eligibleShoppers() int {
+	if r.eligible == nil {
+		return r.cfg.Users
+	}
+	n := 0
+	for i := range r.cfg.Users {
+		if r.eligible(i) {
+			n++
+		}
+	}
+	return n
 }
 
 func accepted(rs []result) []result {

@@ -124,10 +124,15 @@ type funnelRow struct {
 // funnelRows lists where requests ended, then what became of the
 // accepted ones. Tests rely on this order.
 func funnelRows(f bench.Funnel) []funnelRow {
-	return []funnelRow{
+	rows := []funnelRow{
 		{"Requests sent", f.Requests, "f-total", false},
 		{bench.OutcomeName(bench.OutRateLimited), f.RateLimited, "f-reject", false},
 		{bench.OutcomeName(bench.OutWindow), f.Window, "f-reject", false},
+	}
+	if f.NotEligible > 0 { // a reserved sale's
+		rows = append(rows, funnelRow{bench.OutcomeName(bench.OutNotEligible), f.NotEligible, "f-reject", false})
+	}
+	return append(rows, []funnelRow{
 		{bench.OutcomeName(bench.OutSoldOutMemory), f.SoldOutMemory, "f-reject", false},
 		{bench.OutcomeName(bench.OutSoldOutRedis), f.SoldOutRedis, "f-reject", false},
 		{bench.OutcomeName(bench.OutLimit), f.LimitExceeded, "f-reject", false},
@@ -136,7 +141,7 @@ func funnelRows(f bench.Funnel) []funnelRow {
 		{"Orders created (WAIT_PAY)", f.OrdersCreated, "f-win", true},
 		{"Paid", f.Paid, "f-paid", true},
 		{"Closed (unpaid)", f.Closed, "f-closed", true},
-	}
+	}...)
 }
 
 // funnelChart draws one horizontal bar per funnel row on a shared scale,

@@ -25,6 +25,7 @@ type page struct {
 	Throughput       *svgChart // nil without steps
 	Cost             []costRow // nil: not counted
 	AOF              []aofRow  // nil: --redis-aof not used
+	Reserved         []kv      // nil: --registrations not used
 }
 
 // aofRow is one Redis persistence setting measured by --redis-aof.
@@ -120,7 +121,35 @@ func buildPage(r *bench.Report) page {
 	for i, s := range r.Steps {
 		p.Steps = append(p.Steps, buildStep(i+1, s))
 	}
+	if rs := r.Reserved; rs != nil {
+		p.Steps = append(p.Steps, buildStep(len(p.Steps)+1, rs.Step))
+		p.Reserved = reservedRows(rs)
+	}
 	return p
+}
+
+// reservedRows are the reserved sale's registrations beside its burst.
+func reservedRows(rs *bench.Reserved) []kv {
+	rows := []kv{
+		{"Registrations", fmtInt(rs.Registered) + " of " + fmtInt(rs.Registrations), "distinct shoppers registered through the API (201), at the run's concurrency"},
+		{"Registrations/s", fmtRate(rs.PerSecond), "registered over the time from the first registration sent to the last answer (" + fmtSeconds(rs.Seconds) + ")"},
+		{"Registration p50 / p99", fmtMs(rs.P50Ms) + " / " + fmtMs(rs.P99Ms) + " ms", "one Redis set add and one MySQL row each"},
+		{"registrations_vs_burst", fmtNum(rs.RegistrationsVsBurst, 3), "registrations/s over the sale's burst requests/s (" + fmtRate(rs.Step.Throughput) + "), same run"},
+		{"Refused NOT_ELIGIBLE", fmtInt(rs.NotEligible), "burst requests of shoppers who had not registered (after the sell-out an API answers SOLD_OUT first)"},
+		{"Registration window", fmtSeconds(rs.WindowSeconds), "from the sale's creation to its start (a pilot's pace with a margin, or --registration-window)"},
+		{"Preheat", fmtSeconds(rs.PreheatSeconds), "the preheat after the registrations, which copies every registrant from MySQL into Redis"},
+	}
+	if rs.BurstVsFirstCome > 0 {
+		rows = append(rows, kv{"burst_vs_first_come", fmtNum(rs.BurstVsFirstCome, 2), "the sale's burst requests/s over the last first-come step's"})
+	}
+	if rs.MySQLRows > 0 || rs.RedisMembers > 0 {
+		rows = append(rows, kv{"Stored", fmtInt(int(rs.MySQLRows)) + " MySQL rows; Redis set of " + fmtInt(int(rs.RedisMembers)) +
+			" members, " + fmtInt(int(rs.RedisBytes)) + " bytes", "MEMORY USAGE of the registrant set, every member sampled"})
+	}
+	if len(rs.Refused) > 0 {
+		rows = append(rows, kv{"Registrations refused", fmt.Sprint(rs.Refused), "by error code"})
+	}
+	return rows
 }
 
 func configRows(c bench.Settings) []kv {
@@ -228,10 +257,14 @@ func buildStep(n int, s bench.Step) stepView {
 
 // loadLabel names a step's load level; closed and open loop read differently.
 func loadLabel(s bench.Step) string {
-	if s.Rate > 0 {
-		return fmtInt(s.Rate) + " req/s"
+	sale := ""
+	if s.Sale != "" {
+		sale = s.Sale + " sale, "
 	}
-	return fmtInt(s.Concurrency) + " in flight"
+	if s.Rate > 0 {
+		return sale + fmtInt(s.Rate) + " req/s"
+	}
+	return sale + fmtInt(s.Concurrency) + " in flight"
 }
 
 // outcomeRows lists the step's outcomes in bench.Outcomes' order, then any

@@ -71,7 +71,11 @@ found by the ports they listen on; every process is put back afterwards;
 cpu_pinning in the JSON says which mode ran). The stack must run with
 SECKILL_LIMIT_IP_RPS=0 and SECKILL_LIMIT_READ_RPS=0 (every shopper comes
 from here); the bench needs its SECKILL_JWT_SECRET, SECKILL_WEBHOOK_SECRET
-and SECKILL_ADMIN_TOKEN.`,
+and SECKILL_ADMIN_TOKEN. --registrations N runs a reserved sale after the
+rounds: N distinct shoppers register through the API in its window, then
+at its start the burst buys at it, registrants and others mixed; the
+registrations' rows and the Redis set are read from SECKILL_MYSQL_DSN and
+SECKILL_REDIS_ADDR (reserved in the JSON).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := loadConfig(allSecrets...)
 			if err != nil {
@@ -100,6 +104,10 @@ and SECKILL_ADMIN_TOKEN.`,
 					Limits: api.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS}}
 			}
 			cfg.TemporalAddr, cfg.TemporalNamespace = c.TemporalAddr, c.TemporalNamespace
+			if cfg.Registrations < 0 || cfg.RegistrationWindow < 0 {
+				return errors.New("--registrations and --registration-window must not be negative")
+			}
+			cfg.Stores = &bench.Stores{MySQLDSN: c.MySQLDSN, RedisAddr: c.RedisAddr, RedisPrefix: c.RedisPrefix}
 			if cfg.Repeat < 1 {
 				return errors.New("--repeat must be at least 1")
 			}
@@ -175,6 +183,8 @@ and SECKILL_ADMIN_TOKEN.`,
 	f.BoolVar(&cfg.Risk, "risk", false, "with --baselines: run the admission-only burst a second time with the risk check on (a risk service in the bench that allows everyone) and report risk_vs_admission_only")
 	f.BoolVar(&cfg.Keys, "keys", true, "send every purchase with a fresh Idempotency-Key (a UUIDv7), as the shop page does, and measure the sold-out burst with and without keys; --keys=false: no keys")
 	f.IntVar(&cfg.Captchas, "captchas", 0, "draw this many captchas at the end (one per shopper, at the run's concurrency) and report what the human check costs next to the sold-out answer")
+	f.IntVar(&cfg.Registrations, "registrations", 0, "after the rounds, a reserved sale: this many distinct shoppers register through the API at the run's concurrency, then the run's shoppers (every other one registered) buy at its start; reports registrations/s beside the burst (registrations_vs_burst), NOT_ELIGIBLE answers, and the rows and Redis memory the registrations take (0 = no reserved sale)")
+	f.DurationVar(&cfg.RegistrationWindow, "registration-window", 0, "with --registrations: the sale's registration window, from its creation to its start (0 = sized by a pilot of registrations on a sale of its own)")
 	f.BoolVar(&cfg.Warmup, "warmup", false, "run one unrecorded step first (at most 500 units, every winner paid), so the first round does not pay for a cold API")
 	f.StringVar(&redisAOF, "redis-aof", "", "Redis persistence settings to compare on the admission script, each on a private redis-server: a list of no, everysec, always (or all)")
 	f.BoolVar(&pin, "pin", false, "pin the API and Redis to CPU 0, Temporal, MySQL and --pin-worker to CPU 1 (taskset) for the run")
