@@ -77,13 +77,27 @@ var routeAccess = map[string]access{
 	"POST /dev/checkout/:payment_id": publicRoute,
 }
 
+// accessByRoute is routeAccess by path, then method: every request looks
+// its rule up without building a key.
+var accessByRoute = func() map[string]map[string]access {
+	out := map[string]map[string]access{}
+	for key, a := range routeAccess {
+		method, path, _ := strings.Cut(key, " ")
+		if out[path] == nil {
+			out[path] = map[string]access{}
+		}
+		out[path][method] = a
+	}
+	return out
+}()
+
 // accessOf is the rule of the route that matched c.
 func accessOf(c *fiber.Ctx) (access, bool) {
 	method := c.Method()
 	if method == fiber.MethodHead {
 		method = fiber.MethodGet
 	}
-	a, ok := routeAccess[method+" "+c.Route().Path]
+	a, ok := accessByRoute[c.Route().Path][method]
 	return a, ok
 }
 

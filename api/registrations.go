@@ -33,6 +33,8 @@ func (s *Server) register(c *fiber.Ctx) error {
 	if err := decodeStrict(c.Body(), &none, true); err != nil {
 		return err
 	}
+	// The desk decides again; asked here first so that a registration out
+	// of its window spends no ticket and no risk-service call.
 	if err := sess.CanRegister(s.cfg.Now()); err != nil {
 		return err
 	}

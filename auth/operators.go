@@ -65,16 +65,9 @@ func (a *Operators) Authenticate(ctx context.Context, token string) (*seckill.Op
 		}
 		return op, err
 	case a.IdP != nil:
-		return a.IdP.verify(token, a.now)
+		return a.IdP.verify(token, clock(a.Now))
 	}
 	return nil, seckill.Errorf(seckill.EUNAUTHORIZED, "operator credential not recognised")
-}
-
-func (a *Operators) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
-	}
-	return time.Now()
 }
 
 func (p *IdP) verify(token string, now func() time.Time) (*seckill.Operator, error) {

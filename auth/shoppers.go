@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -40,20 +41,31 @@ type Shoppers struct {
 	Audience string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+
+	// once builds, on the first token, what every token is checked with
+	// (the fields are read-only from then on): no per-request slices.
+	once    sync.Once
+	methods []string
+	hsKeys  jwt.VerificationKeySet
 }
 
 // Verify checks a shopper's token and returns its user id.
 func (v *Shoppers) Verify(token string) (int64, error) {
-	methods := []string{jwt.SigningMethodHS256.Alg()}
-	if v.JWKS != nil {
-		methods = append(methods, asymmetric...)
-	}
+	v.once.Do(func() {
+		v.methods = []string{jwt.SigningMethodHS256.Alg()}
+		if v.JWKS != nil {
+			v.methods = append(v.methods, asymmetric...)
+		}
+		for _, s := range v.Secrets {
+			v.hsKeys.Keys = append(v.hsKeys.Keys, s)
+		}
+	})
 	var claims jwt.RegisteredClaims
 	t, err := jwt.ParseWithClaims(token, &claims, v.key,
-		jwt.WithValidMethods(methods),
+		jwt.WithValidMethods(v.methods),
 		jwt.WithExpirationRequired(),
 		jwt.WithLeeway(clockSkew),
-		jwt.WithTimeFunc(v.now),
+		jwt.WithTimeFunc(clock(v.Now)),
 	)
 	if err != nil {
 		return 0, refusal(err)
@@ -74,20 +86,17 @@ func (v *Shoppers) Verify(token string) (int64, error) {
 // login service's key of the token's kid for the others.
 func (v *Shoppers) key(t *jwt.Token) (any, error) {
 	if t.Method.Alg() == jwt.SigningMethodHS256.Alg() {
-		set := jwt.VerificationKeySet{}
-		for _, s := range v.Secrets {
-			set.Keys = append(set.Keys, s)
-		}
-		return set, nil
+		return v.hsKeys, nil
 	}
 	return v.JWKS.keyfunc(t)
 }
 
-func (v *Shoppers) now() time.Time {
-	if v.Now != nil {
-		return v.Now()
+// clock is now, or time.Now when nil.
+func clock(now func() time.Time) func() time.Time {
+	if now != nil {
+		return now
 	}
-	return time.Now()
+	return time.Now
 }
 
 // checkIssuer holds a provider's token to the issuer and audience we were
