@@ -18,6 +18,8 @@ type DrawStore interface {
 	MarkDrawn(ctx context.Context, sessionID int64, at time.Time) error
 	PassRights(ctx context.Context, sessionID int64, now time.Time, ttl time.Duration,
 		liveStock func(context.Context) (int, error)) ([]seckill.DrawEntry, error)
+	RightsToLoad(ctx context.Context, sessionID int64, now time.Time) ([]seckill.DrawEntry, error)
+	RightsLoaded(ctx context.Context, sessionID int64, entries []seckill.DrawEntry) error
 }
 
 // drawBatch is how many entries one INSERT writes.
@@ -55,7 +57,7 @@ func (a *Sessions) DrawSession(ctx context.Context, id int64) error {
 	if err != nil {
 		return classify(err)
 	}
-	if err := a.Gate.LoadRights(ctx, id, rights); err != nil {
+	if err := a.loadRights(ctx, id, rights); err != nil {
 		return err
 	}
 	if err := a.Store.MarkDrawn(ctx, id, time.Now()); err != nil {
@@ -66,11 +68,12 @@ func (a *Sessions) DrawSession(ctx context.Context, id int64) error {
 }
 
 // PassRights hands the units no usable right covers (a right lapsed
-// unused, an order closed unpaid) to the next drawn positions waiting,
-// in MySQL then in Redis, and returns how many it granted. A crash
-// between the two leaves rights MySQL granted and Redis lacks: the
-// holders cannot buy until they lapse and pass on; rare and bounded by
-// the ttl.
+// unused, an order closed unpaid) to the next drawn positions waiting, in
+// MySQL, then loads into Redis every live right MySQL granted and Redis
+// was not seen to take: this pass's, and those of a pass that died
+// between the two (or whose Redis write failed), which would otherwise
+// leave a winner unable to buy until the right lapsed. It returns how
+// many rights it granted.
 func (a *Sessions) PassRights(ctx context.Context, id int64) (int, error) {
 	s, _, err := a.Store.Session(ctx, id)
 	if err != nil || s.Mode != seckill.ModeDraw || !s.Drawn() {
@@ -80,15 +83,31 @@ func (a *Sessions) PassRights(ctx context.Context, id int64) (int, error) {
 		n, _, err := a.Gate.Stock(ctx, id)
 		return n, err
 	}
-	granted, err := a.Store.PassRights(ctx, id, time.Now(), s.RightTTL(), live)
+	now := time.Now()
+	granted, err := a.Store.PassRights(ctx, id, now, s.RightTTL(), live)
 	if err != nil {
 		return 0, classify(err)
 	}
-	if err := a.Gate.LoadRights(ctx, id, granted); err != nil {
+	pending, err := a.Store.RightsToLoad(ctx, id, now)
+	if err != nil {
+		return 0, classify(err)
+	}
+	if err := a.loadRights(ctx, id, pending); err != nil {
 		return 0, err
 	}
-	if len(granted) > 0 {
-		activity.GetLogger(ctx).Info("rights passed on", "session_id", id, "granted", len(granted))
+	if len(granted) > 0 || len(pending) > len(granted) {
+		activity.GetLogger(ctx).Info("rights passed on", "session_id", id, "granted", len(granted),
+			"loaded_after_a_failed_pass", len(pending)-len(granted))
 	}
 	return len(granted), nil
+}
+
+// loadRights writes rights into the hash admission checks, then records
+// in MySQL that Redis holds them. Loading twice is harmless (Redis keeps
+// a field it holds), so a failure between the two only repeats a write.
+func (a *Sessions) loadRights(ctx context.Context, id int64, rights []seckill.DrawEntry) error {
+	if err := a.Gate.LoadRights(ctx, id, rights); err != nil {
+		return err
+	}
+	return classify(a.Store.RightsLoaded(ctx, id, rights))
 }

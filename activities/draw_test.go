@@ -161,17 +161,9 @@ func TestClosedOrderPassesItsUnitToTheNextRight(t *testing.T) {
 	entries, err := e.DB.DrawEntries(ctx, sess.ID)
 	require.NoError(t, err)
 	winner := entries[0].UserID
-	no := fmt.Sprintf("%d-w", sess.ID)
-	resv, _, err := e.Gate.Admit(ctx, sess, winner, 1, no, "t", time.Now())
-	require.NoError(t, err)
-	req := &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: time.Minute}
-	_, err = e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
-	require.NoError(t, err)
+	closeUnpaid := buyThen(t, e, sess, winner)
 	require.Zero(t, pass(), "the right that bought is used, its unit sold")
-	_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
-	require.NoError(t, err)
-	_, err = e.Gate.Release(ctx, sess.ID, no)
-	require.NoError(t, err)
+	closeUnpaid()
 
 	require.Equal(t, 1, pass(), "the unit back on sale goes to the next position")
 	require.Zero(t, pass(), "once")
@@ -188,5 +180,80 @@ func TestClosedOrderPassesItsUnitToTheNextRight(t *testing.T) {
 	_, err = e.DB.CreateOrder(ctx, &seckill.OrderRequest{Reservation: *next, SKUID: sess.SKUID, PriceCents: sess.PriceCents,
 		PayTimeout: time.Minute}, time.Now().Add(time.Minute))
 	require.NoError(t, err)
+	e.RequireInvariants(sess.ID)
+}
+
+// buyThen admits user's right and writes the order row, and returns what
+// closes that order unpaid and gives its unit back to the sale, as the
+// order's workflow does on timeout.
+func buyThen(t *testing.T, e *testenv.Env, sess *seckill.Session, user int64) (closeUnpaid func()) {
+	ctx := context.Background()
+	no := fmt.Sprintf("%d-%d", sess.ID, user)
+	resv, _, err := e.Gate.Admit(ctx, sess, user, 1, no, "t", time.Now())
+	require.NoError(t, err)
+	req := &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: time.Minute}
+	_, err = e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	return func() {
+		_, _, err := e.DB.CloseOrder(ctx, req, "pay_timeout")
+		require.NoError(t, err)
+		_, err = e.Gate.Release(ctx, sess.ID, no)
+		require.NoError(t, err)
+	}
+}
+
+// rightsLost is the Redis gate with LoadRights failing: a pass of rights
+// whose worker dies after MySQL granted them, before Redis took them.
+type rightsLost struct{ activities.SessionGate }
+
+func (rightsLost) LoadRights(context.Context, int64, []seckill.DrawEntry) error {
+	return errors.New("injected: the worker died before Redis took the rights")
+}
+
+// A pass that grants a right in MySQL and dies before Redis leaves the
+// holder unable to buy; the next pass, which grants nothing new, loads
+// that right, and its holder buys the unit.
+func TestRightGrantedButNotLoadedIsLoadedByTheNextPass(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
+	ctx := context.Background()
+	sess := drawSale(t, e, 1, []int64{1, 2, 3, 4})
+	var ts testsuite.WorkflowTestSuite
+	run := func(gate activities.SessionGate, name string) (int, error) {
+		env := ts.NewTestActivityEnvironment()
+		acts := &activities.Sessions{Store: e.DB, Gate: gate}
+		env.RegisterActivity(acts)
+		v, err := env.ExecuteActivity(name, sess.ID)
+		if err != nil {
+			return 0, err
+		}
+		var n int
+		_ = v.Get(&n)
+		return n, nil
+	}
+	_, err := run(e.Gate, "DrawSession")
+	require.NoError(t, err)
+	entries, err := e.DB.DrawEntries(ctx, sess.ID)
+	require.NoError(t, err)
+	buyThen(t, e, sess, entries[0].UserID)()
+
+	_, err = run(rightsLost{e.Gate}, "PassRights")
+	require.ErrorContains(t, err, "injected")
+	entries, err = e.DB.DrawEntries(ctx, sess.ID)
+	require.NoError(t, err)
+	require.False(t, entries[1].RightUntil.IsZero(), "MySQL granted the next position its right")
+	next := entries[1].UserID
+	_, _, err = e.Gate.Admit(ctx, sess, next, 1, fmt.Sprintf("%d-early", sess.ID), "t", time.Now())
+	require.Equal(t, seckill.ENOTELIGIBLE, seckill.ErrorCode(err), "Redis does not hold the right yet: %v", err)
+
+	granted, err := run(e.Gate, "PassRights")
+	require.NoError(t, err)
+	require.Zero(t, granted, "nothing new to grant: the unit is covered by the right granted before")
+	rights, err := e.Gate.Rights(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, strconv.FormatInt(entries[1].RightUntil.UnixMilli(), 10), rights[strconv.FormatInt(next, 10)])
+	buyThen(t, e, sess, next)
+	again, err := run(e.Gate, "PassRights")
+	require.NoError(t, err)
+	require.Zero(t, again, "the unit sold again")
 	e.RequireInvariants(sess.ID)
 }

@@ -14,13 +14,15 @@ import (
 
 // A draw's rows (00015_draw.sql): the seed in the session row, secret
 // until drawn_at, and the drawn positions in draw_entries, whose rights
-// are granted once each (right_until set only where it is NULL).
+// are granted once each (right_until set only where it is NULL) and
+// marked loaded once Redis holds them (00016_rights_loaded.sql).
 
 type drawEntryRow struct {
-	SessionID  int64 `gorm:"primaryKey"`
-	Position   int   `gorm:"primaryKey"`
-	UserID     int64
-	RightUntil *time.Time
+	SessionID   int64 `gorm:"primaryKey"`
+	Position    int   `gorm:"primaryKey"`
+	UserID      int64
+	RightUntil  *time.Time
+	RightLoaded bool
 }
 
 func (drawEntryRow) TableName() string { return "draw_entries" }
@@ -125,7 +127,7 @@ const usableRight = `e.session_id = ? AND e.right_until > ? AND NOT EXISTS
 // and grants the next max(0, stock − usable) waiting positions, in order, a
 // right until now+ttl. Each position is granted once (right_until is set
 // only where NULL). It returns the granted entries; the caller writes
-// them to Redis.
+// them to Redis and marks them loaded (RightsToLoad, RightsLoaded).
 //
 // A reservation admitted in Redis whose order row is not written yet
 // counts as usable and its unit as sold: fewer rights than units for a
@@ -172,6 +174,27 @@ func (db *DB) PassRights(ctx context.Context, sessionID int64, now time.Time, tt
 		return nil
 	})
 	return granted, err
+}
+
+// RightsToLoad is a drawn sale's rights granted, live at now and not yet
+// marked loaded into Redis (RightsLoaded): the ones a pass just granted,
+// and any a pass that died before Redis left behind.
+func (db *DB) RightsToLoad(ctx context.Context, sessionID int64, now time.Time) ([]seckill.DrawEntry, error) {
+	return db.drawEntries(db.gorm.WithContext(ctx).
+		Where("session_id = ? AND right_loaded = FALSE AND right_until > ?", sessionID, now.UTC()))
+}
+
+// RightsLoaded marks rights as held by Redis, after the write.
+func (db *DB) RightsLoaded(ctx context.Context, sessionID int64, entries []seckill.DrawEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	positions := make([]int, len(entries))
+	for i, e := range entries {
+		positions[i] = e.Position
+	}
+	return db.gorm.WithContext(ctx).Model(&drawEntryRow{}).Where("session_id = ? AND position IN ?", sessionID, positions).
+		Update("right_loaded", true).Error
 }
 
 // drawRegistration is where a drawn registrant stands (seckill.DrawStatus).
