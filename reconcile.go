@@ -99,7 +99,10 @@ type Report struct {
 	// Registrants are a reserved sale's registrations in MySQL and in the
 	// set admission checks (absent for a first-come sale).
 	Registrants *RegistrantCounts `json:"registrants,omitempty"`
-	Problems    []string          `json:"problems"`
+	// DrawLateSeconds is how long a draw sale has been on sale without
+	// its draw, during which nobody may buy (absent once drawn).
+	DrawLateSeconds float64  `json:"draw_late_seconds,omitempty"`
+	Problems        []string `json:"problems"`
 }
 
 // RegistrantCounts are a reserved sale's registrations on each side.
@@ -249,6 +252,15 @@ func (p ReconcilePolicy) Reconcile(ctx context.Context, db DBSnapshotter, rd Red
 		if r.Preheated && rs.Registrants < ds.Registrants {
 			problem("%d registrants in MySQL but %d in Redis: the missing ones would be refused NOT_ELIGIBLE; a preheat copies them again",
 				ds.Registrants, rs.Registrants)
+		}
+	}
+	if s := ds.Session; s.Mode == ModeDraw && !s.Drawn() && !now.Before(s.StartAt) && now.Before(s.EndAt) {
+		// A draw takes seconds; one that has not completed within the
+		// grace failed, or was retried after a dead worker's heartbeats.
+		r.DrawLateSeconds = now.Sub(s.StartAt).Seconds()
+		if now.Sub(s.StartAt) > p.SweepGrace {
+			problem("draw sale on sale for %s and not drawn: nobody may buy; the session's workflow tries DrawSession again every minute, its last failure is in the Web UI",
+				now.Sub(s.StartAt).Truncate(time.Second))
 		}
 	}
 	r.OK = len(r.Problems) == 0

@@ -116,6 +116,9 @@ func TestReconcileNotOK(t *testing.T) {
 		"ledger": {func(db *fakeDB, rd *fakeRedis) {
 			db.snap.LedgerMismatch = 1
 		}, "ledger", 0},
+		"a draw sale past the grace, not drawn": {func(db *fakeDB, rd *fakeRedis) {
+			db.snap.Session.Mode, db.snap.Session.StartAt = seckill.ModeDraw, now.Add(-2*time.Minute)
+		}, "draw sale on sale for 2m0s and not drawn: nobody may buy", 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			db, rd := sale()
@@ -147,4 +150,21 @@ func TestReconcileUnpreheatedSessionOutsideItsSale(t *testing.T) {
 			require.True(t, r.OK, "%v", r.Problems)
 		})
 	}
+}
+
+// A draw sale within the grace of its start is not late yet; drawn, it
+// is never late.
+func TestReconcileDrawOnTime(t *testing.T) {
+	db, rd := sale()
+	db.snap.Session.Mode = seckill.ModeDraw
+	db.snap.Session.StartAt = now.Add(-30 * time.Second)
+	r := reconcile(t, db, rd)
+	require.True(t, r.OK, "%v", r.Problems)
+	require.Equal(t, 30.0, r.DrawLateSeconds)
+
+	db.snap.Session.StartAt = now.Add(-time.Hour)
+	db.snap.Session.DrawnAt = now.Add(-59 * time.Minute)
+	r = reconcile(t, db, rd)
+	require.True(t, r.OK, "%v", r.Problems)
+	require.Zero(t, r.DrawLateSeconds)
 }

@@ -123,6 +123,13 @@ func SessionWorkflow(ctx workflow.Context, in SessionLife) error {
 // marker keeps a later change of the step replayable.
 const drawChange = "draw"
 
+// drawRetryChange is the GetVersion id of trying a failed draw again.
+const drawRetryChange = "draw-retry"
+
+// drawRetryEvery is how long a draw that failed for good waits before it
+// is tried again.
+const drawRetryEvery = time.Minute
+
 // passesPerRun bounds one run's history: after this many passes of rights
 // the workflow continues as new, and the new run finds the preheat and
 // the draw done (both are no-ops then) and goes on passing.
@@ -151,10 +158,27 @@ func drawAndPass(ctx workflow.Context, in SessionLife, sess *seckill.Session, sl
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 30 * time.Second},
 	})
-	if err := workflow.ExecuteActivity(dctx, sessionSteps.DrawSession, in.SessionID).Get(ctx, nil); err != nil {
-		// Not drawn: nobody may buy; the alerts and an operator see it.
+	for {
+		err := workflow.ExecuteActivity(dctx, sessionSteps.DrawSession, in.SessionID).Get(ctx, nil)
+		if err == nil {
+			break
+		}
+		// Not drawn (an error no retry of the activity cures): nobody may
+		// buy; reconcile reports the draw late and the alerts page. The
+		// draw is tried again every minute, so once an operator fixes the
+		// cause the sale opens without a hand on the workflow. Histories
+		// recorded before the retry gave up here.
 		log.Error("session not drawn", "session_id", in.SessionID, "error", err)
-		return nil
+		next := workflow.Now(ctx).Add(drawRetryEvery)
+		if workflow.GetVersion(ctx, drawRetryChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion || !next.Before(sess.EndAt) {
+			return nil
+		}
+		if err := sleepUntil(func() time.Time { return next }); err != nil {
+			return err
+		}
+		if !workflow.Now(ctx).Before(sess.EndAt) {
+			return nil
+		}
 	}
 	for passes := 0; workflow.Now(ctx).Before(sess.EndAt); passes++ {
 		if passes == passesPerRun {

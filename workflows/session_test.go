@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -163,5 +164,48 @@ func TestSessionLifeDrawsAtTheStartThenPassesRights(t *testing.T) {
 		require.ErrorAs(t, h.env.GetWorkflowError(), &asNew)
 		require.Len(t, passes, 500)
 		require.Empty(t, h.retires)
+	}
+}
+
+// A draw that fails for good (an error no retry of the activity cures) is
+// tried again every minute, not given up: nobody may buy meanwhile, and
+// once the cause is fixed the sale is drawn and its rights pass on. A
+// draw failing to the end tries no more once the sale has ended.
+func TestSessionLifeTriesAFailedDrawAgain(t *testing.T) {
+	for _, c := range []struct {
+		failures int
+		draws    int
+	}{{2, 3}, {1000, 10}} {
+		start := startTime.Add(10 * time.Minute)
+		h := newLifeHarness(t, start, start.Add(10*time.Minute), 0)
+		h.session.Mode, h.session.RightTTLSeconds = seckill.ModeDraw, 60
+		var draws []time.Time
+		passes := 0
+		h.env.RegisterActivityWithOptions(func(_ context.Context, id int64) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			draws = append(draws, h.env.Now().UTC())
+			if len(draws) <= c.failures {
+				return temporal.NewNonRetryableApplicationError("injected: the draw cannot run", seckill.ENOTFOUND, nil)
+			}
+			return nil
+		}, activity.RegisterOptions{Name: activities.DrawSessionName})
+		h.env.RegisterActivityWithOptions(func(_ context.Context, id int64) (int, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			passes++
+			return 0, nil
+		}, activity.RegisterOptions{Name: activities.PassRightsName})
+		h.run(t)
+		require.Len(t, draws, c.draws)
+		for i, at := range draws {
+			require.Equal(t, start.Add(time.Duration(i)*time.Minute), at, "try %d", i+1)
+		}
+		if c.failures < c.draws {
+			require.Equal(t, (10*time.Minute-2*time.Minute)/(5*time.Second), time.Duration(passes), "passes from the draw to the end")
+		} else {
+			require.Zero(t, passes, "never drawn: nothing to pass on")
+		}
+		require.Len(t, h.retires, 1)
 	}
 }
