@@ -10,22 +10,29 @@ import (
 )
 
 // CreateSession creates a sale (admin) from s's SKU, title, price, total
-// stock, per-user limit, window and ticket requirement; s.ID is ignored.
+// stock, per-user limit, window, ticket and captcha requirements, and mode
+// (with a reserved or draw sale's registration window and a draw's right
+// ttl); s.ID is ignored.
 // The answer is the new session with its id.
 func (c *Client) CreateSession(ctx context.Context, s *seckill.Session) (*seckill.SessionView, error) {
 	body := struct {
-		SKUID          int64  `json:"sku_id"`
-		Title          string `json:"title"`
-		PriceCents     int64  `json:"price_cents"`
-		Currency       string `json:"currency,omitempty"`
-		Stock          int    `json:"stock"`
-		PerUserLimit   int    `json:"per_user_limit"`
-		StartAt        string `json:"start_at"`
-		EndAt          string `json:"end_at"`
-		RequireTicket  bool   `json:"require_ticket,omitempty"`
-		RequireCaptcha bool   `json:"require_captcha,omitempty"`
+		SKUID           int64               `json:"sku_id"`
+		Title           string              `json:"title"`
+		PriceCents      int64               `json:"price_cents"`
+		Currency        string              `json:"currency,omitempty"`
+		Stock           int                 `json:"stock"`
+		PerUserLimit    int                 `json:"per_user_limit"`
+		StartAt         string              `json:"start_at"`
+		EndAt           string              `json:"end_at"`
+		RequireTicket   bool                `json:"require_ticket,omitempty"`
+		RequireCaptcha  bool                `json:"require_captcha,omitempty"`
+		Mode            seckill.SessionMode `json:"mode,omitempty"`
+		RegisterFrom    time.Time           `json:"register_from,omitzero"`
+		RegisterUntil   time.Time           `json:"register_until,omitzero"`
+		RightTTLSeconds int                 `json:"right_ttl_seconds,omitempty"`
 	}{s.SKUID, s.Title, s.PriceCents, s.Currency, s.TotalStock, s.PerUserLimit,
-		s.StartAt.UTC().Format(time.RFC3339Nano), s.EndAt.UTC().Format(time.RFC3339Nano), s.RequireTicket, s.RequireCaptcha}
+		s.StartAt.UTC().Format(time.RFC3339Nano), s.EndAt.UTC().Format(time.RFC3339Nano), s.RequireTicket, s.RequireCaptcha,
+		s.Mode, s.RegisterFrom.UTC(), s.RegisterUntil.UTC(), s.RightTTLSeconds}
 	var v seckill.SessionView
 	if err := c.post(ctx, "/admin/v1/sessions", c.AdminToken, body, &v); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -276,4 +277,61 @@ func TestClientNonAPIAnswers(t *testing.T) {
 	require.Error(t, err)
 	require.Zero(t, client.StatusCode(err))
 	require.Equal(t, seckill.EINTERNAL, seckill.ErrorCode(err))
+}
+
+// A draw sale made through the client: its mode and registration window
+// reach the API, shoppers register, and once the session's workflow has
+// drawn, the answers carry the winner's right and the waitlisted one's
+// position; the winner buys.
+func TestClientDrawSale(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	c := e.Client()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	start := now.Add(3 * time.Second)
+	sess, err := c.CreateSession(ctx, &seckill.Session{SKUID: 7, Title: "client draw", PriceCents: 250, TotalStock: 1,
+		PerUserLimit: 1, StartAt: start, EndAt: start.Add(time.Hour), Mode: seckill.ModeDraw,
+		RegisterFrom: now.Add(-time.Second), RegisterUntil: start, RightTTLSeconds: 120})
+	require.NoError(t, err)
+	require.Equal(t, seckill.ModeDraw, sess.Mode)
+	require.True(t, sess.RegisterUntil.Equal(start))
+	require.Equal(t, 120, sess.RightTTLSeconds)
+	require.Len(t, sess.DrawCommitment, 64)
+	for _, u := range []int64{1, 2} {
+		r, err := e.Shopper(u).Register(ctx, sess.ID)
+		require.NoError(t, err)
+		require.True(t, r.Created)
+		require.Equal(t, seckill.RegistrationRegistered, r.Status)
+	}
+
+	answers := map[seckill.RegistrationStatus]*client.Registration{}
+	var winner int64
+	e.Eventually(30*time.Second, "drawn at the start", func() error {
+		clear(answers)
+		for _, u := range []int64{1, 2} {
+			r, err := e.Shopper(u).Registration(ctx, sess.ID)
+			if err != nil {
+				return err
+			}
+			if r.Status == seckill.RegistrationWon {
+				winner = u
+			}
+			answers[r.Status] = r
+		}
+		if len(answers) != 2 || answers[seckill.RegistrationWon] == nil || answers[seckill.RegistrationWaitlisted] == nil {
+			return fmt.Errorf("answers %v", answers)
+		}
+		return nil
+	})
+	require.True(t, answers[seckill.RegistrationWon].RightUntil.Equal(start.Add(2*time.Minute)), "right until %s", answers[seckill.RegistrationWon].RightUntil)
+	require.Equal(t, 1, answers[seckill.RegistrationWaitlisted].Position)
+	_, err = e.Shopper(3-winner).Buy(ctx, sess.ID, client.BuyOptions{})
+	requireAnswer(t, err, 403, seckill.ENOTELIGIBLE)
+	placed, err := e.Shopper(winner).Buy(ctx, sess.ID, client.BuyOptions{})
+	require.NoError(t, err)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err = e.Shopper(winner).WaitOrder(wctx, placed.OrderNo, seckill.StatusWaitPay)
+	require.NoError(t, err)
+	e.RequireInvariants(sess.ID)
 }

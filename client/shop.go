@@ -263,16 +263,20 @@ func (c *Client) Webhook(ctx context.Context, body []byte) (Meta, error) {
 	return c.do(ctx, request{method: http.MethodPost, path: "/api/v1/payments/webhook", body: body, header: h})
 }
 
-// Registration is a shopper's registration for a reserved sale.
+// Registration is a shopper's registration for a reserved or draw sale;
+// once a draw sale is drawn, a winner's right lasts until RightUntil and a
+// waitlisted shopper stands at Position among those still waiting.
 type Registration struct {
 	Status       seckill.RegistrationStatus `json:"status"`
 	RegisteredAt time.Time                  `json:"registered_at,omitzero"`
+	RightUntil   time.Time                  `json:"right_until,omitzero"`
+	Position     int                        `json:"position,omitempty"`
 	// Created is true for the request that registered (201), false for a
 	// registration that already held (200).
 	Created bool `json:"-"`
 }
 
-// Register registers the shopper for a reserved sale, in its window
+// Register registers the shopper for a reserved or draw sale, in its window
 // (CONFLICT outside it, or for a first-come sale). Idempotent.
 func (c *Client) Register(ctx context.Context, sessionID int64) (*Registration, error) {
 	var r Registration
