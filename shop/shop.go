@@ -1,12 +1,14 @@
 // Package shop is the shopper's page, served by the API at "/": the sales
 // not yet ended with a countdown and remaining stock, a buy button (and a
-// reserved sale's registration), the order's status by polling, cancel,
-// and (in `seckill dev` only) sign-in as any user and payment through the
-// sandbox provider. It is three embedded files of plain JavaScript, HTML
-// and CSS with no build step, so that it stays up under a sale's load: the
-// page is static and cacheable, and all it asks of the API is the session
-// list, the order status and the buy (and, once per reserved sale and
-// sign-in, the shopper's registration).
+// reserved sale's or a draw's registration, a draw's commitment, seed and
+// result), the order's status by polling, cancel, and (in `seckill dev`
+// only) sign-in as any user and payment through the sandbox provider. It
+// is three embedded files of plain JavaScript, HTML and CSS with no build
+// step, so that it stays up under a sale's load: the page is static and
+// cacheable, and all it asks of the API is the session list, the order
+// status and the buy (and, once per sale that takes registrations and
+// sign-in, the shopper's registration; in a draw again once drawn, and
+// every few seconds while waitlisted).
 package shop
 
 import (

@@ -2,8 +2,10 @@
 //
 // Under a sale's load this page must cost the API little: the session list
 // (cached by the API for a second) every few seconds, the order status
-// every second only while it is about to change, and the buy itself.
-// Everything else (countdowns, the state of buttons) is computed here.
+// every second only while it is about to change, and the buy itself; in a
+// draw, the shopper's result once drawn and, while waitlisted, every few
+// seconds. Everything else (countdowns, the state of buttons) is computed
+// here.
 (function () {
   "use strict";
 
@@ -17,6 +19,9 @@
   var FINAL = { PAID: true, CLOSED: true, FAILED: true, REFUNDED: true };
   var BUY_TRIES = 6; // one click: the first try and up to 5 retries with its key
   var BUY_BACKOFF = 500; // ms before the first retry, doubled each time (at most 8 s)
+  var DRAW_WAIT = 15000; // a draw's result after the start, until the session says drawn
+  var DRAWN_SPREAD = 3000; // once drawn, each page asks within this, at its own moment
+  var WAITLIST_MIN = 2000, WAITLIST_MAX = 10000; // a waitlisted shopper's asks: a quarter of the right's life, within these
 
   // Human messages for every error code of the API. The server's own
   // message is added where it says what exactly was wrong.
@@ -24,6 +29,8 @@
     SOLD_OUT: "Sold out: no units are left. Unpaid orders give their units back when they expire, so another try later may succeed.",
     LIMIT_EXCEEDED: "You already hold as many units of this sale as one shopper may buy.",
     NOT_ELIGIBLE: "This sale is for registered shoppers only, and you did not register for it during its registration window.",
+    // A draw's NOT_ELIGIBLE (the API's code is the same).
+    NOT_ELIGIBLE_DRAW: "Only shoppers drawn in this sale's draw may buy, once each, while their right lasts: you did not register, were not drawn (or the draw is still being made), or your right has lapsed or been used.",
     NOT_STARTED: "This sale has not started yet. Buying opens when the countdown ends.",
     ENDED: "This sale has ended.",
     PAUSED: "The sale is paused for a moment. Please try again shortly.",
@@ -63,10 +70,18 @@
   var pollTimer = null;
   var fastUntil = 0;
   var busy = false; // a buy, registration, pay or cancel is in flight
-  // regs is where the signed-in shopper stands in each reserved sale, by
-  // session id: REGISTERED, NONE (not registered), ASKING, or UNKNOWN (the
-  // API would not say: not asked again until the next sign-in).
+  // regs is where the signed-in shopper stands in each sale that takes
+  // registrations, by session id: REGISTERED, NONE (not registered),
+  // ASKING, or UNKNOWN (the API would not say: not asked again until the
+  // next sign-in); in a draw also WON, WAITLISTED and LOST (the API's
+  // answers), USED (this page bought with the right) and REFUSED (the API
+  // refused a purchase as NOT_ELIGIBLE: asked again).
   var regs = {};
+  // regInfo is the rest of the last answer, by session id: when it came
+  // (at, the server's clock), a draw's right_until (ms) and position, a
+  // random jitter in [0, 1) for the next question, whether one is in
+  // flight (asking), and lapsed (this page saw the right end unused).
+  var regInfo = {};
 
   function now() { return Date.now() + clockOffset; }
 
@@ -109,8 +124,9 @@
 
   // ---- messages -----------------------------------------------------------
 
-  function showError(err) {
-    var text = MESSAGES[err.code] || ("Unexpected error " + err.code + ": {message}");
+  // showError shows err's message, or the message of key when given.
+  function showError(err, key) {
+    var text = MESSAGES[key || err.code] || ("Unexpected error " + err.code + ": {message}");
     var retry = err.retry > 0 ? err.retry : 1;
     text = text.replace("{message}", err.message).replace("{retry}", retry + (retry === 1 ? " second" : " seconds"));
     showMessage(text, err.code, err.trace_id);
@@ -173,6 +189,7 @@
     renderIdentity();
     // Registrations are the shopper's: another shopper's are asked anew.
     regs = {};
+    regInfo = {};
     askRegistrations();
     tick();
   }
@@ -318,12 +335,15 @@
       var btn = li.querySelector('[data-role="buy"]');
       var open = state === "ACTIVE" && t < end;
       var label = open ? "Buy" : { UPCOMING: "Not started", SOLD_OUT: "Sold out", ENDED: "Ended", PAUSED: "Paused", PREPARING: "Preparing…" }[state] || "Closed";
-      // A reserved sale's shopper who did not register cannot buy: the
-      // button says so (and when the page cannot tell, the API does).
-      if (renderRegistration(li, s, t) === "NONE" && open) {
+      // A sale that takes registrations may not be this shopper's to buy
+      // in: the button says why (and when the page cannot tell, the API
+      // does).
+      var why = renderRegistration(li, s, t);
+      if (why && open) {
         open = false;
-        label = "Registrants only";
+        label = why;
       }
+      if (s.mode === "draw") followDraw(s, t);
       btn.disabled = !open || busy;
       btn.textContent = label;
       li.querySelector('[data-role="qty"]').disabled = !open;
@@ -357,11 +377,11 @@
     if (!begin()) return;
     var qty = parseInt(li.querySelector('[data-role="qty"]').value, 10) || 1;
     var key = newKey();
-    var send = function (ticket) { sendBuy(sessionID, qty, key, ticket, 1); };
     var s = li._session || { id: sessionID };
-    // A reserved sale checked its shoppers (the captcha, the ticket) when
-    // they registered: its purchase needs neither.
-    if (s.mode === "reserved") send("");
+    var send = function (ticket) { sendBuy(s, qty, key, ticket, 1); };
+    // A reserved sale or a draw checked its shoppers (the captcha, the
+    // ticket) when they registered: its purchase needs neither.
+    if (registers(s)) send("");
     else withTicket(s, "Continue to buy", send);
   }
 
@@ -406,7 +426,8 @@
     });
   }
 
-  function sendBuy(sessionID, qty, key, ticket, attempt) {
+  function sendBuy(s, qty, key, ticket, attempt) {
+    var sessionID = s.id;
     var path = "/api/v1/sessions/" + sessionID + "/orders";
     var tok = token();
     var headers = { "Idempotency-Key": key };
@@ -417,7 +438,7 @@
         var wait = Math.min(BUY_BACKOFF * Math.pow(2, attempt - 1), 8000);
         if (r.error.retry > 0) wait = Math.max(wait, r.error.retry * 1000);
         showMessage("Confirming your purchase… (the shop is busy; retrying)", "PENDING", r.error.trace_id);
-        setTimeout(function () { sendBuy(sessionID, qty, key, ticket, attempt + 1); }, wait + Math.random() * 250);
+        setTimeout(function () { sendBuy(s, qty, key, ticket, attempt + 1); }, wait + Math.random() * 250);
         return;
       }
       busy = false;
@@ -425,6 +446,13 @@
         clearMessage();
         setOrder({ order_no: r.data.order_no, status: r.data.status, session_id: sessionID, quantity: qty });
         schedulePoll(500);
+        // A draw's right buys once.
+        if (s.mode === "draw") learnRegistration(sessionID, tok, "USED");
+      } else if (r.error.code === "NOT_ELIGIBLE" && s.mode === "draw") {
+        // No live right: not drawn, lapsed, used, or not drawn yet. The
+        // page asks the API which, shortly.
+        showError(r.error, "NOT_ELIGIBLE_DRAW");
+        learnRegistration(sessionID, tok, "REFUSED");
       } else {
         showError(r.error);
         // The API knows better than the page: the shopper is no registrant.
@@ -436,21 +464,27 @@
     });
   }
 
-  // ---- registrations (reserved sales) -------------------------------------
+  // ---- registrations (reserved sales and draws) ---------------------------
 
-  // askRegistrations asks where the shopper stands in each reserved sale
-  // the page shows, once per sale and sign-in: a registration changes only
-  // by this shopper's own click, so the page never polls it (and asks
-  // nothing of the API at a sale's start).
+  // registers reports whether sale s takes registrations.
+  function registers(s) { return s.mode === "reserved" || s.mode === "draw"; }
+
+  function registrationPath(s) { return "/api/v1/sessions/" + s.id + "/registration"; }
+
+  // askRegistrations asks where the shopper stands in each sale the page
+  // shows that takes registrations, once per sale and sign-in: a
+  // registration changes only by this shopper's own click, so the page
+  // never polls it (and asks nothing of the API at a sale's start). A
+  // draw's answer moves at the draw and after it: followDraw asks again.
   function askRegistrations() {
     var tok = token();
     if (!tok) return;
     sessions.forEach(function (s) {
-      if (s.mode !== "reserved" || s.state === "ENDED" || regs[s.id]) return;
+      if (!registers(s) || s.state === "ENDED" || regs[s.id]) return;
       regs[s.id] = "ASKING";
-      call("GET", "/api/v1/sessions/" + s.id + "/registration", undefined, true).then(function (r) {
+      call("GET", registrationPath(s), undefined, true).then(function (r) {
         if (token() !== tok || regs[s.id] !== "ASKING") return; // another shopper, or a newer answer
-        if (r.ok) regs[s.id] = r.data.status;
+        if (r.ok) noteRegistration(s.id, r.data);
         else if (r.error.code === "NOT_FOUND") regs[s.id] = "NONE";
         else if (r.error.code === "UNAUTHENTICATED") regs[s.id] = "UNKNOWN";
         else delete regs[s.id]; // asked again with the next session list
@@ -459,47 +493,171 @@
     });
   }
 
-  // learnRegistration records what an answer to tok's request said.
+  // noteRegistration records the API's answer about sale id.
+  function noteRegistration(id, data) {
+    var was = regs[id], old = regInfo[id] || {};
+    var until = data.right_until ? Date.parse(data.right_until) : 0;
+    var status = data.status;
+    // WON is also a right used to buy: the right the API refused, seen
+    // again, is a used one (a right passed on has an end of its own).
+    if (status === "WON" && was === "REFUSED" && until === old.right_until) status = "USED";
+    regs[id] = status;
+    regInfo[id] = { at: now(), jitter: Math.random(), right_until: until, position: data.position || 0,
+      lapsed: status === "LOST" && (was === "WON" || !!old.lapsed) };
+  }
+
+  // learnRegistration records what an answer to tok's request said. The
+  // record is a new one: a question in flight about the old is dropped.
   function learnRegistration(sessionID, tok, status) {
     if (token() !== tok) return;
+    var old = regInfo[sessionID] || {};
     regs[sessionID] = status;
+    regInfo[sessionID] = { at: now(), jitter: Math.random(), right_until: old.right_until || 0, position: 0, lapsed: false };
     tick();
   }
 
-  // renderRegistration shows a reserved sale's registration window and the
-  // shopper's place in it on card li, and returns the shopper's
-  // registration: REGISTERED, NONE, or "" when the page cannot tell (not
-  // signed in, not asked yet, a first-come sale).
+  // followDraw asks again where the shopper stands in draw s once the
+  // answer may have moved (nextAsk), each page at its own moment so that
+  // the open pages do not all ask in the same second.
+  function followDraw(s, t) {
+    var tok = token(), info = regInfo[s.id];
+    if (!tok || !info || info.asking || s.state === "ENDED" || !(t >= nextAsk(s, regs[s.id], info))) return;
+    info.asking = true;
+    call("GET", registrationPath(s), undefined, true).then(function (r) {
+      if (token() !== tok || regInfo[s.id] !== info) return; // another shopper, or a newer record
+      info.asking = false;
+      if (r.ok) noteRegistration(s.id, r.data);
+      else if (r.error.code === "NOT_FOUND") regs[s.id] = "NONE";
+      else if (r.error.code === "UNAUTHENTICATED") regs[s.id] = "UNKNOWN";
+      else info.at = now() + Math.max(POLL_SLOW, (r.error.retry || 0) * 1000); // later
+      tick();
+    });
+  }
+
+  // nextAsk is when (the server's clock, in ms) to ask again about draw s
+  // after the answer info: Infinity when it will not move.
+  function nextAsk(s, reg, info) {
+    if (reg === "REGISTERED") {
+      // Nothing moves before the start. After it, the session says when
+      // the draw is out; a timer covers a session list that lags.
+      var drawn = Date.parse(s.drawn_at || "");
+      if (info.at < drawn) return drawn + info.jitter * DRAWN_SPREAD;
+      return Math.max(info.at, Date.parse(s.start_at)) + DRAW_WAIT * (1 + info.jitter);
+    }
+    if (reg === "WAITLISTED" || reg === "REFUSED") {
+      // A quarter of a right's life: a right passed on is learnt of while
+      // most of it is left.
+      var every = Math.min(WAITLIST_MAX, Math.max(WAITLIST_MIN, (s.right_ttl_seconds || 600) * 250));
+      return info.at + every * (0.75 + info.jitter / 2);
+    }
+    // A right's end: was it used (WON still) or did it lapse (LOST)?
+    if (reg === "WON" && info.right_until > info.at) return info.right_until + 1000 + info.jitter * DRAWN_SPREAD;
+    return Infinity;
+  }
+
+  // The registrations a card shows; any other (ASKING, UNKNOWN) it
+  // cannot tell.
+  var SHOWN = { REGISTERED: true, NONE: true, WON: true, WAITLISTED: true, LOST: true, USED: true, REFUSED: true };
+
+  // renderRegistration shows the registration window of a sale that takes
+  // registrations, and the shopper's place in it, on card li; it returns
+  // why the shopper may not buy ("" for none the page knows of: not signed
+  // in, not asked yet, a first-come sale, a live right).
   function renderRegistration(li, s, t) {
     var box = li.querySelector('[data-role="registration"]');
-    box.hidden = s.mode !== "reserved";
+    box.hidden = !registers(s);
+    renderDraw(li, s, t);
     if (box.hidden) return "";
     var from = Date.parse(s.register_from), until = Date.parse(s.register_until), begins = Date.parse(s.start_at);
     var reg = token() ? regs[s.id] : "";
-    reg = reg === "REGISTERED" || reg === "NONE" ? reg : "";
+    reg = SHOWN[reg] ? reg : "";
     var phase = t < from ? "SOON" : t < until ? "OPEN" : t < begins ? "CLOSED" : s.state === "ENDED" ? "ENDED" : "ON_SALE";
-    var text;
-    if (phase === "SOON") text = "Registration opens in " + duration(from - t) + ".";
-    else if (reg === "REGISTERED") text = phase === "ON_SALE" ? "Registered: you may buy." : phase === "ENDED" ? "Registered." : "Registered: you may buy once the sale starts.";
-    else if (phase === "OPEN") text = "Registration is open: it closes in " + duration(until - t) + ". Only registered shoppers may buy.";
-    else if (phase === "CLOSED") text = "Registration closed. Only registered shoppers may buy.";
-    else if (phase === "ENDED") text = "";
-    else text = reg === "NONE" ? "This sale is for registered shoppers only: you did not register." : "This sale is for registered shoppers only.";
+    var says; // [the text, why no Buy]
+    if (phase === "SOON") says = ["Registration opens in " + duration(from - t) + ".", ""];
+    else if (s.mode === "draw") says = drawSays(s, reg, phase, t, until);
+    else says = reservedSays(reg, phase, t, until);
     li.dataset.registration = phase;
     li.querySelector('[data-role="register-window"]').textContent =
       new Date(from).toLocaleString() + " – " + new Date(until).toLocaleString();
     var st = li.querySelector('[data-role="register-status"]');
-    st.textContent = text;
+    st.textContent = says[0];
     st.dataset.reg = reg;
     var btn = li.querySelector('[data-role="register"]');
+    btn.textContent = s.mode === "draw" ? "Register for the draw" : "Register";
     btn.hidden = phase !== "OPEN" || reg === "REGISTERED";
     btn.disabled = busy;
-    return reg;
+    return says[1];
   }
 
-  // register signs the shopper up for a reserved sale, after the captcha
-  // and the ticket when the sale requires them. Registering again is
-  // harmless (the API answers the same), so a doubt is settled by a click.
+  // reservedSays says where the shopper stands in a reserved sale, and why
+  // the Buy button is off.
+  function reservedSays(reg, phase, t, until) {
+    var text;
+    if (reg === "REGISTERED") text = phase === "ON_SALE" ? "Registered: you may buy." : phase === "ENDED" ? "Registered." : "Registered: you may buy once the sale starts.";
+    else if (phase === "OPEN") text = "Registration is open: it closes in " + duration(until - t) + ". Only registered shoppers may buy.";
+    else if (phase === "CLOSED") text = "Registration closed. Only registered shoppers may buy.";
+    else if (phase === "ENDED") text = "";
+    else text = reg === "NONE" ? "This sale is for registered shoppers only: you did not register." : "This sale is for registered shoppers only.";
+    return [text, reg === "NONE" ? "Registrants only" : ""];
+  }
+
+  // drawSays says where the shopper stands in draw s, and why the Buy
+  // button is off.
+  function drawSays(s, reg, phase, t, until) {
+    var info = regInfo[s.id] || {};
+    if (phase === "ENDED") return ["", ""];
+    if (phase === "OPEN" || phase === "CLOSED") {
+      var closes = phase === "OPEN" ? "registration closes in " + duration(until - t) : "";
+      if (reg === "REGISTERED") return ["Registered for the draw" + (closes ? " (" + closes + ")" : "") + ". Come back at the start to see whether you won.", ""];
+      if (closes) return ["Registration is open: it closes in " + duration(until - t) + ". The draw at the start picks who may buy.", ""];
+      return ["Registration closed. Only drawn registrants may buy.", reg === "NONE" ? "Drawn registrants only" : ""];
+    }
+    switch (reg) {
+    case "REGISTERED":
+      return [s.drawn_at ? "Drawn: asking for your result…" : "Registered: the draw is being made…", "Awaiting the draw"];
+    case "WON":
+      if (info.right_until > t) return ["You won the draw! Your right to buy ends in " + duration(info.right_until - t) + ".", ""];
+      if (info.at >= info.right_until) return ["You won the draw and used your right to buy.", "Right used"];
+      return ["Your right to buy has ended.", "Right ended"];
+    case "USED":
+      return ["You won the draw and used your right to buy.", "Right used"];
+    case "WAITLISTED":
+      return ["Waitlisted: number " + info.position + " in line. A right that lapses unused, or a unit given back, passes to the next in line: this page checks every few seconds.", "Waitlisted"];
+    case "LOST":
+      if (info.lapsed) return ["Your right lapsed unused: its unit went to the next in line.", "Right lapsed"];
+      return ["Not drawn: you did not win this draw.", "Not drawn"];
+    case "NONE":
+      return ["This sale is for drawn registrants only: you did not register.", "Drawn registrants only"];
+    case "REFUSED":
+      return ["The shop refused the purchase: you hold no live right to buy. Asking for your draw result…", "Not eligible"];
+    }
+    return ["This sale is for drawn registrants only.", ""];
+  }
+
+  // renderDraw shows a draw's commitment (the SHA-256 of its seed, from
+  // creation) and the countdown to the draw; once drawn, the seed, and
+  // how anyone checks the draw with it.
+  function renderDraw(li, s, t) {
+    var box = li.querySelector('[data-role="draw"]');
+    box.hidden = s.mode !== "draw";
+    if (box.hidden) return;
+    var drawn = !!s.drawn_at, begins = Date.parse(s.start_at);
+    li.dataset.draw = drawn ? "DRAWN" : "PENDING";
+    li.querySelector('[data-role="draw-when"]').textContent = drawn ? "Drawn " + new Date(s.drawn_at).toLocaleString() + "." :
+      t < begins ? "The draw is in " + duration(begins - t) + ", at the start." : "The draw is being made…";
+    li.querySelector('[data-role="draw-commitment"]').textContent = s.draw_commitment || "";
+    li.querySelector('[data-role="draw-seed-line"]').hidden = !drawn;
+    li.querySelector('[data-role="draw-seed"]').textContent = s.draw_seed || "";
+    li.querySelector('[data-role="draw-verify"]').textContent = drawn ?
+      "Check it: the seed's SHA-256 is the commitment, and the order follows from the seed and the registrants:" :
+      "The seed is shown after the draw; its hash, published now, fixes it in advance. Then check the draw with";
+    li.querySelector('[data-role="draw-verify-cmd"]').textContent = "seckill draw verify --session " + s.id;
+  }
+
+  // register signs the shopper up for a reserved sale or a draw, after
+  // the captcha and the ticket when the sale requires them. Registering
+  // again is harmless (the API answers the same), so a doubt is settled by
+  // a click.
   function register(li) {
     var s = li._session;
     if (!s || !begin()) return;
@@ -509,7 +667,9 @@
       call("POST", "/api/v1/sessions/" + s.id + "/registrations", undefined, true, headers).then(function (r) {
         busy = false;
         if (r.ok) {
-          showMessage("You are registered for " + s.title + ". Come back when it starts: only registered shoppers may buy.", "OK");
+          showMessage(s.mode === "draw" ?
+            "You are registered for the draw of " + s.title + ". The draw is at the start: come back then to see whether you won." :
+            "You are registered for " + s.title + ". Come back when it starts: only registered shoppers may buy.", "OK");
           learnRegistration(s.id, tok, r.data.status);
         } else {
           showError(r.error);
