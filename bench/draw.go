@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -153,6 +154,8 @@ func measureDraw(ctx context.Context, cfg Config, c *httpClient, admin *client.C
 		d.FrontDoorVsFirstCome, _ = div(d.FrontDoorPerSecond, fc.Throughput)
 	}
 	d.PurchasesPerUnit, _ = div(float64(d.Purchases), float64(r.step.Funnel.Accepted))
+	fmt.Fprintf(cfg.Progress, "draw sale %d: front door %d requests at %.0f/s (p99 %.1f ms), %d purchases, %d accepted, %v; following the orders\n",
+		id, d.FrontDoorRequests, d.FrontDoorPerSecond, d.P99Ms, d.Purchases, r.step.Funnel.Accepted, d.Statuses)
 
 	accepted := accepted(buys)
 	r.follow(ctx, accepted)
@@ -168,8 +171,8 @@ func measureDraw(ctx context.Context, cfg Config, c *httpClient, admin *client.C
 		}
 	}
 	d.Step = *r.step
-	fmt.Fprintf(cfg.Progress, "draw sale %d: front door %d requests at %.0f/s (p99 %.1f ms), %d purchases for %d units, %d order workflows, invariants ok: %v\n",
-		id, d.FrontDoorRequests, d.FrontDoorPerSecond, d.P99Ms, d.Purchases, units, d.OrderWorkflows, r.step.InvariantsOK)
+	fmt.Fprintf(cfg.Progress, "draw sale %d: %d orders created, %d paid, %d closed; %d order workflows for %d units, invariants ok: %v\n",
+		id, r.step.Funnel.OrdersCreated, r.step.Funnel.Paid, r.step.Funnel.Closed, d.OrderWorkflows, units, r.step.InvariantsOK)
 	return d, nil
 }
 
@@ -212,14 +215,18 @@ func (r *stepRunner) frontDoor(ctx context.Context, level int, won []bool, d *Dr
 	var mu sync.Mutex
 	statuses := map[string]int{}
 	var others int
+	var done atomic.Int64
 	polls = make([]result, 0, n)
 	r.c.warm(level)
+	stop := r.progress("front door", &done, n)
+	defer stop()
 	start := time.Now()
 	r.start, r.burstStart = start, start
 	_, _ = closedLoop(level, n, func(k int) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		defer done.Add(1)
 		s := r.shoppers[order[k]]
 		t0 := time.Now()
 		code, raw, _, err := r.c.do(http.MethodGet, regPath, s.auth, nil)
