@@ -291,6 +291,8 @@ func TestBenchDrawSale(t *testing.T) {
 
 	s := d.Step
 	require.Equal(t, "draw", s.Sale)
+	require.Equal(t, 6, s.Latency["registration_won"].Count, "the registration reads, by answer")
+	require.Equal(t, 28, s.Latency["registration_lost"].Count)
 	require.True(t, s.InvariantsOK)
 	f := s.Funnel
 	require.Equal(t, 6, f.Accepted, "every winner buys")

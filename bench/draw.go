@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,6 +142,11 @@ func measureDraw(ctx context.Context, cfg Config, c *httpClient, admin *client.C
 	rp := percentiles(polls, "")
 	d.RegistrationP50Ms, d.RegistrationP99Ms = rp.P50, rp.P99
 	r.step.Latency["registration"] = rp
+	for st := range d.Statuses {
+		// A waitlisted registrant's read counts the positions before it
+		// still waiting: the answers' costs differ by status.
+		r.step.Latency["registration_"+strings.ToLower(st)] = percentiles(polls, st)
+	}
 	d.Purchases = len(buys)
 	d.NotEligible = r.step.Funnel.NotEligible
 	if w := d.Statuses[string(seckill.RegistrationWon)]; w != min(units, d.Registered) {
