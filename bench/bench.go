@@ -54,7 +54,11 @@ type Config struct {
 	// 0 skips it.
 	TemporalAddr      string
 	TemporalNamespace string
-	CostSample        int
+	// TaskQueue is the stack's SECKILL_TASK_QUEUE: a draw sale's order
+	// workflows are counted on it (session ids repeat across the
+	// databases a shared Temporal server may serve).
+	TaskQueue  string
+	CostSample int
 	// Repeat runs the baselines and the subject's steps that many times,
 	// interleaved (baselines, steps, baselines, steps, …); the ratios are
 	// the medians over the rounds, with their spread. 0 means 1.
@@ -89,6 +93,11 @@ type Config struct {
 	Registrations      int
 	RegistrationWindow time.Duration
 	Stores             *Stores
+	// Draw, when positive, runs a draw sale of that many units after the
+	// rounds (and the reserved sale; Report.Draw): every shopper of the
+	// run registers through the API, the sale's workflow draws at its
+	// start, then each asks its registration and the winners buy.
+	Draw int
 	// Keys sends every purchase with a fresh Idempotency-Key (a UUIDv7,
 	// as the shop page does) and measures the sold-out burst both with and
 	// without keys (Step.SoldOutKeyedThroughput). Off, no request has one.
@@ -122,7 +131,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Machine:   fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
 		Config: Settings{BaseURL: cfg.BaseURL, Users: cfg.Users, PerUser: cfg.PerUser, Concurrency: cfg.Concurrency,
 			Rate: cfg.Rate, Steps: cfg.Steps, Stock: cfg.Stock, Quantity: cfg.Quantity, Limit: cfg.Limit, PayRatio: cfg.PayRatio,
-			PayTimeout: cfg.PayTimeout.String(), PayAfterCreation: cfg.PayAfterCreation, Registrations: cfg.Registrations},
+			PayTimeout: cfg.PayTimeout.String(), PayAfterCreation: cfg.PayAfterCreation, Registrations: cfg.Registrations,
+			Draw: cfg.Draw},
 		Ratios: map[string]float64{}, Problems: []string{}, InvariantsOK: true,
 	}
 	steps := cfg.Steps
@@ -304,6 +314,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.InvariantsOK = false
 		}
 		rep.Reserved = res
+	}
+	if cfg.Draw > 0 {
+		d, err := measureDraw(ctx, cfg, c, admin, shoppers, rep, cpu, steps[len(steps)-1], conc, cfg.Draw)
+		if err != nil {
+			return nil, fmt.Errorf("draw sale: %w", err)
+		}
+		if !d.Step.InvariantsOK {
+			rep.InvariantsOK = false
+		}
+		rep.Draw = d
 	}
 	if cfg.Captchas > 0 {
 		cc, err := measureCaptchas(ctx, cfg, admin, shoppers, c, conc, cfg.Captchas)

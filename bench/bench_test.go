@@ -262,6 +262,54 @@ func TestBenchReservedSale(t *testing.T) {
 	require.Contains(t, html.String(), "Reserved sale")
 }
 
+// --draw: a draw sale. The run's shoppers register through the API, the
+// sale's workflow draws at its start, each shopper asks its registration
+// once, the winners buy and one in ten of the others tries to: every
+// winner buys, every try is refused, and Temporal holds one order
+// workflow per unit. No timing is asserted.
+func TestBenchDrawSale(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	cfg := stackConfig(e)
+	cfg.Users, cfg.PerUser, cfg.Concurrency, cfg.Stock, cfg.PayRatio = 40, 2, 8, 5, 1
+	cfg.Draw, cfg.TemporalAddr, cfg.TaskQueue = 6, e.TemporalAddr, e.TaskQueue
+	rep := runBench(t, cfg)
+	d := rep.Draw
+	require.NotNil(t, d)
+	require.Equal(t, 6, d.Units)
+	require.Equal(t, 40, d.Registered)
+	require.GreaterOrEqual(t, d.DrawSeconds, 0.0)
+	require.Equal(t, map[string]int{"WON": 6, "WAITLISTED": 6, "LOST": 28}, d.Statuses)
+	require.Equal(t, 4, d.Tries, "one in ten of the 34 others")
+	require.Equal(t, 10, d.Purchases)
+	require.Equal(t, 50, d.FrontDoorRequests, "40 registration reads, 10 purchases")
+	require.EqualValues(t, 6, d.OrderWorkflows, "an order workflow per unit, none for the others")
+	require.Positive(t, d.FrontDoorPerSecond)
+	require.Positive(t, d.FrontDoorVsFirstCome)
+	require.Equal(t, 80, d.FirstComeRequests)
+	require.InDelta(t, 16.0, d.FirstComePurchasesPerUnit, 1e-9, "80 requests for 5 units")
+	require.InDelta(t, 10.0/6, d.PurchasesPerUnit, 1e-9)
+
+	s := d.Step
+	require.Equal(t, "draw", s.Sale)
+	require.Equal(t, 6, s.Latency["registration_won"].Count, "the registration reads, by answer")
+	require.Equal(t, 28, s.Latency["registration_lost"].Count)
+	require.True(t, s.InvariantsOK)
+	f := s.Funnel
+	require.Equal(t, 6, f.Accepted, "every winner buys")
+	require.Equal(t, d.NotEligible, f.NotEligible)
+	require.Equal(t, 4, f.NotEligible+f.SoldOutMemory+f.SoldOutRedis, "every try is refused")
+	require.Zero(t, f.OtherErrors)
+	require.Equal(t, 6, f.Paid)
+
+	var out strings.Builder
+	require.NoError(t, bench.WriteTable(&out, rep))
+	require.Contains(t, out.String(), "front_door_vs_first_come")
+	require.Contains(t, out.String(), "draw c=8")
+	var html strings.Builder
+	require.NoError(t, htmlreport.WriteHTML(&html, rep))
+	require.Contains(t, html.String(), "Draw sale")
+}
+
 // runRefundRelay runs the refund relay a stack's worker runs, for the
 // orders the bench refunds.
 func runRefundRelay(t *testing.T, e *testenv.Env) {

@@ -50,22 +50,11 @@ func (r *stepRunner) burst(ctx context.Context, level int, name string, keyed bo
 	start := time.Now()
 	r.burstStart = start
 	one := func(i int) {
-		s := r.shoppers[order[i]]
-		t0 := time.Now()
 		var header []string
 		if keyed {
 			header = []string{api.HeaderIdempotencyKey, keys[i]}
 		}
-		code, raw, layer, err := r.c.do("POST", path, s.auth, body, header...)
-		res := result{at: t0.Sub(start), latency: time.Since(t0), shopper: s.index, outcome: classify(code, raw, layer, err)}
-		if res.outcome == OutAccepted {
-			var v struct {
-				OrderNo string `json:"order_no"`
-			}
-			_ = json.Unmarshal(raw, &v)
-			res.orderNo = v.OrderNo
-		}
-		results[i] = res
+		results[i] = r.purchase(path, r.shoppers[order[i]], body, start, header...)
 		done.Add(1)
 	}
 	if r.start.IsZero() {
@@ -104,6 +93,22 @@ func (r *stepRunner) burst(ctx context.Context, level int, name string, keyed bo
 	dur := time.Since(start)
 	stop()
 	return results[:int(done.Load())], dur
+}
+
+// purchase sends one purchase of shopper s (header: name, value pairs)
+// and returns its result, timed from start.
+func (r *stepRunner) purchase(path string, s shopper, body []byte, start time.Time, header ...string) result {
+	t0 := time.Now()
+	code, raw, layer, err := r.c.do("POST", path, s.auth, body, header...)
+	res := result{at: t0.Sub(start), latency: time.Since(t0), shopper: s.index, outcome: classify(code, raw, layer, err)}
+	if res.outcome == OutAccepted {
+		var v struct {
+			OrderNo string `json:"order_no"`
+		}
+		_ = json.Unmarshal(raw, &v)
+		res.orderNo = v.OrderNo
+	}
+	return res
 }
 
 // progress prints a progress line every half second until stopped.

@@ -32,6 +32,9 @@ type Report struct {
 	// Reserved (--registrations N): a reserved sale's registrations and
 	// its burst, side by side.
 	Reserved *Reserved `json:"reserved,omitempty"`
+	// Draw (--draw N): a draw sale's registrations, draw and front door,
+	// beside the first-come burst of the run.
+	Draw *Draw `json:"draw,omitempty"`
 	// Captcha (--captchas N): what drawing the human check costs the API.
 	Captcha *CaptchaCost `json:"captcha,omitempty"`
 	// CPUPinning says whether the stack ran pinned (--pin) and how.
@@ -60,6 +63,8 @@ type Settings struct {
 	PayAfterCreation bool `json:"pay_after_creation,omitempty"`
 	// Registrations: the reserved sale's (--registrations).
 	Registrations int `json:"registrations,omitempty"`
+	// Draw: the draw sale's units (--draw).
+	Draw int `json:"draw,omitempty"`
 }
 
 // Step is one load level: a fresh session sold out under that load.
@@ -70,7 +75,8 @@ type Step struct {
 	Concurrency int `json:"concurrency"`
 	Rate        int `json:"rate,omitempty"`
 	// Sale is "reserved" for the reserved sale's step (Report.Reserved),
-	// absent for a first-come sale.
+	// "draw" for the draw sale's (Report.Draw), absent for a first-come
+	// sale.
 	Sale      string `json:"sale,omitempty"`
 	SessionID int64  `json:"session_id"`
 	Funnel    Funnel `json:"funnel"`
@@ -182,8 +188,8 @@ type Funnel struct {
 	Requests    int `json:"requests"`
 	RateLimited int `json:"rate_limited"`
 	Window      int `json:"window"`
-	// NotEligible: refused by a reserved sale, the shopper had not
-	// registered (403 NOT_ELIGIBLE).
+	// NotEligible: refused by a reserved sale (the shopper had not
+	// registered) or a draw (no right to buy): 403 NOT_ELIGIBLE.
 	NotEligible   int `json:"not_eligible,omitempty"`
 	SoldOutMemory int `json:"soldout_fast_path"`
 	SoldOutRedis  int `json:"soldout_redis"`

@@ -98,18 +98,15 @@ func measureReserved(ctx context.Context, cfg Config, c *httpClient, admin *clie
 	r.step.Sale = "reserved"
 	res := &Reserved{Registrations: n}
 
-	window := cfg.RegistrationWindow
-	if window <= 0 {
-		p := min(n, max(2000, 10*conc))
-		pilot, err := r.pilot(ctx, p, conc, user)
-		if err != nil {
-			return nil, err
-		}
+	window, pilot, err := r.window(ctx, n, conc, user)
+	if err != nil {
+		return nil, err
+	}
+	if pilot != nil {
 		res.PilotRegistrations, res.PilotPerSecond = pilot.created, pilot.perSecond()
-		window = time.Duration(registrationMargin*float64(n)/res.PilotPerSecond*float64(time.Second)) + registrationSlack
 	}
 	res.WindowSeconds = window.Seconds()
-	id, start, err := r.createReserved(ctx, window)
+	id, start, err := r.createRegistering(ctx, seckill.ModeReserved, window)
 	if err != nil {
 		return nil, err
 	}
@@ -159,11 +156,25 @@ func measureReserved(ctx context.Context, cfg Config, c *httpClient, admin *clie
 	return res, nil
 }
 
+// window is the registration window of a sale that n shoppers register
+// for at conc: Config.RegistrationWindow, or registrationMargin × what a
+// pilot's pace needs (the pilot is returned) plus registrationSlack.
+func (r *stepRunner) window(ctx context.Context, n, conc int, user func(int) int64) (time.Duration, *registrations, error) {
+	if w := r.cfg.RegistrationWindow; w > 0 {
+		return w, nil, nil
+	}
+	pilot, err := r.pilot(ctx, min(n, max(2000, 10*conc)), conc, user)
+	if err != nil {
+		return 0, nil, err
+	}
+	return time.Duration(registrationMargin*float64(n)/pilot.perSecond()*float64(time.Second)) + registrationSlack, pilot, nil
+}
+
 // pilot registers p shoppers for a reserved sale of its own, ended
 // afterwards, for the pace the measured sale's window is sized by. It
 // also warms the registration path, as the warm-up step warms the bursts.
 func (r *stepRunner) pilot(ctx context.Context, p, conc int, user func(int) int64) (*registrations, error) {
-	id, _, err := r.createReserved(ctx, pilotWindow)
+	id, _, err := r.createRegistering(ctx, seckill.ModeReserved, pilotWindow)
 	if err != nil {
 		return nil, err
 	}
@@ -178,15 +189,17 @@ func (r *stepRunner) pilot(ctx context.Context, p, conc int, user func(int) int6
 	return reg, nil
 }
 
-// createReserved creates a reserved sale of the step's stock whose
-// registration opens now and closes at its start, window from now; it
-// is preheated by the bench once the registrations are in.
-func (r *stepRunner) createReserved(ctx context.Context, window time.Duration) (int64, time.Time, error) {
+// createRegistering creates a sale of the given mode (reserved or draw)
+// and the step's stock whose registration opens now and closes at its
+// start, window from now. A reserved sale is preheated by the bench once
+// the registrations are in; a draw is drawn by its session's workflow at
+// the start.
+func (r *stepRunner) createRegistering(ctx context.Context, mode seckill.SessionMode, window time.Duration) (int64, time.Time, error) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	start := now.Add(window)
-	body, err := json.Marshal(map[string]any{"sku_id": 7100, "title": "bench reserved", "price_cents": priceCents,
+	body, err := json.Marshal(map[string]any{"sku_id": 7100, "title": "bench " + string(mode), "price_cents": priceCents,
 		"stock": r.cfg.Stock, "per_user_limit": r.cfg.Limit, "start_at": start, "end_at": start.Add(2 * time.Hour),
-		"mode": seckill.ModeReserved, "register_from": now.Add(-time.Second), "register_until": start})
+		"mode": mode, "register_from": now.Add(-time.Second), "register_until": start})
 	if err != nil {
 		return 0, time.Time{}, err
 	}
@@ -199,7 +212,7 @@ func (r *stepRunner) createReserved(ctx context.Context, window time.Duration) (
 		err = json.Unmarshal(raw, &v)
 	}
 	if err != nil || v.Session == nil {
-		return 0, time.Time{}, fmt.Errorf("create a reserved sale: %v (is the API at %s, with this admin token?)", err, r.cfg.BaseURL)
+		return 0, time.Time{}, fmt.Errorf("create a %s sale: %v (is the API at %s, with this admin token?)", mode, err, r.cfg.BaseURL)
 	}
 	return v.ID, start, nil
 }

@@ -20,6 +20,9 @@ func WriteTable(w io.Writer, r *Report) error {
 	if rs := r.Reserved; rs != nil {
 		steps = append(steps[:len(steps):len(steps)], rs.Step)
 	}
+	if d := r.Draw; d != nil {
+		steps = append(steps[:len(steps):len(steps)], d.Step)
+	}
 	fmt.Fprintln(tw, "load\treq/s\tsold-out req/s\tkeyed sold-out req/s\taccepted\taccept p99 ms\tsold out after s\tall WAIT_PAY after s\torders/s\tcreated/s\tinvariants\t")
 	for _, s := range steps {
 		load := stepLabel(s)
@@ -38,6 +41,7 @@ func WriteTable(w io.Writer, r *Report) error {
 	}
 	tw.Flush()
 	writeReserved(w, r.Reserved)
+	writeDraw(w, r.Draw)
 	if cc := r.Captcha; cc != nil {
 		fmt.Fprintf(w, "  captcha: %d drawn at %.0f/s (p50 %.1f ms, p99 %.1f ms): %.3f of the sold-out answers' rate\n",
 			cc.Drawn, cc.PerSecond, cc.P50Ms, cc.P99Ms, cc.VsSoldOut)
@@ -203,6 +207,22 @@ func writeReserved(w io.Writer, rs *Reserved) {
 	}
 	fmt.Fprintf(w, "  reserved sale %d: registrations_vs_burst %.3f (burst %.0f req/s), burst_vs_first_come %.2f, %d refused NOT_ELIGIBLE\n",
 		rs.SessionID, rs.RegistrationsVsBurst, rs.Step.Throughput, rs.BurstVsFirstCome, rs.NotEligible)
+}
+
+// writeDraw prints the draw sale's front door beside the first-come burst.
+func writeDraw(w io.Writer, d *Draw) {
+	if d == nil {
+		return
+	}
+	fmt.Fprintf(w, "  draw sale %d: %d units, %d registered at %.0f/s (window %.1f s), drawn %.2f s after the start: %v\n",
+		d.SessionID, d.Units, d.Registered, d.RegistrationsPerSecond, d.WindowSeconds, d.DrawSeconds, d.Statuses)
+	fmt.Fprintf(w, "  draw sale %d: front door %d requests in %.2f s, %.0f/s (p50 %.1f ms, p99 %.1f ms; GET /registration p99 %.1f ms), front_door_vs_first_come %.2f\n",
+		d.SessionID, d.FrontDoorRequests, d.FrontDoorSeconds, d.FrontDoorPerSecond, d.P50Ms, d.P99Ms, d.RegistrationP99Ms, d.FrontDoorVsFirstCome)
+	fmt.Fprintf(w, "  draw sale %d: %d purchases (%d tries by non-winners, %d refused NOT_ELIGIBLE), %.2f a unit against the first-come burst's %.1f (%d requests, %.0f/s, accept p99 %.1f ms)\n",
+		d.SessionID, d.Purchases, d.Tries, d.NotEligible, d.PurchasesPerUnit, d.FirstComePurchasesPerUnit, d.FirstComeRequests, d.FirstComePerSecond, d.FirstComeAcceptP99Ms)
+	if d.OrderWorkflows >= 0 {
+		fmt.Fprintf(w, "  draw sale %d: Temporal holds %d order workflows for its %d units\n", d.SessionID, d.OrderWorkflows, d.Units)
+	}
 }
 
 // Words says how the stack ran, for the table and the HTML report.

@@ -26,6 +26,7 @@ type page struct {
 	Cost             []costRow // nil: not counted
 	AOF              []aofRow  // nil: --redis-aof not used
 	Reserved         []kv      // nil: --registrations not used
+	Draw             []kv      // nil: --draw not used
 }
 
 // aofRow is one Redis persistence setting measured by --redis-aof.
@@ -125,7 +126,29 @@ func buildPage(r *bench.Report) page {
 		p.Steps = append(p.Steps, buildStep(len(p.Steps)+1, rs.Step))
 		p.Reserved = reservedRows(rs)
 	}
+	if d := r.Draw; d != nil {
+		p.Steps = append(p.Steps, buildStep(len(p.Steps)+1, d.Step))
+		p.Draw = drawRows(d)
+	}
 	return p
+}
+
+// drawRows are the draw sale's front door beside the first-come burst.
+func drawRows(d *bench.Draw) []kv {
+	rows := []kv{
+		{"Units; registered", fmtInt(d.Units) + "; " + fmtInt(d.Registered), "every shopper of the run registered through the API (at " + fmtRate(d.RegistrationsPerSecond) + "/s)"},
+		{"Draw", fmtSeconds(d.DrawSeconds), "from the start to drawn_at: the session's workflow drew among every registrant"},
+		{"Registrations after the draw", fmt.Sprint(d.Statuses), "what GET /registration answered each registrant"},
+		{"Front door", fmtInt(d.FrontDoorRequests) + " requests, " + fmtRate(d.FrontDoorPerSecond) + "/s", "every registrant's registration read and the purchases after it, in " + fmtSeconds(d.FrontDoorSeconds)},
+		{"Front door p50 / p99", fmtMs(d.P50Ms) + " / " + fmtMs(d.P99Ms) + " ms", "registration reads alone: p99 " + fmtMs(d.RegistrationP99Ms) + " ms"},
+		{"front_door_vs_first_come", fmtNum(d.FrontDoorVsFirstCome, 2), "the front door's requests/s over the last first-come burst's (" + fmtRate(d.FirstComePerSecond) + "), same run"},
+		{"Purchases per unit", fmtNum(d.PurchasesPerUnit, 2) + " (first come: " + fmtNum(d.FirstComePurchasesPerUnit, 1) + ")", fmtInt(d.Purchases) + " purchases, " + fmtInt(d.Tries) + " of them non-winners trying"},
+		{"Refused NOT_ELIGIBLE", fmtInt(d.NotEligible), "non-winners' tries (after the sell-out an API answers SOLD_OUT first)"},
+	}
+	if d.OrderWorkflows >= 0 {
+		rows = append(rows, kv{"Order workflows", fmtInt(int(d.OrderWorkflows)) + " for " + fmtInt(d.Units) + " units", "what Temporal holds for the sale: the winners' orders only"})
+	}
+	return rows
 }
 
 // reservedRows are the reserved sale's registrations beside its burst.

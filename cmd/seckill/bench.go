@@ -75,7 +75,12 @@ and SECKILL_ADMIN_TOKEN. --registrations N runs a reserved sale after the
 rounds: N distinct shoppers register through the API in its window, then
 at its start the burst buys at it, registrants and others mixed; the
 registrations' rows and the Redis set are read from SECKILL_MYSQL_DSN and
-SECKILL_REDIS_ADDR (reserved in the JSON).`,
+SECKILL_REDIS_ADDR (reserved in the JSON). --draw N runs a draw sale of N
+units after that: every shopper of the run registers, the sale's
+workflow draws at its start, each shopper asks its registration once and
+the winners buy (one in ten of the others tries to); it reports the draw's
+time, the front door against the first-come burst and the order workflows
+Temporal received (draw in the JSON).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := loadConfig(allSecrets...)
 			if err != nil {
@@ -103,9 +108,9 @@ SECKILL_REDIS_ADDR (reserved in the JSON).`,
 					TemporalNamespace: c.TemporalNamespace, NoopWorkflows: noopCount, MySQLDSN: c.MySQLDSN,
 					Limits: api.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS}}
 			}
-			cfg.TemporalAddr, cfg.TemporalNamespace = c.TemporalAddr, c.TemporalNamespace
-			if cfg.Registrations < 0 || cfg.RegistrationWindow < 0 {
-				return errors.New("--registrations and --registration-window must not be negative")
+			cfg.TemporalAddr, cfg.TemporalNamespace, cfg.TaskQueue = c.TemporalAddr, c.TemporalNamespace, c.TaskQueue
+			if cfg.Registrations < 0 || cfg.RegistrationWindow < 0 || cfg.Draw < 0 {
+				return errors.New("--registrations, --registration-window and --draw must not be negative")
 			}
 			cfg.Stores = &bench.Stores{MySQLDSN: c.MySQLDSN, RedisAddr: c.RedisAddr, RedisPrefix: c.RedisPrefix}
 			if cfg.Repeat < 1 {
@@ -184,7 +189,8 @@ SECKILL_REDIS_ADDR (reserved in the JSON).`,
 	f.BoolVar(&cfg.Keys, "keys", true, "send every purchase with a fresh Idempotency-Key (a UUIDv7), as the shop page does, and measure the sold-out burst with and without keys; --keys=false: no keys")
 	f.IntVar(&cfg.Captchas, "captchas", 0, "draw this many captchas at the end (one per shopper, at the run's concurrency) and report what the human check costs next to the sold-out answer")
 	f.IntVar(&cfg.Registrations, "registrations", 0, "after the rounds, a reserved sale: this many distinct shoppers register through the API at the run's concurrency, then the run's shoppers (every other one registered) buy at its start; reports registrations/s beside the burst (registrations_vs_burst), NOT_ELIGIBLE answers, and the rows and Redis memory the registrations take (0 = no reserved sale)")
-	f.DurationVar(&cfg.RegistrationWindow, "registration-window", 0, "with --registrations: the sale's registration window, from its creation to its start (0 = sized by a pilot of registrations on a sale of its own)")
+	f.DurationVar(&cfg.RegistrationWindow, "registration-window", 0, "with --registrations or --draw: the sale's registration window, from its creation to its start (0 = sized by a pilot of registrations on a sale of its own)")
+	f.IntVar(&cfg.Draw, "draw", 0, "after the rounds, a draw sale of this many units: every shopper of the run registers through the API, the sale's workflow draws at its start, then each shopper asks its registration and the winners buy (one in ten of the others tries to); reports the draw's time, the front door against the first-come burst, NOT_ELIGIBLE answers and the order workflows Temporal received (0 = no draw sale)")
 	f.BoolVar(&cfg.Warmup, "warmup", false, "run one unrecorded step first (at most 500 units, every winner paid), so the first round does not pay for a cold API")
 	f.StringVar(&redisAOF, "redis-aof", "", "Redis persistence settings to compare on the admission script, each on a private redis-server: a list of no, everysec, always (or all)")
 	f.BoolVar(&pin, "pin", false, "pin the API and Redis to CPU 0, Temporal, MySQL and --pin-worker to CPU 1 (taskset) for the run")

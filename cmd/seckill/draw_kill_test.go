@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -38,7 +37,7 @@ func TestDrawSurvivesItsWorkerKilledMidway(t *testing.T) {
 	raw, err := sql.Open("mysql", e.DSN)
 	require.NoError(t, err)
 	defer raw.Close()
-	users := registerInBulk(t, raw, sess.ID, registrants)
+	users := e.RegisterInBulk(sess.ID, 1, registrants)
 
 	first := e.Spawn(e.ProcessEnv(), "worker")
 	_, err = e.App.Orders().StartSession(ctx, sess.ID)
@@ -97,26 +96,4 @@ func TestDrawSurvivesItsWorkerKilledMidway(t *testing.T) {
 	loser := e.BuyWithKey(sess.ID, want[2*stock], testenv.KeyAt(time.Now()), 1)
 	testenv.RequireError(t, loser, http.StatusForbidden, "NOT_ELIGIBLE", "drawn right")
 	e.RequireInvariants(sess.ID)
-}
-
-// registerInBulk registers n shoppers (ids 1..n) to a sale straight in
-// MySQL, a thousand rows an INSERT: the API's registration path is tested
-// elsewhere, and n of them one by one would only slow the test.
-func registerInBulk(t *testing.T, db *sql.DB, sessionID int64, n int) []int64 {
-	t.Helper()
-	users := make([]int64, 0, n)
-	for first := 1; first <= n; first += 1000 {
-		var q strings.Builder
-		q.WriteString("INSERT INTO registrations (session_id, user_id, created_at) VALUES ")
-		for u := first; u < min(first+1000, n+1); u++ {
-			if u > first {
-				q.WriteByte(',')
-			}
-			fmt.Fprintf(&q, "(%d,%d,UTC_TIMESTAMP(6))", sessionID, u)
-			users = append(users, int64(u))
-		}
-		_, err := db.Exec(q.String())
-		require.NoError(t, err)
-	}
-	return users
 }
