@@ -12,7 +12,7 @@ import (
 // (registrations.Desk).
 type Registrations interface {
 	Register(ctx context.Context, sess *seckill.Session, userID int64) (created bool, err error)
-	Status(ctx context.Context, sessionID, userID int64) (*seckill.Registration, error)
+	Status(ctx context.Context, sess *seckill.Session, userID int64) (*seckill.Registration, error)
 }
 
 // register: POST /api/v1/sessions/{id}/registrations. The checks a
@@ -70,7 +70,11 @@ func (s *Server) registration(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	r, err := desk.Status(c.UserContext(), id, userID(c))
+	sess, err := s.sessions.Get(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	r, err := desk.Status(c.UserContext(), sess, userID(c))
 	if err != nil {
 		return err
 	}

@@ -197,28 +197,12 @@ func (db *DB) RightsLoaded(ctx context.Context, sessionID int64, entries []secki
 		Update("right_loaded", true).Error
 }
 
-// drawRegistration is where a drawn registrant stands (seckill.DrawStatus).
-func (db *DB) drawRegistration(ctx context.Context, r *seckill.Registration) error {
-	g := db.gorm.WithContext(ctx)
-	var e drawEntryRow
-	err := g.Where("session_id = ? AND user_id = ?", r.SessionID, r.UserID).Take(&e).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		r.Status, _, _ = seckill.DrawStatus(nil, false, 0, db.now())
-		return nil
-	} else if err != nil {
-		return err
-	}
-	var used, before int64
-	if err := g.Table("orders").Where("session_id = ? AND user_id = ?", r.SessionID, r.UserID).Count(&used).Error; err != nil {
-		return err
-	}
-	if err := g.Model(&drawEntryRow{}).Where("session_id = ? AND right_until IS NULL AND position < ?", r.SessionID, e.Position).
-		Count(&before).Error; err != nil {
-		return err
-	}
-	entry := e.domain()
-	r.Status, r.RightUntil, r.Position = seckill.DrawStatus(&entry, used > 0, int(before)+1, db.now())
-	return nil
+// HasOrder is whether the shopper has an order in the sale (a drawn
+// right used to buy: its holder stays WON after the right's end).
+func (db *DB) HasOrder(ctx context.Context, sessionID, userID int64) (bool, error) {
+	var n int64
+	err := db.gorm.WithContext(ctx).Table("orders").Where("session_id = ? AND user_id = ?", sessionID, userID).Count(&n).Error
+	return n > 0, err
 }
 
 // UsableRights is a drawn sale's rights that may still buy at now

@@ -38,18 +38,7 @@ func (db *DB) Registration(ctx context.Context, sessionID, userID int64) (*secki
 	} else if err != nil {
 		return nil, err
 	}
-	reg := &seckill.Registration{SessionID: sessionID, UserID: userID, Status: seckill.RegistrationRegistered, At: row.CreatedAt.UTC()}
-	// A drawn sale's registrants have won, wait or lost.
-	var sess sessionRow
-	if err := db.gorm.WithContext(ctx).Select("id", "mode", "drawn_at").First(&sess, sessionID).Error; err != nil {
-		return nil, err
-	}
-	if sess.Mode == string(seckill.ModeDraw) && sess.DrawnAt != nil {
-		if err := db.drawRegistration(ctx, reg); err != nil {
-			return nil, err
-		}
-	}
-	return reg, nil
+	return &seckill.Registration{SessionID: sessionID, UserID: userID, Status: seckill.RegistrationRegistered, At: row.CreatedAt.UTC()}, nil
 }
 
 // Registrants pages through a sale's registrants in user id order: up to

@@ -7,16 +7,22 @@
 package registrations
 
 import (
+	"cmp"
 	"context"
+	"sync"
 	"time"
 
 	"github.com/seckill/seckill"
 )
 
-// Store is the truth: one row per registration (mysql.DB).
+// Store is the truth: one row per registration, and a draw's recorded
+// positions (mysql.DB).
 type Store interface {
 	Register(ctx context.Context, sessionID, userID int64) (created bool, err error)
+	// Registration is the row: REGISTERED and since when.
 	Registration(ctx context.Context, sessionID, userID int64) (*seckill.Registration, error)
+	DrawEntries(ctx context.Context, sessionID int64) ([]seckill.DrawEntry, error)
+	HasOrder(ctx context.Context, sessionID, userID int64) (bool, error)
 }
 
 // Set is the live set admission checks (redis.Gate).
@@ -24,12 +30,18 @@ type Set interface {
 	Register(ctx context.Context, sessionID, userID int64) error
 }
 
-// Desk takes registrations.
+// Desk takes registrations and tells shoppers where they stand.
 type Desk struct {
 	Store Store
 	Set   Set
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// StandingsTTL is how old the copy of a drawn sale's positions that
+	// results are answered from may be (DefaultStandingsTTL when zero).
+	StandingsTTL time.Duration
+
+	once      sync.Once
+	standings *standings
 }
 
 // Register registers a shopper for a sale in its window; created is false
@@ -55,9 +67,37 @@ func (d *Desk) Register(ctx context.Context, sess *seckill.Session, userID int64
 	return d.Store.Register(ctx, sess.ID, userID)
 }
 
-// Status is a shopper's registration for a sale (NOT_FOUND: none).
-func (d *Desk) Status(ctx context.Context, sessionID, userID int64) (*seckill.Registration, error) {
-	return d.Store.Registration(ctx, sessionID, userID)
+// Status is a shopper's registration for a sale (NOT_FOUND: none): once
+// a draw sale is drawn, WON (with the right's end), WAITLISTED (with the
+// place in line) or LOST (seckill.DrawStatus), from a copy of the
+// positions at most StandingsTTL old.
+func (d *Desk) Status(ctx context.Context, sess *seckill.Session, userID int64) (*seckill.Registration, error) {
+	r, err := d.Store.Registration(ctx, sess.ID, userID)
+	if err != nil || sess.Mode != seckill.ModeDraw || !sess.Drawn() {
+		return r, err
+	}
+	d.once.Do(func() {
+		d.standings = &standings{ttl: cmp.Or(d.StandingsTTL, DefaultStandingsTTL), load: d.Store.DrawEntries}
+	})
+	now := d.now()
+	all, err := d.standings.get(ctx, sess.ID, now)
+	if err != nil {
+		return nil, err
+	}
+	st, ok := all.byUser[userID]
+	if !ok {
+		r.Status, _, _ = seckill.DrawStatus(nil, false, 0, now)
+		return r, nil
+	}
+	// Whether the right bought matters only once it has lapsed.
+	used := false
+	if !st.entry.RightUntil.IsZero() && !now.Before(st.entry.RightUntil) {
+		if used, err = d.Store.HasOrder(ctx, sess.ID, userID); err != nil {
+			return nil, err
+		}
+	}
+	r.Status, r.RightUntil, r.Position = seckill.DrawStatus(&st.entry, used, st.waiting, now)
+	return r, nil
 }
 
 func (d *Desk) now() time.Time {

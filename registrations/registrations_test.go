@@ -1,0 +1,118 @@
+package registrations_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/registrations"
+)
+
+// drawnStore is a drawn sale's truth as fixed values, counting the loads
+// of the positions.
+type drawnStore struct {
+	registered map[int64]bool
+	ordered    map[int64]bool
+	mu         sync.Mutex
+	entries    []seckill.DrawEntry
+	loads      atomic.Int32
+}
+
+func (s *drawnStore) Register(context.Context, int64, int64) (bool, error) { return false, nil }
+
+func (s *drawnStore) Registration(_ context.Context, sessionID, userID int64) (*seckill.Registration, error) {
+	if !s.registered[userID] {
+		return nil, seckill.Errorf(seckill.ENOTFOUND, "user %d is not registered", userID)
+	}
+	return &seckill.Registration{SessionID: sessionID, UserID: userID, Status: seckill.RegistrationRegistered}, nil
+}
+
+func (s *drawnStore) DrawEntries(context.Context, int64) ([]seckill.DrawEntry, error) {
+	s.loads.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]seckill.DrawEntry(nil), s.entries...), nil
+}
+
+func (s *drawnStore) HasOrder(_ context.Context, _, userID int64) (bool, error) {
+	return s.ordered[userID], nil
+}
+
+// Results come from a copy of the positions loaded once per TTL however
+// many shoppers ask at once: a live right is WON, a lapsed one LOST unless
+// it bought, a waiting position WAITLISTED with its place among those
+// still waiting, a registrant without a position LOST, a stranger
+// NOT_FOUND; a right passed on shows once the copy is renewed.
+func TestDrawResultsFromTheCopyOfThePositions(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	clock := now
+	st := &drawnStore{
+		registered: map[int64]bool{10: true, 20: true, 30: true, 40: true, 50: true, 60: true},
+		ordered:    map[int64]bool{},
+		entries: []seckill.DrawEntry{
+			{Position: 1, UserID: 10, RightUntil: now.Add(time.Minute)},
+			{Position: 2, UserID: 20, RightUntil: now.Add(-time.Second)},
+			{Position: 3, UserID: 30},
+			{Position: 4, UserID: 40},
+		},
+	}
+	desk := &registrations.Desk{Store: st, Now: func() time.Time { return clock }}
+	sess := &seckill.Session{ID: 1, Mode: seckill.ModeDraw, DrawnAt: now.Add(-time.Minute)}
+	status := func(user int64) (seckill.RegistrationStatus, int) {
+		r, err := desk.Status(context.Background(), sess, user)
+		require.NoError(t, err)
+		return r.Status, r.Position
+	}
+
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() { status(50) })
+	}
+	wg.Wait()
+	require.EqualValues(t, 1, st.loads.Load(), "concurrent askers share one load")
+
+	s, _ := status(10)
+	require.Equal(t, seckill.RegistrationWon, s)
+	s, _ = status(20)
+	require.Equal(t, seckill.RegistrationLost, s, "a right that lapsed unused")
+	st.ordered[20] = true
+	s, _ = status(20)
+	require.Equal(t, seckill.RegistrationWon, s, "a lapsed right that bought")
+	s, p := status(30)
+	require.Equal(t, seckill.RegistrationWaitlisted, s)
+	require.Equal(t, 1, p)
+	s, p = status(40)
+	require.Equal(t, seckill.RegistrationWaitlisted, s)
+	require.Equal(t, 2, p)
+	s, _ = status(50)
+	require.Equal(t, seckill.RegistrationLost, s, "registered, not drawn")
+	_, err := desk.Status(context.Background(), sess, 70)
+	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(err))
+	require.EqualValues(t, 1, st.loads.Load(), "within the TTL")
+
+	// A pass grants position 3 a right: seen once the copy is renewed.
+	st.mu.Lock()
+	st.entries[2].RightUntil = now.Add(2 * time.Minute)
+	st.mu.Unlock()
+	s, _ = status(30)
+	require.Equal(t, seckill.RegistrationWaitlisted, s, "the copy is at most a TTL old")
+	clock = clock.Add(registrations.DefaultStandingsTTL)
+	s, _ = status(30)
+	require.Equal(t, seckill.RegistrationWon, s)
+	s, p = status(40)
+	require.Equal(t, seckill.RegistrationWaitlisted, s)
+	require.Equal(t, 1, p, "first in line now")
+	require.EqualValues(t, 2, st.loads.Load())
+
+	// Before the draw a registrant is REGISTERED, and no position is read.
+	early := &seckill.Session{ID: 2, Mode: seckill.ModeDraw}
+	r, err := desk.Status(context.Background(), early, 10)
+	require.NoError(t, err)
+	require.Equal(t, seckill.RegistrationRegistered, r.Status)
+	require.EqualValues(t, 2, st.loads.Load())
+}
