@@ -93,7 +93,7 @@ test-on-temporal: # make test's body, once the dev server on TEMPORAL_PORT answe
 	  if grep -q "no fuzz tests" /tmp/seckill-fuzz.log; then echo "$$t: no such fuzz test"; exit 1; fi; \
 	done
 
-bench: ## load test with same-run baselines: 500 units (3 interleaved rounds, Redis AOF cost); then the 5,000-winner run (bench-report-5k.{json,html}; BENCH_5K=0 skips it); BENCH_PIN=1 pins CPUs
+bench: ## load test with same-run baselines: 500 units (3 interleaved rounds, Redis AOF cost); then the 5,000-winner run (bench-report-5k.{json,html}; BENCH_5K=0 skips it); BENCH_PIN=1 pins CPUs; BENCH_REGISTRATIONS=N a reserved sale, BENCH_DRAW=N a draw sale of N units (scripts/bench.sh)
 	scripts/bench.sh
 
 drill: ## rehearse a sale locally: burst, SIGKILL the worker mid-burst, restart it, pay, cancel, pay late, check invariants
