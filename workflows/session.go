@@ -158,7 +158,7 @@ func drawAndPass(ctx workflow.Context, in SessionLife, sess *seckill.Session, sl
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 30 * time.Second},
 	})
-	for {
+	for tries := 1; ; tries++ {
 		err := workflow.ExecuteActivity(dctx, sessionSteps.DrawSession, in.SessionID).Get(ctx, nil)
 		if err == nil {
 			break
@@ -172,6 +172,9 @@ func drawAndPass(ctx workflow.Context, in SessionLife, sess *seckill.Session, sl
 		next := workflow.Now(ctx).Add(drawRetryEvery)
 		if workflow.GetVersion(ctx, drawRetryChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion || !next.Before(sess.EndAt) {
 			return nil
+		}
+		if tries == passesPerRun { // a history bounded as the passes' is
+			return workflow.NewContinueAsNewError(ctx, SessionWorkflow, in)
 		}
 		if err := sleepUntil(func() time.Time { return next }); err != nil {
 			return err

@@ -170,14 +170,16 @@ func TestSessionLifeDrawsAtTheStartThenPassesRights(t *testing.T) {
 // A draw that fails for good (an error no retry of the activity cures) is
 // tried again every minute, not given up: nobody may buy meanwhile, and
 // once the cause is fixed the sale is drawn and its rights pass on. A
-// draw failing to the end tries no more once the sale has ended.
+// draw failing to the end tries no more once the sale has ended, and a
+// long sale's run continues as new after passesPerRun tries.
 func TestSessionLifeTriesAFailedDrawAgain(t *testing.T) {
 	for _, c := range []struct {
 		failures int
 		draws    int
-	}{{2, 3}, {1000, 10}} {
+		length   time.Duration
+	}{{2, 3, 10 * time.Minute}, {1000, 10, 10 * time.Minute}, {1000, 500, 24 * time.Hour}} {
 		start := startTime.Add(10 * time.Minute)
-		h := newLifeHarness(t, start, start.Add(10*time.Minute), 0)
+		h := newLifeHarness(t, start, start.Add(c.length), 0)
 		h.session.Mode, h.session.RightTTLSeconds = seckill.ModeDraw, 60
 		var draws []time.Time
 		passes := 0
@@ -196,8 +198,17 @@ func TestSessionLifeTriesAFailedDrawAgain(t *testing.T) {
 			passes++
 			return 0, nil
 		}, activity.RegisterOptions{Name: activities.PassRightsName})
-		h.run(t)
+		h.env.ExecuteWorkflow(workflows.SessionWorkflowName, workflows.SessionLife{
+			SessionID: testSession, PreheatLead: 5 * time.Minute, RetainAfter: 24 * time.Hour})
+		require.True(t, h.env.IsWorkflowCompleted())
 		require.Len(t, draws, c.draws)
+		if c.length > time.Hour {
+			var asNew *workflow.ContinueAsNewError
+			require.ErrorAs(t, h.env.GetWorkflowError(), &asNew)
+			require.Empty(t, h.retires)
+			continue
+		}
+		require.NoError(t, h.env.GetWorkflowError())
 		for i, at := range draws {
 			require.Equal(t, start.Add(time.Duration(i)*time.Minute), at, "try %d", i+1)
 		}
