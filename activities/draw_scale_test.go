@@ -29,9 +29,10 @@ type drawScale struct {
 
 // The real draw (DrawSession, on MySQL and Redis) of a sale among N
 // registrants and among N/10, one after the other in the same process,
-// with the same stock (after a draw among 1,000 that warms the path up): the time grows with the registrants (each is read
-// and ranked once), the memory does not (the draw keeps the best 2 ×
-// stock and a page of registrants). N is 20,000 in the test suite, so the
+// with the same stock (after a draw among 1,000 that warms the path up):
+// the time grows with the registrants (each is read and ranked once), the
+// memory does not (the draw keeps the best 2 × stock and a page of
+// registrants). N is 20,000 in the test suite, so the
 // measure cannot rot; the figures in docs/BENCHMARKS.md are
 //
 //	SECKILL_DRAW_SCALE=1000000 go test ./activities/ -run TestDrawScale -v -timeout 30m
