@@ -257,10 +257,11 @@ func (p ReconcilePolicy) Reconcile(ctx context.Context, db DBSnapshotter, rd Red
 	if s := ds.Session; s.Mode == ModeDraw && !s.Drawn() && !now.Before(s.StartAt) && now.Before(s.EndAt) {
 		// A draw takes seconds; one that has not completed within the
 		// grace failed, or was retried after a dead worker's heartbeats.
-		r.DrawLateSeconds = now.Sub(s.StartAt).Seconds()
-		if now.Sub(s.StartAt) > p.SweepGrace {
+		late := now.Sub(s.StartAt)
+		r.DrawLateSeconds = late.Seconds()
+		if late > p.SweepGrace {
 			problem("draw sale on sale for %s and not drawn: nobody may buy; the session's workflow tries DrawSession again every minute, its last failure is in the Web UI",
-				now.Sub(s.StartAt).Truncate(time.Second))
+				late.Truncate(time.Second))
 		}
 	}
 	r.OK = len(r.Problems) == 0
