@@ -50,7 +50,7 @@ func (e *Env) ProcessEnv(extra ...string) []string {
 		"SECKILL_MYSQL_DSN=" + e.DSN,
 		"SECKILL_REDIS_ADDR=" + e.RedisAddr,
 		"SECKILL_REDIS_MASTER=" + e.RedisMaster,
-		"SECKILL_TEMPORAL_ADDR=" + e.TemporalAddr,
+		"TEMPORAL_ADDRESS=" + e.TemporalAddr,
 		"SECKILL_REDIS_PREFIX=" + e.Prefix,
 		"SECKILL_TASK_QUEUE=" + e.TaskQueue,
 		"SECKILL_JWT_SECRET=" + string(JWTSecret),

@@ -263,7 +263,7 @@ func (e *Env) dialTemporal(ctx context.Context) {
 	t.Helper()
 	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer dcancel()
-	tc, err := temporal.Dial(dctx, addr, "default", e.Log, nil)
+	tc, err := temporal.Dial(dctx, client.Options{HostPort: addr, Namespace: "default"}, e.Log, nil)
 	if err != nil {
 		t.Fatalf("Temporal is not reachable at %s (%v).\nStart the dev server with: make temporal", addr, err)
 	}
