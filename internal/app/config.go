@@ -2,6 +2,8 @@ package app
 
 import (
 	"cmp"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill"
@@ -39,6 +42,15 @@ type Config struct {
 	RedisPassword string `env:"SECKILL_REDIS_PASSWORD" secret:"true"`
 	RedisTLS      bool   `env:"SECKILL_REDIS_TLS"`
 	RedisPrefix   string `env:"SECKILL_REDIS_PREFIX" envDefault:"seckill"`
+	// The private CA that signed Redis's and MySQL's certificates, and the
+	// client certificate and key they ask for (Redis's tls-auth-clients,
+	// MySQL's REQUIRE X509). Any of them turns TLS on for that store.
+	RedisCAFile   string `env:"SECKILL_REDIS_CA_FILE"`
+	RedisCertFile string `env:"SECKILL_REDIS_CERT_FILE"`
+	RedisKeyFile  string `env:"SECKILL_REDIS_KEY_FILE"`
+	MySQLCAFile   string `env:"SECKILL_MYSQL_CA_FILE"`
+	MySQLCertFile string `env:"SECKILL_MYSQL_CERT_FILE"`
+	MySQLKeyFile  string `env:"SECKILL_MYSQL_KEY_FILE"`
 	// TemporalAddr and TemporalNamespace are the SECKILL_ aliases of
 	// TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE; after LoadConfig they hold
 	// what the client dials (see Temporal).
@@ -147,6 +159,8 @@ type Config struct {
 	trusted []netip.Prefix
 	// temporal is Temporal's client configuration (see Temporal).
 	temporal client.Options
+	// redisTLS is how Redis is dialled with TLS (nil: plaintext).
+	redisTLS *tls.Config
 }
 
 // Temporal is the client options Temporal's environment configuration
@@ -219,6 +233,9 @@ func LoadConfig() (*Config, error) {
 	if err := c.parseProxies(); err != nil {
 		return nil, err
 	}
+	if err := c.loadTLS(); err != nil {
+		return nil, err
+	}
 	if err := c.checkIdentity(); err != nil {
 		return nil, err
 	}
@@ -281,7 +298,70 @@ func (c *Config) Risk() api.RiskConfig {
 // are Sentinels.
 func (c *Config) Redis() redis.Server {
 	return redis.Server{Addrs: redis.ParseAddrs(c.RedisAddr), MasterName: c.RedisMaster,
-		Password: c.RedisPassword, TLS: c.RedisTLS}
+		Password: c.RedisPassword, TLS: c.redisTLS}
+}
+
+// mysqlTLSName is the name our MySQL TLS configuration is registered
+// under with the driver (the DSN's tls= parameter).
+const mysqlTLSName = "seckill"
+
+// loadTLS reads the TLS files of Redis and MySQL once, at start, so a
+// missing or wrong file stops the process before it connects. MySQL's
+// configuration is registered with the driver and named in the DSN.
+func (c *Config) loadTLS() error {
+	var err error
+	if c.redisTLS, err = tlsFiles("SECKILL_REDIS", c.RedisCAFile, c.RedisCertFile, c.RedisKeyFile); err != nil {
+		return err
+	}
+	if c.redisTLS == nil && c.RedisTLS {
+		// The system's roots; go-redis fills ServerName from each node's address.
+		c.redisTLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	mt, err := tlsFiles("SECKILL_MYSQL", c.MySQLCAFile, c.MySQLCertFile, c.MySQLKeyFile)
+	if err != nil || mt == nil {
+		return err
+	}
+	if err := mysqldriver.RegisterTLSConfig(mysqlTLSName, mt); err != nil {
+		return err
+	}
+	dsn, err := mysqldriver.ParseDSN(c.MySQLDSN)
+	if err != nil {
+		return fmt.Errorf("SECKILL_MYSQL_DSN: %w", err)
+	}
+	dsn.TLSConfig = mysqlTLSName
+	c.MySQLDSN = dsn.FormatDSN()
+	return nil
+}
+
+// tlsFiles is the TLS configuration of a private CA (caFile) and a client
+// certificate (certFile, keyFile), each optional; nil when none is set.
+// prefix names the variables in errors.
+func tlsFiles(prefix, caFile, certFile, keyFile string) (*tls.Config, error) {
+	if caFile == "" && certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	conf := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s_CA_FILE: %w", prefix, err)
+		}
+		conf.RootCAs = x509.NewCertPool()
+		if !conf.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s_CA_FILE=%s holds no PEM certificate", prefix, caFile)
+		}
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, fmt.Errorf("%s_CERT_FILE and %s_KEY_FILE go together: set both or neither", prefix, prefix)
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s_CERT_FILE/%s_KEY_FILE: %w", prefix, prefix, err)
+		}
+		conf.Certificates = []tls.Certificate{cert}
+	}
+	return conf, nil
 }
 
 // The payment providers, by SECKILL_PAYMENT_PROVIDER. SandboxProvider

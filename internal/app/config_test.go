@@ -105,7 +105,8 @@ func TestRedisConfig(t *testing.T) {
 	c, err = LoadConfig()
 	require.NoError(t, err)
 	s := c.Redis()
-	require.Equal(t, redis.Server{Addrs: []string{"10.0.0.1:7000", "10.0.0.2:7000", "10.0.0.3:7000"}, Password: "pw", TLS: true}, s)
+	require.Equal(t, []string{"10.0.0.1:7000", "10.0.0.2:7000", "10.0.0.3:7000"}, s.Addrs)
+	require.Equal(t, "pw", s.Password)
 	o := s.Options()
 	require.Equal(t, "pw", o.Password)
 	require.Empty(t, o.SentinelPassword, "the password is the data nodes'")
@@ -460,4 +461,22 @@ func TestTemporalClientConfiguration(t *testing.T) {
 	t.Setenv("TEMPORAL_PROFILE", "prod")
 	_, err = LoadConfig()
 	require.ErrorContains(t, err, "prod", "a named profile that is not in the file is refused")
+}
+
+// TLS files are read at start: a key without its certificate, or a CA
+// file without a certificate in it, stops the process naming the variable.
+func TestStoreTLSFilesAreCheckedAtStart(t *testing.T) {
+	notPEM := t.TempDir() + "/ca.pem"
+	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate"), 0o600))
+	for _, c := range []struct{ env, value, says string }{
+		{"SECKILL_REDIS_KEY_FILE", "/k.pem", "SECKILL_REDIS_CERT_FILE and SECKILL_REDIS_KEY_FILE go together"},
+		{"SECKILL_MYSQL_CA_FILE", notPEM, "SECKILL_MYSQL_CA_FILE=" + notPEM + " holds no PEM certificate"},
+		{"SECKILL_MYSQL_CA_FILE", "/nonexistent/ca.pem", "SECKILL_MYSQL_CA_FILE"},
+	} {
+		t.Run(c.env, func(t *testing.T) {
+			t.Setenv(c.env, c.value)
+			_, err := LoadConfig()
+			require.ErrorContains(t, err, c.says)
+		})
+	}
 }
