@@ -86,6 +86,10 @@ test: ## every test, on the real MariaDB, Redis and Temporal dev server, then th
 
 test-on-temporal: # make test's body, once the dev server on TEMPORAL_PORT answers
 	SECKILL_TEST_TEMPORAL_ADDR=$${SECKILL_TEST_TEMPORAL_ADDR:-127.0.0.1:$(TEMPORAL_PORT)} $(GO) test -count=1 -timeout 20m $(PKGS)
+	@# Every benchmark once, so one that no longer builds or fails its setup fails here
+	@# (the figures come from make bench and docs/BENCHMARKS.md's commands, not from this).
+	SECKILL_TEST_TEMPORAL_ADDR=$${SECKILL_TEST_TEMPORAL_ADDR:-127.0.0.1:$(TEMPORAL_PORT)} $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x \
+	  $$(git grep -l '^func Benchmark' -- '*_test.go' | xargs -n1 dirname | sort -u | sed 's|^|./|')
 	@for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%/*}; f=$${t##*/}; \
 	  echo "fuzz $$f in ./$$pkg ($(FUZZ_TIME))"; \

@@ -56,6 +56,11 @@ func runHandler(b *testing.B, h fasthttp.RequestHandler, auth string, key func()
 	})
 }
 
+// noStarts takes no workflow start: a sold-out sale admits nobody.
+type noStarts struct{}
+
+func (noStarts) Offer(*seckill.OrderRequest) bool { return false }
+
 // soldOutServer is an API whose one session this process saw sell out,
 // and a shopper's bearer token.
 func soldOutServer(b *testing.B) (*Server, string) {
@@ -63,7 +68,7 @@ func soldOutServer(b *testing.B) (*Server, string) {
 	now := time.Now()
 	sess := &seckill.Session{ID: 1, SKUID: 1, Title: "b", PriceCents: 1, TotalStock: 1, PerUserLimit: 1,
 		StartAt: now.Add(-time.Hour), EndAt: now.Add(time.Hour)}
-	srv, err := New(Config{JWTSecret: secret, WebhookSecret: secret, AdminToken: "a",
+	srv, err := New(Config{Starts: noStarts{}, JWTSecret: secret, WebhookSecret: secret, AdminToken: "a",
 		Limits: Limits{Global: 0}, SessionCacheTTL: time.Hour}, benchStore{s: sess}, nil, nil)
 	if err != nil {
 		b.Fatal(err)

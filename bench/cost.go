@@ -56,7 +56,7 @@ func dialCosts(ctx context.Context, cfg Config) (*costs, error) {
 	if ns == "" {
 		ns = "default"
 	}
-	c, err := temporal.Dial(ctx, cfg.TemporalAddr, ns, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	c, err := temporal.Dial(ctx, client.Options{HostPort: cfg.TemporalAddr, Namespace: ns}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	"go.temporal.io/api/workflowservice/v1"
+	sdkclient "go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
@@ -281,7 +282,7 @@ func countOrderWorkflows(ctx context.Context, cfg Config, sessionID int64, want 
 	if ns == "" {
 		ns = "default"
 	}
-	c, err := temporal.Dial(ctx, cfg.TemporalAddr, ns, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	c, err := temporal.Dial(ctx, sdkclient.Options{HostPort: cfg.TemporalAddr, Namespace: ns}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {
 		return -1, err
 	}

@@ -180,7 +180,7 @@ func (s *stack) env(l links, extra ...string) ([]string, error) {
 	return append(os.Environ(), append([]string{
 		"SECKILL_MYSQL_DSN=" + dsn.FormatDSN(),
 		"SECKILL_REDIS_ADDR=" + l.redis.Addr,
-		"SECKILL_TEMPORAL_ADDR=" + l.temporal.Addr,
+		"TEMPORAL_ADDRESS=" + l.temporal.Addr,
 		"SECKILL_REDIS_PREFIX=" + s.cfg.RedisPrefix,
 		"SECKILL_TASK_QUEUE=" + s.cfg.TaskQueue,
 		"SECKILL_JWT_SECRET=" + string(s.cfg.JWTSecret),

@@ -21,8 +21,9 @@ type Server struct {
 	MasterName string
 	// Password is the data nodes' (not the Sentinels').
 	Password string
-	// TLS dials every node with TLS, verified against the system roots.
-	TLS bool
+	// TLS, when set, dials every node with it (the system's roots or a
+	// private CA, and a client certificate for tls-auth-clients).
+	TLS *tls.Config
 }
 
 // ParseAddrs splits a comma-separated address list (SECKILL_REDIS_ADDR),
@@ -40,10 +41,9 @@ func ParseAddrs(s string) []string {
 // Options are the universal options that reach s.
 func (s Server) Options() *goredis.UniversalOptions {
 	o := &goredis.UniversalOptions{Addrs: s.Addrs, MasterName: s.MasterName, Password: s.Password}
-	if s.TLS {
-		// No RootCAs: the system's. go-redis fills ServerName from each
-		// node's address.
-		o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	if s.TLS != nil {
+		// go-redis fills ServerName from each node's address.
+		o.TLSConfig = s.TLS.Clone()
 	}
 	return o
 }

@@ -20,8 +20,10 @@
 # 127.0.0.1; 0.0.0.0 to reach it from elsewhere), SECKILL_UI_USER (its
 # login, ops), SECKILL_UI_PASSWORD (its password; without it a random one,
 # printed once), SECKILL_UI_TLS_CERT (a PEM: the door speaks HTTPS),
-# TEMPORAL_DURABLE_UI_PORT (the UI's own port, 8933),
-# SECKILL_MYSQL_DSN (the server; the database is seckill_stack).
+# TEMPORAL_DURABLE_UI_PORT (the UI's own port, 8933), TEMPORAL_TLS_DIR
+# (.stack/temporal-tls: the Temporal frontend serves mTLS with certificates
+# made there; set it empty for plaintext), SECKILL_MYSQL_DSN (the server;
+# the database is seckill_stack).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,6 +35,7 @@ apis=("127.0.0.1:$((port + 1))" "127.0.0.1:$((port + 2))")
 workers=("127.0.0.1:$((port + 11))" "127.0.0.1:$((port + 12))")
 ui="${STACK_UI_HOST:-127.0.0.1}:$((port + 325))"
 temporal_ui="127.0.0.1:${TEMPORAL_DURABLE_UI_PORT:-8933}"
+export TEMPORAL_TLS_DIR="${TEMPORAL_TLS_DIR-$dir/temporal-tls}"
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -111,9 +114,12 @@ start() {
     scripts/temporal-server.sh start
     touch "$dir/started-temporal"
   fi
+  # Exported for every process below: SECKILL_REDIS_ADDR, and Temporal's
+  # own TEMPORAL_ADDRESS and TEMPORAL_TLS_* (the client certificate).
+  set -a
   eval "$(scripts/redis-cluster.sh env)"
   eval "$(scripts/temporal-server.sh env)"
-  export SECKILL_REDIS_ADDR SECKILL_TEMPORAL_ADDR
+  set +a
 
   # Secrets of this stack's own, kept for the operator's curl commands.
   if [ ! -f "$dir/secrets.env" ]; then
@@ -192,7 +198,7 @@ stack: running (stop it with make stack-stop)
   APIs                     http://${apis[0]}  http://${apis[1]}
   workers' metrics         http://${workers[0]}/metrics  http://${workers[1]}/metrics
   Redis Cluster            $SECKILL_REDIS_ADDR
-  Temporal                 $SECKILL_TEMPORAL_ADDR
+  Temporal                 $TEMPORAL_ADDRESS${TEMPORAL_TLS_DIR:+ (mTLS; CA and client certificate in $TEMPORAL_TLS_DIR)}
   MySQL database           seckill_stack
   secrets                  $dir/secrets.env (SECKILL_ADMIN_TOKEN for the admin API)
   logs                     $dir/*.log

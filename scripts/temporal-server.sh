@@ -13,15 +13,19 @@
 #                                        search attributes
 #   scripts/temporal-server.sh stop     stop the processes `start` started
 #   scripts/temporal-server.sh status   say what runs (exit 1 when not ours)
-#   scripts/temporal-server.sh env      print SECKILL_TEMPORAL_ADDR=… for eval
+#   scripts/temporal-server.sh env      print TEMPORAL_ADDRESS=… (and, with TLS,
+#                                        TEMPORAL_TLS_*=…) for eval
 #
 # Env: TEMPORAL_DURABLE_PORT (7933, the frontend; the other ports follow from
 # it, see deploy/temporal/temporal.yaml), TEMPORAL_DURABLE_UI_PORT (8933),
 # TEMPORAL_SHARDS (8),
 # TEMPORAL_PG_ADDR (127.0.0.1:5432), TEMPORAL_PG_USER (postgres),
 # TEMPORAL_PG_PASSWORD, TEMPORAL_DB (temporal), TEMPORAL_VISIBILITY_DB
-# (temporal_visibility), TEMPORAL_LOG_LEVEL (warn). PIDs and logs live in
-# .temporal/durable-<port>/ (gitignored).
+# (temporal_visibility), TEMPORAL_LOG_LEVEL (warn), TEMPORAL_TLS_DIR (unset:
+# plaintext; set: the frontend serves mTLS with the certificates in that
+# directory, made here with openssl from a CA of their own when missing,
+# and every client here presents its client certificate). PIDs and logs
+# live in .temporal/durable-<port>/ (gitignored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,6 +41,15 @@ export TEMPORAL_VISIBILITY_DB="${TEMPORAL_VISIBILITY_DB:-temporal_visibility}"
 export TEMPORAL_DYNAMIC_CONFIG="${TEMPORAL_DYNAMIC_CONFIG:-deploy/temporal/dynamicconfig.yaml}"
 port="${TEMPORAL_PORT}"
 ui_port="${TEMPORAL_UI_PORT}"
+if [[ -n "${TEMPORAL_TLS_DIR:-}" ]]; then
+  mkdir -p "${TEMPORAL_TLS_DIR}"
+  TEMPORAL_TLS_DIR="$(cd "${TEMPORAL_TLS_DIR}" && pwd)"
+  # What the server's config, the Web UI, the CLI and seckill read: Temporal's own names.
+  export TEMPORAL_TLS_DIR TEMPORAL_TLS=true TEMPORAL_TLS_SERVER_NAME=localhost \
+    TEMPORAL_TLS_SERVER_CA_CERT_PATH="${TEMPORAL_TLS_DIR}/ca.pem" \
+    TEMPORAL_TLS_CLIENT_CERT_PATH="${TEMPORAL_TLS_DIR}/client.pem" \
+    TEMPORAL_TLS_CLIENT_KEY_PATH="${TEMPORAL_TLS_DIR}/client.key"
+fi
 addr="127.0.0.1:${port}"
 dir=".temporal/durable-${port}"
 mode="${1:-start}"
@@ -87,9 +100,31 @@ build() {
   [[ -x bin/seckill ]] || go build -o bin/seckill ./cmd/seckill
 }
 
+# certs makes TEMPORAL_TLS_DIR's files unless they exist: a CA of their own
+# (ca.pem; its key stays beside it), the frontend's certificate and a
+# client's, both for localhost and 127.0.0.1.
+certs() {
+  local d="${TEMPORAL_TLS_DIR}" who
+  [[ -f "$d/client.key" ]] && return 0
+  command -v openssl >/dev/null || { echo "temporal-server: TEMPORAL_TLS_DIR needs openssl (apt-get install openssl)" >&2; exit 1; }
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 825 \
+    -subj "/CN=seckill local Temporal CA" -keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null
+  for who in server client; do
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=temporal-${who}" \
+      -keyout "$d/${who}.key" -out "$d/${who}.csr" 2>/dev/null
+    openssl x509 -req -in "$d/${who}.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -days 825 \
+      -extfile <(printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n') \
+      -out "$d/${who}.pem" 2>/dev/null
+    rm -f "$d/${who}.csr"
+  done
+  chmod 600 "$d"/*.key
+  echo "temporal-server: made a CA and mTLS certificates in $d"
+}
+
 start() {
   mkdir -p "$dir"
   build
+  if [[ -n "${TEMPORAL_TLS_DIR:-}" ]]; then certs; fi
   local pid sas
   if pid="$(ours server bin/temporal-server)" && ready; then
     echo "temporal-server: already running on ${addr} (pid ${pid})"
@@ -156,6 +191,12 @@ case "$mode" in
   start) start ;;
   stop) stop ;;
   status) status ;;
-  env) echo "SECKILL_TEMPORAL_ADDR=${addr}" ;;
+  env)
+    echo "TEMPORAL_ADDRESS=${addr}"
+    if [[ -n "${TEMPORAL_TLS_DIR:-}" ]]; then
+      echo "TEMPORAL_TLS=true TEMPORAL_TLS_SERVER_NAME=localhost TEMPORAL_TLS_SERVER_CA_CERT_PATH=${TEMPORAL_TLS_SERVER_CA_CERT_PATH}"
+      echo "TEMPORAL_TLS_CLIENT_CERT_PATH=${TEMPORAL_TLS_CLIENT_CERT_PATH} TEMPORAL_TLS_CLIENT_KEY_PATH=${TEMPORAL_TLS_CLIENT_KEY_PATH}"
+    fi
+    ;;
   *) echo "usage: scripts/temporal-server.sh [start|stop|status|env]" >&2; exit 2 ;;
 esac

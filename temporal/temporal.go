@@ -20,19 +20,43 @@ import (
 	"github.com/seckill/seckill/workflows"
 )
 
-// Dial connects to the Temporal frontend at addr. metrics receives the
-// SDK's own metrics (see MetricsHandler); nil drops them.
-func Dial(ctx context.Context, addr, namespace string, logger *slog.Logger, metrics client.MetricsHandler) (client.Client, error) {
-	c, err := client.DialContext(ctx, client.Options{
-		HostPort:       addr,
-		Namespace:      namespace,
-		Logger:         log.NewStructuredLogger(logger),
-		MetricsHandler: metrics,
-	})
+// Dial connects to the Temporal frontend opts names (address, namespace,
+// TLS, credentials: see internal/app's Temporal). metrics receives the
+// SDK's own metrics (see MetricsHandler); nil drops them. The SDK checks
+// the connection before it returns, so a server that refuses our
+// certificate (or our lack of one) stops the process here, said plainly.
+func Dial(ctx context.Context, opts client.Options, logger *slog.Logger, metrics client.MetricsHandler) (client.Client, error) {
+	opts.Logger = log.NewStructuredLogger(logger)
+	opts.MetricsHandler = metrics
+	c, err := client.DialContext(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("temporal %s: %w (start a dev server with `make temporal`)", addr, err)
+		return nil, fmt.Errorf("temporal %s (namespace %s, %s): %w%s", opts.HostPort, opts.Namespace, transport(opts), err, dialHint(opts))
 	}
 	return c, nil
+}
+
+// transport says how Dial reached the server, for its error.
+func transport(opts client.Options) string {
+	switch tc := opts.ConnectionOptions.TLS; {
+	case tc == nil || opts.ConnectionOptions.TLSDisabled:
+		return "plaintext"
+	case len(tc.Certificates) > 0:
+		return "TLS with a client certificate"
+	default:
+		return "TLS without a client certificate"
+	}
+}
+
+// dialHint names the likely fix for a failed dial.
+func dialHint(opts client.Options) string {
+	switch tc := opts.ConnectionOptions.TLS; {
+	case tc == nil || opts.ConnectionOptions.TLSDisabled:
+		return " (start a dev server with `make temporal`; a server with TLS needs TEMPORAL_TLS=true)"
+	case len(tc.Certificates) == 0 && opts.Credentials == nil:
+		return " (a server that demands mTLS needs TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH)"
+	default:
+		return ""
+	}
 }
 
 // Orders starts and signals order workflows.

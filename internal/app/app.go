@@ -87,7 +87,7 @@ func Connect(ctx context.Context, c *Config, withTemporal bool) (*Main, error) {
 			m.Close()
 			return nil, err
 		}
-		if m.Temporal, err = temporal.Dial(ctx, c.TemporalAddr, c.TemporalNamespace, m.Log, sdkMetrics); err != nil {
+		if m.Temporal, err = temporal.Dial(ctx, c.Temporal(), m.Log, sdkMetrics); err != nil {
 			m.Close()
 			return nil, err
 		}

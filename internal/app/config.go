@@ -1,6 +1,9 @@
 package app
 
 import (
+	"cmp"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +15,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
@@ -28,17 +33,29 @@ import (
 // Defaults that are facts of another package have no envDefault tag: they
 // come from that package (defaultConfig), so each is defined once.
 type Config struct {
-	MySQLDSN string `env:"SECKILL_MYSQL_DSN" envDefault:"root:@tcp(127.0.0.1:3306)/seckill?parseTime=true"`
+	MySQLDSN string `env:"SECKILL_MYSQL_DSN" envDefault:"root:@tcp(127.0.0.1:3306)/seckill?parseTime=true" secret:"true"`
 	// RedisAddr is one address (a single node), a comma-separated list
 	// (Redis Cluster seeds) or, with RedisMaster, the Sentinels' addresses:
 	// go-redis's universal client rules (see Redis).
-	RedisAddr         string        `env:"SECKILL_REDIS_ADDR" envDefault:"127.0.0.1:6379"`
-	RedisMaster       string        `env:"SECKILL_REDIS_MASTER"`
-	RedisPassword     string        `env:"SECKILL_REDIS_PASSWORD"`
-	RedisTLS          bool          `env:"SECKILL_REDIS_TLS"`
-	RedisPrefix       string        `env:"SECKILL_REDIS_PREFIX" envDefault:"seckill"`
-	TemporalAddr      string        `env:"SECKILL_TEMPORAL_ADDR" envDefault:"127.0.0.1:7233"`
-	TemporalNamespace string        `env:"SECKILL_TEMPORAL_NAMESPACE" envDefault:"default"`
+	RedisAddr     string `env:"SECKILL_REDIS_ADDR" envDefault:"127.0.0.1:6379"`
+	RedisMaster   string `env:"SECKILL_REDIS_MASTER"`
+	RedisPassword string `env:"SECKILL_REDIS_PASSWORD" secret:"true"`
+	RedisTLS      bool   `env:"SECKILL_REDIS_TLS"`
+	RedisPrefix   string `env:"SECKILL_REDIS_PREFIX" envDefault:"seckill"`
+	// The private CA that signed Redis's and MySQL's certificates, and the
+	// client certificate and key they ask for (Redis's tls-auth-clients,
+	// MySQL's REQUIRE X509). Any of them turns TLS on for that store.
+	RedisCAFile   string `env:"SECKILL_REDIS_CA_FILE"`
+	RedisCertFile string `env:"SECKILL_REDIS_CERT_FILE"`
+	RedisKeyFile  string `env:"SECKILL_REDIS_KEY_FILE"`
+	MySQLCAFile   string `env:"SECKILL_MYSQL_CA_FILE"`
+	MySQLCertFile string `env:"SECKILL_MYSQL_CERT_FILE"`
+	MySQLKeyFile  string `env:"SECKILL_MYSQL_KEY_FILE"`
+	// TemporalAddr and TemporalNamespace are the SECKILL_ aliases of
+	// TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE; after LoadConfig they hold
+	// what the client dials (see Temporal).
+	TemporalAddr      string        `env:"SECKILL_TEMPORAL_ADDR"`
+	TemporalNamespace string        `env:"SECKILL_TEMPORAL_NAMESPACE"`
 	TaskQueue         string        `env:"SECKILL_TASK_QUEUE" envDefault:"seckill-orders"`
 	HTTPAddr          string        `env:"SECKILL_HTTP_ADDR" envDefault:":8080"`
 	PayTimeout        time.Duration `env:"SECKILL_PAY_TIMEOUT"` // seckill.DefaultPayTimeout
@@ -73,7 +90,7 @@ type Config struct {
 	// shopper, and the User-Agent rules (comma-separated substrings, "-"
 	// for none at all).
 	RiskURL           string        `env:"SECKILL_RISK_URL"`
-	RiskSecret        string        `env:"SECKILL_RISK_SECRET"`
+	RiskSecret        string        `env:"SECKILL_RISK_SECRET" secret:"true"`
 	RiskTimeout       time.Duration `env:"SECKILL_RISK_TIMEOUT" envDefault:"10ms"`
 	RiskFail          string        `env:"SECKILL_RISK_FAIL" envDefault:"open"`
 	RiskCache         time.Duration `env:"SECKILL_RISK_CACHE" envDefault:"30s"`
@@ -87,14 +104,14 @@ type Config struct {
 	// key that signs every request.
 	PaymentURL            string `env:"SECKILL_PAYMENT_URL"`
 	PaymentRefundURL      string `env:"SECKILL_PAYMENT_REFUND_URL"`
-	PaymentProviderSecret string `env:"SECKILL_PAYMENT_PROVIDER_SECRET"`
+	PaymentProviderSecret string `env:"SECKILL_PAYMENT_PROVIDER_SECRET" secret:"true"`
 	// StripeSecretKey, StripeAPIURL and StripeCheckoutURL configure the
 	// stripe provider (package paymentstripe): the account's secret key,
 	// another API base URL (stripe-mock in tests), and the shop's own
 	// payment page ({payment_id} and {client_secret} filled in).
 	// StripeWebhookSecret verifies the events Stripe sends the API.
-	StripeSecretKey     string `env:"SECKILL_STRIPE_SECRET_KEY"`
-	StripeWebhookSecret string `env:"SECKILL_STRIPE_WEBHOOK_SECRET"`
+	StripeSecretKey     string `env:"SECKILL_STRIPE_SECRET_KEY" secret:"true"`
+	StripeWebhookSecret string `env:"SECKILL_STRIPE_WEBHOOK_SECRET" secret:"true"`
 	StripeAPIURL        string `env:"SECKILL_STRIPE_API_URL"`
 	StripeCheckoutURL   string `env:"SECKILL_STRIPE_CHECKOUT_URL"`
 	// EventsURL receives the order events as signed webhooks (signed
@@ -102,7 +119,7 @@ type Config struct {
 	// EventsAttempts failed deliveries; unset: events are recorded and
 	// listed in the feed, not sent.
 	EventsURL      string        `env:"SECKILL_EVENTS_URL"`
-	EventsSecret   string        `env:"SECKILL_EVENTS_SECRET"`
+	EventsSecret   string        `env:"SECKILL_EVENTS_SECRET" secret:"true"`
 	EventsAttempts int           `env:"SECKILL_EVENTS_ATTEMPTS"` // seckill.DefaultEventAttempts
 	ReconcileEvery time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
 	EagerStart     bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
@@ -115,11 +132,11 @@ type Config struct {
 	ObserveEvery   time.Duration `env:"SECKILL_OBSERVE_EVERY" envDefault:"5s"`
 	// JWTSecret and WebhookSecret are comma-separated lists during a
 	// rotation: the first signs, any verifies (see JWTSecrets).
-	JWTSecret     string `env:"SECKILL_JWT_SECRET"`
-	WebhookSecret string `env:"SECKILL_WEBHOOK_SECRET"`
+	JWTSecret     string `env:"SECKILL_JWT_SECRET" secret:"true"`
+	WebhookSecret string `env:"SECKILL_WEBHOOK_SECRET" secret:"true"`
 	// AdminToken is the bootstrap admin; operators are named tokens
 	// (seckill operators) or the identity provider's (AdminJWKSURL).
-	AdminToken string `env:"SECKILL_ADMIN_TOKEN"`
+	AdminToken string `env:"SECKILL_ADMIN_TOKEN" secret:"true"`
 	// JWTJWKSURL, JWTIssuer and JWTAudience admit the RS256/ES256 tokens
 	// of the shop's own login service besides ours.
 	JWTJWKSURL  string `env:"SECKILL_JWT_JWKS_URL"`
@@ -135,11 +152,25 @@ type Config struct {
 	AdminNameClaim string `env:"SECKILL_ADMIN_NAME_CLAIM" envDefault:"email"`
 	// OperatorToken is what the CLI's admin commands (session, orders
 	// refund) authenticate with; SECKILL_ADMIN_TOKEN when unset.
-	OperatorToken string     `env:"SECKILL_OPERATOR_TOKEN"`
+	OperatorToken string     `env:"SECKILL_OPERATOR_TOKEN" secret:"true"`
 	LogLevel      slog.Level `env:"SECKILL_LOG_LEVEL" envDefault:"INFO"`
 
 	// trusted is TrustedProxies parsed.
 	trusted []netip.Prefix
+	// temporal is Temporal's client configuration (see Temporal).
+	temporal client.Options
+	// redisTLS is how Redis is dialled with TLS (nil: plaintext).
+	redisTLS *tls.Config
+}
+
+// Temporal is the client options Temporal's environment configuration
+// gives, or, for a Config built by hand (tests), TemporalAddr and
+// TemporalNamespace in plaintext.
+func (c *Config) Temporal() client.Options {
+	if c.temporal.HostPort != "" {
+		return c.temporal
+	}
+	return client.Options{HostPort: cmp.Or(c.TemporalAddr, "127.0.0.1:7233"), Namespace: cmp.Or(c.TemporalNamespace, "default")}
 }
 
 // defaultConfig is the configuration before the environment is read: the
@@ -160,10 +191,18 @@ func defaultConfig() Config {
 // LoadConfig reads the configuration from the environment and validates it
 // before anything connects.
 func LoadConfig() (*Config, error) {
-	c := defaultConfig()
-	if err := env.Parse(&c); err != nil {
+	e, err := readEnviron(os.Environ())
+	if err != nil {
 		return nil, err
 	}
+	c := defaultConfig()
+	if err := env.ParseWithOptions(&c, env.Options{Environment: e}); err != nil {
+		return nil, err
+	}
+	if c.temporal, err = temporalOptions(e); err != nil {
+		return nil, err
+	}
+	c.TemporalAddr, c.TemporalNamespace = c.temporal.HostPort, c.temporal.Namespace
 	if c.PayTimeout <= 0 || c.SweepGrace <= 0 || c.PayGrace <= 0 || c.RelayMinAge <= 0 || c.RetainAfter <= 0 || c.PreheatLead <= 0 {
 		return nil, errors.New("SECKILL_PAY_TIMEOUT, SECKILL_SWEEP_GRACE, SECKILL_PAY_GRACE, SECKILL_RELAY_MIN_AGE, SECKILL_PREHEAT_LEAD and SECKILL_RETAIN_AFTER must be positive durations")
 	}
@@ -192,6 +231,9 @@ func LoadConfig() (*Config, error) {
 		return nil, errors.New("SECKILL_REDIS_ADDR must name at least one host:port")
 	}
 	if err := c.parseProxies(); err != nil {
+		return nil, err
+	}
+	if err := c.loadTLS(); err != nil {
 		return nil, err
 	}
 	if err := c.checkIdentity(); err != nil {
@@ -256,7 +298,70 @@ func (c *Config) Risk() api.RiskConfig {
 // are Sentinels.
 func (c *Config) Redis() redis.Server {
 	return redis.Server{Addrs: redis.ParseAddrs(c.RedisAddr), MasterName: c.RedisMaster,
-		Password: c.RedisPassword, TLS: c.RedisTLS}
+		Password: c.RedisPassword, TLS: c.redisTLS}
+}
+
+// mysqlTLSName is the name our MySQL TLS configuration is registered
+// under with the driver (the DSN's tls= parameter).
+const mysqlTLSName = "seckill"
+
+// loadTLS reads the TLS files of Redis and MySQL once, at start, so a
+// missing or wrong file stops the process before it connects. MySQL's
+// configuration is registered with the driver and named in the DSN.
+func (c *Config) loadTLS() error {
+	var err error
+	if c.redisTLS, err = tlsFiles("SECKILL_REDIS", c.RedisCAFile, c.RedisCertFile, c.RedisKeyFile); err != nil {
+		return err
+	}
+	if c.redisTLS == nil && c.RedisTLS {
+		// The system's roots; go-redis fills ServerName from each node's address.
+		c.redisTLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	mt, err := tlsFiles("SECKILL_MYSQL", c.MySQLCAFile, c.MySQLCertFile, c.MySQLKeyFile)
+	if err != nil || mt == nil {
+		return err
+	}
+	if err := mysqldriver.RegisterTLSConfig(mysqlTLSName, mt); err != nil {
+		return err
+	}
+	dsn, err := mysqldriver.ParseDSN(c.MySQLDSN)
+	if err != nil {
+		return fmt.Errorf("SECKILL_MYSQL_DSN: %w", err)
+	}
+	dsn.TLSConfig = mysqlTLSName
+	c.MySQLDSN = dsn.FormatDSN()
+	return nil
+}
+
+// tlsFiles is the TLS configuration of a private CA (caFile) and a client
+// certificate (certFile, keyFile), each optional; nil when none is set.
+// prefix names the variables in errors.
+func tlsFiles(prefix, caFile, certFile, keyFile string) (*tls.Config, error) {
+	if caFile == "" && certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	conf := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s_CA_FILE: %w", prefix, err)
+		}
+		conf.RootCAs = x509.NewCertPool()
+		if !conf.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s_CA_FILE=%s holds no PEM certificate", prefix, caFile)
+		}
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, fmt.Errorf("%s_CERT_FILE and %s_KEY_FILE go together: set both or neither", prefix, prefix)
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s_CERT_FILE/%s_KEY_FILE: %w", prefix, prefix, err)
+		}
+		conf.Certificates = []tls.Certificate{cert}
+	}
+	return conf, nil
 }
 
 // The payment providers, by SECKILL_PAYMENT_PROVIDER. SandboxProvider

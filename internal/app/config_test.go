@@ -105,7 +105,8 @@ func TestRedisConfig(t *testing.T) {
 	c, err = LoadConfig()
 	require.NoError(t, err)
 	s := c.Redis()
-	require.Equal(t, redis.Server{Addrs: []string{"10.0.0.1:7000", "10.0.0.2:7000", "10.0.0.3:7000"}, Password: "pw", TLS: true}, s)
+	require.Equal(t, []string{"10.0.0.1:7000", "10.0.0.2:7000", "10.0.0.3:7000"}, s.Addrs)
+	require.Equal(t, "pw", s.Password)
 	o := s.Options()
 	require.Equal(t, "pw", o.Password)
 	require.Empty(t, o.SentinelPassword, "the password is the data nodes'")
@@ -371,4 +372,111 @@ func TestEventsConfig(t *testing.T) {
 	t.Setenv("SECKILL_EVENTS_URL", "fulfilment.example/hooks")
 	_, err = LoadConfig()
 	require.ErrorContains(t, err, "SECKILL_EVENTS_URL")
+}
+
+// Every secret variable X also reads the file X_FILE names, its trailing
+// newline dropped; both set is refused, naming the variable.
+func TestSecretsFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := dir + "/" + name
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+		return p
+	}
+	for _, name := range secretNames() {
+		t.Setenv(name, "")
+		t.Setenv(name+"_FILE", "")
+	}
+	t.Setenv("SECKILL_JWT_SECRET_FILE", write("jwt", "from-a-file-0123456789-0123456789\n"))
+	t.Setenv("SECKILL_MYSQL_DSN_FILE", write("dsn", "u:p@tcp(db:3306)/seckill?parseTime=true\r\n"))
+	t.Setenv("TEMPORAL_API_KEY_FILE", write("key", "temporal-key\n"))
+	c, err := LoadConfig()
+	require.NoError(t, err)
+	require.Equal(t, "from-a-file-0123456789-0123456789", c.JWTSecret)
+	require.Equal(t, "u:p@tcp(db:3306)/seckill?parseTime=true", c.MySQLDSN)
+	require.NotNil(t, c.Temporal().Credentials, "TEMPORAL_API_KEY_FILE gives the client its API key")
+
+	t.Setenv("SECKILL_JWT_SECRET", "from-the-environment")
+	_, err = LoadConfig()
+	require.ErrorContains(t, err, "both SECKILL_JWT_SECRET and SECKILL_JWT_SECRET_FILE are set")
+
+	t.Setenv("SECKILL_JWT_SECRET", "")
+	t.Setenv("SECKILL_WEBHOOK_SECRET_FILE", dir+"/missing")
+	_, err = LoadConfig()
+	require.ErrorContains(t, err, "SECKILL_WEBHOOK_SECRET_FILE")
+
+	for _, name := range []string{"SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET", "SECKILL_ADMIN_TOKEN", "SECKILL_STRIPE_SECRET_KEY",
+		"SECKILL_STRIPE_WEBHOOK_SECRET", "SECKILL_EVENTS_SECRET", "SECKILL_PAYMENT_PROVIDER_SECRET", "SECKILL_RISK_SECRET",
+		"SECKILL_REDIS_PASSWORD", "SECKILL_OPERATOR_TOKEN", "TEMPORAL_API_KEY"} {
+		require.Contains(t, secretNames(), name)
+	}
+}
+
+// The Temporal client reads Temporal's own variables (the SDK's envconfig);
+// SECKILL_TEMPORAL_ADDR and SECKILL_TEMPORAL_NAMESPACE stay as aliases,
+// and Temporal's names win where both are set.
+func TestTemporalClientConfiguration(t *testing.T) {
+	for _, v := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_TLS", "TEMPORAL_PROFILE",
+		"TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_SERVER_CA_CERT_PATH", "TEMPORAL_TLS_SERVER_NAME",
+		"SECKILL_TEMPORAL_ADDR", "SECKILL_TEMPORAL_NAMESPACE"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	t.Setenv("TEMPORAL_CONFIG_FILE", t.TempDir()+"/none.toml")
+	c, err := LoadConfig()
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:7233", c.Temporal().HostPort)
+	require.Equal(t, "default", c.Temporal().Namespace)
+	require.Nil(t, c.Temporal().ConnectionOptions.TLS, "dev stays plaintext")
+
+	t.Setenv("SECKILL_TEMPORAL_ADDR", "old:7233")
+	t.Setenv("SECKILL_TEMPORAL_NAMESPACE", "old-ns")
+	c, err = LoadConfig()
+	require.NoError(t, err)
+	require.Equal(t, "old:7233", c.Temporal().HostPort)
+	require.Equal(t, "old:7233", c.TemporalAddr)
+	require.Equal(t, "old-ns", c.TemporalNamespace)
+
+	t.Setenv("TEMPORAL_ADDRESS", "acme.a1b2c.tmprl.cloud:7233")
+	t.Setenv("TEMPORAL_NAMESPACE", "acme.a1b2c")
+	t.Setenv("TEMPORAL_TLS", "true")
+	t.Setenv("TEMPORAL_TLS_SERVER_NAME", "acme.a1b2c.tmprl.cloud")
+	c, err = LoadConfig()
+	require.NoError(t, err)
+	o := c.Temporal()
+	require.Equal(t, "acme.a1b2c.tmprl.cloud:7233", o.HostPort)
+	require.Equal(t, "acme.a1b2c", o.Namespace)
+	require.NotNil(t, o.ConnectionOptions.TLS)
+	require.Equal(t, "acme.a1b2c.tmprl.cloud", o.ConnectionOptions.TLS.ServerName)
+
+	t.Setenv("TEMPORAL_TLS_CLIENT_CERT_PATH", t.TempDir()+"/missing.pem")
+	t.Setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", t.TempDir()+"/missing.key")
+	_, err = LoadConfig()
+	require.ErrorContains(t, err, "temporal client configuration", "a bad certificate stops the process before it connects")
+
+	t.Setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", "")
+	os.Unsetenv("TEMPORAL_TLS_CLIENT_KEY_PATH")
+	t.Setenv("TEMPORAL_TLS_CLIENT_CERT_PATH", "")
+	os.Unsetenv("TEMPORAL_TLS_CLIENT_CERT_PATH")
+	t.Setenv("TEMPORAL_PROFILE", "prod")
+	_, err = LoadConfig()
+	require.ErrorContains(t, err, "prod", "a named profile that is not in the file is refused")
+}
+
+// TLS files are read at start: a key without its certificate, or a CA
+// file without a certificate in it, stops the process naming the variable.
+func TestStoreTLSFilesAreCheckedAtStart(t *testing.T) {
+	notPEM := t.TempDir() + "/ca.pem"
+	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate"), 0o600))
+	for _, c := range []struct{ env, value, says string }{
+		{"SECKILL_REDIS_KEY_FILE", "/k.pem", "SECKILL_REDIS_CERT_FILE and SECKILL_REDIS_KEY_FILE go together"},
+		{"SECKILL_MYSQL_CA_FILE", notPEM, "SECKILL_MYSQL_CA_FILE=" + notPEM + " holds no PEM certificate"},
+		{"SECKILL_MYSQL_CA_FILE", "/nonexistent/ca.pem", "SECKILL_MYSQL_CA_FILE"},
+	} {
+		t.Run(c.env, func(t *testing.T) {
+			t.Setenv(c.env, c.value)
+			_, err := LoadConfig()
+			require.ErrorContains(t, err, c.says)
+		})
+	}
 }

@@ -3,6 +3,8 @@ package testenv
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -46,6 +48,9 @@ func PostgresAddr() string {
 // when the test ends. Kill and Start restart it on the same databases.
 type DurableTemporalServer struct {
 	Addr string
+	// TLS is what a client presents and trusts when the server demands
+	// mTLS (StartDurableTemporalServerTLS); nil: plaintext.
+	TLS *tls.Config
 	// DB and VisibilityDB are the databases' names.
 	DB, VisibilityDB string
 
@@ -62,6 +67,52 @@ type DurableTemporalServer struct {
 // fails (never skips, unless -short) when a binary or PostgreSQL is
 // missing: `make test` builds them and CI starts PostgreSQL.
 func StartDurableTemporalServer(t testing.TB) *DurableTemporalServer {
+	t.Helper()
+	return startDurable(t, nil)
+}
+
+// StartDurableTemporalServerTLS is StartDurableTemporalServer with the
+// frontend's own mTLS on, as `make stack` runs it (TEMPORAL_TLS_DIR in
+// deploy/temporal/temporal.yaml): certificates of ca's, a client
+// certificate required. TLSDir is the directory of those files.
+func StartDurableTemporalServerTLS(t testing.TB, ca *CA) *DurableTemporalServer {
+	t.Helper()
+	return startDurable(t, ca)
+}
+
+// TemporalTLSDir writes the files deploy/temporal/temporal.yaml reads from
+// TEMPORAL_TLS_DIR, all of ca's: ca.pem, server.pem and server.key (the
+// frontend's), client.pem and client.key (its system worker's, and any
+// client's).
+func TemporalTLSDir(t testing.TB, ca *CA) string {
+	t.Helper()
+	dir := t.TempDir()
+	copyFile(t, ca.CertFile, filepath.Join(dir, "ca.pem"))
+	for _, who := range []string{"server", "client"} {
+		p := ca.Issue(t, "temporal-"+who)
+		copyFile(t, p.CertFile, filepath.Join(dir, who+".pem"))
+		copyFile(t, p.KeyFile, filepath.Join(dir, who+".key"))
+	}
+	return dir
+}
+
+func copyFile(t testing.TB, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err == nil {
+		err = os.WriteFile(to, b, 0o600)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ClientOptions are what a client of this server dials with.
+func (s *DurableTemporalServer) ClientOptions() client.Options {
+	return client.Options{HostPort: s.Addr, ConnectionOptions: client.ConnectionOptions{TLS: s.TLS}}
+}
+
+func startDurable(t testing.TB, ca *CA) *DurableTemporalServer {
 	t.Helper()
 	SkipShort(t, "PostgreSQL and a durable Temporal server of its own (bin/temporal-server)")
 	root := repoRoot()
@@ -101,6 +152,17 @@ func StartDurableTemporalServer(t testing.TB) *DurableTemporalServer {
 		"TEMPORAL_DYNAMIC_CONFIG="+filepath.Join(root, "deploy", "temporal", "dynamicconfig.yaml"),
 		"TEMPORAL_LOG_LEVEL=error",
 	)
+	if ca != nil {
+		dir := TemporalTLSDir(t, ca)
+		s.env = append(s.env, "TEMPORAL_TLS_DIR="+dir)
+		cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "client.pem"), filepath.Join(dir, "client.key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots := x509.NewCertPool()
+		roots.AddCert(ca.cert)
+		s.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: roots, ServerName: "localhost"}
+	}
 
 	started := time.Now()
 	t.Cleanup(s.dropDatabases)
@@ -141,7 +203,7 @@ func (s *DurableTemporalServer) Start() {
 	}
 	exited := make(chan struct{})
 	go func() { _ = s.cmd.Wait(); close(exited) }()
-	if err := waitHealthy(s.Addr, 90*time.Second, exited); err != nil {
+	if err := waitHealthy(s.ClientOptions(), 90*time.Second, exited); err != nil {
 		s.t.Fatalf("temporal-server on %s did not come up: %v\n%s", s.Addr, err, tail(s.log.Name()))
 	}
 }
@@ -203,7 +265,7 @@ func (s *DurableTemporalServer) registerNamespace() {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := client.DialContext(ctx, client.Options{HostPort: s.Addr})
+	c, err := client.DialContext(ctx, s.ClientOptions())
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -39,8 +39,9 @@ func Binary(t testing.TB) string {
 // Process is a seckill subcommand running as its own OS process, so a drill
 // can kill it the hard way.
 type Process struct {
-	cmd *exec.Cmd
-	log string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{} // closed when the process has ended
 }
 
 // ProcessEnv returns the environment a seckill process needs to join this
@@ -50,7 +51,7 @@ func (e *Env) ProcessEnv(extra ...string) []string {
 		"SECKILL_MYSQL_DSN=" + e.DSN,
 		"SECKILL_REDIS_ADDR=" + e.RedisAddr,
 		"SECKILL_REDIS_MASTER=" + e.RedisMaster,
-		"SECKILL_TEMPORAL_ADDR=" + e.TemporalAddr,
+		"TEMPORAL_ADDRESS=" + e.TemporalAddr,
 		"SECKILL_REDIS_PREFIX=" + e.Prefix,
 		"SECKILL_TASK_QUEUE=" + e.TaskQueue,
 		"SECKILL_JWT_SECRET=" + string(JWTSecret),
@@ -81,7 +82,8 @@ func (e *Env) Spawn(env []string, args ...string) *Process {
 	if err := cmd.Start(); err != nil {
 		e.T.Fatalf("start seckill %v: %v", args, err)
 	}
-	p := &Process{cmd: cmd, log: f.Name()}
+	p := &Process{cmd: cmd, log: f.Name(), done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
 	e.T.Cleanup(func() {
 		p.Kill()
 		f.Close()
@@ -97,16 +99,8 @@ func (e *Env) Spawn(env []string, args ...string) *Process {
 
 // Kill ends the process with SIGKILL (no graceful shutdown) and waits for it.
 func (p *Process) Kill() {
-	if p.cmd.ProcessState != nil {
-		return
-	}
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-	}
+	p.Wait(5 * time.Second)
 }
 
 // Output is what the process has written so far (stdout and stderr: the
@@ -114,4 +108,15 @@ func (p *Process) Kill() {
 func (p *Process) Output() string {
 	b, _ := os.ReadFile(p.log)
 	return string(b)
+}
+
+// Wait waits up to timeout for the process to end by itself and returns
+// its exit code; ok is false if it still runs.
+func (p *Process) Wait(timeout time.Duration) (code int, ok bool) {
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode(), true
+	case <-time.After(timeout):
+		return 0, false
+	}
 }

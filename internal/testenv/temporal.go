@@ -59,7 +59,7 @@ func (s *TemporalServer) Start() {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start temporal: %v", err)
 	}
-	if err := waitHealthy(s.Addr, 60*time.Second, nil); err != nil {
+	if err := waitHealthy(client.Options{HostPort: s.Addr}, 60*time.Second, nil); err != nil {
 		s.t.Fatalf("temporal dev server on %s did not come up: %v", s.Addr, err)
 	}
 }
@@ -67,11 +67,11 @@ func (s *TemporalServer) Start() {
 // waitHealthy polls the frontend at addr until it answers a health check,
 // for up to timeout; it gives up at once when exited is closed (the server
 // process ended).
-func waitHealthy(addr string, timeout time.Duration, exited <-chan struct{}) error {
+func waitHealthy(opts client.Options, timeout time.Duration, exited <-chan struct{}) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := client.DialContext(ctx, client.Options{HostPort: addr})
+		c, err := client.DialContext(ctx, opts)
 		if err == nil {
 			_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
 			c.Close()

@@ -128,6 +128,9 @@ type Options struct {
 	// Cluster's seeds (RedisCluster.Addr). Default: SECKILL_TEST_REDIS_ADDR
 	// or 127.0.0.1:6379.
 	RedisServer string
+	// MySQLServer is the Env's MySQL server (host:port, user root without
+	// a password). Default: SECKILL_TEST_MYSQL_DSN or 127.0.0.1:3306.
+	MySQLServer string
 	// RedisMaster makes RedisServer the Sentinels of this master
 	// (SECKILL_REDIS_MASTER).
 	RedisMaster string
@@ -186,6 +189,9 @@ func New(t testing.TB, o Options) *Env {
 
 	// MySQL: a fresh database per test.
 	base := env("SECKILL_TEST_MYSQL_DSN", "root:@tcp(127.0.0.1:3306)/")
+	if o.MySQLServer != "" {
+		base = "root:@tcp(" + o.MySQLServer + ")/"
+	}
 	e.DSN = strings.Replace(base, ")/", ")/seckill_test_"+name, 1) + "?parseTime=true"
 	if strings.Contains(base, "?") {
 		t.Fatalf("SECKILL_TEST_MYSQL_DSN must end with ')/' and no parameters, got %q", base)
@@ -263,7 +269,7 @@ func (e *Env) dialTemporal(ctx context.Context) {
 	t.Helper()
 	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer dcancel()
-	tc, err := temporal.Dial(dctx, addr, "default", e.Log, nil)
+	tc, err := temporal.Dial(dctx, client.Options{HostPort: addr, Namespace: "default"}, e.Log, nil)
 	if err != nil {
 		t.Fatalf("Temporal is not reachable at %s (%v).\nStart the dev server with: make temporal", addr, err)
 	}

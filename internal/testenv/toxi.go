@@ -9,6 +9,7 @@ import (
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 	goredis "github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/toxi"
@@ -110,7 +111,7 @@ func (e *Env) Via(l *Links) []string {
 	return []string{
 		"SECKILL_REDIS_ADDR=" + l.Redis.Addr,
 		"SECKILL_MYSQL_DSN=" + e.dsnVia(l.MySQL),
-		"SECKILL_TEMPORAL_ADDR=" + l.Temporal.Addr,
+		"TEMPORAL_ADDRESS=" + l.Temporal.Addr,
 	}
 }
 
@@ -145,7 +146,7 @@ func (e *Env) StartWorkerVia(l *Links) {
 	if err := gate.Load(ctx); err != nil {
 		e.T.Fatalf("redis through %s: %v", l.Redis.Name, err)
 	}
-	tc, err := temporal.Dial(ctx, l.Temporal.Addr, "default", e.Log, nil)
+	tc, err := temporal.Dial(ctx, client.Options{HostPort: l.Temporal.Addr, Namespace: "default"}, e.Log, nil)
 	if err != nil {
 		e.T.Fatalf("temporal through %s: %v", l.Temporal.Name, err)
 	}
