@@ -149,6 +149,9 @@ func devCmd() *cobra.Command {
 					*s = randomHex(16)
 				}
 			}
+			if c.DrawKey == "" { // the worker's own, for this run's draws
+				c.DrawKey = randomHex(32)
+			}
 			ctx := cmd.Context()
 			m, err := app.Connect(ctx, c, true)
 			if err != nil {
