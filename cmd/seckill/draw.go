@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/mysql"
 )
 
@@ -89,4 +90,15 @@ func printInclusion(cmd *cobra.Command, user int64, registrants []int64, entries
 	}
 	_, err := fmt.Fprintf(out, "  user %d is line %d of the list, %s\n", user, line+1, place)
 	return err
+}
+
+// preflightDrawKey refuses to start a worker without a usable
+// SECKILL_DRAW_KEY, before it connects to anything: the message must not
+// hide behind a connection error.
+func preflightDrawKey() error {
+	c, err := app.LoadConfig()
+	if err != nil {
+		return err
+	}
+	return c.RequireDrawKey()
 }
