@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"database/sql"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/testsuite"
 )
@@ -118,4 +120,26 @@ func (e *Env) RegisterUsers(sessionID int64, users []int64) {
 			e.T.Fatalf("register in bulk: %v", err)
 		}
 	}
+}
+
+// WaitCommitted waits until the worker has committed a draw sale's seed
+// (the session's workflow asks it at its start) and returns the
+// commitment: registration opens with it.
+func (e *Env) WaitCommitted(sessionID int64) string {
+	e.T.Helper()
+	var commitment string
+	e.Eventually(20*time.Second, "the worker commits the draw's seed", func() error {
+		s, _, err := e.DB.Session(context.Background(), sessionID)
+		if err == nil && s.DrawCommitment == "" {
+			err = fmt.Errorf("session %d: no commitment yet", sessionID)
+		}
+		if err == nil {
+			commitment = s.DrawCommitment
+		}
+		return err
+	})
+	// An API's copy of the session (SessionCacheTTL old at most, 50 ms
+	// here) shows it after this.
+	time.Sleep(100 * time.Millisecond)
+	return commitment
 }
