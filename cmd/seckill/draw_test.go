@@ -92,6 +92,7 @@ func TestDrawSale(t *testing.T) {
 		return r
 	}
 	require.Equal(t, "WON", status(winners[0]).Str("status"))
+	require.Equal(t, true, status(winners[0]).Body["in_list"], "the answer says the registration is in the list digested")
 	require.NotEmpty(t, status(winners[0]).Str("right_until"))
 	w := status(waiting[1])
 	require.Equal(t, "WAITLISTED", w.Str("status"))
