@@ -58,6 +58,19 @@ func drawKey(t *testing.T) *seckill.DrawKey {
 	return k
 }
 
+// drawer runs a sale's draw in an activity environment over a store,
+// writing batch entries an INSERT.
+func drawer(t *testing.T, e *testenv.Env, id int64, batch int) func(activities.SessionStore) error {
+	var ts testsuite.WorkflowTestSuite
+	return func(store activities.SessionStore) error {
+		env := ts.NewTestActivityEnvironment()
+		acts := &activities.Sessions{Store: store, Gate: e.Gate, DrawBatch: batch, DrawKey: drawKey(t)}
+		env.RegisterActivity(acts)
+		_, err := env.ExecuteActivity(acts.DrawSession, id)
+		return err
+	}
+}
+
 // sessionRow is a session's draw columns as MySQL holds them.
 func sessionRow(t *testing.T, e *testenv.Env, id int64) (seed, sealed []byte) {
 	raw, err := sql.Open("mysql", e.DSN)
@@ -82,14 +95,7 @@ func TestDrawFailingMidwayIsRetriedToTheSameEntries(t *testing.T) {
 	commitment := e.CommitDraw(sess.ID)
 	require.Len(t, commitment, 64)
 
-	var ts testsuite.WorkflowTestSuite
-	draw := func(store activities.SessionStore) error {
-		env := ts.NewTestActivityEnvironment()
-		acts := &activities.Sessions{Store: store, Gate: e.Gate, DrawBatch: 4, DrawKey: drawKey(t)}
-		env.RegisterActivity(acts)
-		_, err := env.ExecuteActivity(acts.DrawSession, sess.ID)
-		return err
-	}
+	draw := drawer(t, e, sess.ID, 4)
 	require.ErrorContains(t, draw(&failingEntries{DB: e.DB, okBatches: 2}), "injected")
 	half, err := e.DB.DrawEntries(ctx, sess.ID)
 	require.NoError(t, err)
@@ -296,14 +302,7 @@ func TestRetriedDrawOverAChangedListLeavesNoGap(t *testing.T) {
 		users = append(users, u)
 	}
 	sess := drawSale(t, e, 5, users)
-	var ts testsuite.WorkflowTestSuite
-	draw := func(store activities.SessionStore) error {
-		env := ts.NewTestActivityEnvironment()
-		acts := &activities.Sessions{Store: store, Gate: e.Gate, DrawBatch: 2, DrawKey: drawKey(t)}
-		env.RegisterActivity(acts)
-		_, err := env.ExecuteActivity(acts.DrawSession, sess.ID)
-		return err
-	}
+	draw := drawer(t, e, sess.ID, 2)
 	require.ErrorContains(t, draw(&failingEntries{DB: e.DB, okBatches: 2}), "injected")
 	raw, err := sql.Open("mysql", e.DSN)
 	require.NoError(t, err)
