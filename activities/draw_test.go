@@ -335,3 +335,28 @@ func TestRetriedDrawOverAChangedListLeavesNoGap(t *testing.T) {
 	_, err = seckill.VerifyDraw(s, registrants, entries)
 	require.NoError(t, err)
 }
+
+// A draw created before seeds were sealed holds its seed readable in
+// MySQL, its commitment published from it (00020_draw_sealed.sql): the
+// worker seals that seed, keeping the commitment, erases the readable
+// copy, and the draw publishes the same seed.
+func TestReadableSeedOfAnOlderSaleIsSealed(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
+	ctx := context.Background()
+	sess := drawSale(t, e, 1, []int64{1, 2, 3})
+	seed := []byte("an older sale's seed, 32 bytes..")
+	raw, err := sql.Open("mysql", e.DSN)
+	require.NoError(t, err)
+	defer raw.Close()
+	_, err = raw.Exec("UPDATE sessions SET draw_seed = ?, draw_commitment = SHA2(?, 256) WHERE id = ?", seed, seed, sess.ID)
+	require.NoError(t, err)
+	sum := sha256.Sum256(seed)
+	require.Equal(t, hexOf(sum[:]), e.CommitDraw(sess.ID), "the commitment published stays")
+	plain, sealed := sessionRow(t, e, sess.ID)
+	require.Nil(t, plain, "the readable copy is gone")
+	require.NotEmpty(t, sealed)
+	require.NoError(t, drawer(t, e, sess.ID, 0)(e.DB))
+	s, _, err := e.DB.Session(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, hexOf(seed), s.DrawSeed)
+}
