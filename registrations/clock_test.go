@@ -3,6 +3,7 @@ package registrations_test
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"testing"
 	"time"
@@ -39,6 +40,8 @@ func TestRegistrationClosesByTheDatabaseClock(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, r.At.Before(sess.RegisterUntil), "stamped by the database's clock, in the window")
 
+	require.Equal(t, seckill.EUNAVAILABLE, seckill.ErrorCode(e.DB.PublishRegistrants(ctx, sess.ID)),
+		"the list is not published while the database's clock says registration is open")
 	raw, err := sql.Open("mysql", e.DSN)
 	require.NoError(t, err)
 	defer raw.Close()
@@ -57,4 +60,14 @@ func TestRegistrationClosesByTheDatabaseClock(t *testing.T) {
 	again, err := behind.Register(ctx, sess, 1)
 	require.NoError(t, err, "a registration made in the window, asked again, is still answered")
 	require.False(t, again)
+
+	// Closed: the list is published once, its count and digest fixed.
+	require.NoError(t, e.DB.PublishRegistrants(ctx, sess.ID))
+	_, err = raw.Exec("INSERT INTO registrations (session_id, user_id, created_at) SELECT id, 3, register_from FROM sessions WHERE id = ?", sess.ID)
+	require.NoError(t, err)
+	require.NoError(t, e.DB.PublishRegistrants(ctx, sess.ID))
+	s, _, err := e.DB.Session(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, *s.RegistrantsCount, "published once")
+	require.Equal(t, hex.EncodeToString(testenv.DigestByHand([]int64{1})), s.RegistrantsDigest)
 }
