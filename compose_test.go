@@ -44,6 +44,7 @@ var composeEnv = map[string]string{
 	"SECKILL_JWT_SECRET":       "compose-test-jwt-secret",
 	"SECKILL_WEBHOOK_SECRET":   "compose-test-webhook-secret",
 	"SECKILL_ADMIN_TOKEN":      "compose-test-admin-token",
+	"SECKILL_DRAW_KEY":         "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
 	"GRAFANA_ADMIN_PASSWORD":   "compose-test-grafana-password",
 	"SECKILL_UI_USER":          "ops",
 	"SECKILL_UI_PASSWORD_HASH": composeUIHash,
@@ -178,6 +179,8 @@ func TestComposeMatchesTheCode(t *testing.T) {
 		}
 	}
 	api := compose.Services["api"]
+	require.Equal(t, composeEnv["SECKILL_DRAW_KEY"], env(compose.Services["worker"], "SECKILL_DRAW_KEY"), "the worker seals draw seeds")
+	require.NotContains(t, api.Environment, "SECKILL_DRAW_KEY", "the key of the draw seeds is the worker's alone")
 	require.Equal(t, ":8080", env(api, "SECKILL_HTTP_ADDR"))
 	require.Contains(t, published(api), "8080:8080")
 	require.Equal(t, "redis:6379", env(api, "SECKILL_REDIS_ADDR"))

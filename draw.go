@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -16,12 +18,21 @@ import (
 
 // A draw (ModeDraw) orders a sale's registrants by a pure function of a
 // seed and the registrant list, so that anyone given both can recompute
-// it (seckill draw verify): rank(seed, user) = HMAC-SHA256(seed, the
-// user id in decimal), ascending bytes, ties (never seen in practice) by
-// user id. The seed is drawn with crypto/rand at the sale's creation and
-// kept secret until the draw; its SHA-256, the commitment, is published
-// from creation, so the operator cannot pick a seed once the registrants
-// are known.
+// it (seckill draw verify):
+//
+//	digest = SHA-256 of the registrant ids in ascending order, each in
+//	         decimal followed by "\n" (the list as a text file)
+//	rank(user) = HMAC-SHA256(seed, digest's 32 bytes || user id in decimal)
+//
+// ascending bytes, ties (never seen in practice) by user id. The seed is
+// drawn with crypto/rand by the worker, which alone holds the key that
+// seals it at rest (DrawKey), so reading MySQL or a backup tells nobody
+// the seed before the draw; its SHA-256, the commitment, is published
+// before registration opens. The list is fixed when registration closes
+// (by the database's clock) and its count and digest published then, so
+// the ranking depends on a seed chosen before the list was known and on
+// the whole list: whoever learnt the seed early still could not rank a
+// candidate id without knowing every other registration.
 //
 // The draw records DrawPlaces positions: the first TotalStock hold a
 // right to buy at the start, the rest are the waitlist a lapsed right
@@ -42,9 +53,35 @@ const DrawSeedSize = 32
 // RightTTL is how long a drawn right lasts.
 func (s *Session) RightTTL() time.Duration { return time.Duration(s.RightTTLSeconds) * time.Second }
 
+// DrawMargin is how long after register_until a draw's registrant list
+// is fixed and published, and the earliest its draw runs: the clocks of
+// the session's workflow and of the database may differ a little, and the
+// database's decides (a registration is refused from register_until on by
+// its clock).
+const DrawMargin = 2 * time.Second
+
+// DrawAt is when the draw runs: at the start, and never before the
+// registrant list is fixed.
+func (s *Session) DrawAt() time.Time { return later(s.StartAt, s.RegisterUntil.Add(DrawMargin)) }
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // DrawPlaces is how many positions the draw records: the winners and a
-// waitlist as long.
-func (s *Session) DrawPlaces() int { return 2 * s.TotalStock }
+// waitlist as long, out of the stock at the draw (recorded with it) or,
+// before, of today's.
+func (s *Session) DrawPlaces() int { return 2 * s.drawStock() }
+
+func (s *Session) drawStock() int {
+	if s.DrawnStock > 0 {
+		return s.DrawnStock
+	}
+	return s.TotalStock
+}
 
 // Drawn reports whether the sale's draw has been made (its seed published).
 func (s *Session) Drawn() bool { return !s.DrawnAt.IsZero() }
@@ -62,6 +99,94 @@ func DrawCommitment(seed []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// DrawKey seals draw seeds at rest (AES-256-GCM), so that MySQL and its
+// backups hold no readable seed before the draw: only the worker, which
+// seals and draws, holds the key (SECKILL_DRAW_KEY); the API never needs
+// it. A sealed seed is bound to its session (the additional data), so it
+// cannot be copied to another sale.
+type DrawKey struct{ aead cipher.AEAD }
+
+// ParseDrawKey reads a key written as 64 hex digits (32 bytes; `openssl
+// rand -hex 32`).
+func ParseDrawKey(s string) (*DrawKey, error) {
+	raw, err := hex.DecodeString(s)
+	if err != nil || len(raw) != 32 {
+		return nil, Errorf(EINVALID, "SECKILL_DRAW_KEY must be 64 hex digits (32 bytes, e.g. openssl rand -hex 32)")
+	}
+	block, err := aes.NewCipher(raw)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &DrawKey{aead: aead}, nil
+}
+
+func drawSealData(sessionID int64) []byte {
+	return strconv.AppendInt([]byte("seckill draw seed of session "), sessionID, 10)
+}
+
+// Seal encrypts a session's seed: a random nonce, then the ciphertext.
+func (k *DrawKey) Seal(sessionID int64, seed []byte) ([]byte, error) {
+	nonce := make([]byte, k.aead.NonceSize(), k.aead.NonceSize()+len(seed)+k.aead.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return k.aead.Seal(nonce, nonce, seed, drawSealData(sessionID)), nil
+}
+
+// Open decrypts what Seal sealed for the same session with the same key.
+func (k *DrawKey) Open(sessionID int64, sealed []byte) ([]byte, error) {
+	n := k.aead.NonceSize()
+	if len(sealed) < n {
+		return nil, Errorf(ECONFLICT, "session %d: the sealed draw seed is too short", sessionID)
+	}
+	seed, err := k.aead.Open(nil, sealed[:n], sealed[n:], drawSealData(sessionID))
+	if err != nil {
+		return nil, Errorf(ECONFLICT, "session %d: the draw seed does not open with this SECKILL_DRAW_KEY (another key sealed it, or the row was altered)", sessionID)
+	}
+	return seed, nil
+}
+
+// RegistrantDigest hashes a registrant list as published: the ids in
+// ascending order (Add refuses any other), each in decimal and "\n". The
+// digest of a list is so the SHA-256 of the text file of its ids, one a
+// line, which anyone holding the list can recompute with sha256sum.
+type RegistrantDigest struct {
+	h     hash.Hash
+	n     int
+	last  int64
+	line  []byte
+	order bool
+}
+
+// NewRegistrantDigest starts the digest of an empty list.
+func NewRegistrantDigest() *RegistrantDigest {
+	return &RegistrantDigest{h: sha256.New(), line: make([]byte, 0, 21), order: true}
+}
+
+// Add adds the next registrant, who must come after the last one.
+func (d *RegistrantDigest) Add(user int64) {
+	if d.n > 0 && user <= d.last {
+		d.order = false
+	}
+	d.n, d.last = d.n+1, user
+	d.line = append(strconv.AppendInt(d.line[:0], user, 10), '\n')
+	d.h.Write(d.line)
+}
+
+// Sum is the count and the digest (hex) of the list added; an error when
+// the ids did not come in ascending order (the digest would be another
+// list's).
+func (d *RegistrantDigest) Sum() (int, string, error) {
+	if !d.order {
+		return 0, "", Errorf(EINVALID, "registrants must be digested in ascending id order")
+	}
+	return d.n, hex.EncodeToString(d.h.Sum(nil)), nil
+}
+
 // DrawEntry is one recorded position of a draw (1-based). RightUntil is
 // the end of the right granted to it, zero while it waits.
 type DrawEntry struct {
@@ -77,19 +202,22 @@ type ranked struct {
 }
 
 // ranker computes ranks with one HMAC state reused (Reset), so a million
-// registrants cost no allocation each.
+// registrants cost no allocation each. buf holds the digest, then the
+// user id.
 type ranker struct {
 	mac      hash.Hash
 	buf, sum []byte
+	digest   int
 }
 
-func newRanker(seed []byte) *ranker {
-	return &ranker{mac: hmac.New(sha256.New, seed), buf: make([]byte, 0, 20), sum: make([]byte, 0, sha256.Size)}
+func newRanker(seed, digest []byte) *ranker {
+	buf := append(make([]byte, 0, len(digest)+20), digest...)
+	return &ranker{mac: hmac.New(sha256.New, seed), buf: buf, sum: make([]byte, 0, sha256.Size), digest: len(digest)}
 }
 
 func (r *ranker) rank(user int64) ranked {
 	r.mac.Reset()
-	r.buf = strconv.AppendInt(r.buf[:0], user, 10)
+	r.buf = strconv.AppendInt(r.buf[:r.digest], user, 10)
 	r.mac.Write(r.buf)
 	// Into the ranker's own buffer: a slice of a local would escape
 	// through the interface call, an allocation per registrant.
@@ -128,11 +256,11 @@ func (h *worstFirst) Pop() any {
 // thousand units among millions holds two thousand ranks. The registrant
 // order does not matter; a registrant given twice is counted once only
 // if next never repeats it (the caller reads a primary key).
-func DrawTop(seed []byte, next func() (int64, bool), k int) []int64 {
+func DrawTop(seed, digest []byte, next func() (int64, bool), k int) []int64 {
 	if k <= 0 {
 		return []int64{}
 	}
-	r := newRanker(seed)
+	r := newRanker(seed, digest)
 	h := make(worstFirst, 0, k)
 	for {
 		u, ok := next()
@@ -153,8 +281,8 @@ func DrawTop(seed []byte, next func() (int64, bool), k int) []int64 {
 
 // DrawOrder is the whole draw of users, a plain sort: what DrawTop
 // computes, by the definition, for tests and verification.
-func DrawOrder(seed []byte, users []int64) []int64 {
-	r := newRanker(seed)
+func DrawOrder(seed, digest []byte, users []int64) []int64 {
+	r := newRanker(seed, digest)
 	all := make([]ranked, len(users))
 	for i, u := range users {
 		all[i] = r.rank(u)
@@ -196,34 +324,68 @@ func DrawStatus(e *DrawEntry, used bool, waiting int, now time.Time) (Registrati
 }
 
 // DrawRegistrants draws the first k places among a sale's registrants,
-// read from the truth page by page (memory O(k + a page)).
-func DrawRegistrants(ctx context.Context, from RegistrantPages, sessionID int64, seed []byte, k int) ([]int64, error) {
+// read from the truth page by page (memory O(k + a page)), ranked with
+// the list's published digest. It digests what it read too, and refuses
+// to draw a list other than the one published (a row added or removed
+// under the cutoff since): a draw retried over a changed list would write
+// another order over the positions of the first.
+func DrawRegistrants(ctx context.Context, from RegistrantPages, s *Session, seed []byte, k int) ([]int64, error) {
+	published, err := hex.DecodeString(s.RegistrantsDigest)
+	if err != nil || len(published) != sha256.Size {
+		return nil, Errorf(ECONFLICT, "session %d: its registrant list is not published", s.ID)
+	}
 	var (
 		page  []int64
 		i     int
 		after int64
-		err   error
+		sum   = NewRegistrantDigest()
 	)
 	next := func() (int64, bool) {
 		if i == len(page) {
-			if page, err = from.Registrants(ctx, sessionID, after, registrantPage); err != nil || len(page) == 0 {
+			if page, err = from.Registrants(ctx, s.ID, after, registrantPage); err != nil || len(page) == 0 {
 				return 0, false
 			}
 			i, after = 0, page[len(page)-1]
 		}
 		i++
+		sum.Add(page[i-1])
 		return page[i-1], true
 	}
-	top := DrawTop(seed, next, k)
-	return top, err
+	top := DrawTop(seed, published, next, k)
+	if err != nil {
+		return nil, err
+	}
+	return top, s.sameRegistrants(sum)
+}
+
+// sameRegistrants checks a list digested now against the one published.
+func (s *Session) sameRegistrants(d *RegistrantDigest) error {
+	n, digest, err := d.Sum()
+	switch {
+	case err != nil:
+		return err
+	case s.RegistrantsCount == nil || n != *s.RegistrantsCount || digest != s.RegistrantsDigest:
+		return Errorf(ECONFLICT, "session %d: the registrants read now (%d, digest %s) are not the list published when registration closed (%d, digest %s)",
+			s.ID, n, digest, deref(s.RegistrantsCount), s.RegistrantsDigest)
+	}
+	return nil
+}
+
+func deref(n *int) int {
+	if n == nil {
+		return 0
+	}
+	return *n
 }
 
 // VerifyDraw checks a drawn sale from what it published: the seed's
-// SHA-256 is the commitment, and the recorded entries are the first
-// DrawPlaces of the draw recomputed from the seed and the registrants
-// (DrawOrder: the definition, not the streaming code that drew it). It
-// returns how many entries matched and an error naming the first
-// discrepancy.
+// SHA-256 is the commitment, the registrants (ascending ids, those
+// registered before register_until) are the list whose count and digest
+// were published when registration closed, and the recorded entries are
+// the first DrawPlaces (of the stock at the draw) of the draw recomputed
+// from the seed and that list (DrawOrder: the definition, not the
+// streaming code that drew it). It returns how many entries matched and an
+// error naming the first discrepancy.
 func VerifyDraw(s *Session, registrants []int64, entries []DrawEntry) (int, error) {
 	if !s.Drawn() || s.DrawSeed == "" {
 		return 0, Errorf(ECONFLICT, "session %d is not drawn yet: its seed is published at the draw, at the start", s.ID)
@@ -235,7 +397,15 @@ func VerifyDraw(s *Session, registrants []int64, entries []DrawEntry) (int, erro
 	if got := DrawCommitment(seed); got != s.DrawCommitment {
 		return 0, Errorf(ECONFLICT, "session %d: SHA-256 of the seed is %s, the commitment published is %s", s.ID, got, s.DrawCommitment)
 	}
-	want := DrawOrder(seed, registrants)
+	d := NewRegistrantDigest()
+	for _, u := range registrants {
+		d.Add(u)
+	}
+	if err := s.sameRegistrants(d); err != nil {
+		return 0, err
+	}
+	digest, _ := hex.DecodeString(s.RegistrantsDigest)
+	want := DrawOrder(seed, digest, registrants)
 	want = want[:min(len(want), s.DrawPlaces())]
 	for i, e := range entries {
 		switch {

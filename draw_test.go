@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,9 +18,10 @@ import (
 
 // drawByDefinition is the draw written from its definition alone, an
 // HMAC per user and a sort, independent of DrawOrder's code.
-func drawByDefinition(seed []byte, users []int64) []int64 {
+func drawByDefinition(seed, digest []byte, users []int64) []int64 {
 	rank := func(u int64) []byte {
 		m := hmac.New(sha256.New, seed)
+		m.Write(digest)
 		fmt.Fprintf(m, "%d", u)
 		return m.Sum(nil)
 	}
@@ -50,17 +52,59 @@ func TestDrawTop(t *testing.T) {
 	for i := range users {
 		users[i] = int64(i*7 + 1)
 	}
-	want := drawByDefinition(seed, users)
-	require.Equal(t, want, seckill.DrawOrder(seed, users))
+	digest := []byte("the registrant list's 32 bytes..")
+	want := drawByDefinition(seed, digest, users)
+	require.Equal(t, want, seckill.DrawOrder(seed, digest, users))
 	for _, k := range []int{0, 1, 10, 4999, 5000, 6000} {
 		shuffled := slices.Clone(users)
 		rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		got := seckill.DrawTop(seed, feed(shuffled), k)
+		got := seckill.DrawTop(seed, digest, feed(shuffled), k)
 		require.Equal(t, want[:min(k, len(want))], got[:min(k, len(got))], "k=%d: the registrants' order does not matter", k)
 		require.Len(t, got, min(k, len(users)))
 	}
-	other := seckill.DrawTop([]byte("another seed"), feed(users), 10)
+	other := seckill.DrawTop([]byte("another seed"), digest, feed(users), 10)
 	require.NotEqual(t, want[:10], other, "another seed, another draw")
+	other = seckill.DrawTop(seed, []byte("another list"), feed(users), 10)
+	require.NotEqual(t, want[:10], other, "another list, another draw")
+}
+
+// The digest of a registrant list is the SHA-256 of its ids in ascending
+// order, one a line: what sha256sum says of that text file.
+func TestRegistrantDigest(t *testing.T) {
+	d := seckill.NewRegistrantDigest()
+	for _, u := range []int64{3, 17, 1000} {
+		d.Add(u)
+	}
+	n, digest, err := d.Sum()
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	require.Equal(t, fmt.Sprintf("%x", sha256.Sum256([]byte("3\n17\n1000\n"))), digest)
+	d.Add(5)
+	_, _, err = d.Sum()
+	require.Error(t, err, "out of order: another list's digest")
+}
+
+// A sealed seed opens with its key for its session only, and its bytes
+// are not the seed's.
+func TestDrawKeySealsTheSeed(t *testing.T) {
+	_, err := seckill.ParseDrawKey("too short")
+	require.ErrorContains(t, err, "SECKILL_DRAW_KEY")
+	key, err := seckill.ParseDrawKey(strings.Repeat("ab", 32))
+	require.NoError(t, err)
+	seed, err := seckill.NewDrawSeed()
+	require.NoError(t, err)
+	sealed, err := key.Seal(7, seed)
+	require.NoError(t, err)
+	require.False(t, bytes.Contains(sealed, seed))
+	opened, err := key.Open(7, sealed)
+	require.NoError(t, err)
+	require.Equal(t, seed, opened)
+	_, err = key.Open(8, sealed)
+	require.Error(t, err, "bound to its session")
+	other, err := seckill.ParseDrawKey(strings.Repeat("cd", 32))
+	require.NoError(t, err)
+	_, err = other.Open(7, sealed)
+	require.Error(t, err, "another key")
 }
 
 func TestDrawCommitment(t *testing.T) {
@@ -119,7 +163,7 @@ func BenchmarkDrawTop(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		u := int64(0)
-		got := seckill.DrawTop(seed, func() (int64, bool) { u++; return u, u <= registrants }, places)
+		got := seckill.DrawTop(seed, seed, func() (int64, bool) { u++; return u, u <= registrants }, places)
 		if len(got) != places {
 			b.Fatal(len(got))
 		}

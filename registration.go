@@ -85,8 +85,19 @@ func (s *Session) CanRegister(now time.Time) error {
 		return Errorf(ECONFLICT, "registration for session %d opens at %s", s.ID, s.RegisterFrom.UTC().Format(time.RFC3339))
 	case !now.Before(s.RegisterUntil):
 		return Errorf(ECONFLICT, "registration for session %d closed at %s", s.ID, s.RegisterUntil.UTC().Format(time.RFC3339))
+	case s.Mode == ModeDraw && s.DrawCommitment == "":
+		// Nobody registers for a draw before its seed is committed: the
+		// worker seals one moments after the sale is created.
+		return Errorf(ECONFLICT, "session %d: the draw's commitment is not published yet; registration opens once it is", s.ID)
 	}
 	return nil
+}
+
+// RegistrationClosed is the answer to a registration the database refused
+// because its own clock says the window is not open: the clock that
+// decides (the API host's may be a little off).
+func RegistrationClosed(sessionID int64) error {
+	return Errorf(ECONFLICT, "registration for session %d is not open by the database's clock", sessionID)
 }
 
 // RegistrationStatus is where a shopper's registration stands.
@@ -120,7 +131,8 @@ type Registration struct {
 }
 
 // RegistrantPages reads a sale's registrants, the truth, in pages of user
-// ids in ascending order after a given id (mysql.DB).
+// ids in ascending order after a given id (mysql.DB): those registered
+// before register_until by the database's clock, the list a draw draws.
 type RegistrantPages interface {
 	Registrants(ctx context.Context, sessionID, after int64, limit int) ([]int64, error)
 }

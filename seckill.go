@@ -91,14 +91,19 @@ type Session struct {
 	Mode          SessionMode `json:"mode"`
 	RegisterFrom  time.Time   `json:"register_from,omitzero"`
 	RegisterUntil time.Time   `json:"register_until,omitzero"`
-	// A draw's fields (draw.go): how long a drawn right lasts, the
-	// commitment to the seed (published from creation), and the seed
-	// itself with the time of the draw, both only once drawn (the seed
-	// is secret until then: who knows it knows the winners).
-	RightTTLSeconds int       `json:"right_ttl_seconds,omitempty"`
-	DrawCommitment  string    `json:"draw_commitment,omitempty"`
-	DrawSeed        string    `json:"draw_seed,omitempty"`
-	DrawnAt         time.Time `json:"drawn_at,omitzero"`
+	// A draw's fields (draw.go): how long a drawn right lasts; the
+	// commitment to the seed (published once the worker sealed it, before
+	// registration opens); the registrant list's count and digest (from
+	// register_until on); and the seed itself with the time of the draw
+	// and the stock it drew, all three only once drawn (the seed is secret
+	// until then: who knows it knows the winners).
+	RightTTLSeconds   int       `json:"right_ttl_seconds,omitempty"`
+	DrawCommitment    string    `json:"draw_commitment,omitempty"`
+	RegistrantsCount  *int      `json:"registrants_count,omitempty"`
+	RegistrantsDigest string    `json:"registrants_digest,omitempty"`
+	DrawSeed          string    `json:"draw_seed,omitempty"`
+	DrawnAt           time.Time `json:"drawn_at,omitzero"`
+	DrawnStock        int       `json:"drawn_stock,omitempty"`
 }
 
 // SessionView is the public shape of a session in the HTTP API (GET

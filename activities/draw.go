@@ -6,16 +6,20 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/seckill/seckill"
 )
 
 // DrawStore is the MySQL side of a draw (mysql.DB).
 type DrawStore interface {
-	DrawSeed(ctx context.Context, sessionID int64) ([]byte, error)
+	DrawSeal(ctx context.Context, sessionID int64) (sealed, plain []byte, err error)
+	CommitDraw(ctx context.Context, sessionID int64, sealed []byte, commitment string) (bool, error)
+	PublishRegistrants(ctx context.Context, sessionID int64) error
+	FixDrawStock(ctx context.Context, sessionID int64) (int, error)
 	RecordDrawEntries(ctx context.Context, sessionID int64, first int, users []int64) error
 	GrantDrawRights(ctx context.Context, sessionID int64, n int, until time.Time) ([]seckill.DrawEntry, error)
-	MarkDrawn(ctx context.Context, sessionID int64, at time.Time) error
+	MarkDrawn(ctx context.Context, sessionID int64, at time.Time, seed []byte) error
 	PassRights(ctx context.Context, sessionID int64, now time.Time, ttl time.Duration,
 		liveStock func(context.Context) (int, error)) ([]seckill.DrawEntry, error)
 	RightsToLoad(ctx context.Context, sessionID int64, now time.Time) ([]seckill.DrawEntry, error)
@@ -25,23 +29,91 @@ type DrawStore interface {
 // drawBatch is how many entries one INSERT writes.
 const drawBatch = 1000
 
+// CommitDraw gives a draw sale its seed, sealed with the worker's key,
+// and publishes the seed's commitment, which it returns (registration
+// opens with it); a sale that has one keeps it. Nothing for another mode.
+// It runs on the draw's task queue, which only workers holding
+// SECKILL_DRAW_KEY poll.
+func (a *Sessions) CommitDraw(ctx context.Context, id int64) (string, error) {
+	s, _, err := a.Store.Session(ctx, id)
+	if err != nil || s.Mode != seckill.ModeDraw || s.Drawn() {
+		return "", classify(err)
+	}
+	seed, err := a.drawSeed(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return seckill.DrawCommitment(seed), nil
+}
+
+// PublishRegistrants fixes a draw's registrant list once registration
+// closed (by the database's clock) and publishes its count and digest,
+// once.
+func (a *Sessions) PublishRegistrants(ctx context.Context, id int64) error {
+	return classify(a.Store.PublishRegistrants(ctx, id))
+}
+
+// drawSeed is the draw's seed: the sealed one opened, or a new one (or the
+// plain seed of a sale made before sealing existed) sealed and committed
+// first. Two workers racing seal one: the loser reads the winner's.
+func (a *Sessions) drawSeed(ctx context.Context, id int64) ([]byte, error) {
+	if a.DrawKey == nil {
+		return nil, temporal.NewNonRetryableApplicationError("this worker has no SECKILL_DRAW_KEY: it cannot seal or open a draw's seed", "NO_DRAW_KEY", nil, id)
+	}
+	sealed, seed, err := a.Store.DrawSeal(ctx, id)
+	if err != nil {
+		return nil, classify(err)
+	}
+	if sealed == nil {
+		if seed == nil {
+			if seed, err = seckill.NewDrawSeed(); err != nil {
+				return nil, err
+			}
+		}
+		if sealed, err = a.DrawKey.Seal(id, seed); err != nil {
+			return nil, err
+		}
+		if won, err := a.Store.CommitDraw(ctx, id, sealed, seckill.DrawCommitment(seed)); err != nil || won {
+			return seed, classify(err)
+		}
+		if sealed, _, err = a.Store.DrawSeal(ctx, id); err != nil {
+			return nil, classify(err)
+		}
+	}
+	seed, err = a.DrawKey.Open(id, sealed)
+	return seed, classify(err)
+}
+
 // DrawSession makes a draw sale's draw, exactly once: nothing when it is
 // drawn already. Every step is idempotent, so a retry after a failure
-// anywhere converges on the same rows: the order is a pure function of the
-// seed and the registrants (registration closed before the start), the
-// entries are INSERT IGNOREd, the first rights end at start + ttl whenever
-// they are granted, Redis keeps a right it holds, and drawn_at, which
-// publishes the seed, is set last.
+// anywhere converges on the same rows: the registrant list is the one
+// published when registration closed (published here if it was not; a
+// list changed since is refused, not drawn), the stock drawn is recorded
+// at the first try, so the order is a pure function of the seed and that
+// list, the entries are INSERT IGNOREd, the first rights end at start +
+// ttl whenever they are granted, Redis keeps a right it holds, and
+// drawn_at, which publishes the seed, is set last.
 func (a *Sessions) DrawSession(ctx context.Context, id int64) error {
 	s, _, err := a.Store.Session(ctx, id)
 	if err != nil || s.Mode != seckill.ModeDraw || s.Drawn() {
 		return classify(err)
 	}
-	seed, err := a.Store.DrawSeed(ctx, id)
+	seed, err := a.drawSeed(ctx, id)
 	if err != nil {
+		return err
+	}
+	if s.RegistrantsDigest == "" {
+		if err := a.Store.PublishRegistrants(ctx, id); err != nil {
+			return classify(err)
+		}
+		if s, _, err = a.Store.Session(ctx, id); err != nil {
+			return classify(err)
+		}
+	}
+	if s.DrawnStock, err = a.Store.FixDrawStock(ctx, id); err != nil {
 		return classify(err)
 	}
-	order, err := seckill.DrawRegistrants(ctx, a.Store, id, seed, s.DrawPlaces())
+	order, err := seckill.DrawRegistrants(ctx, a.Store, s, seed, s.DrawPlaces())
 	if err != nil {
 		return classify(err)
 	}
@@ -53,14 +125,14 @@ func (a *Sessions) DrawSession(ctx context.Context, id int64) error {
 		}
 		activity.RecordHeartbeat(ctx, first+len(batch))
 	}
-	rights, err := a.Store.GrantDrawRights(ctx, id, min(s.TotalStock, len(order)), s.StartAt.Add(s.RightTTL()))
+	rights, err := a.Store.GrantDrawRights(ctx, id, min(s.DrawnStock, len(order)), s.StartAt.Add(s.RightTTL()))
 	if err != nil {
 		return classify(err)
 	}
 	if err := a.loadRights(ctx, id, rights); err != nil {
 		return err
 	}
-	if err := a.Store.MarkDrawn(ctx, id, time.Now()); err != nil {
+	if err := a.Store.MarkDrawn(ctx, id, time.Now(), seed); err != nil {
 		return classify(err)
 	}
 	activity.GetLogger(ctx).Info("session drawn", "session_id", id, "places", len(order), "rights", len(rights))

@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -86,7 +85,7 @@ func measureDraw(t *testing.T, e *testenv.Env, stock, n int, first int64) drawSc
 
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
-	acts := &activities.Sessions{Store: e.DB, Gate: e.Gate}
+	acts := e.App.Sessions()
 	env.RegisterActivity(acts)
 
 	runtime.GC()

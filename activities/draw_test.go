@@ -3,6 +3,7 @@ package activities_test
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -35,7 +36,8 @@ func (f *failingEntries) RecordDrawEntries(ctx context.Context, id int64, first 
 }
 
 // drawSale creates a draw sale on sale since a second ago (rights of a
-// minute) with users registered, preheated.
+// minute) with users registered in its window (closed a second ago),
+// preheated.
 func drawSale(t *testing.T, e *testenv.Env, stock int, users []int64) *seckill.Session {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
@@ -43,13 +45,39 @@ func drawSale(t *testing.T, e *testenv.Env, stock int, users []int64) *seckill.S
 		StartAt: now.Add(-time.Second), EndAt: now.Add(time.Hour), Mode: seckill.ModeDraw,
 		RegisterFrom: now.Add(-time.Hour), RegisterUntil: now.Add(-time.Second), RightTTLSeconds: 60}
 	require.NoError(t, e.DB.CreateSession(ctx, sess, nil))
-	for _, u := range users {
-		_, err := e.DB.Register(ctx, sess.ID, u)
-		require.NoError(t, err)
-	}
+	e.RegisterUsers(sess.ID, users)
 	_, err := e.Gate.Preheat(ctx, sess.ID, stock)
 	require.NoError(t, err)
 	return sess
+}
+
+// drawKey is the key the tests' workers seal seeds with.
+func drawKey(t *testing.T) *seckill.DrawKey {
+	k, err := seckill.ParseDrawKey(testenv.DrawKey)
+	require.NoError(t, err)
+	return k
+}
+
+// drawer runs a sale's draw in an activity environment over a store,
+// writing batch entries an INSERT.
+func drawer(t *testing.T, e *testenv.Env, id int64, batch int) func(activities.SessionStore) error {
+	var ts testsuite.WorkflowTestSuite
+	return func(store activities.SessionStore) error {
+		env := ts.NewTestActivityEnvironment()
+		acts := &activities.Sessions{Store: store, Gate: e.Gate, DrawBatch: batch, DrawKey: drawKey(t)}
+		env.RegisterActivity(acts)
+		_, err := env.ExecuteActivity(acts.DrawSession, id)
+		return err
+	}
+}
+
+// sessionRow is a session's draw columns as MySQL holds them.
+func sessionRow(t *testing.T, e *testenv.Env, id int64) (seed, sealed []byte) {
+	raw, err := sql.Open("mysql", e.DSN)
+	require.NoError(t, err)
+	defer raw.Close()
+	require.NoError(t, raw.QueryRow("SELECT draw_seed, draw_seed_sealed FROM sessions WHERE id = ?", id).Scan(&seed, &sealed))
+	return seed, sealed
 }
 
 // A draw that fails after some batches of entries, retried, writes the
@@ -63,16 +91,11 @@ func TestDrawFailingMidwayIsRetriedToTheSameEntries(t *testing.T) {
 		users = append(users, u*13)
 	}
 	sess := drawSale(t, e, 10, users)
-	require.Len(t, sess.DrawCommitment, 64, "the commitment is published from creation")
+	require.Empty(t, sess.DrawCommitment, "the API holds no key: the worker commits")
+	commitment := e.CommitDraw(sess.ID)
+	require.Len(t, commitment, 64)
 
-	var ts testsuite.WorkflowTestSuite
-	draw := func(store activities.SessionStore) error {
-		env := ts.NewTestActivityEnvironment()
-		acts := &activities.Sessions{Store: store, Gate: e.Gate, DrawBatch: 4}
-		env.RegisterActivity(acts)
-		_, err := env.ExecuteActivity(acts.DrawSession, sess.ID)
-		return err
-	}
+	draw := drawer(t, e, sess.ID, 4)
 	require.ErrorContains(t, draw(&failingEntries{DB: e.DB, okBatches: 2}), "injected")
 	half, err := e.DB.DrawEntries(ctx, sess.ID)
 	require.NoError(t, err)
@@ -81,6 +104,9 @@ func TestDrawFailingMidwayIsRetriedToTheSameEntries(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, s.Drawn())
 	require.Empty(t, s.DrawSeed, "the seed is secret until the draw completes")
+	require.Equal(t, commitment, s.DrawCommitment)
+	plainBefore, sealedBefore := sessionRow(t, e, sess.ID)
+	require.Nil(t, plainBefore, "no readable seed in MySQL before the draw")
 
 	require.NoError(t, draw(e.DB))
 	s, _, err = e.DB.Session(ctx, sess.ID)
@@ -89,6 +115,10 @@ func TestDrawFailingMidwayIsRetriedToTheSameEntries(t *testing.T) {
 	seed := mustHex(t, s.DrawSeed)
 	sum := sha256.Sum256(seed)
 	require.Equal(t, s.DrawCommitment, hexOf(sum[:]))
+	require.NotContains(t, string(sealedBefore), string(seed), "what MySQL held before the draw does not show the seed")
+	require.Equal(t, len(users), *s.RegistrantsCount)
+	require.Equal(t, hexOf(testenv.DigestByHand(users)), s.RegistrantsDigest, "the list published")
+	require.Equal(t, 10, s.DrawnStock)
 	want := testenv.DrawByHand(seed, users)[:s.DrawPlaces()]
 	entries, err := e.DB.DrawEntries(ctx, sess.ID)
 	require.NoError(t, err)
@@ -144,7 +174,7 @@ func TestClosedOrderPassesItsUnitToTheNextRight(t *testing.T) {
 	ctx := context.Background()
 	sess := drawSale(t, e, 2, []int64{1, 2, 3, 4, 5, 6})
 	var ts testsuite.WorkflowTestSuite
-	acts := &activities.Sessions{Store: e.DB, Gate: e.Gate}
+	acts := &activities.Sessions{Store: e.DB, Gate: e.Gate, DrawKey: drawKey(t)}
 	env := ts.NewTestActivityEnvironment()
 	env.RegisterActivity(acts)
 	_, err := env.ExecuteActivity(acts.DrawSession, sess.ID)
@@ -220,7 +250,7 @@ func TestRightGrantedButNotLoadedIsLoadedByTheNextPass(t *testing.T) {
 	var ts testsuite.WorkflowTestSuite
 	run := func(gate activities.SessionGate, name string) (int, error) {
 		env := ts.NewTestActivityEnvironment()
-		acts := &activities.Sessions{Store: e.DB, Gate: gate}
+		acts := &activities.Sessions{Store: e.DB, Gate: gate, DrawKey: drawKey(t)}
 		env.RegisterActivity(acts)
 		v, err := env.ExecuteActivity(name, sess.ID)
 		if err != nil {
@@ -256,4 +286,77 @@ func TestRightGrantedButNotLoadedIsLoadedByTheNextPass(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, again, "the unit sold again")
 	e.RequireInvariants(sess.ID)
+}
+
+// A draw that failed half-way is retried over the list published when
+// registration closed, whatever was written since: registrations stamped
+// after register_until (by the database's clock) are not in it, and a
+// row slipped in under the cutoff is refused (the list is not the one
+// published) rather than drawn over the positions written, so the
+// positions never have a gap and verify holds.
+func TestRetriedDrawOverAChangedListLeavesNoGap(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
+	ctx := context.Background()
+	var users []int64
+	for u := int64(1); u <= 30; u++ {
+		users = append(users, u)
+	}
+	sess := drawSale(t, e, 5, users)
+	draw := drawer(t, e, sess.ID, 2)
+	require.ErrorContains(t, draw(&failingEntries{DB: e.DB, okBatches: 2}), "injected")
+	raw, err := sql.Open("mysql", e.DSN)
+	require.NoError(t, err)
+	defer raw.Close()
+	// Late: forty registrations written after the window closed, enough
+	// that some would rank among the first places of a draw counting them.
+	for u := int64(1000); u < 1040; u++ {
+		_, err := raw.Exec("INSERT INTO registrations (session_id, user_id, created_at) VALUES (?, ?, UTC_TIMESTAMP(6))", sess.ID, u)
+		require.NoError(t, err)
+	}
+	// Backdated under the cutoff: not the list published.
+	_, err = raw.Exec("INSERT INTO registrations (session_id, user_id, created_at) SELECT id, 5000, register_from FROM sessions WHERE id = ?", sess.ID)
+	require.NoError(t, err)
+	require.ErrorContains(t, draw(e.DB), "not the list published")
+	_, err = raw.Exec("DELETE FROM registrations WHERE session_id = ? AND user_id = 5000", sess.ID)
+	require.NoError(t, err)
+
+	require.NoError(t, draw(e.DB))
+	s, _, err := e.DB.Session(ctx, sess.ID)
+	require.NoError(t, err)
+	entries, err := e.DB.DrawEntries(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Len(t, entries, 10)
+	for i, en := range entries {
+		require.Equal(t, i+1, en.Position, "no gap")
+	}
+	registrants, err := e.DB.Registrants(ctx, sess.ID, 0, 100)
+	require.NoError(t, err)
+	require.Equal(t, users, registrants, "the list is the registrations before the cutoff")
+	_, err = seckill.VerifyDraw(s, registrants, entries)
+	require.NoError(t, err)
+}
+
+// A draw created before seeds were sealed holds its seed readable in
+// MySQL, its commitment published from it (00020_draw_sealed.sql): the
+// worker seals that seed, keeping the commitment, erases the readable
+// copy, and the draw publishes the same seed.
+func TestReadableSeedOfAnOlderSaleIsSealed(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
+	ctx := context.Background()
+	sess := drawSale(t, e, 1, []int64{1, 2, 3})
+	seed := []byte("an older sale's seed, 32 bytes..")
+	raw, err := sql.Open("mysql", e.DSN)
+	require.NoError(t, err)
+	defer raw.Close()
+	_, err = raw.Exec("UPDATE sessions SET draw_seed = ?, draw_commitment = SHA2(?, 256) WHERE id = ?", seed, seed, sess.ID)
+	require.NoError(t, err)
+	sum := sha256.Sum256(seed)
+	require.Equal(t, hexOf(sum[:]), e.CommitDraw(sess.ID), "the commitment published stays")
+	plain, sealed := sessionRow(t, e, sess.ID)
+	require.Nil(t, plain, "the readable copy is gone")
+	require.NotEmpty(t, sealed)
+	require.NoError(t, drawer(t, e, sess.ID, 0)(e.DB))
+	s, _, err := e.DB.Session(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, hexOf(seed), s.DrawSeed)
 }

@@ -39,6 +39,10 @@ type Sessions struct {
 	// DrawBatch is how many draw entries one INSERT writes (drawBatch
 	// when zero; a test makes it small to fail a draw between batches).
 	DrawBatch int
+	// DrawKey seals draw seeds at rest: nil in a process without
+	// SECKILL_DRAW_KEY (the API's embedded worker), which never polls
+	// the draw's task queue.
+	DrawKey *seckill.DrawKey
 }
 
 // LoadSession returns the session as MySQL has it now (its window may have

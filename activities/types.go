@@ -27,6 +27,9 @@ const (
 	RetireSessionName  = "RetireSession"
 	DrawSessionName    = "DrawSession"
 	PassRightsName     = "PassRights"
+
+	CommitDrawName         = "CommitDraw"
+	PublishRegistrantsName = "PublishRegistrants"
 )
 
 // CreateOrderInput is the input of the CreateOrder activity.

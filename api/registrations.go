@@ -79,6 +79,12 @@ func (s *Server) registration(c *fiber.Ctx) error {
 		return err
 	}
 	body := fiber.Map{"status": r.Status, "registered_at": r.At}
+	// Once a draw's list is published: whether the registration is in it
+	// (stamped by the database before register_until), the list whose
+	// count and digest the session shows.
+	if sess.RegistrantsDigest != "" {
+		body["in_list"] = r.At.Before(sess.RegisterUntil)
+	}
 	// A draw's: a winner's right's end, a waitlisted shopper's place.
 	if !r.RightUntil.IsZero() {
 		body["right_until"] = r.RightUntil

@@ -124,9 +124,10 @@ func TestReservedSale(t *testing.T) {
 }
 
 // A draw sale through the HTTP API: created with mode draw (rights last
-// right_ttl_seconds, 600 by default), it publishes the commitment to its
-// seed from creation and not the seed; a registrant is REGISTERED until
-// the draw; right_ttl_seconds belongs to draws only.
+// right_ttl_seconds, 600 by default) by an API that holds no draw key, it
+// publishes the commitment to its seed once the worker sealed one, and
+// never the seed; registration opens with the commitment; a registrant is
+// REGISTERED until the draw; right_ttl_seconds belongs to draws only.
 func TestDrawSaleCreation(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	admin := e.OperatorToken("ana", seckill.RoleAdmin)
@@ -137,12 +138,13 @@ func TestDrawSaleCreation(t *testing.T) {
 	require.Equal(t, http.StatusCreated, created.Status, "%s", created.Raw)
 	require.Equal(t, "draw", created.Str("mode"))
 	require.EqualValues(t, 600, created.Body["right_ttl_seconds"])
-	require.Len(t, created.Str("draw_commitment"), 64)
 	require.NotContains(t, created.Body, "draw_seed", "the seed is secret until the draw")
 	id := int64(created.Body["id"].(float64))
 	base := fmt.Sprintf("/api/v1/sessions/%d", id)
+	commitment := e.WaitCommitted(id)
+	require.Len(t, commitment, 64)
 	shown := e.Do("GET", base, "", nil)
-	require.Equal(t, created.Str("draw_commitment"), shown.Str("draw_commitment"), "%s", shown.Raw)
+	require.Equal(t, commitment, shown.Str("draw_commitment"), "%s", shown.Raw)
 	require.NotContains(t, shown.Body, "draw_seed")
 	require.Equal(t, http.StatusCreated, e.Do("POST", base+"/registrations", e.Token(1), nil).Status)
 	require.Equal(t, "REGISTERED", e.Do("GET", base+"/registration", e.Token(1), nil).Str("status"), "not drawn yet")

@@ -214,7 +214,23 @@ func (r *stepRunner) createRegistering(ctx context.Context, mode seckill.Session
 	if err != nil || v.Session == nil {
 		return 0, time.Time{}, fmt.Errorf("create a %s sale: %v (is the API at %s, with this admin token?)", mode, err, r.cfg.BaseURL)
 	}
+	if mode == seckill.ModeDraw {
+		return v.ID, start, r.awaitCommitment(ctx, v.ID)
+	}
 	return v.ID, start, nil
+}
+
+// awaitCommitment waits until a draw shows its commitment: registration
+// opens with it, once a worker holding SECKILL_DRAW_KEY sealed the seed.
+func (r *stepRunner) awaitCommitment(ctx context.Context, id int64) error {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
+		code, raw, _, err := r.c.do(http.MethodGet, fmt.Sprintf("/api/v1/sessions/%d", id), "", nil)
+		var v seckill.SessionView
+		if err == nil && code == http.StatusOK && json.Unmarshal(raw, &v) == nil && v.Session != nil && v.DrawCommitment != "" {
+			return nil
+		}
+	}
+	return fmt.Errorf("draw sale %d shows no commitment after 30 s: is a worker with SECKILL_DRAW_KEY running?", id)
 }
 
 // registrations are the answers of one registration loop.

@@ -2,6 +2,8 @@ package chaos
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -186,6 +188,7 @@ func (s *stack) env(l links, extra ...string) ([]string, error) {
 		"SECKILL_JWT_SECRET=" + string(s.cfg.JWTSecret),
 		"SECKILL_WEBHOOK_SECRET=" + string(s.cfg.WebhookSecret),
 		"SECKILL_ADMIN_TOKEN=" + s.cfg.AdminToken,
+		"SECKILL_DRAW_KEY=" + drawKey(),
 		"SECKILL_PAY_TIMEOUT=" + s.cfg.PayTimeout.String(),
 		// Payments come from the soak itself, signed with its own secret.
 		"SECKILL_PAYMENT_PROVIDER=sandbox",
@@ -336,4 +339,12 @@ func (s *stack) stop() {
 	for _, f := range s.logs {
 		f.Close()
 	}
+}
+
+// drawKey is a fresh SECKILL_DRAW_KEY for the soak's worker (the soak
+// sells no draw; the worker refuses to start without one).
+func drawKey() string {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	return hex.EncodeToString(k)
 }

@@ -296,7 +296,7 @@ func TestClientDrawSale(t *testing.T) {
 	require.Equal(t, seckill.ModeDraw, sess.Mode)
 	require.True(t, sess.RegisterUntil.Equal(start))
 	require.Equal(t, 120, sess.RightTTLSeconds)
-	require.Len(t, sess.DrawCommitment, 64)
+	require.Len(t, e.WaitCommitted(sess.ID), 64)
 	for _, u := range []int64{1, 2} {
 		r, err := e.Shopper(u).Register(ctx, sess.ID)
 		require.NoError(t, err)

@@ -12,8 +12,8 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// A draw's rows (00015_draw.sql): the seed in the session row, secret
-// until drawn_at, and the drawn positions in draw_entries, whose rights
+// A draw's rows (00015_draw.sql, 00020_draw_sealed.sql): the seed in the
+// session row, sealed until drawn_at, and the drawn positions in draw_entries, whose rights
 // are granted once each (right_until set only where it is NULL) and
 // marked loaded once Redis holds them (00016_rights_loaded.sql).
 
@@ -31,32 +31,90 @@ func (r drawEntryRow) domain() seckill.DrawEntry {
 	return seckill.DrawEntry{Position: r.Position, UserID: r.UserID, RightUntil: utcOrZero(r.RightUntil)}
 }
 
-// seedDraw gives a draw its secret seed the first time the row is a
-// draw (creation, or a change to mode draw); a seed once drawn never
-// changes, since its commitment has been published.
-func (r *sessionRow) seedDraw() error {
-	if r.Mode != string(seckill.ModeDraw) || len(r.DrawSeed) > 0 {
-		return nil
+// DrawSeal is a draw's seed as stored: sealed by the worker's key, or,
+// for a sale seeded before sealing existed and not sealed since, plain.
+// Both nil: no seed yet.
+func (db *DB) DrawSeal(ctx context.Context, sessionID int64) (sealed, plain []byte, err error) {
+	var row sessionRow
+	err = db.gorm.WithContext(ctx).Select("id", "draw_seed", "draw_seed_sealed").First(&row, sessionID).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil, seckill.Errorf(seckill.ENOTFOUND, "session %d not found", sessionID)
 	}
-	seed, err := seckill.NewDrawSeed()
-	r.DrawSeed = seed
-	return err
+	return row.DrawSeedSealed, row.DrawSeed, err
 }
 
-// DrawSeed is a draw's secret seed, for the draw itself (never for an
-// answer: the session shows it once drawn).
-func (db *DB) DrawSeed(ctx context.Context, sessionID int64) ([]byte, error) {
-	var row sessionRow
-	err := db.gorm.WithContext(ctx).Select("id", "draw_seed").First(&row, sessionID).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, seckill.Errorf(seckill.ENOTFOUND, "session %d not found", sessionID)
-	} else if err != nil {
-		return nil, err
+// CommitDraw stores a draw's sealed seed and publishes its commitment,
+// once: only where no seed is sealed yet and the sale is not drawn (a
+// commitment published never changes). It clears a plain seed of a sale
+// made before sealing existed. False when a seed was sealed first: the
+// caller reads that one.
+func (db *DB) CommitDraw(ctx context.Context, sessionID int64, sealed []byte, commitment string) (bool, error) {
+	res := db.gorm.WithContext(ctx).Model(&sessionRow{}).
+		Where("id = ? AND draw_seed_sealed IS NULL AND drawn_at IS NULL", sessionID).
+		Updates(map[string]any{"draw_seed_sealed": sealed, "draw_commitment": commitment, "draw_seed": nil})
+	return res.RowsAffected == 1, res.Error
+}
+
+// PublishRegistrants fixes a sale's registrant list once registration
+// has closed by the database's clock, and publishes its count and digest
+// (seckill.RegistrantDigest): once, a published list is never
+// recomputed. The session's row is locked first: a registration's INSERT
+// … SELECT holds a shared lock on it until it commits, so every
+// registration the clock let in is committed (and read) before the list
+// is, and none comes after. Before register_until by the database's
+// clock: UNAVAILABLE (the caller retries).
+func (db *DB) PublishRegistrants(ctx context.Context, sessionID int64) error {
+	return db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var row struct {
+			Published bool
+			Open      bool
+		}
+		err := tx.Raw(`SELECT registrants_digest IS NOT NULL AS published, NOT (UTC_TIMESTAMP(6) >= register_until) AS open
+			FROM sessions WHERE id = ? FOR UPDATE`, sessionID).Scan(&row).Error
+		switch {
+		case err != nil || row.Published:
+			return err
+		case row.Open:
+			return seckill.Errorf(seckill.EUNAVAILABLE, "session %d: registration is still open by the database's clock", sessionID)
+		}
+		d := seckill.NewRegistrantDigest()
+		for after := int64(0); ; {
+			page, err := registrants(tx, sessionID, after, registrantPage)
+			if err != nil {
+				return err
+			}
+			if len(page) == 0 {
+				break
+			}
+			for _, u := range page {
+				d.Add(u)
+			}
+			after = page[len(page)-1]
+		}
+		n, digest, err := d.Sum()
+		if err != nil {
+			return err
+		}
+		return tx.Model(&sessionRow{}).Where("id = ?", sessionID).
+			Updates(map[string]any{"registrants_count": n, "registrants_digest": digest}).Error
+	})
+}
+
+// registrantPage is how many registrants one read of the publication
+// takes.
+const registrantPage = 5000
+
+// FixDrawStock records the stock a draw draws, at its first try, and
+// returns it: a retry after the stock changed draws the same places, and
+// verify checks the draw with the stock it had.
+func (db *DB) FixDrawStock(ctx context.Context, sessionID int64) (int, error) {
+	g := db.gorm.WithContext(ctx)
+	if err := g.Exec("UPDATE sessions SET drawn_stock = total_stock WHERE id = ? AND drawn_stock IS NULL", sessionID).Error; err != nil {
+		return 0, err
 	}
-	if len(row.DrawSeed) == 0 {
-		return nil, seckill.Errorf(seckill.ECONFLICT, "session %d is not a draw", sessionID)
-	}
-	return row.DrawSeed, nil
+	var stock int
+	err := g.Raw("SELECT drawn_stock FROM sessions WHERE id = ?", sessionID).Scan(&stock).Error
+	return stock, err
 }
 
 // RecordDrawEntries writes drawn users at positions first, first+1, …
@@ -91,11 +149,11 @@ func (db *DB) GrantDrawRights(ctx context.Context, sessionID int64, n int, until
 	return db.drawEntries(g.Where("session_id = ? AND position <= ?", sessionID, n))
 }
 
-// MarkDrawn sets drawn_at, once: the last step of the draw, which
-// publishes the seed (domain()) and makes a re-run of the draw a no-op.
-func (db *DB) MarkDrawn(ctx context.Context, sessionID int64, at time.Time) error {
+// MarkDrawn sets drawn_at and publishes the seed, once: the last step of
+// the draw, which makes a re-run of the draw a no-op.
+func (db *DB) MarkDrawn(ctx context.Context, sessionID int64, at time.Time, seed []byte) error {
 	return db.gorm.WithContext(ctx).Model(&sessionRow{}).Where("id = ? AND drawn_at IS NULL", sessionID).
-		Update("drawn_at", at.UTC()).Error
+		Updates(map[string]any{"drawn_at": at.UTC(), "draw_seed": seed}).Error
 }
 
 // DrawEntries is a draw's recorded positions, in order.

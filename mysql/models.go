@@ -27,13 +27,20 @@ type sessionRow struct {
 	Mode           string
 	RegisterFrom   *time.Time
 	RegisterUntil  *time.Time
-	// A draw's (00015_draw.sql): the seed stays in this row until
-	// drawn_at is set; domain() publishes only its commitment before.
-	RightTTLSeconds int `gorm:"column:right_ttl_seconds"`
-	DrawSeed        []byte
-	DrawnAt         *time.Time
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// A draw's (00015_draw.sql, 00020_draw_sealed.sql): the seed sealed
+	// by the worker's key until the draw, readable (DrawSeed) from the
+	// draw on; a sale made before sealing existed holds it readable until
+	// the worker seals it.
+	RightTTLSeconds   int `gorm:"column:right_ttl_seconds"`
+	DrawSeed          []byte
+	DrawSeedSealed    []byte
+	DrawCommitment    *string
+	RegistrantsCount  *int
+	RegistrantsDigest *string
+	DrawnAt           *time.Time
+	DrawnStock        *int
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
 }
 
 func (sessionRow) TableName() string { return "sessions" }
@@ -59,14 +66,21 @@ func (r *sessionRow) domain() *seckill.Session {
 		StartAt: r.StartAt.UTC(), EndAt: r.EndAt.UTC(), RequireTicket: r.RequireTicket, RequireCaptcha: r.RequireCaptcha, Paused: r.Paused,
 		Mode: seckill.SessionMode(r.Mode), RegisterFrom: utcOrZero(r.RegisterFrom), RegisterUntil: utcOrZero(r.RegisterUntil),
 		RightTTLSeconds: r.RightTTLSeconds, DrawnAt: utcOrZero(r.DrawnAt),
+		DrawCommitment: deref(r.DrawCommitment), RegistrantsCount: r.RegistrantsCount, RegistrantsDigest: deref(r.RegistrantsDigest),
 	}
-	if len(r.DrawSeed) > 0 {
-		s.DrawCommitment = seckill.DrawCommitment(r.DrawSeed)
-		if r.DrawnAt != nil {
-			s.DrawSeed = hex.EncodeToString(r.DrawSeed)
-		}
+	if r.DrawnAt != nil {
+		s.DrawSeed, s.DrawnStock = hex.EncodeToString(r.DrawSeed), deref(r.DrawnStock)
 	}
 	return s
+}
+
+// deref reads a nullable column: NULL is the zero value.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 // utcOrZero reads a nullable time column.

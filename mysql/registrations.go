@@ -20,12 +20,29 @@ func (registrationRow) TableName() string { return "registrations" }
 
 // Register records a shopper's registration for a sale. created is false
 // when the shopper had registered already (a retry changes nothing).
+//
+// One clock decides the window, the database's: the statement inserts
+// only while UTC_TIMESTAMP is in [register_from, register_until), and
+// stamps the row with it (seckill.RegistrationClosed otherwise). Its
+// SELECT holds a shared lock on the session's row until the commit, so
+// the publication of the list (PublishRegistrants, which locks the row)
+// waits for a registration in flight and none follows it.
 func (db *DB) Register(ctx context.Context, sessionID, userID int64) (created bool, err error) {
-	err = db.gorm.WithContext(ctx).Create(&registrationRow{SessionID: sessionID, UserID: userID, CreatedAt: db.now()}).Error
-	if isDuplicate(err) {
+	res := db.gorm.WithContext(ctx).Exec(`INSERT INTO registrations (session_id, user_id, created_at)
+		SELECT id, ?, UTC_TIMESTAMP(6) FROM sessions
+		WHERE id = ? AND UTC_TIMESTAMP(6) >= register_from AND UTC_TIMESTAMP(6) < register_until`, userID, sessionID)
+	switch {
+	case isDuplicate(res.Error):
 		return false, nil
+	case res.Error != nil:
+		return false, res.Error
+	case res.RowsAffected == 1:
+		return true, nil
 	}
-	return err == nil, err
+	if _, err := db.Registration(ctx, sessionID, userID); err == nil {
+		return false, nil // registered before the window closed: a retry
+	}
+	return false, seckill.RegistrationClosed(sessionID)
 }
 
 // Registration is a shopper's registration for a sale (ENOTFOUND when
@@ -42,12 +59,19 @@ func (db *DB) Registration(ctx context.Context, sessionID, userID int64) (*secki
 }
 
 // Registrants pages through a sale's registrants in user id order: up to
-// limit ids greater than after (0 for the first page). The primary key
-// serves it, so a million registrants cost a million index reads in
-// pages, never a sort.
+// limit ids greater than after (0 for the first page), registered before
+// register_until by the database's clock (a row stamped later, written
+// by hand or by an older version, is not in the list a draw draws). The
+// primary key serves it, so a million registrants cost a million index
+// reads in pages, never a sort.
 func (db *DB) Registrants(ctx context.Context, sessionID, after int64, limit int) ([]int64, error) {
+	return registrants(db.gorm.WithContext(ctx), sessionID, after, limit)
+}
+
+func registrants(g *gorm.DB, sessionID, after int64, limit int) ([]int64, error) {
 	var ids []int64
-	err := db.gorm.WithContext(ctx).Model(&registrationRow{}).
-		Where("session_id = ? AND user_id > ?", sessionID, after).Order("user_id").Limit(limit).Pluck("user_id", &ids).Error
+	err := g.Model(&registrationRow{}).
+		Where("session_id = ? AND user_id > ? AND created_at < (SELECT register_until FROM sessions WHERE id = ?)", sessionID, after, sessionID).
+		Order("user_id").Limit(limit).Pluck("user_id", &ids).Error
 	return ids, err
 }

@@ -103,9 +103,6 @@ func change(row *sessionRow, ch *seckill.SessionChange, now time.Time) error {
 	row.Paused, row.TotalStock = s.Paused, s.TotalStock
 	row.Mode, row.RegisterFrom, row.RegisterUntil = string(cmp.Or(s.Mode, seckill.ModeFirstCome)), nullTime(s.RegisterFrom), nullTime(s.RegisterUntil)
 	row.RightTTLSeconds = s.RightTTLSeconds
-	if err := row.seedDraw(); err != nil {
-		return err
-	}
 	row.Stock += added
 	return nil
 }

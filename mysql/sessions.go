@@ -31,10 +31,6 @@ func (db *DB) CreateSession(ctx context.Context, s *seckill.Session, by *seckill
 		RightTTLSeconds: s.RightTTLSeconds,
 		CreatedAt:       now, UpdatedAt: now,
 	}
-	if err := row.seedDraw(); err != nil {
-		return err
-	}
-	s.DrawCommitment = row.domain().DrawCommitment
 	return db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
 			return err

@@ -54,6 +54,7 @@ export SECKILL_MYSQL_DSN="${dsn_server}/${db_name}${dsn_params:-?parseTime=true}
 # another stack on :8081 must not stop this worker from starting.
 export SECKILL_WORKER_HTTP_ADDR="${STACK_WORKER_ADDR:-${addr%:*}:$((${addr##*:} + 1000))}"
 export SECKILL_JWT_SECRET="$(secret)" SECKILL_WEBHOOK_SECRET="$(secret)" SECKILL_ADMIN_TOKEN="$(secret)"
+export SECKILL_DRAW_KEY="$(secret)$(secret)"
 # Every shopper comes from this machine: the per-IP limits must be off.
 export SECKILL_LIMIT_IP_RPS=0 SECKILL_LIMIT_READ_RPS=0 SECKILL_RECONCILE_EVERY=0
 # A throwaway stack: refunds go to the in-memory sandbox, on purpose (the

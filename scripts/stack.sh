@@ -128,6 +128,7 @@ start() {
       echo "SECKILL_JWT_SECRET=$(secret)"
       echo "SECKILL_WEBHOOK_SECRET=$(secret)"
       echo "SECKILL_ADMIN_TOKEN=$(secret)"
+      echo "SECKILL_DRAW_KEY=$(secret)$(secret)"
     } >"$dir/secrets.env"
   fi
   set -a

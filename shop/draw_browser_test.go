@@ -44,7 +44,7 @@ func TestBrowserDrawSale(t *testing.T) {
 	status := c + ` [data-role="register-status"]`
 	buyBtn := c + ` button[data-role="buy"]`
 	base := fmt.Sprintf("/api/v1/sessions/%d", id)
-	commitment := e.Do("GET", base, "", nil).Str("draw_commitment")
+	commitment := e.WaitCommitted(id)
 	require.Len(t, commitment, 64)
 	users := []int64{41}
 	for u := int64(42); u <= 46; u++ {
@@ -52,8 +52,10 @@ func TestBrowserDrawSale(t *testing.T) {
 		users = append(users, u)
 	}
 	later := time.Now().Add(time.Hour).Truncate(time.Second)
-	soon := card(reservedSale(t, e, later.Add(time.Hour), later.Add(time.Hour),
-		map[string]any{"mode": "draw", "register_from": later.Format(time.RFC3339)}))
+	soonID := reservedSale(t, e, later.Add(time.Hour), later.Add(time.Hour),
+		map[string]any{"mode": "draw", "register_from": later.Format(time.RFC3339)})
+	soon := card(soonID)
+	e.WaitCommitted(soonID)
 
 	// Before the draw: the commitment, not the seed; user 41 registers.
 	p := openShop(t, e, "/")

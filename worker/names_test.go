@@ -53,6 +53,7 @@ func registrations() *registered {
 	worker.RegisterRefunds(r, &activities.Refunds{})
 	worker.RegisterReconcile(r, &activities.Reconciler{})
 	worker.RegisterSessions(r, &activities.Sessions{})
+	worker.RegisterDraw(r, &activities.Sessions{})
 	return r
 }
 

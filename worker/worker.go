@@ -57,6 +57,23 @@ func RegisterSessions(r Registry, sessions *activities.Sessions) {
 	r.RegisterActivityWithOptions(sessions.RetireSession, activity.RegisterOptions{Name: activities.RetireSessionName})
 	r.RegisterActivityWithOptions(sessions.DrawSession, activity.RegisterOptions{Name: activities.DrawSessionName})
 	r.RegisterActivityWithOptions(sessions.PassRights, activity.RegisterOptions{Name: activities.PassRightsName})
+	r.RegisterActivityWithOptions(sessions.PublishRegistrants, activity.RegisterOptions{Name: activities.PublishRegistrantsName})
+}
+
+// RegisterDraw registers the steps that need the draw key: sealing a
+// draw's seed and the draw.
+func RegisterDraw(r Registry, sessions *activities.Sessions) {
+	r.RegisterActivityWithOptions(sessions.CommitDraw, activity.RegisterOptions{Name: activities.CommitDrawName})
+	r.RegisterActivityWithOptions(sessions.DrawSession, activity.RegisterOptions{Name: activities.DrawSessionName})
+}
+
+// NewDraw returns a worker on the draw's task queue (workflows.DrawQueue)
+// with the steps that need the draw key: only processes holding it
+// (`seckill worker`) run one.
+func NewDraw(c client.Client, taskQueue string, sessions *activities.Sessions) sdkworker.Worker {
+	w := sdkworker.New(c, workflows.DrawQueue(taskQueue), sdkworker.Options{})
+	RegisterDraw(w, sessions)
+	return w
 }
 
 // New returns a worker on taskQueue with the order, refund, reconcile and

@@ -53,9 +53,21 @@ func SessionWorkflow(ctx workflow.Context, in SessionLife) error {
 	})
 	log := workflow.GetLogger(ctx)
 	changed := workflow.GetSignalChannel(ctx, SessionChangedSignal)
+	sealed := workflow.GetVersion(ctx, drawSealChange, workflow.DefaultVersion, 1) == 1
 	var sess seckill.Session
 	load := func() error {
-		return workflow.ExecuteActivity(ctx, sessionSteps.LoadSession, in.SessionID).Get(ctx, &sess)
+		if err := workflow.ExecuteActivity(ctx, sessionSteps.LoadSession, in.SessionID).Get(ctx, &sess); err != nil {
+			return err
+		}
+		if sealed && sess.Mode == seckill.ModeDraw && sess.DrawCommitment == "" && !sess.Drawn() {
+			// Registration opens with the commitment. Not committed (no
+			// worker with the key within a minute): registration stays
+			// closed; the next load, or the draw, commits.
+			if err := workflow.ExecuteActivity(keyed(ctx, time.Minute), sessionSteps.CommitDraw, in.SessionID).Get(ctx, &sess.DrawCommitment); err != nil {
+				log.Error("draw not committed", "session_id", in.SessionID, "error", err)
+			}
+		}
+		return nil
 	}
 	// sleepUntil waits for the instant at(), re-reading the session on each
 	// change signal; it returns when the instant has come.
@@ -85,7 +97,13 @@ func SessionWorkflow(ctx workflow.Context, in SessionLife) error {
 	if err := load(); err != nil {
 		return err
 	}
-	if err := sleepUntil(func() time.Time { return sess.StartAt.Add(-in.PreheatLead) }); err != nil {
+	preheatAt := func() time.Time { return sess.StartAt.Add(-in.PreheatLead) }
+	if sealed {
+		if err := publishRegistrants(ctx, in, &sess, preheatAt, sleepUntil); err != nil {
+			return err
+		}
+	}
+	if err := sleepUntil(preheatAt); err != nil {
 		return err
 	}
 	if !workflow.Now(ctx).Before(sess.EndAt) {
@@ -97,7 +115,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionLife) error {
 		log.Error("session not preheated", "session_id", in.SessionID, "error", err)
 	}
 	if sess.Mode == seckill.ModeDraw && workflow.GetVersion(ctx, drawChange, workflow.DefaultVersion, 1) == 1 {
-		if err := drawAndPass(ctx, in, &sess, sleepUntil); err != nil {
+		if err := drawAndPass(ctx, in, &sess, sealed, sleepUntil); err != nil {
 			return err
 		}
 	}
@@ -126,6 +144,48 @@ const drawChange = "draw"
 // drawRetryChange is the GetVersion id of trying a failed draw again.
 const drawRetryChange = "draw-retry"
 
+// drawSealChange is the GetVersion id of the sealed seed: the commitment
+// asked of a worker holding the key when a draw is loaded without one,
+// the registrant list published at register_until, and the draw run on
+// the draw's task queue (DrawQueue) from DrawAt.
+const drawSealChange = "draw-sealed"
+
+// DrawQueue is the task queue of the steps that need the draw key: only
+// `seckill worker` polls it, never the worker an API embeds for eager
+// starts, which holds no key.
+func DrawQueue(taskQueue string) string { return taskQueue + "-draw" }
+
+// keyed is ctx for a step on the draw's task queue; timeout bounds its
+// wait for a worker holding the key (zero: none, as long as it takes).
+func keyed(ctx workflow.Context, timeout time.Duration) workflow.Context {
+	ctx = workflow.WithTaskQueue(ctx, DrawQueue(workflow.GetInfo(ctx).TaskQueueName))
+	if timeout > 0 {
+		ctx = workflow.WithScheduleToCloseTimeout(ctx, timeout)
+	}
+	return ctx
+}
+
+// publishRegistrants publishes a draw's registrant list (its count and
+// digest) DrawMargin after register_until, when that comes before the
+// preheat; otherwise the draw, later, publishes it first. A sale changed
+// to a draw meanwhile is seen: sleepUntil reads the session again.
+func publishRegistrants(ctx workflow.Context, in SessionLife, sess *seckill.Session, preheatAt func() time.Time, sleepUntil func(func() time.Time) error) error {
+	closeAt := func() time.Time { return sess.RegisterUntil.Add(seckill.DrawMargin) }
+	err := sleepUntil(func() time.Time {
+		if sess.Mode == seckill.ModeDraw && closeAt().Before(preheatAt()) {
+			return closeAt()
+		}
+		return preheatAt()
+	})
+	if err != nil || sess.Mode != seckill.ModeDraw || sess.RegistrantsDigest != "" || workflow.Now(ctx).Before(closeAt()) {
+		return err
+	}
+	if err := workflow.ExecuteActivity(ctx, sessionSteps.PublishRegistrants, in.SessionID).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Error("registrants not published", "session_id", in.SessionID, "error", err)
+	}
+	return nil
+}
+
 // drawRetryEvery is how long a draw that failed for good waits before it
 // is tried again.
 const drawRetryEvery = time.Minute
@@ -143,9 +203,13 @@ func passEvery(s *seckill.Session) time.Duration {
 
 // drawAndPass is a draw sale's start: the draw (DrawSession, once), then
 // passes of lapsed rights (PassRights) every passEvery until the end.
-func drawAndPass(ctx workflow.Context, in SessionLife, sess *seckill.Session, sleepUntil func(func() time.Time) error) error {
+func drawAndPass(ctx workflow.Context, in SessionLife, sess *seckill.Session, sealed bool, sleepUntil func(func() time.Time) error) error {
 	log := workflow.GetLogger(ctx)
-	if err := sleepUntil(func() time.Time { return sess.StartAt }); err != nil {
+	drawAt := func() time.Time { return sess.StartAt }
+	if sealed {
+		drawAt = sess.DrawAt
+	}
+	if err := sleepUntil(drawAt); err != nil {
 		return err
 	}
 	if !workflow.Now(ctx).Before(sess.EndAt) {
@@ -158,6 +222,9 @@ func drawAndPass(ctx workflow.Context, in SessionLife, sess *seckill.Session, sl
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 30 * time.Second},
 	})
+	if sealed {
+		dctx = keyed(dctx, 0)
+	}
 	for tries := 1; ; tries++ {
 		err := workflow.ExecuteActivity(dctx, sessionSteps.DrawSession, in.SessionID).Get(ctx, nil)
 		if err == nil {

@@ -29,6 +29,8 @@ type lifeHarness struct {
 	busy      int         // RetireSession calls to answer false
 	preheats  []time.Time // workflow clock at each call
 	retires   []time.Time
+	commits   []time.Time // a draw's CommitDraw and PublishRegistrants
+	publishes []time.Time
 	retainArg time.Duration
 }
 
@@ -61,6 +63,19 @@ func newLifeHarness(t *testing.T, start, end time.Time, busy int) *lifeHarness {
 		}
 		return true, nil
 	}, activity.RegisterOptions{Name: activities.RetireSessionName})
+	h.env.RegisterActivityWithOptions(func(_ context.Context, id int64) (string, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.commits = append(h.commits, h.env.Now().UTC())
+		h.session.DrawCommitment = "c0ffee"
+		return h.session.DrawCommitment, nil
+	}, activity.RegisterOptions{Name: activities.CommitDrawName})
+	h.env.RegisterActivityWithOptions(func(_ context.Context, id int64) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.publishes = append(h.publishes, h.env.Now().UTC())
+		return nil
+	}, activity.RegisterOptions{Name: activities.PublishRegistrantsName})
 	t.Cleanup(func() { h.env.AssertExpectations(t) })
 	return h
 }
@@ -164,6 +179,38 @@ func TestSessionLifeDrawsAtTheStartThenPassesRights(t *testing.T) {
 		require.ErrorAs(t, h.env.GetWorkflowError(), &asNew)
 		require.Len(t, passes, 500)
 		require.Empty(t, h.retires)
+	}
+}
+
+// A draw sale's seed is committed (by a worker holding the key) as soon as
+// its life loads it, once; its registrant list is published DrawMargin
+// after register_until (the database's clock decides; the margin covers
+// the two clocks' difference); and the draw runs at the start, never
+// before that margin: a window closing at the start moves the draw.
+func TestSessionLifeCommitsPublishesThenDraws(t *testing.T) {
+	start := startTime.Add(2 * time.Hour)
+	for _, c := range []struct {
+		until            time.Time
+		publish, drawsAt []time.Time
+	}{
+		{start.Add(-time.Hour), []time.Time{start.Add(-time.Hour + seckill.DrawMargin)}, []time.Time{start}},
+		// Closing after the preheat: the draw publishes the list first.
+		{start, nil, []time.Time{start.Add(seckill.DrawMargin)}},
+	} {
+		h := newLifeHarness(t, start, start.Add(time.Minute), 0)
+		h.session.Mode, h.session.RightTTLSeconds = seckill.ModeDraw, 60
+		h.session.RegisterFrom, h.session.RegisterUntil = startTime, c.until
+		var draws []time.Time
+		h.env.RegisterActivityWithOptions(func(_ context.Context, id int64) error {
+			draws = append(draws, h.env.Now().UTC())
+			return nil
+		}, activity.RegisterOptions{Name: activities.DrawSessionName})
+		h.env.RegisterActivityWithOptions(func(_ context.Context, id int64) (int, error) { return 0, nil },
+			activity.RegisterOptions{Name: activities.PassRightsName})
+		h.run(t)
+		require.Equal(t, []time.Time{startTime}, h.commits, "committed at once, once")
+		require.Equal(t, c.publish, h.publishes)
+		require.Equal(t, c.drawsAt, draws)
 	}
 }
 

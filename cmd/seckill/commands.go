@@ -109,6 +109,9 @@ func workerCmd() *cobra.Command {
 			if err := preflightProvider(func(*app.Config) bool { return true }); err != nil {
 				return err
 			}
+			if err := preflightDrawKey(); err != nil {
+				return err
+			}
 			return withApp(cmd.Context(), allSecrets, true, func(m *app.Main) error {
 				if err := serveWorkerHTTP(cmd.Context(), m.Config.WorkerHTTPAddr, m); err != nil {
 					return err
@@ -148,6 +151,9 @@ func devCmd() *cobra.Command {
 				if *s == "" {
 					*s = randomHex(16)
 				}
+			}
+			if c.DrawKey == "" { // the worker's own, for this run's draws
+				c.DrawKey = randomHex(32)
 			}
 			ctx := cmd.Context()
 			m, err := app.Connect(ctx, c, true)

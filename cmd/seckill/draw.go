@@ -2,22 +2,26 @@ package main
 
 import (
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/mysql"
 )
 
 // drawCmd checks a draw from what it published. Like `seckill refunds`
-// it needs MySQL only: the seed, the registrants and the entries are all
-// there.
+// it needs MySQL only: the seed, the registrant list (the registrations
+// made before register_until by the database's clock), its published
+// count and digest, and the entries are all there.
 func drawCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "draw verify --session N", Short: "Check a draw sale's draw from its published seed"}
-	var sessionID int64
+	var sessionID, user int64
 	verify := &cobra.Command{
 		Use:   "verify --session N",
-		Short: "Check that SHA-256(seed) is the published commitment and that the recorded positions are the draw recomputed from the seed and the registrants",
+		Short: "Check that SHA-256(seed) is the published commitment, that the registrants are the list whose count and digest were published when registration closed, and that the recorded positions are the draw recomputed from the seed and that list",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if sessionID <= 0 {
 				return fmt.Errorf("name the session: --session N")
@@ -50,15 +54,51 @@ func drawCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				winners := min(s.TotalStock, n)
+				winners := min(s.DrawnStock, n)
 				_, err = fmt.Fprintf(cmd.OutOrStdout(),
-					"session %d: draw verified\n  commitment %s = SHA-256(seed %s)\n  %d registrants, %d positions recorded (%d winners, %d waitlisted) match the draw recomputed\n",
-					sessionID, s.DrawCommitment, s.DrawSeed, len(registrants), n, winners, n-winners)
-				return err
+					"session %d: draw verified\n  commitment %s = SHA-256(seed %s)\n  %d registrants before %s, digest %s as published\n  stock at the draw %d: %d positions recorded (%d winners, %d waitlisted) match the draw recomputed\n",
+					sessionID, s.DrawCommitment, s.DrawSeed, len(registrants), s.RegisterUntil.Format(time.RFC3339Nano), s.RegistrantsDigest,
+					s.DrawnStock, n, winners, n-winners)
+				if err != nil || user == 0 {
+					return err
+				}
+				return printInclusion(cmd, user, registrants, entries)
 			})
 		},
 	}
 	verify.Flags().Int64Var(&sessionID, "session", 0, "the session's id")
+	verify.Flags().Int64Var(&user, "user", 0, "also say where this shopper stands: in the list digested or not, and the position drawn")
 	cmd.AddCommand(verify)
 	return cmd
+}
+
+// printInclusion says whether a shopper is in the verified list, at which
+// line of it (the ids in ascending order, one a line: the text whose
+// SHA-256 is the digest), and the position drawn.
+func printInclusion(cmd *cobra.Command, user int64, registrants []int64, entries []seckill.DrawEntry) error {
+	out := cmd.OutOrStdout()
+	line, in := slices.BinarySearch(registrants, user)
+	if !in {
+		_, err := fmt.Fprintf(out, "  user %d is not in the list\n", user)
+		return err
+	}
+	place := "not among the positions recorded (LOST)"
+	for _, e := range entries {
+		if e.UserID == user {
+			place = fmt.Sprintf("drawn at position %d", e.Position)
+		}
+	}
+	_, err := fmt.Fprintf(out, "  user %d is line %d of the list, %s\n", user, line+1, place)
+	return err
+}
+
+// preflightDrawKey refuses to start a worker without a usable
+// SECKILL_DRAW_KEY, before it connects to anything: the message must not
+// hide behind a connection error.
+func preflightDrawKey() error {
+	c, err := app.LoadConfig()
+	if err != nil {
+		return err
+	}
+	return c.RequireDrawKey()
 }

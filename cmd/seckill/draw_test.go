@@ -35,17 +35,29 @@ func TestDrawSale(t *testing.T) {
 		StartAt: start, EndAt: start.Add(time.Hour), Mode: seckill.ModeDraw,
 		RegisterFrom: now.Add(-time.Hour), RegisterUntil: start, RightTTLSeconds: ttl}
 	require.NoError(t, e.DB.CreateSession(ctx, sess, nil))
+	require.Empty(t, sess.DrawCommitment, "the API holds no key: the worker commits")
+	_, err := e.App.Orders().StartSession(ctx, sess.ID)
+	require.NoError(t, err)
+	var commitment string
+	e.Eventually(10*time.Second, "the session's workflow has the worker commit the seed", func() error {
+		s, _, err := e.DB.Session(ctx, sess.ID)
+		if err == nil && s.DrawCommitment == "" {
+			err = fmt.Errorf("no commitment")
+		}
+		if err == nil {
+			commitment = s.DrawCommitment
+		}
+		return err
+	})
 	var users []int64
 	for u := int64(1); u <= registrants; u++ {
 		users = append(users, u)
 		_, err := e.DB.Register(ctx, sess.ID, u)
 		require.NoError(t, err)
 	}
-	_, err := execute(ctx, "draw", "verify", "--session", strconv.FormatInt(sess.ID, 10))
+	_, err = execute(ctx, "draw", "verify", "--session", strconv.FormatInt(sess.ID, 10))
 	require.ErrorContains(t, err, "not drawn yet")
 
-	_, err = e.App.Orders().StartSession(ctx, sess.ID)
-	require.NoError(t, err)
 	var drawn *seckill.Session
 	e.Eventually(20*time.Second, "the session's workflow draws at the start", func() error {
 		s, _, err := e.DB.Session(ctx, sess.ID)
@@ -55,10 +67,12 @@ func TestDrawSale(t *testing.T) {
 		drawn = s
 		return err
 	})
-	require.False(t, drawn.DrawnAt.Before(start), "drawn at the start, not before")
+	require.False(t, drawn.DrawnAt.Before(start.Add(seckill.DrawMargin)), "drawn at the start, the list fixed a margin after register_until")
 	seed, err := hex.DecodeString(drawn.DrawSeed)
 	require.NoError(t, err)
-	require.Equal(t, sess.DrawCommitment, drawn.DrawCommitment, "the commitment published at creation")
+	require.Equal(t, commitment, drawn.DrawCommitment, "the commitment published before registration")
+	require.Equal(t, registrants, *drawn.RegistrantsCount)
+	require.Equal(t, hex.EncodeToString(testenv.DigestByHand(users)), drawn.RegistrantsDigest)
 	want := testenv.DrawByHand(seed, users)
 	entries, err := e.DB.DrawEntries(ctx, sess.ID)
 	require.NoError(t, err)
@@ -67,9 +81,10 @@ func TestDrawSale(t *testing.T) {
 		require.Equal(t, want[i], en.UserID, "position %d", i+1)
 	}
 	winners, waiting := want[:stock], want[stock:2*stock]
-	out, err := execute(ctx, "draw", "verify", "--session", strconv.FormatInt(sess.ID, 10))
+	out, err := execute(ctx, "draw", "verify", "--session", strconv.FormatInt(sess.ID, 10), "--user", strconv.FormatInt(want[1], 10))
 	require.NoError(t, err)
 	require.Contains(t, out, "draw verified")
+	require.Contains(t, out, fmt.Sprintf("user %d is line %d of the list, drawn at position 2", want[1], want[1]))
 
 	status := func(user int64) *testenv.Response {
 		r := e.Do("GET", fmt.Sprintf("/api/v1/sessions/%d/registration", sess.ID), e.Token(user), nil)
@@ -77,6 +92,7 @@ func TestDrawSale(t *testing.T) {
 		return r
 	}
 	require.Equal(t, "WON", status(winners[0]).Str("status"))
+	require.Equal(t, true, status(winners[0]).Body["in_list"], "the answer says the registration is in the list digested")
 	require.NotEmpty(t, status(winners[0]).Str("right_until"))
 	w := status(waiting[1])
 	require.Equal(t, "WAITLISTED", w.Str("status"))
@@ -153,10 +169,18 @@ func TestDrawSale(t *testing.T) {
 	require.Zero(t, left)
 	e.RequireInvariants(sess.ID)
 
-	// Tampered: verify fails.
+	// Stock added after the draw: verify checks the draw with the stock
+	// it drew.
 	raw, err := sql.Open("mysql", e.DSN)
 	require.NoError(t, err)
 	defer raw.Close()
+	_, err = raw.Exec("UPDATE sessions SET total_stock = total_stock + 5, stock = stock + 5 WHERE id = ?", sess.ID)
+	require.NoError(t, err)
+	out, err = execute(ctx, "draw", "verify", "--session", strconv.FormatInt(sess.ID, 10))
+	require.NoError(t, err, "verified with the stock at the draw")
+	require.Contains(t, out, fmt.Sprintf("stock at the draw %d", stock))
+
+	// Tampered: verify fails.
 	_, err = raw.Exec("UPDATE draw_entries SET user_id = 999999 WHERE session_id = ? AND position = ?", sess.ID, 2*stock)
 	require.NoError(t, err)
 	_, err = execute(ctx, "draw", "verify", "--session", strconv.FormatInt(sess.ID, 10))

@@ -174,9 +174,17 @@ func (m *Main) Worker() sdkworker.Worker {
 	return worker.New(m.Temporal, m.Config.TaskQueue, m.Activities(), m.Refunds(), m.Reconciler(), m.Sessions())
 }
 
-// Sessions are the activities of each session's life (preheat, retire).
+// Sessions are the activities of each session's life (preheat, retire;
+// the draw with the draw key, when this process holds it).
 func (m *Main) Sessions() *activities.Sessions {
-	return &activities.Sessions{Store: m.DB, Gate: m.Gate, Policy: m.Policy}
+	key, _ := m.Config.drawKey() // checked by LoadConfig
+	return &activities.Sessions{Store: m.DB, Gate: m.Gate, Policy: m.Policy, DrawKey: key}
+}
+
+// DrawWorker is the worker of the steps that need the draw key, on the
+// draw's task queue: only a process holding the key runs one.
+func (m *Main) DrawWorker() sdkworker.Worker {
+	return worker.NewDraw(m.Temporal, m.Config.TaskQueue, m.Sessions())
 }
 
 // Orders starts and signals order workflows on the task queue. With eager
@@ -241,8 +249,16 @@ func (m *Main) RunWorker(ctx context.Context) error {
 	if err := worker.CheckSearchAttributes(ctx, m.Temporal, c.TemporalNamespace); err != nil {
 		return err
 	}
+	if err := c.RequireDrawKey(); err != nil {
+		return err
+	}
 	w := m.Worker()
 	if err := w.Start(); err != nil {
+		return err
+	}
+	dw := m.DrawWorker()
+	if err := dw.Start(); err != nil {
+		w.Stop()
 		return err
 	}
 	m.Log.Info("worker polling", "task_queue", c.TaskQueue)
@@ -269,6 +285,7 @@ func (m *Main) RunWorker(ctx context.Context) error {
 	lives := &relay.SessionLives{Store: m.DB, Starter: orders, Log: m.Log}
 	go lives.Run(ctx, time.Minute)
 	r.Run(ctx, time.Second)
+	dw.Stop()
 	w.Stop()
 	return nil
 }

@@ -134,6 +134,10 @@ type Config struct {
 	// rotation: the first signs, any verifies (see JWTSecrets).
 	JWTSecret     string `env:"SECKILL_JWT_SECRET" secret:"true"`
 	WebhookSecret string `env:"SECKILL_WEBHOOK_SECRET" secret:"true"`
+	// DrawKey seals draw seeds at rest (64 hex digits): the worker's
+	// alone; `seckill worker` refuses to start without it, the API never
+	// needs it.
+	DrawKey string `env:"SECKILL_DRAW_KEY" secret:"true"`
 	// AdminToken is the bootstrap admin; operators are named tokens
 	// (seckill operators) or the identity provider's (AdminJWKSURL).
 	AdminToken string `env:"SECKILL_ADMIN_TOKEN" secret:"true"`
@@ -239,7 +243,30 @@ func LoadConfig() (*Config, error) {
 	if err := c.checkIdentity(); err != nil {
 		return nil, err
 	}
+	if _, err := c.drawKey(); err != nil {
+		return nil, err
+	}
 	return &c, nil
+}
+
+// drawKey is SECKILL_DRAW_KEY parsed; nil when unset.
+func (c *Config) drawKey() (*seckill.DrawKey, error) {
+	if c.DrawKey == "" {
+		return nil, nil
+	}
+	return seckill.ParseDrawKey(c.DrawKey)
+}
+
+// RequireDrawKey refuses to run a worker that could not seal or open a
+// draw's seed: a sale's registration would never open, its draw never
+// run.
+func (c *Config) RequireDrawKey() error {
+	if c.DrawKey == "" {
+		return errors.New("refusing to start the worker without SECKILL_DRAW_KEY: it seals draw seeds at rest and opens them at the draw " +
+			"(64 hex digits, e.g. openssl rand -hex 32; keep it only where the worker runs, the same in every worker)")
+	}
+	_, err := c.drawKey()
+	return err
 }
 
 // checkEvents validates SECKILL_EVENTS_*: an absolute http(s) URL, never

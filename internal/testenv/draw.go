@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"database/sql"
@@ -8,14 +9,20 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
 )
 
 // DrawByHand is a draw computed from its definition alone, independent of
-// package seckill's code: HMAC-SHA256(seed, the user id in decimal),
-// ascending bytes, ties by user id.
+// package seckill's code: HMAC-SHA256(seed, the registrant list's digest
+// (DigestByHand) || the user id in decimal), ascending bytes, ties by
+// user id.
 func DrawByHand(seed []byte, users []int64) []int64 {
+	digest := DigestByHand(users)
 	rank := func(u int64) string {
 		m := hmac.New(sha256.New, seed)
+		m.Write(digest)
 		m.Write([]byte(strconv.FormatInt(u, 10)))
 		return string(m.Sum(nil))
 	}
@@ -32,37 +39,107 @@ func DrawByHand(seed []byte, users []int64) []int64 {
 	return out
 }
 
-// registerRows is how many registrations one INSERT of RegisterInBulk
+// DigestByHand is a registrant list's digest by its definition: SHA-256
+// of the ids in ascending order, one a line.
+func DigestByHand(users []int64) []byte {
+	sorted := slices.Clone(users)
+	slices.Sort(sorted)
+	var b strings.Builder
+	for _, u := range sorted {
+		fmt.Fprintf(&b, "%d\n", u)
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return sum[:]
+}
+
+// CommitDraw seals a draw sale's seed with DrawKey and publishes its
+// commitment, as the session's workflow has the worker do: for tests that
+// create a draw straight in MySQL and register before any workflow runs.
+func (e *Env) CommitDraw(sessionID int64) string {
+	e.T.Helper()
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	acts := e.App.Sessions()
+	env.RegisterActivity(acts)
+	v, err := env.ExecuteActivity(acts.CommitDraw, sessionID)
+	if err != nil {
+		e.T.Fatalf("commit the draw of session %d: %v", sessionID, err)
+	}
+	var commitment string
+	if err := v.Get(&commitment); err != nil {
+		e.T.Fatal(err)
+	}
+	return commitment
+}
+
+// registerRows is how many registrations one INSERT of RegisterUsers
 // writes: a few hundred kilobytes, far below max_allowed_packet.
 const registerRows = 5000
 
 // RegisterInBulk registers users first, first+1, … first+n−1 to a sale
-// straight in MySQL, registerRows rows an INSERT, and returns their ids:
-// the API's registration path is tested and measured elsewhere, and a
-// million of them one by one would only slow a test.
+// (RegisterUsers) and returns their ids.
 func (e *Env) RegisterInBulk(sessionID, first int64, n int) []int64 {
+	e.T.Helper()
+	users := make([]int64, n)
+	for i := range users {
+		users[i] = first + int64(i)
+	}
+	e.RegisterUsers(sessionID, users)
+	return users
+}
+
+// RegisterUsers registers users to a sale straight in MySQL, registerRows
+// rows an INSERT, stamped at the opening of its registration window
+// (before register_until whatever the clock says now): the API's
+// registration path is tested and measured elsewhere, and a million of
+// them one by one would only slow a test.
+func (e *Env) RegisterUsers(sessionID int64, users []int64) {
 	e.T.Helper()
 	db, err := sql.Open("mysql", e.DSN)
 	if err != nil {
 		e.T.Fatal(err)
 	}
 	defer db.Close()
-	users := make([]int64, 0, n)
+	var from string
+	if err := db.QueryRow("SELECT DATE_FORMAT(register_from, '%Y-%m-%d %H:%i:%s.%f') FROM sessions WHERE id = ?", sessionID).Scan(&from); err != nil {
+		e.T.Fatalf("register in bulk: the window of session %d: %v", sessionID, err)
+	}
 	var q strings.Builder
-	for len(users) < n {
+	for len(users) > 0 {
+		page := users[:min(registerRows, len(users))]
+		users = users[len(page):]
 		q.Reset()
 		q.WriteString("INSERT INTO registrations (session_id, user_id, created_at) VALUES ")
-		for i := 0; i < registerRows && len(users) < n; i++ {
-			u := first + int64(len(users))
+		for i, u := range page {
 			if i > 0 {
 				q.WriteByte(',')
 			}
-			fmt.Fprintf(&q, "(%d,%d,UTC_TIMESTAMP(6))", sessionID, u)
-			users = append(users, u)
+			fmt.Fprintf(&q, "(%d,%d,'%s')", sessionID, u, from)
 		}
 		if _, err := db.Exec(q.String()); err != nil {
 			e.T.Fatalf("register in bulk: %v", err)
 		}
 	}
-	return users
+}
+
+// WaitCommitted waits until the worker has committed a draw sale's seed
+// (the session's workflow asks it at its start) and returns the
+// commitment: registration opens with it.
+func (e *Env) WaitCommitted(sessionID int64) string {
+	e.T.Helper()
+	var commitment string
+	e.Eventually(20*time.Second, "the worker commits the draw's seed", func() error {
+		s, _, err := e.DB.Session(context.Background(), sessionID)
+		if err == nil && s.DrawCommitment == "" {
+			err = fmt.Errorf("session %d: no commitment yet", sessionID)
+		}
+		if err == nil {
+			commitment = s.DrawCommitment
+		}
+		return err
+	})
+	// An API's copy of the session (SessionCacheTTL old at most, 50 ms
+	// here) shows it after this.
+	time.Sleep(100 * time.Millisecond)
+	return commitment
 }

@@ -57,6 +57,7 @@ func (e *Env) ProcessEnv(extra ...string) []string {
 		"SECKILL_JWT_SECRET=" + string(JWTSecret),
 		"SECKILL_WEBHOOK_SECRET=" + string(WebhookSecret),
 		"SECKILL_ADMIN_TOKEN=" + AdminToken,
+		"SECKILL_DRAW_KEY=" + DrawKey,
 		"SECKILL_RECONCILE_EVERY=0",
 		// Spawned workers refund through the sandbox, on purpose.
 		"SECKILL_PAYMENT_PROVIDER=sandbox",

@@ -49,6 +49,10 @@ var (
 
 const AdminToken = "test-admin-token"
 
+// DrawKey is the tests' SECKILL_DRAW_KEY: the Env's worker seals draw
+// seeds with it.
+const DrawKey = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
 // Env is one test's slice of the services.
 type Env struct {
 	T testing.TB
@@ -228,7 +232,7 @@ func New(t testing.TB, o Options) *Env {
 	e.App = &app.Main{
 		Config: &app.Config{RedisPrefix: e.Prefix, TaskQueue: e.TaskQueue, TemporalNamespace: "default",
 			PayTimeout: o.PayTimeout, PayGrace: o.PayGrace, PreheatLead: o.PreheatLead, RetainAfter: o.RetainAfter,
-			JWTSecret: string(JWTSecret), WebhookSecret: string(WebhookSecret), AdminToken: AdminToken},
+			JWTSecret: string(JWTSecret), WebhookSecret: string(WebhookSecret), AdminToken: AdminToken, DrawKey: DrawKey},
 		DB: db, Redis: e.Redis, Gate: e.Gate, Log: e.Log, Sandbox: e.Provider,
 	}
 	if o.Configure != nil {
@@ -286,7 +290,8 @@ func (e *Env) Activities() *activities.Activities {
 	return e.App.Activities()
 }
 
-// StartWorker starts a worker on the Env's task queue; StopWorker stops it.
+// StartWorker starts a worker on the Env's task queue, and one on its
+// draw's (the steps that need the draw key), as `seckill worker` does.
 func (e *Env) StartWorker() {
 	e.T.Helper()
 	e.Worker = e.App.Worker()
@@ -295,6 +300,11 @@ func (e *Env) StartWorker() {
 	}
 	w := e.Worker
 	e.T.Cleanup(w.Stop)
+	dw := e.App.DrawWorker()
+	if err := dw.Start(); err != nil {
+		e.T.Fatalf("start the draw's worker: %v", err)
+	}
+	e.T.Cleanup(dw.Stop)
 }
 
 func (e *Env) startAPI(o Options) {
