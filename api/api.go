@@ -304,6 +304,12 @@ func (s *Server) App() *fiber.App {
 		ErrorHandler:          s.errorHandler,
 		ReadTimeout:           10 * time.Second,
 		WriteTimeout:          10 * time.Second,
+		// One spelling per route: /METRICS, /Admin/v1/… and /healthz/ are
+		// no route, so an edge rule on a path cannot be dodged by case or
+		// a trailing slash (Fiber, like the edge, routes the path as sent:
+		// no unescaping, no cleaning).
+		CaseSensitive: true,
+		StrictRouting: true,
 		// No ProxyHeader: Fiber would believe it from any peer; the client
 		// IP comes from clientIP, which checks the peer first.
 	})
