@@ -7,6 +7,8 @@ package api
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -75,10 +77,12 @@ type SessionControls interface {
 type Config struct {
 	// JWTSecret signs what the API issues itself (the dev sign-in) and
 	// keys its tickets and device cookies: SECKILL_JWT_SECRET's first.
-	JWTSecret []byte
-	// Shoppers verifies shoppers' tokens (nil: HS256 with JWTSecret
-	// alone). internal/app gives every secret of a rotation and the shop
-	// login's JWKS.
+	// RotatedJWTSecrets are the others of a rotation: the tickets and
+	// device cookies an API keyed with one of them still verify.
+	JWTSecret         []byte
+	RotatedJWTSecrets [][]byte
+	// Shoppers verifies shoppers' tokens (nil: HS256 with JWTSecret and
+	// RotatedJWTSecrets). internal/app gives the shop login's JWKS too.
 	Shoppers ShopperTokens
 	// WebhookSecret verifies the payment webhook's signature, and so does
 	// each of RotatedWebhookSecrets during a rollover.
@@ -177,8 +181,9 @@ type Server struct {
 	global   *rate.Limiter
 	blocked  blocklist
 	soldOut  soldOut
-	// ticketKey signs purchase tickets.
-	ticketKey []byte
+	// ticketKeys sign purchase tickets: the first signs, any verifies
+	// (one per JWT secret of a rotation).
+	ticketKeys [][]byte
 	// shoppers and operators verify who calls (Config.Shoppers,
 	// Config.Operators).
 	shoppers  ShopperTokens
@@ -199,8 +204,8 @@ type Server struct {
 	// riskVerdicts caches the risk service's answers per shopper and
 	// session (RiskConfig.CacheTTL).
 	riskVerdicts *expiring[riskKey, seckill.RiskVerdict]
-	// deviceKey signs the device cookie (see deviceKey).
-	deviceKey []byte
+	// deviceKeys sign the device cookie as ticketKeys do tickets.
+	deviceKeys [][]byte
 	// member is this process's name in the fleet; fleetDown is whether
 	// its last heartbeat failed (logged once per outage); left is set by
 	// Shutdown, after which no heartbeat is sent.
@@ -258,15 +263,16 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		cfg.Door = &FrontDoor{}
 	}
 	if cfg.Shoppers == nil {
-		cfg.Shoppers = &auth.Shoppers{Secrets: [][]byte{cfg.JWTSecret}, Now: cfg.Now}
+		cfg.Shoppers = &auth.Shoppers{Secrets: cfg.jwtSecrets(), Now: cfg.Now}
 	}
 	if cfg.Operators == nil {
 		cfg.Operators = &auth.Operators{Bootstrap: cfg.AdminToken, Now: cfg.Now}
 	}
 	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger, door: cfg.Door,
 		shoppers: cfg.Shoppers, operators: cfg.Operators,
-		global:    newGlobalLimiter(cfg.Limits.Global),
-		ticketKey: ticketKey(cfg.JWTSecret), series: newSeries(cfg.Metrics), member: fleetMember()}
+		global:     newGlobalLimiter(cfg.Limits.Global),
+		ticketKeys: derivedKeys(cfg.jwtSecrets(), ticketPurpose), deviceKeys: derivedKeys(cfg.jwtSecrets(), devicePurpose),
+		series: newSeries(cfg.Metrics), member: fleetMember()}
 	s.setGlobalShare(1)
 	page, err := shop.New(shop.Options{Dev: cfg.Dev})
 	if err != nil {
@@ -288,11 +294,42 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		Sessions: s.sessions, PayTimeout: cfg.PayTimeout, Log: cfg.Logger}
 	s.reads = newReadLimiter(cfg.Limits.Read)
 	s.riskVerdicts = newExpiring[riskKey, seckill.RiskVerdict](riskCacheSize)
-	s.deviceKey = deviceKey(cfg.JWTSecret)
 	s.orders = newOrderLookup(func(ctx context.Context, orderNo string) (*seckill.Order, error) {
 		return store.Order(ctx, orderNo)
 	})
 	return s, nil
+}
+
+// jwtSecrets are SECKILL_JWT_SECRET's secrets, the signing one first.
+func (c *Config) jwtSecrets() [][]byte {
+	return append([][]byte{c.JWTSecret}, c.RotatedJWTSecrets...)
+}
+
+// derivedKeys derives a key for one purpose from each JWT secret, in
+// their order (the first signs): tickets and device cookies need no
+// secret of their own, rotate with it, and cannot be taken for a token
+// or for each other.
+func derivedKeys(secrets [][]byte, purpose string) [][]byte {
+	keys := make([][]byte, len(secrets))
+	for i, secret := range secrets {
+		m := hmac.New(sha256.New, secret)
+		m.Write([]byte(purpose))
+		keys[i] = m.Sum(nil)
+	}
+	return keys
+}
+
+// macOfAny reports whether sig is the HMAC-SHA256 of payload under any
+// of keys.
+func macOfAny(keys [][]byte, payload, sig []byte) bool {
+	for _, k := range keys {
+		m := hmac.New(sha256.New, k)
+		m.Write(payload)
+		if hmac.Equal(sig, m.Sum(nil)) {
+			return true
+		}
+	}
+	return false
 }
 
 // App returns the Fiber app with every route.

@@ -126,37 +126,38 @@ func (s *Server) riskCheck(c *fiber.Ctx, a *seckill.Attempt) error {
 	return seckill.Errorf(seckill.EFORBIDDEN, "%s", msg)
 }
 
-// deviceKey is the key that signs device ids: derived from the JWT
-// secret, so that a deployment has one secret less to keep and every API
-// process agrees. Derived once, in New.
-func deviceKey(jwtSecret []byte) []byte {
-	m := hmac.New(sha256.New, jwtSecret)
-	m.Write([]byte("seckill device cookie v1"))
-	return m.Sum(nil)
-}
+// devicePurpose derives the keys that sign device ids from the JWT
+// secrets (derivedKeys): a deployment has one secret less to keep, and
+// every API process agrees, across a rotation too.
+const devicePurpose = "seckill device cookie v1"
 
+// signDevice signs id with the current key.
 func (s *Server) signDevice(id string) string {
-	m := hmac.New(sha256.New, s.deviceKey)
+	m := hmac.New(sha256.New, s.deviceKeys[0])
 	m.Write([]byte(id))
 	return id + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // deviceID returns the request's device id from its cookie, "" when it
-// has none; a cookie this shop did not sign is 400.
+// has none; a cookie this shop did not sign (with any JWT secret of a
+// rotation) is 400.
 func (s *Server) deviceID(c *fiber.Ctx) (string, error) {
 	raw := c.Cookies(DeviceCookie)
 	if raw == "" {
 		return "", nil
 	}
-	id, _, ok := strings.Cut(raw, ".")
-	if !ok || len(id) != 32 || !hmac.Equal([]byte(s.signDevice(id)), []byte(raw)) {
+	id, sig64, ok := strings.Cut(raw, ".")
+	sig, err := base64.RawURLEncoding.DecodeString(sig64)
+	if !ok || len(id) != 32 || err != nil || !macOfAny(s.deviceKeys, []byte(id), sig) {
 		return "", seckill.Errorf(seckill.EINVALID, "the %s cookie is not one this shop issued; reload the shop page", DeviceCookie)
 	}
 	return strings.Clone(id), nil
 }
 
 // device: GET /api/v1/device. Sets the device cookie (keeping a valid
-// one) and says its id: the shop page calls it once when it loads.
+// one's id, signed again with the current key: a rotation's new secret
+// reaches the cookies of the pages that load) and says its id: the shop
+// page calls it once when it loads.
 func (s *Server) device(c *fiber.Ctx) error {
 	id, err := s.deviceID(c)
 	if err != nil || id == "" {

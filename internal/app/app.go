@@ -196,6 +196,7 @@ func (m *Main) APIConfig(dev bool) api.Config {
 	c := m.Config
 	cfg := api.Config{
 		JWTSecret:             c.SigningJWTSecret(),
+		RotatedJWTSecrets:     c.RotatedJWTSecrets(),
 		Shoppers:              m.Shoppers(),
 		WebhookSecret:         c.SigningWebhookSecret(),
 		RotatedWebhookSecrets: c.RotatedWebhookSecrets(),
