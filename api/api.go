@@ -201,6 +201,8 @@ type Server struct {
 	orders *orderLookup
 	// reads limits the public reads per client IP (nil: off).
 	reads *readLimiter
+	// adminFails limits failed admin credentials per client IP (nil: off).
+	adminFails *failLimiter
 	// riskVerdicts caches the risk service's answers per shopper and
 	// session (RiskConfig.CacheTTL).
 	riskVerdicts *expiring[riskKey, seckill.RiskVerdict]
@@ -293,6 +295,7 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	s.intake = &payments.Intake{Ledger: store, Orders: orderFinder{s}, Reservations: gate, Workflows: flow,
 		Sessions: s.sessions, PayTimeout: cfg.PayTimeout, Log: cfg.Logger}
 	s.reads = newReadLimiter(cfg.Limits.Read)
+	s.adminFails = newFailLimiter(cfg.Limits.AdminFails)
 	s.riskVerdicts = newExpiring[riskKey, seckill.RiskVerdict](riskCacheSize)
 	s.orders = newOrderLookup(func(ctx context.Context, orderNo string) (*seckill.Order, error) {
 		return store.Order(ctx, orderNo)

@@ -45,6 +45,10 @@ type Limits struct {
 	// Read is per client IP on the public reads (the session list, one
 	// session, order polling), in each process's memory.
 	Read int
+	// AdminFails is how many failed admin credentials a client IP may
+	// send a minute, in each process's memory; past it the admin API
+	// answers it 429 before looking at its credential (see failLimiter).
+	AdminFails int
 }
 
 // globalLimit is the global token bucket (this process's share of it), the

@@ -67,6 +67,10 @@ type Config struct {
 	LimitIPRPS     int           `env:"SECKILL_LIMIT_IP_RPS" envDefault:"200"`
 	LimitReadRPS   int           `env:"SECKILL_LIMIT_READ_RPS" envDefault:"100"`
 	LimitDeviceRPS int           `env:"SECKILL_LIMIT_DEVICE_RPS" envDefault:"5"`
+	// LimitAdminFails is how many failed admin credentials one client
+	// address may send a minute (each API process), before the admin API
+	// answers it 429 without looking at its credential; 0 turns it off.
+	LimitAdminFails int `env:"SECKILL_LIMIT_ADMIN_FAILS" envDefault:"10"`
 	// The risk check before admission (api.RiskConfig): the shop's risk
 	// service, its request signing key, its deadline, what no answer
 	// means ("open": go on, "closed": 503), how long a verdict holds per
@@ -187,6 +191,9 @@ func LoadConfig() (*Config, error) {
 	}
 	if c.LimitGlobalRPS < 0 || c.LimitUserRPS < 0 || c.LimitIPRPS < 0 || c.LimitReadRPS < 0 || c.LimitDeviceRPS < 0 {
 		return nil, errors.New("SECKILL_LIMIT_*_RPS must be 0 (off) or a positive number of requests per second")
+	}
+	if c.LimitAdminFails < 0 {
+		return nil, errors.New("SECKILL_LIMIT_ADMIN_FAILS must be 0 (off) or a positive number of failed admin credentials a minute")
 	}
 	if len(redis.ParseAddrs(c.RedisAddr)) == 0 {
 		return nil, errors.New("SECKILL_REDIS_ADDR must name at least one host:port")

@@ -196,6 +196,24 @@ func TestDevEndpointsOnlyInDev(t *testing.T) {
 	}
 }
 
+// Failed admin credentials are limited per client address unless
+// SECKILL_LIMIT_ADMIN_FAILS=0 says otherwise; a negative budget is refused.
+func TestAdminFailLimitIsOnByDefault(t *testing.T) {
+	t.Setenv("SECKILL_LIMIT_ADMIN_FAILS", "")
+	os.Unsetenv("SECKILL_LIMIT_ADMIN_FAILS")
+	c, err := LoadConfig()
+	require.NoError(t, err)
+	m := &Main{Config: c, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	require.Equal(t, 10, m.APIConfig(false).Limits.AdminFails)
+	t.Setenv("SECKILL_LIMIT_ADMIN_FAILS", "0")
+	c, err = LoadConfig()
+	require.NoError(t, err)
+	require.Zero(t, c.LimitAdminFails, "off")
+	t.Setenv("SECKILL_LIMIT_ADMIN_FAILS", "-1")
+	_, err = LoadConfig()
+	require.ErrorContains(t, err, "SECKILL_LIMIT_ADMIN_FAILS")
+}
+
 // A process that runs refunds on the sandbox says so loudly at start.
 func TestSandboxProviderWarnsAtStart(t *testing.T) {
 	var buf strings.Builder
