@@ -88,7 +88,8 @@ type Config struct {
 	// each of RotatedWebhookSecrets during a rollover.
 	WebhookSecret         []byte
 	RotatedWebhookSecrets [][]byte
-	// AdminToken is the bootstrap admin (SECKILL_ADMIN_TOKEN).
+	// AdminToken is the bootstrap admin (SECKILL_ADMIN_TOKEN; "" when
+	// switched off, which needs Operators).
 	AdminToken string
 	// Operators authenticates the admin API's callers (nil: AdminToken
 	// alone, as the bootstrap admin); internal/app adds the named tokens
@@ -227,8 +228,8 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		return nil, errors.New("SECKILL_JWT_SECRET is required")
 	case len(cfg.WebhookSecret) == 0:
 		return nil, errors.New("SECKILL_WEBHOOK_SECRET is required")
-	case cfg.AdminToken == "":
-		return nil, errors.New("SECKILL_ADMIN_TOKEN is required")
+	case cfg.AdminToken == "" && cfg.Operators == nil:
+		return nil, errors.New("SECKILL_ADMIN_TOKEN is required (without Config.Operators it is the only admin)")
 	case cfg.Starts == nil:
 		return nil, errors.New("api: Config.Starts is required (the process's workflow starter)")
 	case (cfg.Limits.User > 0 || cfg.Limits.IP > 0 || cfg.Limits.Device > 0) && cfg.Limiter == nil:

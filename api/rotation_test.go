@@ -27,7 +27,7 @@ import (
 func TestSecretsRotateWithoutDowntime(t *testing.T) {
 	idp := testenv.NewIdP(t)
 	idp.AddRSA("login-1")
-	newJWT, newHook := []byte("jwt-secret-2026-12"), []byte("webhook-secret-2026-12")
+	newJWT, newHook := []byte("jwt-secret-2026-12-of-thirty-two-bytes"), []byte("webhook-secret-2026-12")
 	e := testenv.New(t, testenv.Options{Configure: func(c *app.Config) {
 		c.JWTSecret = string(newJWT) + ", " + string(testenv.JWTSecret)
 		c.WebhookSecret = string(newHook) + "," + string(testenv.WebhookSecret)

@@ -200,7 +200,7 @@ func (m *Main) APIConfig(dev bool) api.Config {
 		Shoppers:              m.Shoppers(),
 		WebhookSecret:         c.SigningWebhookSecret(),
 		RotatedWebhookSecrets: c.RotatedWebhookSecrets(),
-		AdminToken:            c.AdminToken,
+		AdminToken:            c.BootstrapToken(),
 		Operators:             m.Operators(),
 		PayTimeout:            c.PayTimeout,
 		SweepGrace:            c.SweepGrace,

@@ -124,7 +124,7 @@ func (m *Main) Shoppers() *auth.Shoppers {
 // the named tokens in MySQL, the identity provider's access tokens.
 func (m *Main) Operators() *auth.Operators {
 	c := m.Config
-	o := &auth.Operators{Bootstrap: c.AdminToken, Tokens: m.DB}
+	o := &auth.Operators{Bootstrap: c.BootstrapToken(), Tokens: m.DB}
 	if m.identity.adminJWKS != nil {
 		o.IdP = &auth.IdP{JWKS: m.identity.adminJWKS, Issuer: c.AdminIssuer, Audience: c.AdminAudience,
 			RoleClaim: c.AdminRoleClaim, NameClaim: c.AdminNameClaim}
