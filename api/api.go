@@ -207,6 +207,9 @@ type Server struct {
 	// riskVerdicts caches the risk service's answers per shopper and
 	// session (RiskConfig.CacheTTL).
 	riskVerdicts *expiring[riskKey, seckill.RiskVerdict]
+	// riskMissed holds, per shopper and session, that the service missed
+	// its deadline a moment ago (RiskConfig.NoAnswerHold).
+	riskMissed *expiring[riskKey, struct{}]
 	// deviceKeys sign the device cookie as ticketKeys do tickets.
 	deviceKeys [][]byte
 	// member is this process's name in the fleet; fleetDown is whether
@@ -249,6 +252,9 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	}
 	if cfg.Risk.CacheTTL <= 0 {
 		cfg.Risk.CacheTTL = DefaultRiskCache
+	}
+	if cfg.Risk.NoAnswerHold <= 0 {
+		cfg.Risk.NoAnswerHold = DefaultRiskNoAnswerHold
 	}
 	if cfg.SoldOutRecheck <= 0 {
 		cfg.SoldOutRecheck = 200 * time.Millisecond
@@ -298,6 +304,7 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	s.reads = newReadLimiter(cfg.Limits.Read)
 	s.adminFails = newFailLimiter(cfg.Limits.AdminFails)
 	s.riskVerdicts = newExpiring[riskKey, seckill.RiskVerdict](riskCacheSize)
+	s.riskMissed = newExpiring[riskKey, struct{}](riskCacheSize)
 	s.orders = newOrderLookup(func(ctx context.Context, orderNo string) (*seckill.Order, error) {
 		return store.Order(ctx, orderNo)
 	})

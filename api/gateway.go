@@ -62,8 +62,13 @@ func (s *Server) globalLimit(c *fiber.Ctx) error {
 }
 
 func rateLimited(c *fiber.Ctx, retryAfter time.Duration) error {
-	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Max(1, math.Ceil(retryAfter.Seconds())))))
+	setRetryAfter(c, retryAfter)
 	return seckill.Errorf(seckill.ERATELIMITED, "too many requests; retry after the Retry-After delay")
+}
+
+// setRetryAfter says, in whole seconds (at least one), when to retry.
+func setRetryAfter(c *fiber.Ctx, d time.Duration) {
+	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Max(1, math.Ceil(d.Seconds())))))
 }
 
 // distributedLimits applies the per-user and per-IP limits. If Redis cannot

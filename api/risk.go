@@ -33,6 +33,12 @@ type RiskConfig struct {
 	// (DefaultRiskCache): a shopper's retries and second clicks cost the
 	// service nothing.
 	CacheTTL time.Duration
+	// NoAnswerHold is how long a shopper whose check went unanswered is
+	// not asked again (DefaultRiskNoAnswerHold): meanwhile their attempts
+	// are decided as no answer at once, so a slow service costs each
+	// shopper its deadline once, not at every click, and is not hammered
+	// while it struggles.
+	NoAnswerHold time.Duration
 	// UserAgentDeny refuses attempts whose User-Agent contains one of
 	// these (case-insensitive); "-" matches a request without one.
 	UserAgentDeny []string
@@ -42,6 +48,9 @@ type RiskConfig struct {
 const (
 	DefaultRiskTimeout = 10 * time.Millisecond
 	DefaultRiskCache   = 30 * time.Second
+	// DefaultRiskNoAnswerHold matches the Retry-After of a closed
+	// check's 503: the shopper's retry after it is asked afresh.
+	DefaultRiskNoAnswerHold = time.Second
 	// riskCacheSize bounds the verdicts kept (one per shopper and session,
 	// tens of bytes each): past it the idlest are asked again.
 	riskCacheSize = 1 << 18
@@ -94,18 +103,16 @@ func (s *Server) riskCheck(c *fiber.Ctx, a *seckill.Attempt) error {
 	if cached {
 		s.cfg.Metrics.RiskChecks.WithLabelValues("cached").Inc()
 	} else {
+		if _, missed := s.riskMissed.get(k, now); missed {
+			return s.riskNoAnswer(c) // it missed this shopper a moment ago
+		}
 		ctx, cancel := context.WithTimeout(c.UserContext(), r.Timeout)
 		v, err = r.Checker.Check(ctx, seckill.RiskQuery{SessionID: a.Session.ID, UserID: a.UserID,
 			IP: s.clientIP(c).String(), UserAgent: strings.Clone(ua), DeviceID: device})
 		cancel()
 		if err != nil {
-			s.cfg.Metrics.RiskChecks.WithLabelValues("no_answer").Inc()
-			if r.FailClosed {
-				c.Set(HeaderLayer, LayerRisk)
-				c.Set(fiber.HeaderRetryAfter, "1")
-				return seckill.Errorf(seckill.EUNAVAILABLE, "the risk check did not answer in time; retry")
-			}
-			return nil // fail open: no verdict is cached
+			s.riskMissed.put(k, struct{}{}, now.Add(r.NoAnswerHold))
+			return s.riskNoAnswer(c)
 		}
 		s.riskVerdicts.getOrPut(k, now, r.CacheTTL, func() seckill.RiskVerdict { return v })
 	}
@@ -124,6 +131,19 @@ func (s *Server) riskCheck(c *fiber.Ctx, a *seckill.Attempt) error {
 		msg += ": " + v.Reason
 	}
 	return seckill.Errorf(seckill.EFORBIDDEN, "%s", msg)
+}
+
+// riskNoAnswer decides an attempt the risk service did not answer for:
+// fail open lets it on, fail closed answers 503 (retry once the shopper
+// is asked again).
+func (s *Server) riskNoAnswer(c *fiber.Ctx) error {
+	s.cfg.Metrics.RiskChecks.WithLabelValues("no_answer").Inc()
+	if !s.cfg.Risk.FailClosed {
+		return nil
+	}
+	c.Set(HeaderLayer, LayerRisk)
+	setRetryAfter(c, s.cfg.Risk.NoAnswerHold)
+	return seckill.Errorf(seckill.EUNAVAILABLE, "the risk check did not answer in time; retry")
 }
 
 // devicePurpose derives the keys that sign device ids from the JWT
