@@ -713,6 +713,39 @@ func TestHAProxyUIsAskForTheLogin(t *testing.T) {
 	}
 }
 
+// Every rule of deploy/haproxy/ on a request's path, and the edge's
+// example in docs/OPERATIONS.md, matches it in any case (-i): the shop's
+// balancer keeps /admin/ and /metrics to the company's addresses, and
+// /Admin/ must not get past it (the API would answer 404 anyway: its
+// routes are case-sensitive, api.TestRoutesAreCaseSensitiveAndStrict).
+func TestHAProxyPathRulesIgnoreCase(t *testing.T) {
+	pathFetch := regexp.MustCompile(`\b(?:path|url|base)(?:_[a-z]+)?\b`)
+	check := func(where, rule string) {
+		t.Helper()
+		if m := pathFetch.FindString(rule); m != "" {
+			require.Regexp(t, `\b`+m+` -i `, rule, "%s: %q matches the path case-sensitively", where, rule)
+		}
+	}
+	var shopDenies []string
+	for _, cfg := range []string{"haproxy.cfg", "ui.cfg"} {
+		for _, l := range readHAProxy(t, filepath.Join("deploy", "haproxy", cfg)) {
+			check(cfg, l.text)
+			if cfg == "haproxy.cfg" && l.section == "frontend shop" && strings.HasPrefix(l.text, "http-request deny") {
+				shopDenies = append(shopDenies, l.text)
+			}
+		}
+	}
+	require.Contains(t, shopDenies, "http-request deny deny_status 404 if { path_beg -i /metrics /admin/ } !company",
+		"the shop's balancer keeps the admin API and the metrics to the company")
+	ops, err := os.ReadFile(filepath.Join("docs", "OPERATIONS.md"))
+	require.NoError(t, err)
+	rules := regexp.MustCompile(`(?m)^http-request .*$`).FindAllString(string(ops), -1)
+	require.NotEmpty(t, rules, "docs/OPERATIONS.md shows the edge's rule")
+	for _, r := range rules {
+		check("docs/OPERATIONS.md", r)
+	}
+}
+
 // haproxyBin is the machine's HAProxy, or a skip that says why.
 func haproxyBin(t *testing.T) string {
 	t.Helper()

@@ -2,6 +2,7 @@ package api
 
 import (
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -107,7 +108,7 @@ const localOperator = "seckill.operator"
 // credential names, or 401 (the routes' roles are authorize's).
 func (s *Server) authenticateOperator(c *fiber.Ctx) error {
 	tok, _ := bearer(c)
-	op, err := s.operators.Authenticate(c.UserContext(), tok)
+	op, err := s.checkOperator(c, tok)
 	if err != nil {
 		return err
 	}
@@ -117,6 +118,26 @@ func (s *Server) authenticateOperator(c *fiber.Ctx) error {
 	}
 	c.Locals(localOperator, op)
 	return c.Next()
+}
+
+// checkOperator authenticates an admin credential within its address's
+// budget of failures (Limits.AdminFails): an address out of it is 429
+// before its credential costs a lookup.
+func (s *Server) checkOperator(c *fiber.Ctx, tok string) (*seckill.Operator, error) {
+	if s.adminFails == nil {
+		return s.operators.Authenticate(c.UserContext(), tok)
+	}
+	giveBack, wait, ok := s.adminFails.reserve(s.clientIP(c), time.Now())
+	if !ok {
+		return nil, rateLimited(c, wait)
+	}
+	op, err := s.operators.Authenticate(c.UserContext(), tok)
+	// Only a refused credential counts: one that held, or a store that
+	// could not answer, costs the address nothing.
+	if seckill.ErrorCode(err) != seckill.EUNAUTHORIZED {
+		giveBack()
+	}
+	return op, err
 }
 
 // authorize enforces the matched route's rule (routeAccess): a shopper's

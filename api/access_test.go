@@ -2,7 +2,9 @@ package api_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -39,6 +41,52 @@ func TestEveryRouteHasAnAccessRule(t *testing.T) {
 	for key := range rules {
 		require.True(t, served[key], "access rule for %s, which no route serves", key)
 	}
+}
+
+// Routes are case-sensitive and strict: every route Fiber serves, asked
+// in upper or mixed case, with a trailing slash, a doubled slash or a
+// percent-encoded letter, is no route at all
+// (404 NOT_FOUND), even with the bootstrap admin's credential. An edge rule
+// on /admin/ or /metrics then cannot be dodged by spelling the path
+// another way.
+func TestRoutesAreCaseSensitiveAndStrict(t *testing.T) {
+	srv, err := api.New(api.Config{Starts: refuseStarts{}, JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
+		AdminToken: testenv.AdminToken, Dev: true, StripeEvents: noStripe{}, CheckoutPages: http.NotFoundHandler()}, nil, nil, nil)
+	require.NoError(t, err)
+	app := srv.App()
+	mixed := func(p string) string { // every other letter upper case
+		b := []byte(p)
+		for i := range b {
+			if i%2 == 1 {
+				b[i] = strings.ToUpper(string(b[i]))[0]
+			}
+		}
+		return string(b)
+	}
+	tried := 0
+	for _, r := range app.GetRoutes(true) {
+		path := fill(r.Path)
+		escaped := path // its first letter percent-encoded, as an edge sees it
+		if len(path) > 1 {
+			escaped = fmt.Sprintf("/%%%02X%s", path[1], path[2:])
+		}
+		for _, variant := range []string{strings.ToUpper(path), mixed(path), path + "/", "/" + path, escaped} {
+			if variant == path || variant == "//" {
+				continue // "/" has no case, and "//" is its own route's path
+			}
+			req := httptest.NewRequest(r.Method, variant, nil)
+			req.Header.Set("Authorization", "Bearer "+testenv.AdminToken)
+			res, err := app.Test(req, -1)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(res.Body)
+			require.Equal(t, http.StatusNotFound, res.StatusCode, "%s %s (route %s): %s", r.Method, variant, r.Path, body)
+			if r.Method != http.MethodHead {
+				require.Contains(t, string(body), `"code":"NOT_FOUND"`, "%s %s", r.Method, variant)
+			}
+			tried++
+		}
+	}
+	require.Greater(t, tried, 150, "every route in five other spellings")
 }
 
 // Every shopper and admin route refuses a caller without credentials, and

@@ -7,6 +7,8 @@ package api
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -75,16 +77,19 @@ type SessionControls interface {
 type Config struct {
 	// JWTSecret signs what the API issues itself (the dev sign-in) and
 	// keys its tickets and device cookies: SECKILL_JWT_SECRET's first.
-	JWTSecret []byte
-	// Shoppers verifies shoppers' tokens (nil: HS256 with JWTSecret
-	// alone). internal/app gives every secret of a rotation and the shop
-	// login's JWKS.
+	// RotatedJWTSecrets are the others of a rotation: the tickets and
+	// device cookies an API keyed with one of them still verify.
+	JWTSecret         []byte
+	RotatedJWTSecrets [][]byte
+	// Shoppers verifies shoppers' tokens (nil: HS256 with JWTSecret and
+	// RotatedJWTSecrets). internal/app gives the shop login's JWKS too.
 	Shoppers ShopperTokens
 	// WebhookSecret verifies the payment webhook's signature, and so does
 	// each of RotatedWebhookSecrets during a rollover.
 	WebhookSecret         []byte
 	RotatedWebhookSecrets [][]byte
-	// AdminToken is the bootstrap admin (SECKILL_ADMIN_TOKEN).
+	// AdminToken is the bootstrap admin (SECKILL_ADMIN_TOKEN; "" when
+	// switched off, which needs Operators).
 	AdminToken string
 	// Operators authenticates the admin API's callers (nil: AdminToken
 	// alone, as the bootstrap admin); internal/app adds the named tokens
@@ -177,8 +182,9 @@ type Server struct {
 	global   *rate.Limiter
 	blocked  blocklist
 	soldOut  soldOut
-	// ticketKey signs purchase tickets.
-	ticketKey []byte
+	// ticketKeys sign purchase tickets: the first signs, any verifies
+	// (one per JWT secret of a rotation).
+	ticketKeys [][]byte
 	// shoppers and operators verify who calls (Config.Shoppers,
 	// Config.Operators).
 	shoppers  ShopperTokens
@@ -196,11 +202,16 @@ type Server struct {
 	orders *orderLookup
 	// reads limits the public reads per client IP (nil: off).
 	reads *readLimiter
+	// adminFails limits failed admin credentials per client IP (nil: off).
+	adminFails *failLimiter
 	// riskVerdicts caches the risk service's answers per shopper and
 	// session (RiskConfig.CacheTTL).
 	riskVerdicts *expiring[riskKey, seckill.RiskVerdict]
-	// deviceKey signs the device cookie (see deviceKey).
-	deviceKey []byte
+	// riskMissed holds, per shopper and session, that the service missed
+	// its deadline a moment ago (RiskConfig.NoAnswerHold).
+	riskMissed *expiring[riskKey, struct{}]
+	// deviceKeys sign the device cookie as ticketKeys do tickets.
+	deviceKeys [][]byte
 	// member is this process's name in the fleet; fleetDown is whether
 	// its last heartbeat failed (logged once per outage); left is set by
 	// Shutdown, after which no heartbeat is sent.
@@ -220,8 +231,8 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		return nil, errors.New("SECKILL_JWT_SECRET is required")
 	case len(cfg.WebhookSecret) == 0:
 		return nil, errors.New("SECKILL_WEBHOOK_SECRET is required")
-	case cfg.AdminToken == "":
-		return nil, errors.New("SECKILL_ADMIN_TOKEN is required")
+	case cfg.AdminToken == "" && cfg.Operators == nil:
+		return nil, errors.New("SECKILL_ADMIN_TOKEN is required (without Config.Operators it is the only admin)")
 	case cfg.Starts == nil:
 		return nil, errors.New("api: Config.Starts is required (the process's workflow starter)")
 	case (cfg.Limits.User > 0 || cfg.Limits.IP > 0 || cfg.Limits.Device > 0) && cfg.Limiter == nil:
@@ -242,6 +253,9 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	if cfg.Risk.CacheTTL <= 0 {
 		cfg.Risk.CacheTTL = DefaultRiskCache
 	}
+	if cfg.Risk.NoAnswerHold <= 0 {
+		cfg.Risk.NoAnswerHold = DefaultRiskNoAnswerHold
+	}
 	if cfg.SoldOutRecheck <= 0 {
 		cfg.SoldOutRecheck = 200 * time.Millisecond
 	}
@@ -258,15 +272,16 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		cfg.Door = &FrontDoor{}
 	}
 	if cfg.Shoppers == nil {
-		cfg.Shoppers = &auth.Shoppers{Secrets: [][]byte{cfg.JWTSecret}, Now: cfg.Now}
+		cfg.Shoppers = &auth.Shoppers{Secrets: cfg.jwtSecrets(), Now: cfg.Now}
 	}
 	if cfg.Operators == nil {
 		cfg.Operators = &auth.Operators{Bootstrap: cfg.AdminToken, Now: cfg.Now}
 	}
 	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger, door: cfg.Door,
 		shoppers: cfg.Shoppers, operators: cfg.Operators,
-		global:    newGlobalLimiter(cfg.Limits.Global),
-		ticketKey: ticketKey(cfg.JWTSecret), series: newSeries(cfg.Metrics), member: fleetMember()}
+		global:     newGlobalLimiter(cfg.Limits.Global),
+		ticketKeys: derivedKeys(cfg.jwtSecrets(), ticketPurpose), deviceKeys: derivedKeys(cfg.jwtSecrets(), devicePurpose),
+		series: newSeries(cfg.Metrics), member: fleetMember()}
 	s.setGlobalShare(1)
 	page, err := shop.New(shop.Options{Dev: cfg.Dev})
 	if err != nil {
@@ -287,12 +302,45 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	s.intake = &payments.Intake{Ledger: store, Orders: orderFinder{s}, Reservations: gate, Workflows: flow,
 		Sessions: s.sessions, PayTimeout: cfg.PayTimeout, Log: cfg.Logger}
 	s.reads = newReadLimiter(cfg.Limits.Read)
+	s.adminFails = newFailLimiter(cfg.Limits.AdminFails)
 	s.riskVerdicts = newExpiring[riskKey, seckill.RiskVerdict](riskCacheSize)
-	s.deviceKey = deviceKey(cfg.JWTSecret)
+	s.riskMissed = newExpiring[riskKey, struct{}](riskCacheSize)
 	s.orders = newOrderLookup(func(ctx context.Context, orderNo string) (*seckill.Order, error) {
 		return store.Order(ctx, orderNo)
 	})
 	return s, nil
+}
+
+// jwtSecrets are SECKILL_JWT_SECRET's secrets, the signing one first.
+func (c *Config) jwtSecrets() [][]byte {
+	return append([][]byte{c.JWTSecret}, c.RotatedJWTSecrets...)
+}
+
+// derivedKeys derives a key for one purpose from each JWT secret, in
+// their order (the first signs): tickets and device cookies need no
+// secret of their own, rotate with it, and cannot be taken for a token
+// or for each other.
+func derivedKeys(secrets [][]byte, purpose string) [][]byte {
+	keys := make([][]byte, len(secrets))
+	for i, secret := range secrets {
+		m := hmac.New(sha256.New, secret)
+		m.Write([]byte(purpose))
+		keys[i] = m.Sum(nil)
+	}
+	return keys
+}
+
+// macOfAny reports whether sig is the HMAC-SHA256 of payload under any
+// of keys.
+func macOfAny(keys [][]byte, payload, sig []byte) bool {
+	for _, k := range keys {
+		m := hmac.New(sha256.New, k)
+		m.Write(payload)
+		if hmac.Equal(sig, m.Sum(nil)) {
+			return true
+		}
+	}
+	return false
 }
 
 // App returns the Fiber app with every route.
@@ -304,6 +352,12 @@ func (s *Server) App() *fiber.App {
 		ErrorHandler:          s.errorHandler,
 		ReadTimeout:           10 * time.Second,
 		WriteTimeout:          10 * time.Second,
+		// One spelling per route: /METRICS, /Admin/v1/… and /healthz/ are
+		// no route, so an edge rule on a path cannot be dodged by case or
+		// a trailing slash (Fiber, like the edge, routes the path as sent:
+		// no unescaping, no cleaning).
+		CaseSensitive: true,
+		StrictRouting: true,
 		// No ProxyHeader: Fiber would believe it from any peer; the client
 		// IP comes from clientIP, which checks the peer first.
 	})

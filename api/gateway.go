@@ -45,6 +45,10 @@ type Limits struct {
 	// Read is per client IP on the public reads (the session list, one
 	// session, order polling), in each process's memory.
 	Read int
+	// AdminFails is how many failed admin credentials a client IP may
+	// send a minute, in each process's memory; past it the admin API
+	// answers it 429 before looking at its credential (see failLimiter).
+	AdminFails int
 }
 
 // globalLimit is the global token bucket (this process's share of it), the
@@ -58,8 +62,13 @@ func (s *Server) globalLimit(c *fiber.Ctx) error {
 }
 
 func rateLimited(c *fiber.Ctx, retryAfter time.Duration) error {
-	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Max(1, math.Ceil(retryAfter.Seconds())))))
+	setRetryAfter(c, retryAfter)
 	return seckill.Errorf(seckill.ERATELIMITED, "too many requests; retry after the Retry-After delay")
+}
+
+// setRetryAfter says, in whole seconds (at least one), when to retry.
+func setRetryAfter(c *fiber.Ctx, d time.Duration) {
+	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Max(1, math.Ceil(d.Seconds())))))
 }
 
 // distributedLimits applies the per-user and per-IP limits. If Redis cannot

@@ -33,6 +33,12 @@ type RiskConfig struct {
 	// (DefaultRiskCache): a shopper's retries and second clicks cost the
 	// service nothing.
 	CacheTTL time.Duration
+	// NoAnswerHold is how long a shopper whose check went unanswered is
+	// not asked again (DefaultRiskNoAnswerHold): meanwhile their attempts
+	// are decided as no answer at once, so a slow service costs each
+	// shopper its deadline once, not at every click, and is not hammered
+	// while it struggles.
+	NoAnswerHold time.Duration
 	// UserAgentDeny refuses attempts whose User-Agent contains one of
 	// these (case-insensitive); "-" matches a request without one.
 	UserAgentDeny []string
@@ -42,6 +48,9 @@ type RiskConfig struct {
 const (
 	DefaultRiskTimeout = 10 * time.Millisecond
 	DefaultRiskCache   = 30 * time.Second
+	// DefaultRiskNoAnswerHold matches the Retry-After of a closed
+	// check's 503: the shopper's retry after it is asked afresh.
+	DefaultRiskNoAnswerHold = time.Second
 	// riskCacheSize bounds the verdicts kept (one per shopper and session,
 	// tens of bytes each): past it the idlest are asked again.
 	riskCacheSize = 1 << 18
@@ -94,18 +103,16 @@ func (s *Server) riskCheck(c *fiber.Ctx, a *seckill.Attempt) error {
 	if cached {
 		s.cfg.Metrics.RiskChecks.WithLabelValues("cached").Inc()
 	} else {
+		if _, missed := s.riskMissed.get(k, now); missed {
+			return s.riskNoAnswer(c) // it missed this shopper a moment ago
+		}
 		ctx, cancel := context.WithTimeout(c.UserContext(), r.Timeout)
 		v, err = r.Checker.Check(ctx, seckill.RiskQuery{SessionID: a.Session.ID, UserID: a.UserID,
 			IP: s.clientIP(c).String(), UserAgent: strings.Clone(ua), DeviceID: device})
 		cancel()
 		if err != nil {
-			s.cfg.Metrics.RiskChecks.WithLabelValues("no_answer").Inc()
-			if r.FailClosed {
-				c.Set(HeaderLayer, LayerRisk)
-				c.Set(fiber.HeaderRetryAfter, "1")
-				return seckill.Errorf(seckill.EUNAVAILABLE, "the risk check did not answer in time; retry")
-			}
-			return nil // fail open: no verdict is cached
+			s.riskMissed.put(k, struct{}{}, now.Add(r.NoAnswerHold))
+			return s.riskNoAnswer(c)
 		}
 		s.riskVerdicts.getOrPut(k, now, r.CacheTTL, func() seckill.RiskVerdict { return v })
 	}
@@ -126,37 +133,51 @@ func (s *Server) riskCheck(c *fiber.Ctx, a *seckill.Attempt) error {
 	return seckill.Errorf(seckill.EFORBIDDEN, "%s", msg)
 }
 
-// deviceKey is the key that signs device ids: derived from the JWT
-// secret, so that a deployment has one secret less to keep and every API
-// process agrees. Derived once, in New.
-func deviceKey(jwtSecret []byte) []byte {
-	m := hmac.New(sha256.New, jwtSecret)
-	m.Write([]byte("seckill device cookie v1"))
-	return m.Sum(nil)
+// riskNoAnswer decides an attempt the risk service did not answer for:
+// fail open lets it on, fail closed answers 503 (retry once the shopper
+// is asked again).
+func (s *Server) riskNoAnswer(c *fiber.Ctx) error {
+	s.cfg.Metrics.RiskChecks.WithLabelValues("no_answer").Inc()
+	if !s.cfg.Risk.FailClosed {
+		return nil
+	}
+	c.Set(HeaderLayer, LayerRisk)
+	setRetryAfter(c, s.cfg.Risk.NoAnswerHold)
+	return seckill.Errorf(seckill.EUNAVAILABLE, "the risk check did not answer in time; retry")
 }
 
+// devicePurpose derives the keys that sign device ids from the JWT
+// secrets (derivedKeys): a deployment has one secret less to keep, and
+// every API process agrees, across a rotation too.
+const devicePurpose = "seckill device cookie v1"
+
+// signDevice signs id with the current key.
 func (s *Server) signDevice(id string) string {
-	m := hmac.New(sha256.New, s.deviceKey)
+	m := hmac.New(sha256.New, s.deviceKeys[0])
 	m.Write([]byte(id))
 	return id + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // deviceID returns the request's device id from its cookie, "" when it
-// has none; a cookie this shop did not sign is 400.
+// has none; a cookie this shop did not sign (with any JWT secret of a
+// rotation) is 400.
 func (s *Server) deviceID(c *fiber.Ctx) (string, error) {
 	raw := c.Cookies(DeviceCookie)
 	if raw == "" {
 		return "", nil
 	}
-	id, _, ok := strings.Cut(raw, ".")
-	if !ok || len(id) != 32 || !hmac.Equal([]byte(s.signDevice(id)), []byte(raw)) {
+	id, sig64, ok := strings.Cut(raw, ".")
+	sig, err := base64.RawURLEncoding.DecodeString(sig64)
+	if !ok || len(id) != 32 || err != nil || !macOfAny(s.deviceKeys, []byte(id), sig) {
 		return "", seckill.Errorf(seckill.EINVALID, "the %s cookie is not one this shop issued; reload the shop page", DeviceCookie)
 	}
 	return strings.Clone(id), nil
 }
 
 // device: GET /api/v1/device. Sets the device cookie (keeping a valid
-// one) and says its id: the shop page calls it once when it loads.
+// one's id, signed again with the current key: a rotation's new secret
+// reaches the cookies of the pages that load) and says its id: the shop
+// page calls it once when it loads.
 func (s *Server) device(c *fiber.Ctx) error {
 	id, err := s.deviceID(c)
 	if err != nil || id == "" {

@@ -9,12 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/metrics"
+	"github.com/seckill/seckill/risk"
 )
 
 // riskService is the shop's risk service as a test serves it: it refuses
@@ -148,4 +151,51 @@ func TestDeviceLimit(t *testing.T) {
 	e.WaitStatus(e.Token(1), won.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
 	rep := e.RequireInvariants(sess.ID)
 	require.Equal(t, 4, rep.RedisStock)
+}
+
+// A risk service that missed its deadline for a shopper is not asked
+// again for that shopper for a moment (RiskConfig.NoAnswerHold, long
+// here): the shopper's retries are decided as no answer at once, by
+// SECKILL_RISK_FAIL (open: on; closed: 503), and counted as no_answer;
+// another shopper is asked.
+func TestRiskCheckRemembersNoAnswer(t *testing.T) {
+	for _, closed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "open", true: "closed"}[closed], func(t *testing.T) {
+			svc := &riskService{delay: 2 * time.Second}
+			risky := httptest.NewServer(svc)
+			t.Cleanup(risky.Close)
+			e := testenv.New(t, testenv.Options{NoAPI: true})
+			m := metrics.New()
+			srv := newServer(t, e, api.Config{Metrics: m, Risk: api.RiskConfig{Checker: &risk.Client{URL: risky.URL},
+				Timeout: 100 * time.Millisecond, FailClosed: closed, NoAnswerHold: time.Hour}}, e.DB)
+			srv.Start(t.Context())
+			serve(t, e, srv)
+			sess := e.Session(5, 2, 100)
+			buy := func(user int64) *testenv.Response {
+				return e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(user), nil, "User-Agent", "shop/1")
+			}
+			var orders []string
+			for _, user := range []int64{1, 1, 2} {
+				r := buy(user)
+				if closed {
+					testenv.RequireError(t, r, 503, seckill.EUNAVAILABLE, "risk check")
+					require.Equal(t, api.LayerRisk, r.Header.Get(api.HeaderLayer))
+					require.NotEmpty(t, r.Header.Get("Retry-After"))
+					continue
+				}
+				require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+				orders = append(orders, r.Str("order_no"))
+			}
+			asked := map[int64]int{}
+			for _, q := range svc.queries() {
+				asked[q.UserID]++
+			}
+			require.Equal(t, map[int64]int{1: 1, 2: 1}, asked, "shopper 1's retry was not asked again")
+			require.Equal(t, 3.0, testutil.ToFloat64(m.RiskChecks.WithLabelValues("no_answer")))
+			for i, no := range orders {
+				e.WaitStatus(e.Token([]int64{1, 1, 2}[i]), no, 20*time.Second, seckill.StatusWaitPay)
+			}
+			e.RequireInvariants(sess.ID)
+		})
+	}
 }

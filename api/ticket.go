@@ -30,13 +30,9 @@ const HeaderTicket = "X-Seckill-Ticket"
 // too short to stockpile.
 const ticketTTL = 60 * time.Second
 
-// ticketKey derives the ticket MAC key from the JWT secret, so tickets need
-// no extra configuration and cannot be confused with tokens.
-func ticketKey(jwtSecret []byte) []byte {
-	m := hmac.New(sha256.New, jwtSecret)
-	m.Write([]byte("seckill purchase ticket v1"))
-	return m.Sum(nil)
-}
+// ticketPurpose derives the tickets' MAC keys from the JWT secrets
+// (derivedKeys).
+const ticketPurpose = "seckill purchase ticket v1"
 
 // makeTicket returns "<session>.<user>.<exp unix>.<nonce>.<mac>" in base64url.
 func makeTicket(key []byte, sessionID, userID int64, exp time.Time) string {
@@ -48,9 +44,10 @@ func makeTicket(key []byte, sessionID, userID int64, exp time.Time) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// verifyTicket checks a ticket's MAC, binding and expiry and returns its
-// nonce and remaining lifetime. It does not consume it.
-func verifyTicket(key []byte, raw string, sessionID, userID int64, now time.Time) (string, time.Duration, error) {
+// verifyTicket checks a ticket's MAC (made with any of keys: an API of
+// the other side of a rotation made it), binding and expiry and returns
+// its nonce and remaining lifetime. It does not consume it.
+func verifyTicket(keys [][]byte, raw string, sessionID, userID int64, now time.Time) (string, time.Duration, error) {
 	bad := seckill.Errorf(seckill.EFORBIDDEN, "a valid purchase ticket (%s) is required for this session", HeaderTicket)
 	p64, m64, ok := strings.Cut(raw, ".")
 	if !ok || len(raw) > 256 {
@@ -61,9 +58,7 @@ func verifyTicket(key []byte, raw string, sessionID, userID int64, now time.Time
 	if err1 != nil || err2 != nil {
 		return "", 0, bad
 	}
-	m := hmac.New(sha256.New, key)
-	m.Write(payload)
-	if !hmac.Equal(sig, m.Sum(nil)) {
+	if !macOfAny(keys, payload, sig) {
 		return "", 0, bad
 	}
 	f := strings.Split(string(payload), ".")
@@ -106,7 +101,7 @@ func (s *Server) issueTicket(c *fiber.Ctx) error {
 		}
 	}
 	exp := s.cfg.Now().Add(ticketTTL)
-	return c.JSON(fiber.Map{"ticket": makeTicket(s.ticketKey, id, user, exp), "expires_at": exp.UTC().Truncate(time.Second)})
+	return c.JSON(fiber.Map{"ticket": makeTicket(s.ticketKeys[0], id, user, exp), "expires_at": exp.UTC().Truncate(time.Second)})
 }
 
 // shopperSession is the session of the path and the signed-in shopper
@@ -132,7 +127,7 @@ func (s *Server) shopperSession(c *fiber.Ctx) (*seckill.Session, int64, error) {
 // Never the trace id: the client chooses it, and two requests carrying the
 // same X-Request-ID are two purchases.
 func (s *Server) useTicket(c *fiber.Ctx, a *seckill.Attempt) error {
-	nonce, left, err := verifyTicket(s.ticketKey, c.Get(HeaderTicket), a.Session.ID, a.UserID, s.cfg.Now())
+	nonce, left, err := verifyTicket(s.ticketKeys, c.Get(HeaderTicket), a.Session.ID, a.UserID, s.cfg.Now())
 	if err != nil {
 		return err
 	}

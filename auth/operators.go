@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -25,7 +26,8 @@ type IdP struct {
 	Issuer   string
 	Audience string
 	// RoleClaim names the claim that carries the seckill role: a string,
-	// or a list (groups) of which the most trusted role counts.
+	// or a list (groups) of which the most trusted role counts; a role
+	// may carry RoleNamespace.
 	RoleClaim string
 	// NameClaim names the claim recorded as the operator's name (e.g.
 	// email); sub when the token has none.
@@ -102,8 +104,14 @@ func (p *IdP) verify(token string, now func() time.Time) (*seckill.Operator, err
 	return &seckill.Operator{Name: name, Role: role, Via: seckill.CredentialIdP}, nil
 }
 
+// RoleNamespace prefixes a role in an identity provider that names the
+// roles of many applications in one claim ("seckill:admin"); a role of
+// another namespace ("crm:admin") is not ours.
+const RoleNamespace = "seckill:"
+
 // roleOf reads a role claim: one role, or a list of which the most trusted
-// known role counts (names that are not roles are someone else's groups).
+// known role counts (names that are not roles are someone else's groups),
+// each bare ("admin") or in our namespace ("seckill:admin").
 func roleOf(v any) seckill.Role {
 	var names []any
 	switch x := v.(type) {
@@ -115,7 +123,7 @@ func roleOf(v any) seckill.Role {
 	var best seckill.Role
 	for _, n := range names {
 		s, _ := n.(string)
-		if r, err := seckill.ParseRole(s); err == nil && r.Allows(best) {
+		if r, err := seckill.ParseRole(strings.TrimPrefix(s, RoleNamespace)); err == nil && r.Allows(best) {
 			best = r
 		}
 	}

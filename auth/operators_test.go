@@ -53,6 +53,11 @@ func TestOperatorsAreWhoTheirCredentialSays(t *testing.T) {
 		{"IdP, roles as groups: the most trusted counts", p.Sign("k2", testenv.Claims("u-2", now, jwt.MapClaims{"email": "bo@shop.test",
 			"seckill_role": []string{"marketing", "viewer", "admin", "operator"}})),
 			seckill.Operator{Name: "bo@shop.test", Role: seckill.RoleAdmin, Via: seckill.CredentialIdP}},
+		{"IdP, a namespaced role", p.Sign("k1", testenv.Claims("u-4", now, jwt.MapClaims{"email": "di@shop.test", "seckill_role": "seckill:admin"})),
+			seckill.Operator{Name: "di@shop.test", Role: seckill.RoleAdmin, Via: seckill.CredentialIdP}},
+		{"IdP, namespaced roles of several applications", p.Sign("k2", testenv.Claims("u-5", now, jwt.MapClaims{"email": "ed@shop.test",
+			"seckill_role": []string{"other:x", "crm:admin", "seckill:operator", "billing:admin"}})),
+			seckill.Operator{Name: "ed@shop.test", Role: seckill.RoleOperator, Via: seckill.CredentialIdP}},
 		{"IdP, no name claim: sub", p.Sign("k1", testenv.Claims("u-3", now, jwt.MapClaims{"seckill_role": "operator"})),
 			seckill.Operator{Name: "u-3", Role: seckill.RoleOperator, Via: seckill.CredentialIdP}},
 	} {
@@ -82,9 +87,12 @@ func TestOperatorsAreWhoTheirCredentialSays(t *testing.T) {
 	}
 
 	// Known, but no role of ours: 403, not 401 (signing in again will
-	// not help; an admin must grant the role).
-	_, err = a.Authenticate(ctx, p.Sign("k1", testenv.Claims("u", now, jwt.MapClaims{"email": "cy@shop.test", "seckill_role": []string{"marketing"}})))
-	require.Equal(t, seckill.EFORBIDDEN, seckill.ErrorCode(err))
+	// not help; an admin must grant the role). Another application's
+	// admin is none of ours.
+	for _, roles := range []any{[]string{"marketing"}, "crm:admin", []string{"other:admin", "seckill:root", "seckill:"}} {
+		_, err = a.Authenticate(ctx, p.Sign("k1", testenv.Claims("u", now, jwt.MapClaims{"email": "cy@shop.test", "seckill_role": roles})))
+		require.Equal(t, seckill.EFORBIDDEN, seckill.ErrorCode(err), "%v", roles)
+	}
 
 	// A store that cannot answer is not a bad credential.
 	_, err = a.Authenticate(ctx, "skop_store-down")

@@ -53,8 +53,9 @@ type Metrics struct {
 	StarterQueue    *prometheus.GaugeVec
 	StarterDropped  *prometheus.CounterVec
 	// RiskChecks counts the risk check's outcomes before admission:
-	// allow, deny, cached (a verdict reused), no_answer (the service
-	// missed its deadline), user_agent (refused by a User-Agent rule).
+	// allow, deny, cached (a verdict reused), no_answer (decided without
+	// the service's answer: it missed its deadline, now or for the same
+	// shopper a moment ago), user_agent (refused by a User-Agent rule).
 	RiskChecks      *prometheus.CounterVec
 	StarterYielding *prometheus.GaugeVec
 
@@ -153,7 +154,7 @@ func New() *Metrics {
 			Name: "seckill_starter_dropped_total", Help: "Winners the starter's queue had no room for: their start is left to the pending-start outbox.",
 		}, []string{"starter"}),
 		RiskChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_risk_checks_total", Help: "Risk checks before admission, by outcome: allow, deny, cached, no_answer (the risk service missed its deadline), user_agent (a User-Agent rule refused).",
+			Name: "seckill_risk_checks_total", Help: "Risk checks before admission, by outcome: allow, deny, cached, no_answer (decided without the risk service's answer: it missed its deadline, now or for the shopper a moment ago), user_agent (a User-Agent rule refused).",
 		}, []string{"outcome"}),
 		FleetSize: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "seckill_api_fleet_size", Help: "API processes of this deployment alive by their heartbeats in Redis, this one included (0 before the first heartbeat).",

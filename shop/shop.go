@@ -3,7 +3,7 @@
 // reserved sale's or a draw's registration, a draw's commitment, seed and
 // result), the order's status by polling, cancel, and (in `seckill dev`
 // only) sign-in as any user and payment through the sandbox provider. It
-// is three embedded files of plain JavaScript, HTML and CSS with no build
+// is four embedded files of plain JavaScript, HTML and CSS with no build
 // step, so that it stays up under a sale's load: the page is static and
 // cacheable, and all it asks of the API is the session list, the order
 // status and the buy (and, once per sale that takes registrations and
@@ -75,7 +75,7 @@ var contentTypes = map[string]string{
 func New(o Options) (*Shop, error) {
 	s := &Shop{assets: map[string]asset{}}
 	urls := map[string]string{}
-	for _, name := range []string{"app.js", "style.css"} {
+	for _, name := range []string{"clock.js", "app.js", "style.css"} {
 		body, err := static.ReadFile("static/" + name)
 		if err != nil {
 			return nil, err
@@ -95,9 +95,9 @@ func New(o Options) (*Shop, error) {
 	}
 	var buf bytes.Buffer
 	if err := tmpl.Execute(&buf, struct {
-		AppJS, StyleCSS string
-		Dev             bool
-	}{urls["app.js"], urls["style.css"], o.Dev}); err != nil {
+		ClockJS, AppJS, StyleCSS string
+		Dev                      bool
+	}{urls["clock.js"], urls["app.js"], urls["style.css"], o.Dev}); err != nil {
 		return nil, fmt.Errorf("shop: render index: %w", err)
 	}
 	sum := sha256.Sum256(buf.Bytes())

@@ -105,7 +105,7 @@ func adminClient(base string) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok := cmp.Or(c.OperatorToken, c.AdminToken)
+	tok := cmp.Or(c.OperatorToken, c.BootstrapToken())
 	if tok == "" {
 		return nil, errors.New("set SECKILL_OPERATOR_TOKEN (your token from `seckill operators add`) or SECKILL_ADMIN_TOKEN")
 	}

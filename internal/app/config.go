@@ -84,6 +84,10 @@ type Config struct {
 	LimitIPRPS     int           `env:"SECKILL_LIMIT_IP_RPS" envDefault:"200"`
 	LimitReadRPS   int           `env:"SECKILL_LIMIT_READ_RPS" envDefault:"100"`
 	LimitDeviceRPS int           `env:"SECKILL_LIMIT_DEVICE_RPS" envDefault:"5"`
+	// LimitAdminFails is how many failed admin credentials one client
+	// address may send a minute (each API process), before the admin API
+	// answers it 429 without looking at its credential; 0 turns it off.
+	LimitAdminFails int `env:"SECKILL_LIMIT_ADMIN_FAILS" envDefault:"10"`
 	// The risk check before admission (api.RiskConfig): the shop's risk
 	// service, its request signing key, its deadline, what no answer
 	// means ("open": go on, "closed": 503), how long a verdict holds per
@@ -230,6 +234,9 @@ func LoadConfig() (*Config, error) {
 	}
 	if c.LimitGlobalRPS < 0 || c.LimitUserRPS < 0 || c.LimitIPRPS < 0 || c.LimitReadRPS < 0 || c.LimitDeviceRPS < 0 {
 		return nil, errors.New("SECKILL_LIMIT_*_RPS must be 0 (off) or a positive number of requests per second")
+	}
+	if c.LimitAdminFails < 0 {
+		return nil, errors.New("SECKILL_LIMIT_ADMIN_FAILS must be 0 (off) or a positive number of failed admin credentials a minute")
 	}
 	if len(redis.ParseAddrs(c.RedisAddr)) == 0 {
 		return nil, errors.New("SECKILL_REDIS_ADDR must name at least one host:port")
@@ -475,19 +482,53 @@ func (c *Config) parseProxies() error {
 	return nil
 }
 
-// RequireSecrets names every missing secret, so an operator fixes them in one go.
-func (c *Config) RequireSecrets(names ...string) error {
-	vals := map[string]string{
-		"SECKILL_JWT_SECRET": string(c.SigningJWTSecret()), "SECKILL_WEBHOOK_SECRET": string(c.SigningWebhookSecret()), "SECKILL_ADMIN_TOKEN": c.AdminToken,
+// MinSecretBytes is the shortest SECKILL_JWT_SECRET (each of a rotation)
+// and SECKILL_ADMIN_TOKEN accepted: 256 bits, out of reach of guessing,
+// offline too (a shopper's token is an HMAC of the secret anyone can try
+// keys against).
+const MinSecretBytes = 32
+
+// BootstrapOff is the SECKILL_ADMIN_TOKEN that switches the bootstrap
+// admin off, once named operators or the identity provider let the
+// operators in: set, so that forgetting the variable is still refused.
+const BootstrapOff = "off"
+
+// BootstrapToken is the bootstrap admin's token: "" when switched off.
+func (c *Config) BootstrapToken() string {
+	if c.AdminToken == BootstrapOff {
+		return ""
 	}
-	var missing []string
+	return c.AdminToken
+}
+
+// RequireSecrets names every missing secret, so an operator fixes them in
+// one go, then every one too short to be safe (never the secrets).
+func (c *Config) RequireSecrets(names ...string) error {
+	vals := map[string][][]byte{"SECKILL_JWT_SECRET": c.JWTSecrets(), "SECKILL_WEBHOOK_SECRET": c.WebhookSecrets()}
+	if c.AdminToken != "" {
+		vals["SECKILL_ADMIN_TOKEN"] = [][]byte{[]byte(c.AdminToken)} // one token, commas and all
+	}
+	var missing, short []string
 	for _, n := range names {
-		if vals[n] == "" {
+		if len(vals[n]) == 0 {
 			missing = append(missing, n)
+			continue
+		}
+		if n == "SECKILL_WEBHOOK_SECRET" || c.AdminToken == BootstrapOff && n == "SECKILL_ADMIN_TOKEN" {
+			continue // the provider's choice; the bootstrap switched off
+		}
+		for i, v := range vals[n] {
+			if len(v) < MinSecretBytes {
+				short = append(short, fmt.Sprintf("%s (its secret %d has %d bytes)", n, i+1, len(v)))
+			}
 		}
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("refusing to start without %v (set them in the environment; `seckill dev` makes its own)", missing)
+	}
+	if len(short) > 0 {
+		return fmt.Errorf("refusing to start: %s must be at least %d bytes each, e.g. `openssl rand -hex 32` (SECKILL_ADMIN_TOKEN may be %q once named operators exist: no bootstrap admin)",
+			strings.Join(short, ", "), MinSecretBytes, BootstrapOff)
 	}
 	return nil
 }

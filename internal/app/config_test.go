@@ -24,7 +24,7 @@ import (
 
 // api and worker refuse to start without their secrets, naming each one.
 func TestRequireSecretsNamesWhatIsMissing(t *testing.T) {
-	t.Setenv("SECKILL_JWT_SECRET", "j")
+	t.Setenv("SECKILL_JWT_SECRET", strings.Repeat("j", 32))
 	t.Setenv("SECKILL_WEBHOOK_SECRET", "")
 	t.Setenv("SECKILL_ADMIN_TOKEN", "")
 	c, err := LoadConfig()
@@ -34,6 +34,54 @@ func TestRequireSecretsNamesWhatIsMissing(t *testing.T) {
 	require.ErrorContains(t, err, "SECKILL_ADMIN_TOKEN")
 	require.NotContains(t, err.Error(), "SECKILL_JWT_SECRET ")
 	require.NoError(t, c.RequireSecrets("SECKILL_JWT_SECRET"))
+}
+
+// Each secret of SECKILL_JWT_SECRET and SECKILL_ADMIN_TOKEN has at least
+// 32 bytes, or api and worker refuse to start, naming the variable and
+// never repeating the secret. SECKILL_ADMIN_TOKEN=off switches the
+// bootstrap admin off (no credential is it: named operators and the
+// identity provider remain); unset it is still refused.
+func TestSecretsAreLongEnoughAndTheBootstrapCanBeOff(t *testing.T) {
+	long := strings.Repeat("k", 32)
+	t.Setenv("SECKILL_WEBHOOK_SECRET", "w")
+	for _, tc := range []struct{ jwt, admin, refused string }{
+		{"short-jwt-secret", long, "SECKILL_JWT_SECRET"},
+		{long + ",short-old-jwt", long, "SECKILL_JWT_SECRET"},
+		{long, "short-admin-token", "SECKILL_ADMIN_TOKEN"},
+		{long, "", "SECKILL_ADMIN_TOKEN"},
+		{long, long, ""},
+		{long + "," + long + "x", "off", ""},
+	} {
+		t.Setenv("SECKILL_JWT_SECRET", tc.jwt)
+		t.Setenv("SECKILL_ADMIN_TOKEN", tc.admin)
+		c, err := LoadConfig()
+		require.NoError(t, err)
+		err = c.RequireSecrets("SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET", "SECKILL_ADMIN_TOKEN")
+		if tc.refused == "" {
+			require.NoError(t, err, "%+v", tc)
+			continue
+		}
+		require.ErrorContains(t, err, tc.refused, "%+v", tc)
+		for _, secret := range strings.Split(tc.jwt+","+tc.admin, ",") {
+			if secret != "" {
+				require.NotContains(t, err.Error(), secret, "the error repeats a secret")
+			}
+		}
+	}
+
+	c, err := LoadConfig() // SECKILL_ADMIN_TOKEN=off
+	require.NoError(t, err)
+	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	m := &Main{Config: c, Redis: rdb, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	require.Empty(t, m.Operators().Bootstrap, "no bootstrap admin")
+	srv, err := m.APIServer(false)
+	require.NoError(t, err)
+	req := httptest.NewRequest("GET", "/admin/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer off")
+	resp, err := srv.App().Test(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "off is no credential")
 }
 
 // Configuration defaults follow the design's table; bad values are refused.
@@ -195,6 +243,24 @@ func TestDevEndpointsOnlyInDev(t *testing.T) {
 		}
 		require.Equal(t, want, resp.StatusCode, "dev=%v", dev)
 	}
+}
+
+// Failed admin credentials are limited per client address unless
+// SECKILL_LIMIT_ADMIN_FAILS=0 says otherwise; a negative budget is refused.
+func TestAdminFailLimitIsOnByDefault(t *testing.T) {
+	t.Setenv("SECKILL_LIMIT_ADMIN_FAILS", "")
+	os.Unsetenv("SECKILL_LIMIT_ADMIN_FAILS")
+	c, err := LoadConfig()
+	require.NoError(t, err)
+	m := &Main{Config: c, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	require.Equal(t, 10, m.APIConfig(false).Limits.AdminFails)
+	t.Setenv("SECKILL_LIMIT_ADMIN_FAILS", "0")
+	c, err = LoadConfig()
+	require.NoError(t, err)
+	require.Zero(t, c.LimitAdminFails, "off")
+	t.Setenv("SECKILL_LIMIT_ADMIN_FAILS", "-1")
+	_, err = LoadConfig()
+	require.ErrorContains(t, err, "SECKILL_LIMIT_ADMIN_FAILS")
 }
 
 // A process that runs refunds on the sandbox says so loudly at start.

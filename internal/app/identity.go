@@ -27,6 +27,10 @@ func (c *Config) JWTSecrets() [][]byte { return secretList(c.JWTSecret) }
 // SigningJWTSecret signs the shopper tokens we issue (nil when unset).
 func (c *Config) SigningJWTSecret() []byte { return first(c.JWTSecrets()) }
 
+// RotatedJWTSecrets are the others of a rotation: the tickets and device
+// cookies an API signed with one of them still verify.
+func (c *Config) RotatedJWTSecrets() [][]byte { return rest(c.JWTSecrets()) }
+
 // WebhookSecrets are SECKILL_WEBHOOK_SECRET's secrets, the signing one
 // first (the sandbox provider signs with it).
 func (c *Config) WebhookSecrets() [][]byte { return secretList(c.WebhookSecret) }
@@ -35,18 +39,21 @@ func (c *Config) WebhookSecrets() [][]byte { return secretList(c.WebhookSecret) 
 func (c *Config) SigningWebhookSecret() []byte { return first(c.WebhookSecrets()) }
 
 // RotatedWebhookSecrets are the others of a rollover: they verify too.
-func (c *Config) RotatedWebhookSecrets() [][]byte {
-	if l := c.WebhookSecrets(); len(l) > 1 {
-		return l[1:]
-	}
-	return nil
-}
+func (c *Config) RotatedWebhookSecrets() [][]byte { return rest(c.WebhookSecrets()) }
 
 func first(l [][]byte) []byte {
 	if len(l) == 0 {
 		return nil
 	}
 	return l[0]
+}
+
+// rest is a list but its first.
+func rest(l [][]byte) [][]byte {
+	if len(l) > 1 {
+		return l[1:]
+	}
+	return nil
 }
 
 // checkIdentity validates the JWKS settings: an absolute http(s) URL, and
@@ -117,7 +124,7 @@ func (m *Main) Shoppers() *auth.Shoppers {
 // the named tokens in MySQL, the identity provider's access tokens.
 func (m *Main) Operators() *auth.Operators {
 	c := m.Config
-	o := &auth.Operators{Bootstrap: c.AdminToken, Tokens: m.DB}
+	o := &auth.Operators{Bootstrap: c.BootstrapToken(), Tokens: m.DB}
 	if m.identity.adminJWKS != nil {
 		o.IdP = &auth.IdP{JWKS: m.identity.adminJWKS, Issuer: c.AdminIssuer, Audience: c.AdminAudience,
 			RoleClaim: c.AdminRoleClaim, NameClaim: c.AdminNameClaim}

@@ -41,13 +41,14 @@ import (
 	"github.com/seckill/seckill/worker"
 )
 
-// Secrets every test environment's API uses.
+// Secrets every test environment's API uses, as long as a real process
+// requires (app.MinSecretBytes).
 var (
-	JWTSecret     = []byte("test-jwt-secret")
+	JWTSecret     = []byte("test-jwt-secret-of-thirty-two-bytes")
 	WebhookSecret = []byte("test-webhook-secret")
 )
 
-const AdminToken = "test-admin-token"
+const AdminToken = "test-admin-token-of-thirty-two-bytes"
 
 // DrawKey is the tests' SECKILL_DRAW_KEY: the Env's worker seals draw
 // seeds with it.

@@ -61,7 +61,7 @@
   var $ = function (id) { return document.getElementById(id); };
   var focusID = new URLSearchParams(location.search).get("session"); // "/?session=N"
 
-  var clockOffset = 0; // server time minus local time, in ms (from Date headers)
+  var clock = new window.SeckillClock(); // the server's clock (clock.js)
   var sessions = [];
   var sessionTimer = null;
   var refreshQueued = false;
@@ -83,7 +83,7 @@
   // flight (asking), and lapsed (this page saw the right end unused).
   var regInfo = {};
 
-  function now() { return Date.now() + clockOffset; }
+  function now() { return clock.now(); }
 
   // ---- API ----------------------------------------------------------------
 
@@ -102,11 +102,7 @@
       method: method, headers: headers, cache: "no-store",
       body: body === undefined ? undefined : JSON.stringify(body)
     }).then(function (res) {
-      var date = Date.parse(res.headers.get("Date") || "");
-      if (!isNaN(date)) {
-        // Date has whole seconds: take the middle of the second.
-        clockOffset = date + 500 - (sent + Date.now()) / 2;
-      }
+      clock.sample(res.headers, sent, Date.now());
       return res.json().catch(function () { return {}; }).then(function (data) {
         if (res.ok) return { ok: true, status: res.status, data: data };
         var err = {
