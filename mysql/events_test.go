@@ -41,9 +41,9 @@ func feed(t *testing.T, e *testenv.Env) []seckill.Event {
 }
 
 // Each change to PAID, CLOSED (a close and a tombstone), FAILED (a single
-// refusal and refusals in a batch) and REFUNDED emits exactly one event,
-// with the order as the change left it; WAIT_PAY and REFUND_PENDING emit
-// none; a change that rolls back leaves no event.
+// refusal and refusals in a batch), REFUND_PENDING (a late payment) and
+// REFUNDED emits exactly one event, with the order as the change left it;
+// WAIT_PAY emits none; a change that rolls back leaves no event.
 func TestEventsRecordedWithTheirChange(t *testing.T) {
 	e, sess := store(t, 2, 1)
 	ctx := context.Background()
@@ -101,9 +101,9 @@ func TestEventsRecordedWithTheirChange(t *testing.T) {
 	}
 	require.Equal(t, 8, failed, "1-big and seven of the slot's orders")
 	require.Equal(t, []seckill.EventType{seckill.EventOrderPaid}, byOrder["1-paid"])
-	require.Equal(t, []seckill.EventType{seckill.EventOrderClosed, seckill.EventOrderRefunded}, byOrder["1-closed"])
+	require.Equal(t, []seckill.EventType{seckill.EventOrderClosed, seckill.EventOrderRefundPending, seckill.EventOrderRefunded}, byOrder["1-closed"])
 	require.Equal(t, []seckill.EventType{seckill.EventOrderClosed}, byOrder["1-tomb"])
-	require.Len(t, events, 12)
+	require.Len(t, events, 13)
 
 	// The last snapshot of an order is its row as stored, to the millisecond.
 	last := events[len(events)-1]
@@ -129,7 +129,7 @@ func TestEventsRecordedWithTheirChange(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seckill.StatusWaitPay, o.Status)
 	sequenceAll(t, e)
-	require.Len(t, feed(t, e), 12)
+	require.Len(t, feed(t, e), 13)
 	changes, err := e.DB.EventfulChangesForTest(ctx)
 	require.NoError(t, err)
 	require.Equal(t, byOrder, changes, "one event per eventful ledger row")
