@@ -197,7 +197,7 @@ func TestEventFeedUnderConcurrentWriters(t *testing.T) {
 					_, _, err = e.DB.ApplyPayment(ctx, pay)
 				case 1:
 					_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
-				case 2: // closed, paid late, refunded: two events
+				case 2: // closed, paid late, refunded: three events
 					_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
 					require.NoError(t, err)
 					_, _, err = e.DB.ApplyPayment(ctx, pay)
@@ -221,7 +221,7 @@ func TestEventFeedUnderConcurrentWriters(t *testing.T) {
 	for _, types := range changes {
 		total += len(types)
 	}
-	require.Equal(t, writers*perWriter*4/3, total)
+	require.Equal(t, writers*perWriter*5/3, total)
 	require.Equal(t, total, len(read), "every event once")
 	seen := map[string]bool{}
 	byOrder := map[string][]seckill.EventType{}
