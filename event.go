@@ -91,7 +91,8 @@ type EventState struct {
 	State     string `json:"state"`
 	Attempts  int    `json:"attempts"`
 	LastError string `json:"last_error,omitempty"`
-	// NextAttemptAt is when a pending event is tried again (zero: now).
+	// NextAttemptAt is when a pending event is tried again (past or
+	// zero: now).
 	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
 	// ParkedAt is when a parked event stopped being tried.
 	ParkedAt time.Time `json:"parked_at,omitzero"`

@@ -46,8 +46,9 @@ func recordChange(tx *gorm.DB, changes ...orderChange) error {
 		if err != nil {
 			return err
 		}
+		// Due from its recording (see DueEvents).
 		events = append(events, &eventRow{Type: string(typ), OrderNo: c.ledger.OrderNo,
-			OrderJSON: string(snapshot), CreatedAt: c.ledger.CreatedAt})
+			OrderJSON: string(snapshot), CreatedAt: c.ledger.CreatedAt, NextAt: &c.ledger.CreatedAt})
 	}
 	if err := tx.Create(ledgers).Error; err != nil {
 		return err
@@ -59,17 +60,22 @@ func recordChange(tx *gorm.DB, changes ...orderChange) error {
 }
 
 type eventRow struct {
-	ID          int64 `gorm:"primaryKey"`
-	Seq         *int64
-	Type        string
-	OrderNo     string
-	OrderJSON   string `gorm:"column:order_json"`
-	CreatedAt   time.Time
+	ID        int64 `gorm:"primaryKey"`
+	Seq       *int64
+	Type      string
+	OrderNo   string
+	OrderJSON string `gorm:"column:order_json"`
+	CreatedAt time.Time
+	// DeliveredAt is when the push was done with the event: delivered,
+	// or let go without an endpoint (Unsent, see LetUnsentEventsGo).
 	DeliveredAt *time.Time
+	Unsent      bool
 	Attempts    int
-	NextAt      *time.Time
-	LastError   string
-	ParkedAt    *time.Time
+	// NextAt is when an event waiting for delivery is due (its
+	// recording, a backoff, a lease); nil once delivered or parked.
+	NextAt    *time.Time
+	LastError string
+	ParkedAt  *time.Time
 }
 
 func (eventRow) TableName() string { return "order_events" }
@@ -163,6 +169,16 @@ func (db *DB) Events(ctx context.Context, after int64, limit int) ([]seckill.Eve
 	return out, after, nil
 }
 
+// dueEventsSQL picks the due events: a range of order_events_due (only
+// an event waiting for delivery has a next_at), each checked for an
+// earlier undelivered event of its order through order_events_order. Its
+// plan is pinned by TestDueEventsReadOnlyTheDue.
+const dueEventsSQL = `SELECT e.* FROM order_events e
+	WHERE e.next_at <= ? AND e.delivered_at IS NULL AND e.parked_at IS NULL AND e.seq IS NOT NULL
+	AND NOT EXISTS (SELECT 1 FROM order_events p
+		WHERE p.order_no = e.order_no AND p.delivered_at IS NULL AND p.seq < e.seq)
+	ORDER BY e.seq LIMIT ?`
+
 // DueEvents lists up to limit events the relay should send now, in seq
 // order: sequenced, undelivered, not parked, due, and the first
 // undelivered event of their order, so an order's events go out one at a
@@ -170,12 +186,7 @@ func (db *DB) Events(ctx context.Context, after int64, limit int) ([]seckill.Eve
 // failing or parked.
 func (db *DB) DueEvents(ctx context.Context, limit int) ([]seckill.Event, error) {
 	var rows []eventRow
-	if err := db.gorm.WithContext(ctx).Raw(`SELECT e.* FROM order_events e
-		WHERE e.delivered_at IS NULL AND e.seq IS NOT NULL AND e.parked_at IS NULL
-		AND (e.next_at IS NULL OR e.next_at <= ?)
-		AND NOT EXISTS (SELECT 1 FROM order_events p
-			WHERE p.order_no = e.order_no AND p.delivered_at IS NULL AND p.seq < e.seq)
-		ORDER BY e.seq LIMIT ?`, db.now(), limit).Scan(&rows).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Raw(dueEventsSQL, db.now(), limit).Scan(&rows).Error; err != nil {
 		return nil, err
 	}
 	out := make([]seckill.Event, len(rows))
@@ -196,7 +207,7 @@ func (db *DB) ClaimEvent(ctx context.Context, eventID string, lease time.Duratio
 	}
 	now := db.now()
 	res := db.gorm.WithContext(ctx).Model(&eventRow{}).
-		Where("id = ? AND delivered_at IS NULL AND parked_at IS NULL AND (next_at IS NULL OR next_at <= ?)", id, now).
+		Where("id = ? AND delivered_at IS NULL AND parked_at IS NULL AND next_at <= ?", id, now).
 		Update("next_at", now.Add(lease))
 	return res.RowsAffected == 1, res.Error
 }
@@ -210,6 +221,20 @@ func (db *DB) MarkEventDelivered(ctx context.Context, eventID string) error {
 	}
 	return db.gorm.WithContext(ctx).Model(&eventRow{}).Where("id = ? AND delivered_at IS NULL", id).
 		Updates(map[string]any{"delivered_at": db.now(), "next_at": nil}).Error
+}
+
+// LetUnsentEventsGo ends the push of up to limit events due since before
+// before, oldest first: done (delivered_at) and marked unsent, so they
+// no longer wait for delivery. For a relay without an endpoint, whose
+// events nobody receives: the push's backlog stays bounded, the feed keeps
+// every event. Parked events stay for ops, and an event a relay is
+// sending or backing off is due later, not before. It returns how many
+// went.
+func (db *DB) LetUnsentEventsGo(ctx context.Context, before time.Time, limit int) (int, error) {
+	res := db.gorm.WithContext(ctx).Exec(`UPDATE order_events SET delivered_at = ?, unsent = TRUE, next_at = NULL
+		WHERE next_at < ? AND delivered_at IS NULL AND parked_at IS NULL
+		ORDER BY next_at LIMIT ?`, db.now(), before, limit)
+	return int(res.RowsAffected), res.Error
 }
 
 // maxEventError is the width of order_events.last_error.
@@ -265,7 +290,7 @@ func (db *DB) RetryEvent(ctx context.Context, eventID string) error {
 		return err
 	}
 	res := db.gorm.WithContext(ctx).Model(&eventRow{}).Where("id = ? AND delivered_at IS NULL", id).
-		Updates(map[string]any{"parked_at": nil, "attempts": 0, "next_at": nil})
+		Updates(map[string]any{"parked_at": nil, "attempts": 0, "next_at": db.now()})
 	if res.Error != nil {
 		return res.Error
 	}
@@ -279,7 +304,7 @@ func (db *DB) RetryEvent(ctx context.Context, eventID string) error {
 // how many.
 func (db *DB) RetryParkedEvents(ctx context.Context) (int, error) {
 	res := db.gorm.WithContext(ctx).Model(&eventRow{}).Where("delivered_at IS NULL AND parked_at IS NOT NULL").
-		Updates(map[string]any{"parked_at": nil, "attempts": 0, "next_at": nil})
+		Updates(map[string]any{"parked_at": nil, "attempts": 0, "next_at": db.now()})
 	return int(res.RowsAffected), res.Error
 }
 
