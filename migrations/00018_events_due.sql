@@ -1,10 +1,11 @@
 -- +goose Up
--- The events relay picks the due events by next_at (docs/events.md): an
--- event waiting for delivery always carries when it is due (its
--- recording, its backoff, a relay's lease), a delivered or parked one
--- none, so a pass reads only the due events through order_events_due,
--- however many others wait on a backoff, are parked, or were delivered.
--- The events waiting now become due at once, as their NULL meant.
+-- The events relay picks the due events by next_at (docs/events.md): a
+-- sequenced event waiting for delivery always carries when it is due (its
+-- recording, set by the sequencer; its backoff; a relay's lease), a
+-- delivered or parked one none, so a pass reads only the due events
+-- through order_events_due, however many others wait on a backoff, are
+-- parked, or were delivered. The events waiting now become due at once,
+-- as their NULL meant.
 UPDATE order_events SET next_at = created_at
     WHERE delivered_at IS NULL AND parked_at IS NULL AND next_at IS NULL;
 

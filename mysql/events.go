@@ -46,9 +46,8 @@ func recordChange(tx *gorm.DB, changes ...orderChange) error {
 		if err != nil {
 			return err
 		}
-		// Due from its recording (see DueEvents).
 		events = append(events, &eventRow{Type: string(typ), OrderNo: c.ledger.OrderNo,
-			OrderJSON: string(snapshot), CreatedAt: c.ledger.CreatedAt, NextAt: &c.ledger.CreatedAt})
+			OrderJSON: string(snapshot), CreatedAt: c.ledger.CreatedAt})
 	}
 	if err := tx.Create(ledgers).Error; err != nil {
 		return err
@@ -71,8 +70,9 @@ type eventRow struct {
 	DeliveredAt *time.Time
 	Unsent      bool
 	Attempts    int
-	// NextAt is when an event waiting for delivery is due (its
-	// recording, a backoff, a lease); nil once delivered or parked.
+	// NextAt is when a sequenced event waiting for delivery is due (its
+	// recording, a backoff, a lease); nil before it is sequenced and once
+	// delivered or parked.
 	NextAt    *time.Time
 	LastError string
 	ParkedAt  *time.Time
@@ -111,15 +111,18 @@ func eventRowID(eventID string) (int64, error) {
 }
 
 // SequenceEvents gives up to limit visible unsequenced events the next seq
-// values, in id order, and returns how many it sequenced. Passes are
-// serialized by the lock on the cursor row, so seq values are handed out
-// one pass after another and each pass's rows are visible, with their
-// seq, before the next pass starts: a reader paging by seq never skips
-// one. An event whose transaction commits after a larger id was sequenced
-// just gets a later seq. Within one order the changes are serialized by
-// the order row's lock, so its events are sequenced in the order of its
-// changes. Read committed: the pass sees what committed up to each
-// statement, and takes no gap locks that would hold up the order
+// values, in id order, makes them due for delivery from their recording
+// (next_at, see dueEventsSQL), and returns how many it sequenced. Due from
+// here rather than from the insert, so that an event recorded by any
+// writer (a binary of before next_at, in a rolling deploy) is delivered.
+// Passes are serialized by the lock on the cursor row, so seq values are
+// handed out one pass after another and each pass's rows are visible, with
+// their seq, before the next pass starts: a reader paging by seq never
+// skips one. An event whose transaction commits after a larger id was
+// sequenced just gets a later seq. Within one order the changes are
+// serialized by the order row's lock, so its events are sequenced in the
+// order of its changes. Read committed: the pass sees what committed up to
+// each statement, and takes no gap locks that would hold up the order
 // transactions inserting events meanwhile.
 func (db *DB) SequenceEvents(ctx context.Context, limit int) (int, error) {
 	n := 0
@@ -137,7 +140,7 @@ func (db *DB) SequenceEvents(ctx context.Context, limit int) (int, error) {
 		}
 		var b strings.Builder
 		args := make([]any, 0, 2*len(ids)+1)
-		b.WriteString("UPDATE order_events SET seq = CASE id")
+		b.WriteString("UPDATE order_events SET next_at = COALESCE(next_at, created_at), seq = CASE id")
 		for i, id := range ids {
 			b.WriteString(" WHEN ? THEN ?")
 			args = append(args, id, cursor.Seq+int64(i)+1)
