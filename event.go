@@ -17,18 +17,27 @@ type EventType string
 // The event types: one per status an order's change can reach that
 // someone outside the sale acts on.
 const (
-	EventOrderPaid     EventType = "order.paid"
-	EventOrderClosed   EventType = "order.closed"
-	EventOrderRefunded EventType = "order.refunded"
-	EventOrderFailed   EventType = "order.failed"
+	EventOrderPaid EventType = "order.paid"
+	// EventOrderRefundPending: the money is going back (an operator's
+	// refund, or a payment that came after the close). It goes out when
+	// the order changes, not when the provider confirms, because an
+	// operator's refund puts the unit back on sale at once: fulfilment
+	// must stop shipping now, not hours later when a retried refund
+	// succeeds. Every order.refunded follows one.
+	EventOrderRefundPending EventType = "order.refund_pending"
+	EventOrderClosed        EventType = "order.closed"
+	EventOrderRefunded      EventType = "order.refunded"
+	EventOrderFailed        EventType = "order.failed"
 )
 
 // EventFor returns the event a change to status emits; false when a change
-// to it emits none (WAIT_PAY, REFUND_PENDING: nothing to act on yet).
+// to it emits none (WAIT_PAY: nothing to act on yet).
 func EventFor(status Status) (EventType, bool) {
 	switch status {
 	case StatusPaid:
 		return EventOrderPaid, true
+	case StatusRefundPending:
+		return EventOrderRefundPending, true
 	case StatusClosed:
 		return EventOrderClosed, true
 	case StatusRefunded:
@@ -82,7 +91,8 @@ type EventState struct {
 	State     string `json:"state"`
 	Attempts  int    `json:"attempts"`
 	LastError string `json:"last_error,omitempty"`
-	// NextAttemptAt is when a pending event is tried again (zero: now).
+	// NextAttemptAt is when a pending event is tried again (past or
+	// zero: now).
 	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
 	// ParkedAt is when a parked event stopped being tried.
 	ParkedAt time.Time `json:"parked_at,omitzero"`

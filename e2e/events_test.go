@@ -3,11 +3,14 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,19 +18,18 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/sandbox"
 )
 
-// A real sale with the events out: one order is paid, another times out;
-// the worker's events relay (as `seckill worker` builds it from
-// SECKILL_EVENTS_*) delivers order.paid and order.closed to the receiver,
-// signed, each once, with the order as it became.
-func TestOrderEventsOfASale(t *testing.T) {
-	e := testenv.New(t, testenv.Options{PayTimeout: 2 * time.Second})
-	sess := e.Session(3, 1, 900)
-	ctx := context.Background()
+// receiveEvents points the Env's events relay (as `seckill worker` builds
+// it from SECKILL_EVENTS_*) at a receiver that checks each delivery's
+// signature, runs the relay, and returns what the receiver took: each
+// event once, in the order taken.
+func receiveEvents(t *testing.T, e *testenv.Env) func() []seckill.Event {
 	secret := "e2e-events-secret"
 	var mu sync.Mutex
-	got := map[string]seckill.Event{} // by event id
+	var got []seckill.Event
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil || seckill.VerifyWebhook([]byte(secret), r.Header.Get(seckill.HeaderSignature), body, time.Now()) != nil {
@@ -41,13 +43,30 @@ func TestOrderEventsOfASale(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		got[ev.ID] = ev
+		if !slices.ContainsFunc(got, func(g seckill.Event) bool { return g.ID == ev.ID }) {
+			got = append(got, ev)
+		}
 	}))
 	t.Cleanup(receiver.Close)
 	e.App.Config.EventsURL, e.App.Config.EventsSecret = receiver.URL, secret
-	rctx, stop := context.WithCancel(ctx)
+	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
-	go e.App.EventsRelay().Run(rctx, 200*time.Millisecond)
+	go e.App.EventsRelay().Run(ctx, 100*time.Millisecond)
+	return func() []seckill.Event {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+}
+
+// A real sale with the events out: one order is paid, another times out;
+// the worker's events relay delivers order.paid and order.closed to the
+// receiver, signed, each once, with the order as it became.
+func TestOrderEventsOfASale(t *testing.T) {
+	e := testenv.New(t, testenv.Options{PayTimeout: 2 * time.Second})
+	sess := e.Session(3, 1, 900)
+	ctx := context.Background()
+	received := receiveEvents(t, e)
 
 	payer, idler := e.Token(1), e.Token(2)
 	paidNo, idleNo := buyOrder(t, e, sess.ID, payer), buyOrder(t, e, sess.ID, idler)
@@ -58,22 +77,18 @@ func TestOrderEventsOfASale(t *testing.T) {
 	e.WaitStatus(idler, idleNo, 20*time.Second, seckill.StatusClosed)
 
 	e.Eventually(20*time.Second, "both events at the receiver", func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(got) != 2 {
+		if got := received(); len(got) != 2 {
 			return fmt.Errorf("%d events: %v", len(got), got)
 		}
 		return nil
 	})
-	mu.Lock()
 	byOrder := map[string]seckill.Order{}
 	types := map[string]seckill.EventType{}
-	for _, ev := range got {
+	for _, ev := range received() {
 		var o seckill.Order
 		require.NoError(t, json.Unmarshal(ev.Order, &o))
 		byOrder[o.OrderNo], types[o.OrderNo] = o, ev.Type
 	}
-	mu.Unlock()
 	require.Equal(t, map[string]seckill.EventType{paidNo: seckill.EventOrderPaid, idleNo: seckill.EventOrderClosed}, types)
 	require.Equal(t, seckill.StatusPaid, byOrder[paidNo].Status)
 	require.Equal(t, int64(900), byOrder[paidNo].AmountCents)
@@ -82,4 +97,107 @@ func TestOrderEventsOfASale(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, states, "every event delivered")
 	e.RequireInvariants(sess.ID)
+}
+
+// heldRefunds is a payment provider whose refunds fail while held: an
+// outage at the provider, or a refund it keeps for review.
+type heldRefunds struct {
+	*sandbox.Provider
+	held *atomic.Bool
+}
+
+func (p heldRefunds) Refund(ctx context.Context, r seckill.Refund) (string, error) {
+	if p.held.Load() {
+		return "", errors.New("provider: refunds are under review")
+	}
+	return p.Provider.Refund(ctx, r)
+}
+
+// An operator refunds a paid order while the provider holds refunds back:
+// fulfilment hears order.refund_pending at once (pushed, signed, and in
+// the feed), after order.paid and long before the money moves; once the
+// provider refunds, order.refunded follows, in that order, each event once.
+func TestOperatorRefundIsAnnouncedBeforeTheMoneyMoves(t *testing.T) {
+	var held atomic.Bool
+	held.Store(true)
+	e := testenv.New(t, testenv.Options{WrapPayments: func(p *sandbox.Provider) seckill.PaymentProvider {
+		return heldRefunds{p, &held}
+	}})
+	sess := e.Session(2, 1, 900)
+	ctx := context.Background()
+	pushed := receiveEvents(t, e)
+
+	// statuses are the order's events as the receiver and the feed have
+	// them: their types, each checked against its order snapshot.
+	statuses := func(events []seckill.Event) []seckill.EventType {
+		var types []seckill.EventType
+		for _, ev := range events {
+			var o seckill.Order
+			require.NoError(t, json.Unmarshal(ev.Order, &o))
+			typ, ok := seckill.EventFor(o.Status)
+			require.True(t, ok)
+			require.Equal(t, typ, ev.Type, "the snapshot is the order as the change left it")
+			types = append(types, ev.Type)
+		}
+		return types
+	}
+	feed := func() []seckill.EventType {
+		r := e.Do("GET", "/admin/v1/events?limit=1000", testenv.AdminToken, nil)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+		var page struct{ Events []seckill.Event }
+		require.NoError(t, json.Unmarshal(r.Raw, &page))
+		return statuses(page.Events)
+	}
+	until := func(what string, want ...seckill.EventType) {
+		e.Eventually(20*time.Second, what, func() error {
+			if got := statuses(pushed()); !slices.Equal(got, want) {
+				return fmt.Errorf("pushed %v", got)
+			}
+			if got := feed(); !slices.Equal(got, want) {
+				return fmt.Errorf("feed %v", got)
+			}
+			return nil
+		})
+	}
+
+	tok := e.Token(1)
+	no := buyOrder(t, e, sess.ID, tok)
+	payment := fmt.Sprintf("pay-refund-events-%d", time.Now().UnixNano())
+	code, err := e.Provider.Pay(ctx, no, payment, 900)
+	require.NoError(t, err)
+	require.Equal(t, 200, code)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)
+	until("order.paid out", seckill.EventOrderPaid)
+
+	r := e.Do("POST", "/admin/v1/orders/"+no+"/refund", e.OperatorToken("alice", seckill.RoleOperator),
+		map[string]string{"reason": "customer cancelled"}, "Idempotency-Key", "refund-"+payment)
+	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	// The provider refuses the refund's first run: the money stays, the
+	// refund waits for its next run.
+	refunds := &relay.Refunds{Store: e.DB, Starter: e.Orders, Views: e.Gate, Log: e.Log}
+	n, err := refunds.Pass(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	e.Eventually(20*time.Second, "the refund's run failed", func() error {
+		st, err := e.DB.RefundStates(ctx, 10)
+		if err != nil || len(st) != 1 || st[0].Attempts != 1 {
+			return fmt.Errorf("refunds %+v %v", st, err)
+		}
+		return nil
+	})
+	until("order.refund_pending out while the provider holds the refund", seckill.EventOrderPaid, seckill.EventOrderRefundPending)
+	require.Equal(t, "REFUND_PENDING", e.Do("GET", "/api/v1/orders/"+no, tok, nil).Str("status"))
+
+	require.Error(t, e.Temporal.GetWorkflow(ctx, seckill.RefundWorkflowID(payment), "").Get(ctx, nil), "the run failed")
+
+	held.Store(false)
+	require.NoError(t, e.DB.RetryRefund(ctx, payment)) // `seckill refunds retry`
+	n, err = refunds.Pass(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusRefunded)
+	until("order.refunded out last", seckill.EventOrderPaid, seckill.EventOrderRefundPending, seckill.EventOrderRefunded)
+	rep := e.RequireInvariants(sess.ID)
+	require.Equal(t, 1, rep.Orders[seckill.StatusRefunded])
+	require.Equal(t, 2, rep.DBStock)
 }

@@ -59,17 +59,23 @@ func recordChange(tx *gorm.DB, changes ...orderChange) error {
 }
 
 type eventRow struct {
-	ID          int64 `gorm:"primaryKey"`
-	Seq         *int64
-	Type        string
-	OrderNo     string
-	OrderJSON   string `gorm:"column:order_json"`
-	CreatedAt   time.Time
+	ID        int64 `gorm:"primaryKey"`
+	Seq       *int64
+	Type      string
+	OrderNo   string
+	OrderJSON string `gorm:"column:order_json"`
+	CreatedAt time.Time
+	// DeliveredAt is when the push was done with the event: delivered,
+	// or let go without an endpoint (Unsent, see LetUnsentEventsGo).
 	DeliveredAt *time.Time
+	Unsent      bool
 	Attempts    int
-	NextAt      *time.Time
-	LastError   string
-	ParkedAt    *time.Time
+	// NextAt is when a sequenced event waiting for delivery is due (its
+	// recording, a backoff, a lease); nil before it is sequenced and once
+	// delivered or parked.
+	NextAt    *time.Time
+	LastError string
+	ParkedAt  *time.Time
 }
 
 func (eventRow) TableName() string { return "order_events" }
@@ -105,15 +111,18 @@ func eventRowID(eventID string) (int64, error) {
 }
 
 // SequenceEvents gives up to limit visible unsequenced events the next seq
-// values, in id order, and returns how many it sequenced. Passes are
-// serialized by the lock on the cursor row, so seq values are handed out
-// one pass after another and each pass's rows are visible, with their
-// seq, before the next pass starts: a reader paging by seq never skips
-// one. An event whose transaction commits after a larger id was sequenced
-// just gets a later seq. Within one order the changes are serialized by
-// the order row's lock, so its events are sequenced in the order of its
-// changes. Read committed: the pass sees what committed up to each
-// statement, and takes no gap locks that would hold up the order
+// values, in id order, makes them due for delivery from their recording
+// (next_at, see dueEventsSQL), and returns how many it sequenced. Due from
+// here rather than from the insert, so that an event recorded by any
+// writer (a binary of before next_at, in a rolling deploy) is delivered.
+// Passes are serialized by the lock on the cursor row, so seq values are
+// handed out one pass after another and each pass's rows are visible, with
+// their seq, before the next pass starts: a reader paging by seq never
+// skips one. An event whose transaction commits after a larger id was
+// sequenced just gets a later seq. Within one order the changes are
+// serialized by the order row's lock, so its events are sequenced in the
+// order of its changes. Read committed: the pass sees what committed up to
+// each statement, and takes no gap locks that would hold up the order
 // transactions inserting events meanwhile.
 func (db *DB) SequenceEvents(ctx context.Context, limit int) (int, error) {
 	n := 0
@@ -131,7 +140,7 @@ func (db *DB) SequenceEvents(ctx context.Context, limit int) (int, error) {
 		}
 		var b strings.Builder
 		args := make([]any, 0, 2*len(ids)+1)
-		b.WriteString("UPDATE order_events SET seq = CASE id")
+		b.WriteString("UPDATE order_events SET next_at = COALESCE(next_at, created_at), seq = CASE id")
 		for i, id := range ids {
 			b.WriteString(" WHEN ? THEN ?")
 			args = append(args, id, cursor.Seq+int64(i)+1)
@@ -163,6 +172,16 @@ func (db *DB) Events(ctx context.Context, after int64, limit int) ([]seckill.Eve
 	return out, after, nil
 }
 
+// dueEventsSQL picks the due events: a range of order_events_due (only
+// an event waiting for delivery has a next_at), each checked for an
+// earlier undelivered event of its order through order_events_order. Its
+// plan is pinned by TestDueEventsReadOnlyTheDue.
+const dueEventsSQL = `SELECT e.* FROM order_events e
+	WHERE e.next_at <= ? AND e.delivered_at IS NULL AND e.parked_at IS NULL AND e.seq IS NOT NULL
+	AND NOT EXISTS (SELECT 1 FROM order_events p
+		WHERE p.order_no = e.order_no AND p.delivered_at IS NULL AND p.seq < e.seq)
+	ORDER BY e.seq LIMIT ?`
+
 // DueEvents lists up to limit events the relay should send now, in seq
 // order: sequenced, undelivered, not parked, due, and the first
 // undelivered event of their order, so an order's events go out one at a
@@ -170,12 +189,7 @@ func (db *DB) Events(ctx context.Context, after int64, limit int) ([]seckill.Eve
 // failing or parked.
 func (db *DB) DueEvents(ctx context.Context, limit int) ([]seckill.Event, error) {
 	var rows []eventRow
-	if err := db.gorm.WithContext(ctx).Raw(`SELECT e.* FROM order_events e
-		WHERE e.delivered_at IS NULL AND e.seq IS NOT NULL AND e.parked_at IS NULL
-		AND (e.next_at IS NULL OR e.next_at <= ?)
-		AND NOT EXISTS (SELECT 1 FROM order_events p
-			WHERE p.order_no = e.order_no AND p.delivered_at IS NULL AND p.seq < e.seq)
-		ORDER BY e.seq LIMIT ?`, db.now(), limit).Scan(&rows).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Raw(dueEventsSQL, db.now(), limit).Scan(&rows).Error; err != nil {
 		return nil, err
 	}
 	out := make([]seckill.Event, len(rows))
@@ -196,7 +210,7 @@ func (db *DB) ClaimEvent(ctx context.Context, eventID string, lease time.Duratio
 	}
 	now := db.now()
 	res := db.gorm.WithContext(ctx).Model(&eventRow{}).
-		Where("id = ? AND delivered_at IS NULL AND parked_at IS NULL AND (next_at IS NULL OR next_at <= ?)", id, now).
+		Where("id = ? AND delivered_at IS NULL AND parked_at IS NULL AND next_at <= ?", id, now).
 		Update("next_at", now.Add(lease))
 	return res.RowsAffected == 1, res.Error
 }
@@ -210,6 +224,20 @@ func (db *DB) MarkEventDelivered(ctx context.Context, eventID string) error {
 	}
 	return db.gorm.WithContext(ctx).Model(&eventRow{}).Where("id = ? AND delivered_at IS NULL", id).
 		Updates(map[string]any{"delivered_at": db.now(), "next_at": nil}).Error
+}
+
+// LetUnsentEventsGo ends the push of up to limit events due since before
+// before, oldest first: done (delivered_at) and marked unsent, so they
+// no longer wait for delivery. For a relay without an endpoint, whose
+// events nobody receives: the push's backlog stays bounded, the feed keeps
+// every event. Parked events stay for ops, and an event a relay is
+// sending or backing off is due later, not before. It returns how many
+// went.
+func (db *DB) LetUnsentEventsGo(ctx context.Context, before time.Time, limit int) (int, error) {
+	res := db.gorm.WithContext(ctx).Exec(`UPDATE order_events SET delivered_at = ?, unsent = TRUE, next_at = NULL
+		WHERE next_at < ? AND delivered_at IS NULL AND parked_at IS NULL
+		ORDER BY next_at LIMIT ?`, db.now(), before, limit)
+	return int(res.RowsAffected), res.Error
 }
 
 // maxEventError is the width of order_events.last_error.
@@ -265,7 +293,7 @@ func (db *DB) RetryEvent(ctx context.Context, eventID string) error {
 		return err
 	}
 	res := db.gorm.WithContext(ctx).Model(&eventRow{}).Where("id = ? AND delivered_at IS NULL", id).
-		Updates(map[string]any{"parked_at": nil, "attempts": 0, "next_at": nil})
+		Updates(map[string]any{"parked_at": nil, "attempts": 0, "next_at": db.now()})
 	if res.Error != nil {
 		return res.Error
 	}
@@ -279,7 +307,7 @@ func (db *DB) RetryEvent(ctx context.Context, eventID string) error {
 // how many.
 func (db *DB) RetryParkedEvents(ctx context.Context) (int, error) {
 	res := db.gorm.WithContext(ctx).Model(&eventRow{}).Where("delivered_at IS NULL AND parked_at IS NOT NULL").
-		Updates(map[string]any{"parked_at": nil, "attempts": 0, "next_at": nil})
+		Updates(map[string]any{"parked_at": nil, "attempts": 0, "next_at": db.now()})
 	return int(res.RowsAffected), res.Error
 }
 

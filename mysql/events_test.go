@@ -2,6 +2,7 @@ package mysql_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -41,9 +42,9 @@ func feed(t *testing.T, e *testenv.Env) []seckill.Event {
 }
 
 // Each change to PAID, CLOSED (a close and a tombstone), FAILED (a single
-// refusal and refusals in a batch) and REFUNDED emits exactly one event,
-// with the order as the change left it; WAIT_PAY and REFUND_PENDING emit
-// none; a change that rolls back leaves no event.
+// refusal and refusals in a batch), REFUND_PENDING (a late payment) and
+// REFUNDED emits exactly one event, with the order as the change left it;
+// WAIT_PAY emits none; a change that rolls back leaves no event.
 func TestEventsRecordedWithTheirChange(t *testing.T) {
 	e, sess := store(t, 2, 1)
 	ctx := context.Background()
@@ -101,9 +102,9 @@ func TestEventsRecordedWithTheirChange(t *testing.T) {
 	}
 	require.Equal(t, 8, failed, "1-big and seven of the slot's orders")
 	require.Equal(t, []seckill.EventType{seckill.EventOrderPaid}, byOrder["1-paid"])
-	require.Equal(t, []seckill.EventType{seckill.EventOrderClosed, seckill.EventOrderRefunded}, byOrder["1-closed"])
+	require.Equal(t, []seckill.EventType{seckill.EventOrderClosed, seckill.EventOrderRefundPending, seckill.EventOrderRefunded}, byOrder["1-closed"])
 	require.Equal(t, []seckill.EventType{seckill.EventOrderClosed}, byOrder["1-tomb"])
-	require.Len(t, events, 12)
+	require.Len(t, events, 13)
 
 	// The last snapshot of an order is its row as stored, to the millisecond.
 	last := events[len(events)-1]
@@ -129,7 +130,7 @@ func TestEventsRecordedWithTheirChange(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seckill.StatusWaitPay, o.Status)
 	sequenceAll(t, e)
-	require.Len(t, feed(t, e), 12)
+	require.Len(t, feed(t, e), 13)
 	changes, err := e.DB.EventfulChangesForTest(ctx)
 	require.NoError(t, err)
 	require.Equal(t, byOrder, changes, "one event per eventful ledger row")
@@ -197,7 +198,7 @@ func TestEventFeedUnderConcurrentWriters(t *testing.T) {
 					_, _, err = e.DB.ApplyPayment(ctx, pay)
 				case 1:
 					_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
-				case 2: // closed, paid late, refunded: two events
+				case 2: // closed, paid late, refunded: three events
 					_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
 					require.NoError(t, err)
 					_, _, err = e.DB.ApplyPayment(ctx, pay)
@@ -221,7 +222,7 @@ func TestEventFeedUnderConcurrentWriters(t *testing.T) {
 	for _, types := range changes {
 		total += len(types)
 	}
-	require.Equal(t, writers*perWriter*4/3, total)
+	require.Equal(t, writers*perWriter*5/3, total)
 	require.Equal(t, total, len(read), "every event once")
 	seen := map[string]bool{}
 	byOrder := map[string][]seckill.EventType{}
@@ -231,4 +232,43 @@ func TestEventFeedUnderConcurrentWriters(t *testing.T) {
 		byOrder[ev.OrderNo] = append(byOrder[ev.OrderNo], ev.Type)
 	}
 	require.Equal(t, changes, byOrder, "each order's events in the order of its changes")
+}
+
+// The relay's pick of due events reads the due events only, through the
+// index on next_at, however many others were delivered, are parked, or
+// wait on a backoff (a receiver's outage): a pass costs what it sends.
+func TestDueEventsReadOnlyTheDue(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	ctx := context.Background()
+	db, err := sql.Open("mysql", e.DSN)
+	require.NoError(t, err)
+	defer db.Close()
+	// A receiver was down for a while: most events delivered, many backing
+	// off, some parked, a few due now (one of them behind an earlier
+	// backing-off event of its order).
+	for _, q := range []string{
+		`INSERT INTO order_events (seq, type, order_no, order_json, created_at, delivered_at)
+			SELECT seq, 'order.paid', CONCAT('1-d', seq), '{}', NOW(3), NOW(3) FROM seq_1_to_3000`,
+		`INSERT INTO order_events (seq, type, order_no, order_json, created_at, attempts, next_at)
+			SELECT seq, 'order.paid', CONCAT('1-b', seq), '{}', NOW(3), 3, NOW(3) + INTERVAL 10 MINUTE FROM seq_3001_to_3800`,
+		`INSERT INTO order_events (seq, type, order_no, order_json, created_at, attempts, parked_at)
+			SELECT seq, 'order.paid', CONCAT('1-p', seq), '{}', NOW(3), 20, NOW(3) FROM seq_3801_to_3900`,
+		`INSERT INTO order_events (seq, type, order_no, order_json, created_at, next_at)
+			SELECT seq, 'order.paid', CONCAT('1-n', seq), '{}', NOW(3), NOW(3) - INTERVAL 1 SECOND FROM seq_3901_to_3905`,
+		`INSERT INTO order_events (seq, type, order_no, order_json, created_at, next_at)
+			VALUES (3906, 'order.refund_pending', '1-b3001', '{}', NOW(3), NOW(3) - INTERVAL 1 SECOND)`,
+		`UPDATE order_event_cursor SET seq = 3906`,
+		`ANALYZE TABLE order_events`,
+	} {
+		_, err := db.ExecContext(ctx, q)
+		require.NoError(t, err, q)
+	}
+	due, err := e.DB.DueEvents(ctx, 200)
+	require.NoError(t, err)
+	require.Len(t, due, 5, "the due heads of their orders")
+	keys, rows, err := e.DB.ExplainDueEventsForTest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "order_events_due", keys["e"], "the due events are a range of next_at")
+	require.Equal(t, "order_events_order", keys["p"], "an order's earlier events by its order number")
+	require.Less(t, rows, int64(100), "MariaDB expects to read the due events, not the backlog")
 }

@@ -73,3 +73,20 @@ func (db *DB) RefundOrder(ctx context.Context, ch *seckill.SessionChange) (o *se
 	o, err = db.Order(ctx, ch.OrderNo)
 	return o, applied, err
 }
+
+// OperatorRefundsPending returns up to limit orders an operator refunded
+// whose provider refund has not completed (REFUND_PENDING), oldest change
+// first: the sweep gives back in Redis the units of those whose release
+// did not run (RefundOrder commits before Redis is asked).
+func (db *DB) OperatorRefundsPending(ctx context.Context, limit int) ([]*seckill.Order, error) {
+	var rows []orderRow
+	if err := db.gorm.WithContext(ctx).Where("status = ? AND reason = ?", seckill.StatusRefundPending, seckill.ReasonOperatorRefund).
+		Order("updated_at").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]*seckill.Order, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, nil
+}

@@ -36,8 +36,9 @@ type Refund struct {
 
 // Order refunds the order ch names. A retry under the same request id
 // answers the order as it is now and does the Redis half again: the first
-// attempt may have stopped between MySQL and Redis (the refund's
-// MarkRefunded step releases too, for a retry that never comes).
+// attempt may have stopped between MySQL and Redis (for a retry that never
+// comes, the worker's sweep releases it within a pass, and the refund's
+// MarkRefunded step releases too).
 func (r *Refund) Order(ctx context.Context, ch *seckill.SessionChange) (o *seckill.Order, applied bool, err error) {
 	o, applied, err = r.Store.RefundOrder(ctx, ch)
 	if err != nil {

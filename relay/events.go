@@ -26,6 +26,7 @@ type EventStore interface {
 	MarkEventDelivered(ctx context.Context, eventID string) error
 	RecordEventFailure(ctx context.Context, eventID, reason string, policy seckill.Retry) (*seckill.EventState, error)
 	EventCounts(ctx context.Context) (map[string]int, error)
+	LetUnsentEventsGo(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // Defaults of the events relay.
@@ -54,8 +55,13 @@ const (
 type Events struct {
 	Store EventStore
 	// URL receives the events; empty: they are sequenced (the feed works)
-	// but not sent.
+	// but not sent, and let go of after UnsentRetention.
 	URL string
+	// UnsentRetention is how long, without a URL, an event waits for one
+	// (a URL set later gets the events this young, oldest first); older
+	// ones are let go, so the push's backlog stays bounded. They stay in
+	// the feed. Zero: they wait for a URL however long.
+	UnsentRetention time.Duration
 	// Secret signs each delivery (Seckill-Signature); required with URL.
 	Secret []byte
 	// Retry is the backoff and parking of failed deliveries; zero means
@@ -94,6 +100,7 @@ func (r *Events) Pass(ctx context.Context) (int, error) {
 		}
 	}
 	if r.URL == "" {
+		r.letUnsentGo(ctx)
 		return 0, nil // nothing is sent, so nothing counts as waiting
 	}
 	due, err := r.Store.DueEvents(ctx, 200)
@@ -128,6 +135,24 @@ func (r *Events) Pass(ctx context.Context) (int, error) {
 	wg.Wait()
 	r.observe(ctx)
 	return delivered, nil
+}
+
+// letUnsentBatch is how many events one pass lets go.
+const letUnsentBatch = 1000
+
+// letUnsentGo lets the events go that waited for a URL longer than
+// UnsentRetention.
+func (r *Events) letUnsentGo(ctx context.Context) {
+	if r.UnsentRetention <= 0 {
+		return
+	}
+	n, err := r.Store.LetUnsentEventsGo(ctx, time.Now().Add(-r.UnsentRetention), letUnsentBatch)
+	if err != nil {
+		r.Log.Warn("events relay: letting unsent events go failed", "error", err)
+	} else if n > 0 {
+		r.Log.Info("events relay: events not sent (no SECKILL_EVENTS_URL) let go; the feed keeps them",
+			"events", n, "retention", r.UnsentRetention)
+	}
 }
 
 // deliver sends one claimed event and records the outcome; true when the

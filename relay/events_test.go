@@ -2,11 +2,13 @@ package relay_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,7 +93,7 @@ func (rc *receiver) tries(eventID string) []time.Time {
 
 // orders makes order events: each name's order is created and then paid
 // ("paid-…"), closed ("closed-…"), or closed, paid late and refunded
-// ("refunded-…": two events).
+// ("refunded-…": three events, closed, refund_pending, refunded).
 func orders(t *testing.T, e *testenv.Env, sess *seckill.Session, names ...string) {
 	ctx := context.Background()
 	for i, name := range names {
@@ -214,10 +216,12 @@ func TestEventRelayRetriesParksAndKeepsOrderPerOrder(t *testing.T) {
 	parked := st[dead+" order.closed"]
 	require.Equal(t, 3, parked.Attempts)
 	require.Contains(t, parked.LastError, "receiver answered 500")
-	behind := st[dead+" order.refunded"]
-	require.Equal(t, seckill.EventPending, behind.State)
-	require.Zero(t, behind.Attempts, "never sent while the earlier event of its order is parked")
-	require.Empty(t, rc.tries(behind.ID))
+	behind := []seckill.EventState{st[dead+" order.refund_pending"], st[dead+" order.refunded"]}
+	for _, b := range behind {
+		require.Equal(t, seckill.EventPending, b.State)
+		require.Zero(t, b.Attempts, "never sent while the earlier event of its order is parked")
+		require.Empty(t, rc.tries(b.ID))
+	}
 
 	var flakyID string
 	for _, ev := range rc.taken() {
@@ -232,7 +236,7 @@ func TestEventRelayRetriesParksAndKeepsOrderPerOrder(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	require.Len(t, rc.tries(parked.ID), 3, "a parked event is not sent on its own")
 	require.Equal(t, 1.0, testutil.ToFloat64(m.Events.WithLabelValues(seckill.EventParked)))
-	require.Equal(t, 1.0, testutil.ToFloat64(m.Events.WithLabelValues(seckill.EventPending)))
+	require.Equal(t, 2.0, testutil.ToFloat64(m.Events.WithLabelValues(seckill.EventPending)))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.EventFailures.WithLabelValues(seckill.EventParked)))
 	require.Equal(t, 4.0, testutil.ToFloat64(m.EventFailures.WithLabelValues(seckill.EventPending)), "flaky twice, dead twice")
 
@@ -240,15 +244,17 @@ func TestEventRelayRetriesParksAndKeepsOrderPerOrder(t *testing.T) {
 	healed = true
 	mu.Unlock()
 	require.NoError(t, e.DB.RetryEvent(ctx, parked.ID))
-	e.Eventually(10*time.Second, "the parked event and the one behind it", func() error {
-		if n := len(rc.taken()); n != 4 {
+	e.Eventually(10*time.Second, "the parked event and the ones behind it, delivered", func() error {
+		if n := len(rc.taken()); n != 5 {
 			return fmt.Errorf("%d taken", n)
+		}
+		if st := states(); len(st) != 0 { // the last delivery recorded after the receiver took it
+			return fmt.Errorf("waiting: %v", st)
 		}
 		return nil
 	})
 	took := rc.taken()
-	require.Equal(t, []string{parked.ID, behind.ID}, []string{took[2].ID, took[3].ID}, "in the order of the changes")
-	require.Empty(t, states())
+	require.Equal(t, []string{parked.ID, behind[0].ID, behind[1].ID}, []string{took[2].ID, took[3].ID, took[4].ID}, "in the order of the changes")
 	require.Error(t, e.DB.RetryEvent(ctx, parked.ID), "delivered: nothing to retry")
 }
 
@@ -285,4 +291,55 @@ func TestEventRelaysShareTheWork(t *testing.T) {
 		seen[ev.ID] = true
 	}
 	require.Len(t, seen, len(names))
+}
+
+// Without a URL nobody receives the events: those that waited longer than
+// the retention are let go (never pushed, no longer listed as waiting),
+// younger ones wait and go out, oldest first, once a URL is set; parked
+// events stay for ops; the feed keeps every event.
+func TestEventsWithoutAURLAreLetGoAfterTheRetention(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	sess := e.Session(5, 1, 700)
+	ctx := context.Background()
+	orders(t, e, sess, "refunded-old", "paid-parked", "closed-young", "paid-young")
+	db, err := sql.Open("mysql", e.DSN)
+	require.NoError(t, err)
+	defer db.Close()
+	// The old order's events have waited four days; the parked one failed
+	// for good (when a URL was set) four days ago.
+	_, err = db.ExecContext(ctx, `UPDATE order_events SET created_at = created_at - INTERVAL 4 DAY,
+		next_at = next_at - INTERVAL 4 DAY WHERE order_no IN (?, ?)`, fmt.Sprintf("%d-refunded-old", sess.ID), fmt.Sprintf("%d-paid-parked", sess.ID))
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `UPDATE order_events SET attempts = 20, next_at = NULL, parked_at = created_at WHERE order_no = ?`,
+		fmt.Sprintf("%d-paid-parked", sess.ID))
+	require.NoError(t, err)
+
+	r := eventsRelay(e, "", nil)
+	r.UnsentRetention = 72 * time.Hour
+	_, err = r.Pass(ctx)
+	require.NoError(t, err)
+	waiting, err := e.DB.EventStates(ctx, 50)
+	require.NoError(t, err)
+	byOrder := map[string]string{}
+	for _, st := range waiting {
+		byOrder[strings.TrimPrefix(st.OrderNo, fmt.Sprint(sess.ID))] += string(st.Type) + " " + st.State + ";"
+	}
+	require.Equal(t, map[string]string{
+		"-paid-parked":  "order.paid parked;",
+		"-closed-young": "order.closed pending;",
+		"-paid-young":   "order.paid pending;",
+	}, byOrder, "the old order's three events let go")
+	all, _, err := e.DB.Events(ctx, 0, 100)
+	require.NoError(t, err)
+	require.Len(t, all, 6, "the feed keeps every event")
+
+	rc, srv := newReceiver(t)
+	r.URL = srv.URL
+	_, err = r.Pass(ctx)
+	require.NoError(t, err)
+	var took []string
+	for _, ev := range rc.taken() {
+		took = append(took, strings.TrimPrefix(ev.OrderNo, fmt.Sprint(sess.ID)))
+	}
+	require.ElementsMatch(t, []string{"-closed-young", "-paid-young"}, took, "a URL set later gets the events younger than the retention")
 }

@@ -5,13 +5,15 @@
 // worker` every few seconds and closes each such order exactly as its
 // workflow would have (the same activities' code, compare-and-set and
 // idempotent on the order number), so a workflow that comes back later
-// finds nothing left to give back.
+// finds nothing left to give back. It also gives back in Redis the units
+// of operator refunds whose release failed after MySQL committed them.
 package sweep
 
 import (
 	"cmp"
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/log"
@@ -30,12 +32,14 @@ type Store interface {
 	OverdueOrders(ctx context.Context, before time.Time, limit int) ([]*seckill.Order, error)
 	OrderStatuses(ctx context.Context, orderNos []string) (map[string]seckill.Status, error)
 	Session(ctx context.Context, id int64) (*seckill.Session, int, error)
+	OperatorRefundsPending(ctx context.Context, limit int) ([]*seckill.Order, error)
 }
 
 // Gate is the Redis side of the sweep.
 type Gate interface {
 	Sessions(ctx context.Context) ([]int64, error)
 	Unsettled(ctx context.Context, sessionID int64, before time.Time, limit int) ([]seckill.Reservation, error)
+	Release(ctx context.Context, sessionID int64, orderNo string) (int, error)
 }
 
 // Workflows tells whether an order's workflow is running.
@@ -77,7 +81,7 @@ type Sweep struct {
 type Stats struct {
 	Closed   int // WAIT_PAY orders closed, stock back in both stores
 	Queued   int // reservations that never became an order, closed and released
-	Released int // closed orders whose Redis release had not run, released
+	Released int // closed or operator-refunded orders whose Redis release had not run, released
 	Running  int // past their deadline, but their workflow runs: left alone
 	// Refreshed counts settled orders (paid, waiting, failed) found with
 	// no cached view, e.g. after Redis was rebuilt from MySQL: their view
@@ -131,6 +135,9 @@ func (s *Sweep) Pass(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return st, err
 	}
+	if err := s.releaseRefunded(ctx, ids, budget, &st); err != nil {
+		return st, err
+	}
 	for _, id := range ids {
 		if budget <= 0 {
 			break
@@ -182,6 +189,41 @@ func (s *Sweep) Pass(ctx context.Context) (Stats, error) {
 		}
 	}
 	return st, nil
+}
+
+// releaseRefunded gives back in Redis the units of operator refunds of
+// the preheated sessions (ids) whose release never ran: the refund
+// committed in MySQL, then Redis failed (the API answered an error that
+// nobody retried) or the API died. Their cached view still says PAID, so
+// the scan of unsettled reservations skips them; MySQL names them. The
+// release script's guard keeps it exactly once with the API's own release
+// and the refund's MarkRefunded step, whichever runs first.
+func (s *Sweep) releaseRefunded(ctx context.Context, ids []int64, budget int, st *Stats) error {
+	refunds, err := s.Store.OperatorRefundsPending(ctx, budget)
+	if err != nil {
+		return err
+	}
+	for _, o := range refunds {
+		if !slices.Contains(ids, o.SessionID) {
+			continue // retired: its units are not for sale any more
+		}
+		l := s.Log.With("order_no", o.OrderNo, "trace_id", o.TraceID, "session_id", o.SessionID, "status", o.Status)
+		n, err := s.Gate.Release(ctx, o.SessionID, o.OrderNo)
+		if err != nil {
+			st.Failed++
+			l.Warn("sweep: releasing a refunded order failed; retried on the next pass", "error", err)
+			continue
+		}
+		if n == 0 {
+			continue // released already: the usual case
+		}
+		st.Released++
+		l.Warn("sweep released the units of an operator's refund that Redis had not taken back", "redis_units", n)
+		if err := s.Steps.RefreshView(ctx, log.NewStructuredLogger(l), o.OrderNo); err != nil {
+			st.Failed++
+		}
+	}
+	return nil
 }
 
 // settle closes one stuck order unless its workflow runs.

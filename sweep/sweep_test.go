@@ -11,11 +11,14 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/metrics"
+	"github.com/seckill/seckill/payments"
+	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/sandbox"
 	"github.com/seckill/seckill/sweep"
 	"github.com/seckill/seckill/workflows"
@@ -271,4 +274,57 @@ func TestSweepAsksTheProviderLikeTheWorkflow(t *testing.T) {
 	rep := e.RequireInvariants(sess.ID)
 	require.Equal(t, 2, rep.DBStock)
 	require.Equal(t, 2, rep.RedisStock)
+}
+
+// An operator refunds a paid order while the refund's Redis is down: MySQL
+// commits the refund (the unit back in its stock) and the API answers an
+// error that nobody retries, so Redis still holds the unit for the order
+// and its cached view still says PAID. The sweep gives the unit back to
+// the sale, once: a later pass, and the refund's retry once Redis is
+// back, find nothing left to give.
+func TestSweepReleasesAnOperatorRefundRedisMissed(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true})
+	sess := e.Session(1, 1, 300)
+	ctx := context.Background()
+	req := reserve(t, e, sess, 1)
+	start(t, e, req)
+	require.NoError(t, e.Orders.Pay(ctx, &seckill.Payment{EventID: "e1", PaymentID: "p-" + req.OrderNo, OrderNo: req.OrderNo, AmountCents: 300, TraceID: "t1"}))
+	waitRow(e, req.OrderNo, seckill.StatusPaid)
+
+	link := testenv.StartToxi(t, "refund-redis", e.RedisAddr)
+	rdb := redis.NewClient(&goredis.UniversalOptions{Addrs: []string{link.Addr}})
+	t.Cleanup(func() { rdb.Close() })
+	refund := &payments.Refund{Store: e.DB, Gate: redis.New(rdb, e.Prefix)}
+	ch := func() *seckill.SessionChange {
+		return &seckill.SessionChange{Action: seckill.ActionRefund, OrderNo: req.OrderNo, Reason: "customer cancelled",
+			Actor: "alice", ActorRole: seckill.RoleOperator, RequestID: "refund-1", TraceID: "t-refund"}
+	}
+	link.SetDown(true)
+	_, _, err := refund.Order(ctx, ch())
+	require.Error(t, err, "Redis is down")
+	o, err := e.DB.Order(ctx, req.OrderNo)
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusRefundPending, o.Status, "MySQL committed the refund")
+	rep := e.Reconcile(sess.ID)
+	require.Equal(t, 1, rep.InFlight, "Redis still holds the refunded order's unit")
+	require.Zero(t, rep.RedisStock)
+
+	sw := newSweep(e, e.Orders)
+	st, err := sw.Pass(ctx)
+	require.NoError(t, err)
+	require.Equal(t, sweep.Stats{Released: 1}, st)
+	st, err = sw.Pass(ctx)
+	require.NoError(t, err)
+	require.Equal(t, sweep.Stats{}, st, "released once")
+	view, err := e.Gate.Order(ctx, req.OrderNo)
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusRefundPending, view.Status, "the cached view follows the row")
+
+	link.SetDown(false)
+	_, applied, err := refund.Order(ctx, ch())
+	require.NoError(t, err)
+	require.False(t, applied, "the retry is the same refund")
+	rep = e.RequireInvariants(sess.ID)
+	require.Equal(t, 1, rep.RedisStock, "the unit back on sale in Redis, once")
+	require.Equal(t, 1, rep.DBStock, "and in MySQL, once")
 }

@@ -300,7 +300,7 @@ func (m *Main) EventsRelay() *relay.Events {
 	if attempts <= 0 {
 		attempts = seckill.DefaultEventAttempts // a Config built by hand
 	}
-	return &relay.Events{Store: m.DB, URL: c.EventsURL, Secret: []byte(c.EventsSecret),
+	return &relay.Events{Store: m.DB, URL: c.EventsURL, Secret: []byte(c.EventsSecret), UnsentRetention: c.EventsUnsent,
 		Retry: seckill.EventRetry(attempts), Log: m.Log, Metrics: m.Metrics}
 }
 

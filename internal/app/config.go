@@ -121,10 +121,12 @@ type Config struct {
 	// EventsURL receives the order events as signed webhooks (signed
 	// with EventsSecret, which it requires), each parked after
 	// EventsAttempts failed deliveries; unset: events are recorded and
-	// listed in the feed, not sent.
+	// listed in the feed, not sent, and after EventsUnsent they no longer
+	// wait for a URL (0: however long).
 	EventsURL      string        `env:"SECKILL_EVENTS_URL"`
 	EventsSecret   string        `env:"SECKILL_EVENTS_SECRET" secret:"true"`
 	EventsAttempts int           `env:"SECKILL_EVENTS_ATTEMPTS"` // seckill.DefaultEventAttempts
+	EventsUnsent   time.Duration `env:"SECKILL_EVENTS_UNSENT_RETENTION" envDefault:"72h"`
 	ReconcileEvery time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
 	EagerStart     bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
 	// StarterYield is how long the API's starter may hold an order's
@@ -282,6 +284,9 @@ func (c *Config) RequireDrawKey() error {
 func (c *Config) checkEvents() error {
 	if c.EventsAttempts <= 0 {
 		return errors.New("SECKILL_EVENTS_ATTEMPTS must be a positive number of delivery attempts")
+	}
+	if c.EventsUnsent < 0 {
+		return errors.New("SECKILL_EVENTS_UNSENT_RETENTION must not be negative (0 keeps unsent events for a later URL)")
 	}
 	if c.EventsURL == "" {
 		return nil
