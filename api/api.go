@@ -210,8 +210,17 @@ type Server struct {
 	left      bool
 }
 
-// bodyLimit caps request bodies: every request of this API is a few hundred bytes.
-const bodyLimit = 8 << 10
+// bodyLimit caps request bodies: every request of this API is a few
+// hundred bytes, but Stripe's events, whole objects (an old API version's
+// payment intent with its charges and metadata), get the larger
+// stripeBodyLimit on their one route (bodyLimitOf).
+const (
+	bodyLimit       = 8 << 10
+	stripeBodyLimit = 256 << 10
+)
+
+// stripeWebhookPath is the route of Stripe's events.
+const stripeWebhookPath = "/api/v1/payments/stripe/webhook"
 
 // New builds the server. It does not listen; call App().Listen.
 func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
@@ -307,6 +316,7 @@ func (s *Server) App() *fiber.App {
 		// No ProxyHeader: Fiber would believe it from any peer; the client
 		// IP comes from clientIP, which checks the peer first.
 	})
+	s.limitBodies(app)
 	app.Use(requestID, s.observe, s.recoverPanics())
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
@@ -334,7 +344,7 @@ func (s *Server) App() *fiber.App {
 	// events, and a route that cannot accept one would only be a door
 	// to probe. The catch-all answers 404 NOT_FOUND instead.
 	if s.cfg.StripeEvents != nil {
-		v1.Post("/payments/stripe/webhook", s.stripeWebhook)
+		app.Post(stripeWebhookPath, s.stripeWebhook)
 	}
 
 	admin := app.Group("/admin/v1", s.authenticateOperator)
