@@ -59,10 +59,37 @@ func (oneCheckout) Checkout(_ context.Context, no string) (*seckill.Checkout, er
 	return &seckill.Checkout{OrderNo: no, PaymentID: "pay_" + no}, nil
 }
 
-// withProvider makes the harness's close ask p, on the suite's clock.
-func (h *harness) withProvider(p *provider) {
+// received are the payments the webhook recorded (RECEIVED) before
+// signalling them, as MySQL keeps them.
+type received struct {
+	mu       sync.Mutex
+	payments []seckill.Payment
+}
+
+func (r *received) record(p seckill.Payment) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.payments = append(r.payments, p)
+}
+
+func (r *received) ReceivedPayment(_ context.Context, orderNo string) (*seckill.Payment, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.payments {
+		if p.OrderNo == orderNo {
+			return &p, nil
+		}
+	}
+	return nil, nil
+}
+
+// withProvider makes the harness's close ask p, on the suite's clock, and
+// returns the payments its webhooks record.
+func (h *harness) withProvider(p *provider) *received {
 	p.now = h.env.Now
-	h.acts.Settle = &payments.Settle{Provider: p, Checkouts: oneCheckout{}, Now: h.env.Now}
+	r := &received{}
+	h.acts.Settle = &payments.Settle{Provider: p, Checkouts: oneCheckout{}, Received: r, Now: h.env.Now}
+	return r
 }
 
 // At the deadline the close asks the provider before it compensates, on
@@ -125,4 +152,31 @@ func TestOrderAsksTheProviderBeforeClosing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A payment whose webhook comes while the close waits for a provider it
+// cannot reach (within the pay grace) pays the order: the webhook recorded
+// it (RECEIVED) before its signal, and the close looks there each time the
+// provider cannot answer. Not CLOSED with the payment sent to refund, as
+// when the signal waited behind the close. (A minute of grace: the test
+// environment caps the close's retries at 10 attempts, about 80 s.)
+func TestPaymentDuringThePayGraceIsApplied(t *testing.T) {
+	h := newHarness(t, 10)
+	req := h.admit("7-grace", 1002, 3)
+	p := &provider{state: seckill.PaymentOpen, downUntil: startTime.Add(payTimeout + time.Hour)}
+	webhook := h.withProvider(p)
+	h.acts.Settle.Grace = time.Minute
+	pay := payment(req, "pay_7-grace")
+	h.env.RegisterDelayedCallback(func() {
+		webhook.record(pay)
+		h.env.SignalWorkflow(workflows.PaymentSignal, pay)
+	}, payTimeout+10*time.Second)
+	st := h.run(req)
+
+	assert.Equal(t, seckill.StatusPaid, st.Status)
+	assert.Equal(t, pay.PaymentID, st.PaymentID)
+	assert.Empty(t, st.LatePayments, "nothing to refund")
+	assert.Zero(t, h.inj.Count("release"), "a paid order gives nothing back")
+	assert.True(t, h.env.Now().Before(startTime.Add(payTimeout+time.Minute)), "decided within the grace, at %s", h.env.Now())
+	h.assertFinal("PAID")
 }

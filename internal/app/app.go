@@ -123,7 +123,7 @@ func (m *Main) Close() {
 // order's close asks the payment provider first.
 func (m *Main) Activities() *activities.Activities {
 	return &activities.Activities{Store: m.DB, Gate: m.Gate, Settle: &payments.Settle{
-		Provider: m.PaymentProvider(), Checkouts: m.DB, Grace: m.Config.PayGrace, Now: time.Now, Log: m.Log,
+		Provider: m.PaymentProvider(), Checkouts: m.DB, Received: m.DB, Grace: m.Config.PayGrace, Now: time.Now, Log: m.Log,
 	}}
 }
 
