@@ -100,7 +100,10 @@ func TestSettleBeforeClose(t *testing.T) {
 		{name: "paid, webhook lost", query: seckill.PaymentSucceeded, paid: true, calls: []string{"query"}},
 		{name: "open: cancelled, then close", query: seckill.PaymentOpen, cancel: seckill.PaymentCanceled, calls: []string{"query", "cancel"}},
 		{name: "paid during the cancel", query: seckill.PaymentOpen, cancel: seckill.PaymentSucceeded, paid: true, calls: []string{"query", "cancel"}},
-		{name: "none at the provider", query: seckill.PaymentNone, calls: []string{"query"}},
+		// A checkout being opened right now may create its payment after
+		// the query: the cancel makes sure it can never be paid.
+		{name: "none at the provider: cancelled all the same", query: seckill.PaymentNone, cancel: seckill.PaymentNone, calls: []string{"query", "cancel"}},
+		{name: "none, then created and paid during the cancel", query: seckill.PaymentNone, cancel: seckill.PaymentSucceeded, paid: true, calls: []string{"query", "cancel"}},
 		{name: "cancelled before", query: seckill.PaymentCanceled, calls: []string{"query"}},
 		{name: "money in flight: kept open", query: seckill.PaymentProcessing, unavailable: true, calls: []string{"query"}},
 		{name: "money in flight past the grace: close", query: seckill.PaymentProcessing, waited: 3 * time.Minute, calls: []string{"query"}},

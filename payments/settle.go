@@ -26,8 +26,8 @@ type Received interface {
 // Settle asks the provider, before an unpaid order closes (its pay timer
 // fired, its shopper cancelled), whether it was paid after all: a payment
 // whose webhook was lost or is late must make the order PAID, not a
-// refund. A payment still open is cancelled first, so the closed order
-// cannot be paid afterwards.
+// refund. A payment still open, or none yet, is cancelled first, so the
+// closed order cannot be paid afterwards.
 type Settle struct {
 	Provider  Asker
 	Checkouts Checkouts
@@ -60,7 +60,9 @@ func (s *Settle) BeforeClose(ctx context.Context, orderNo, traceID string, asked
 	}
 	ref := seckill.PaymentRef{OrderNo: orderNo, PaymentID: c.PaymentID}
 	p, err := s.call(ctx, s.Provider.QueryPayment, ref)
-	if err == nil && (p.State == seckill.PaymentOpen) {
+	if err == nil && (p.State == seckill.PaymentOpen || p.State == seckill.PaymentNone) {
+		// NONE too: a checkout still being opened may create its payment
+		// after the query; cancelled first, it can never be paid.
 		p, err = s.call(ctx, s.Provider.CancelPayment, ref)
 	}
 	if err == nil {
