@@ -339,12 +339,15 @@ func (s *Server) App() *fiber.App {
 	v1.Get("/orders/:order_no", s.readLimit, s.authorize, s.getOrder)
 	v1.Post("/orders/:order_no/cancel", s.globalLimit, s.authorize, s.shopperLimits, s.cancelOrder)
 	v1.Post("/orders/:order_no/payment", s.globalLimit, s.authorize, s.shopperLimits, s.createPayment)
-	v1.Post("/payments/webhook", s.webhook)
-	// Only with Stripe as the provider: elsewhere nothing verifies its
-	// events, and a route that cannot accept one would only be a door
-	// to probe. The catch-all answers 404 NOT_FOUND instead.
+	// Stripe's route only with Stripe as the provider, and then only it:
+	// elsewhere nothing verifies Stripe's events, and with Stripe a payment
+	// signed with SECKILL_WEBHOOK_SECRET would be one Stripe never took. A
+	// route that cannot accept a payment would only be a door to probe:
+	// the catch-all answers 404 NOT_FOUND instead.
 	if s.cfg.StripeEvents != nil {
 		app.Post(stripeWebhookPath, s.stripeWebhook)
+	} else {
+		v1.Post("/payments/webhook", s.webhook)
 	}
 
 	admin := app.Group("/admin/v1", s.authenticateOperator)
