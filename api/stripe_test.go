@@ -59,6 +59,11 @@ func TestStripeWebhookPaysTheOrder(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.Status, "%s: %s", typ, r.Raw)
 		require.Equal(t, true, r.Body["received"])
 	}
+	// An amount that is not the order's never pays it, but was captured:
+	// recorded, and refunded.
+	wrong := map[string]any{"id": "pi_wrong", "object": "payment_intent", "amount_received": 1, "status": "succeeded", "metadata": map[string]string{"order_no": no}}
+	testenv.RequireError(t, signed(testenv.StripeEvent(t, "evt_wrong", "payment_intent.succeeded", wrong)), 422, "AMOUNT_MISMATCH", "")
+	requireRefundDue(t, e, "pi_wrong", 1)
 	// With Stripe as the provider the seckill-signed webhook pays nothing:
 	// its route is not served.
 	testenv.RequireError(t, e.Pay(no, pi, "evt_generic", 990), 404, "NOT_FOUND", "no route")

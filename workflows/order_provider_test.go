@@ -26,6 +26,8 @@ type provider struct {
 	downUntil  time.Time
 	cancelPays bool
 	asked      int
+	// amount is what its payment captured: the order's when 0.
+	amount int64
 }
 
 var errDown = errors.New("provider: connection refused")
@@ -37,7 +39,7 @@ func (p *provider) QueryPayment(_ context.Context, ref seckill.PaymentRef) (seck
 	if p.now().Before(p.downUntil) {
 		return seckill.ProviderPayment{}, errDown
 	}
-	return seckill.ProviderPayment{PaymentID: ref.PaymentID, State: p.state, AmountCents: 3 * testPrice}, nil
+	return seckill.ProviderPayment{PaymentID: ref.PaymentID, State: p.state, AmountCents: cmp.Or(p.amount, 3*testPrice)}, nil
 }
 
 func (p *provider) CancelPayment(_ context.Context, ref seckill.PaymentRef) (seckill.ProviderPayment, error) {
@@ -48,7 +50,7 @@ func (p *provider) CancelPayment(_ context.Context, ref seckill.PaymentRef) (sec
 	} else if p.state == seckill.PaymentOpen {
 		p.state = seckill.PaymentCanceled
 	}
-	return seckill.ProviderPayment{PaymentID: ref.PaymentID, State: p.state, AmountCents: 3 * testPrice}, nil
+	return seckill.ProviderPayment{PaymentID: ref.PaymentID, State: p.state, AmountCents: cmp.Or(p.amount, 3*testPrice)}, nil
 }
 
 // oneCheckout: the order opened its checkout, as pay_<order_no>.
@@ -179,4 +181,20 @@ func TestPaymentDuringThePayGraceIsApplied(t *testing.T) {
 	assert.Zero(t, h.inj.Count("release"), "a paid order gives nothing back")
 	assert.True(t, h.env.Now().Before(startTime.Add(payTimeout+time.Minute)), "decided within the grace, at %s", h.env.Now())
 	h.assertFinal("PAID")
+}
+
+// A payment the provider captured with an amount that is not the order's
+// never pays it, and is not dropped either: the order closes and the
+// payment waits for its refund.
+func TestWrongAmountAtTheProviderIsRefunded(t *testing.T) {
+	h := newHarness(t, 10)
+	req := h.admit("7-wrong", 1002, 3)
+	h.withProvider(&provider{state: seckill.PaymentSucceeded, amount: testPrice})
+	st := h.run(req)
+
+	h.assertCompensated(req, st, workflows.ReasonTimeout)
+	captured, refunds := h.store.Payments(req.OrderNo)
+	assert.Empty(t, captured)
+	assert.Equal(t, []string{"pay_7-wrong"}, refunds)
+	h.assertFinal("CLOSED")
 }
