@@ -4,8 +4,8 @@
 #   docker build -t seckill .
 #   docker run --rm seckill migrate | api | worker | token --user 1 | reconcile --session 1
 # docker-compose.yml in this directory wires it to MySQL, Redis and Temporal.
-# The image sets no SECKILL_PAYMENT_PROVIDER on purpose: `worker` (and `api`
-# with eager start) refuse to start until one is chosen; "sandbox" moves no money.
+# The image sets no SECKILL_PAYMENT_PROVIDER on purpose: `api` and `worker`
+# refuse to start until one is chosen; "sandbox" moves no money.
 
 # ---- build ------------------------------------------------------------------
 FROM golang:1.26 AS build

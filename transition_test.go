@@ -12,7 +12,8 @@ import (
 // statuses each one leaves alone.
 func TestOrderTransitions(t *testing.T) {
 	for _, s := range seckill.Statuses {
-		outcome, pay := s.Pay()
+		outcome, pay := s.Pay(100, 100)
+		wrongOutcome, wrongPay := s.Pay(99, 100)
 		closed := s.Close("timeout")
 		refund, refundErr := s.OperatorRefund("7-x")
 		refunded := s.Refunded()
@@ -28,6 +29,14 @@ func TestOrderTransitions(t *testing.T) {
 		default:
 			require.Equal(t, seckill.PaymentRefundPending, outcome, s)
 			require.Nil(t, pay, "%s takes no payment", s)
+		}
+		// A wrong amount never pays the order: it waits for its refund,
+		// as any payment the order cannot take.
+		require.Equal(t, seckill.PaymentRefundPending, wrongOutcome, s)
+		if s == seckill.StatusWaitPay {
+			require.Nil(t, wrongPay, "a wrong amount leaves WAIT_PAY alone")
+		} else {
+			require.Equal(t, pay, wrongPay, s)
 		}
 		if s != seckill.StatusWaitPay {
 			require.Nil(t, closed, "%s does not close", s)
@@ -51,7 +60,7 @@ func TestOrderTransitions(t *testing.T) {
 // that ends holding it gives the units back.
 func TestTransitionsGiveBackWhatStopsHoldingStock(t *testing.T) {
 	for _, s := range seckill.Statuses {
-		_, pay := s.Pay()
+		_, pay := s.Pay(100, 100)
 		refund, _ := s.OperatorRefund("7-x")
 		for _, tr := range []*seckill.Transition{pay, s.Close("cancelled"), refund, s.Refunded()} {
 			if tr == nil {

@@ -106,13 +106,13 @@ func (a *Activities) closeOrder(ctx context.Context, l log.Logger, in CloseOrder
 		case seckill.ErrorCode(err) == seckill.EUNAVAILABLE || seckill.ErrorCode(err) == seckill.EINTERNAL:
 			return CloseOrderResult{}, err
 		case err != nil:
-			// Refused (its amount is not the order's): not this order's
-			// payment; the close goes on.
+			// Refused: not this order's payment; the close goes on.
 		case res.Status == seckill.StatusPaid:
 			return CloseOrderResult{Status: res.Status, PaymentID: paid.PaymentID}, nil
 		}
 		// Otherwise the order could not take it (paid by another payment,
-		// closed already): it is recorded for refund, and the close goes on.
+		// closed already, not its amount): it is recorded for refund, and
+		// the close goes on.
 	}
 	status, gaveBack, err := a.Store.CloseOrder(ctx, &in.Request, in.Reason)
 	if err != nil {

@@ -221,8 +221,17 @@ type Server struct {
 	left      bool
 }
 
-// bodyLimit caps request bodies: every request of this API is a few hundred bytes.
-const bodyLimit = 8 << 10
+// bodyLimit caps request bodies: every request of this API is a few
+// hundred bytes, but Stripe's events, whole objects (an old API version's
+// payment intent with its charges and metadata), get the larger
+// stripeBodyLimit on their one route (bodyLimitOf).
+const (
+	bodyLimit       = 8 << 10
+	stripeBodyLimit = 256 << 10
+)
+
+// stripeWebhookPath is the route of Stripe's events.
+const stripeWebhookPath = "/api/v1/payments/stripe/webhook"
 
 // New builds the server. It does not listen; call App().Listen.
 func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
@@ -361,6 +370,7 @@ func (s *Server) App() *fiber.App {
 		// No ProxyHeader: Fiber would believe it from any peer; the client
 		// IP comes from clientIP, which checks the peer first.
 	})
+	s.limitBodies(app)
 	app.Use(requestID, s.observe, s.recoverPanics())
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
@@ -383,12 +393,15 @@ func (s *Server) App() *fiber.App {
 	v1.Get("/orders/:order_no", s.readLimit, s.authorize, s.getOrder)
 	v1.Post("/orders/:order_no/cancel", s.globalLimit, s.authorize, s.shopperLimits, s.cancelOrder)
 	v1.Post("/orders/:order_no/payment", s.globalLimit, s.authorize, s.shopperLimits, s.createPayment)
-	v1.Post("/payments/webhook", s.webhook)
-	// Only with Stripe as the provider: elsewhere nothing verifies its
-	// events, and a route that cannot accept one would only be a door
-	// to probe. The catch-all answers 404 NOT_FOUND instead.
+	// Stripe's route only with Stripe as the provider, and then only it:
+	// elsewhere nothing verifies Stripe's events, and with Stripe a payment
+	// signed with SECKILL_WEBHOOK_SECRET would be one Stripe never took. A
+	// route that cannot accept a payment would only be a door to probe:
+	// the catch-all answers 404 NOT_FOUND instead.
 	if s.cfg.StripeEvents != nil {
-		v1.Post("/payments/stripe/webhook", s.stripeWebhook)
+		app.Post(stripeWebhookPath, s.stripeWebhook)
+	} else {
+		v1.Post("/payments/webhook", s.webhook)
 	}
 
 	admin := app.Group("/admin/v1", s.authenticateOperator)

@@ -64,7 +64,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	if !isDirect && errors.As(err, &fe) {
 		switch fe.Code {
 		case http.StatusRequestEntityTooLarge:
-			err = seckill.Errorf(seckill.ETOOLARGE, "request body is larger than %d bytes", bodyLimit)
+			err = seckill.Errorf(seckill.ETOOLARGE, "request body is larger than %d bytes", s.bodyLimitOf(&c.Request().Header))
 		case http.StatusNotFound, http.StatusMethodNotAllowed:
 			err = seckill.Errorf(seckill.ENOTFOUND, "no route %s %s", c.Method(), c.Path())
 		case http.StatusBadRequest:

@@ -115,9 +115,11 @@ func TestSaleWindow(t *testing.T) {
 	requireUntouched(t, e, ended)
 }
 
-// Webhooks: forged, stale, malformed, unknown and wrong-amount deliveries
-// are refused and change nothing; replays answer 200 and change nothing; a
-// payment after the order closed is recorded for refund, never PAID.
+// Webhooks: forged, stale, malformed and unknown deliveries are refused
+// and change nothing; a wrong amount is refused (422) and never pays the
+// order, but the money was captured: it is recorded for its refund; replays
+// answer 200 and change nothing; a payment after the order closed is
+// recorded for refund, never PAID.
 func TestWebhookRules(t *testing.T) {
 	// The order must stay WAIT_PAY through the refused deliveries; its
 	// deadline counts from the 202, creation included.
@@ -146,7 +148,9 @@ func TestWebhookRules(t *testing.T) {
 	testenv.RequireError(t, signed(fmt.Sprintf(`{"event_id":"e1","payment_id":"p1","order_no":%q,"amount_cents":990,"status":"FAILED"}`, no)), 400, "INVALID_ARGUMENT", "status")
 	testenv.RequireError(t, signed(fmt.Sprintf(`{"event_id":"e1","payment_id":"p1","order_no":%q,"amount_cents":-5,"status":"SUCCEEDED"}`, no)), 400, "INVALID_ARGUMENT", "amount_cents")
 	testenv.RequireError(t, signed(`{"event_id":"e1","payment_id":"p1","order_no":"1-nope","amount_cents":990,"status":"SUCCEEDED"}`), 404, "NOT_FOUND", "not found")
-	testenv.RequireError(t, e.Pay(no, "p1", "e1", 991), 422, "AMOUNT_MISMATCH", "does not match")
+	testenv.RequireError(t, e.Pay(no, "p-wrong", "e-wrong", 991), 422, "AMOUNT_MISMATCH", "does not match")
+	requireRefundDue(t, e, "p-wrong", 991)
+	require.Equal(t, 200, e.Pay(no, "p-wrong", "e-wrong", 991).Status, "a replay")
 	got := e.Do("GET", "/api/v1/orders/"+no, tok, nil)
 	require.Equal(t, "WAIT_PAY", got.Str("status"), "refused webhooks changed nothing")
 
@@ -171,6 +175,20 @@ func TestWebhookRules(t *testing.T) {
 	require.Equal(t, 2, rep.DBStock)
 	require.Equal(t, 2, rep.RedisStock)
 	require.Equal(t, 1, rep.Orders[seckill.StatusRefundPending])
+}
+
+// requireRefundDue waits until the payment is recorded to be refunded.
+func requireRefundDue(t *testing.T, e *testenv.Env, paymentID string, amountCents int64) {
+	t.Helper()
+	e.Eventually(10*time.Second, paymentID+" waits for its refund", func() error {
+		states, err := e.DB.RefundStates(context.Background(), 100)
+		for _, s := range states {
+			if s.PaymentID == paymentID && s.State == seckill.RefundDue && s.AmountCents == amountCents {
+				return nil
+			}
+		}
+		return fmt.Errorf("refunds %+v, %v", states, err)
+	})
 }
 
 // hugeBody announces a 64 KiB body and reads the answer without sending it:

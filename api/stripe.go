@@ -1,7 +1,10 @@
 package api
 
 import (
+	"bytes"
+
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/seckill/seckill"
 )
@@ -32,4 +35,24 @@ func (s *Server) stripeWebhook(c *fiber.Ctx) error {
 	}
 	p.TraceID = traceID(c)
 	return s.receivePayment(c, p)
+}
+
+// limitBodies gives each request its body limit before the body is read:
+// Fiber's BodyLimit is the whole server's, and fasthttp reads a body
+// before any handler runs, so the Stripe route's larger one is chosen
+// from the request line.
+func (s *Server) limitBodies(app *fiber.App) {
+	app.Server().HeaderReceived = func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+		return fasthttp.RequestConfig{MaxRequestBodySize: s.bodyLimitOf(h)}
+	}
+}
+
+// bodyLimitOf is the body limit of the request h heads: the Stripe
+// route's for its exact path (any other spelling keeps the API's limit).
+func (s *Server) bodyLimitOf(h *fasthttp.RequestHeader) int {
+	path, _, _ := bytes.Cut(h.RequestURI(), []byte("?"))
+	if s.cfg.StripeEvents != nil && string(h.Method()) == fiber.MethodPost && string(path) == stripeWebhookPath {
+		return stripeBodyLimit
+	}
+	return bodyLimit
 }

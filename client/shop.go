@@ -247,7 +247,8 @@ func PaymentBody(p seckill.Payment) []byte {
 // Pay sends the payment provider's webhook for a captured payment, signed
 // with WebhookSecret (seckill.SignWebhook). Replays (same event or payment
 // id) succeed and change nothing; AMOUNT_MISMATCH when the amount is not
-// the order's, NOT_FOUND for an unknown order.
+// the order's (the payment is then recorded for its refund), NOT_FOUND for
+// an unknown order.
 func (c *Client) Pay(ctx context.Context, p seckill.Payment) (Meta, error) {
 	return c.Webhook(ctx, PaymentBody(p))
 }

@@ -81,19 +81,33 @@ func requirePaidOnce(t *testing.T, e *testenv.Env, sessionID int64, tokens, orde
 // Before the start: the API never starts the workflow (its start is lost)
 // and no relay runs. The webhook's signal-with-start starts it, and the
 // order ends PAID at once, without the relay. A relay pass afterwards finds
-// nothing to start.
+// nothing to start. A payment of the wrong amount, first, never pays it
+// but is refunded.
 func TestPaymentBeforeTheStart(t *testing.T) {
 	e := testenv.New(t, testenv.Options{WrapFlow: testenv.LoseStarts})
 	sess := e.Session(3, 1, 250)
 	tok, no := buyQueued(t, e, sess.ID, 1)
 	require.Equal(t, 1, e.Reconcile(sess.ID).PendingStarts)
+	ctx := context.Background()
 
-	// The amount is still checked against the reservation's.
-	testenv.RequireError(t, e.Pay(no, "pay-wrong-"+no, "evt-wrong-"+no, 249), 422, "AMOUNT_MISMATCH", "250")
+	// The amount is still checked against the reservation's; the money,
+	// captured all the same, is recorded and refunded.
+	wrong := "pay-wrong-" + no
+	testenv.RequireError(t, e.Pay(no, wrong, "evt-wrong-"+no, 249), 422, "AMOUNT_MISMATCH", "250")
 	// An order nobody reserved is still unknown.
 	testenv.RequireError(t, e.Pay(fmt.Sprintf("%d-0123456789abcdef", sess.ID), "pay-x-"+no, "evt-x-"+no, 250), 404, "NOT_FOUND", "")
 
 	payTwice(t, e, no, "pay-"+no, 250)
+	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)
+	e.Eventually(10*time.Second, "the wrong amount waits for its refund", func() error {
+		n, err := (&relay.Refunds{Store: e.DB, Starter: e.Orders, Log: e.Log}).Pass(ctx)
+		if err == nil && n != 1 {
+			err = fmt.Errorf("%d refunds started", n)
+		}
+		return err
+	})
+	require.NoError(t, e.Temporal.GetWorkflow(ctx, seckill.RefundWorkflowID(wrong), "").Get(ctx, nil))
+	require.Equal(t, int64(249), e.Provider.Refunds()[wrong].AmountCents)
 	requirePaidOnce(t, e, sess.ID, []string{tok}, []string{no})
 
 	rl := &relay.Relay{Gate: e.Gate, Store: e.DB, Starter: e.Orders, PayTimeout: time.Minute, Log: e.Log}

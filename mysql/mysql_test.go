@@ -240,8 +240,9 @@ func TestEveryChangeAdvancesUpdatedAt(t *testing.T) {
 	e.RequireInvariants(sess.ID)
 }
 
-// Payments: duplicates change nothing, a wrong amount changes nothing, a
-// second payment of a paid order waits for a refund and the order stays PAID.
+// Payments: duplicates change nothing, a wrong amount never pays the order
+// but waits for its refund, a second payment of a paid order waits for a
+// refund and the order stays PAID.
 func TestApplyPaymentRules(t *testing.T) {
 	e, sess := store(t, 5, 1)
 	ctx := context.Background()
@@ -251,9 +252,11 @@ func TestApplyPaymentRules(t *testing.T) {
 	pay := func(p, ev string, amount int64) (seckill.PaymentOutcome, seckill.Status, error) {
 		return e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: ev, PaymentID: p, OrderNo: "1-a", AmountCents: amount, TraceID: "t"})
 	}
-	_, _, err = pay("p1", "e1", 99)
-	require.Equal(t, seckill.EAMOUNT, seckill.ErrorCode(err))
-	out, st, err := pay("p1", "e1", 100)
+	out, st, err := pay("p0", "e0", 99)
+	require.NoError(t, err)
+	require.Equal(t, seckill.PaymentRefundPending, out)
+	require.Equal(t, seckill.StatusWaitPay, st)
+	out, st, err = pay("p1", "e1", 100)
 	require.NoError(t, err)
 	require.Equal(t, seckill.PaymentCaptured, out)
 	require.Equal(t, seckill.StatusPaid, st)

@@ -17,8 +17,8 @@ import (
 //
 // A payment the webhook wrote as RECEIVED is applied in place.
 //
-// A payment whose amount differs from the order's is refused with
-// AMOUNT_MISMATCH and changes nothing.
+// A payment whose amount differs from the order's never pays it, but the
+// money was captured: it is recorded to be refunded, like a second payment.
 func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error) {
 	var outcome seckill.PaymentOutcome
 	var status seckill.Status
@@ -44,15 +44,12 @@ func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.Pay
 			}
 			received = &seen[i]
 		}
-		if p.AmountCents != row.AmountCents {
-			return seckill.Errorf(seckill.EAMOUNT, "amount_cents %d does not match the order's %d", p.AmountCents, row.AmountCents)
-		}
 		pay := paymentRow{
 			PaymentID: p.PaymentID, EventID: p.EventID, OrderNo: p.OrderNo, AmountCents: p.AmountCents,
 			Status: paymentRefundPending, TraceID: p.TraceID, RefundNextAt: &now, CreatedAt: now, UpdatedAt: now,
 		}
 		var t *seckill.Transition
-		outcome, t = status.Pay()
+		outcome, t = status.Pay(p.AmountCents, row.AmountCents)
 		if outcome == seckill.PaymentCaptured {
 			pay.Status, pay.RefundNextAt = paymentCaptured, nil
 		}

@@ -33,3 +33,16 @@ func (db *DB) RecordPayment(ctx context.Context, p *seckill.Payment) error {
 	}
 	return err
 }
+
+// ReceivedPayment is the order's first payment still RECEIVED (a webhook
+// wrote it and signalled, and no workflow has applied it yet); nil when
+// there is none. The close asks while the provider cannot answer.
+func (db *DB) ReceivedPayment(ctx context.Context, orderNo string) (*seckill.Payment, error) {
+	var rows []paymentRow
+	if err := db.gorm.WithContext(ctx).Where("order_no = ? AND status = ?", orderNo, paymentReceived).
+		Order("id").Limit(1).Find(&rows).Error; err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	r := rows[0]
+	return &seckill.Payment{EventID: r.EventID, PaymentID: r.PaymentID, OrderNo: r.OrderNo, AmountCents: r.AmountCents, TraceID: r.TraceID}, nil
+}

@@ -12,7 +12,8 @@ import (
 )
 
 // A payment the webhook wrote as RECEIVED before signalling is not "seen"
-// (a redelivery signals again), is listed for ops, and is applied in
+// (a redelivery signals again), is listed for ops, is found by the close
+// of its order (ReceivedPayment) until it is applied, and is applied in
 // place by ApplyPayment: one row, captured once, then DUPLICATE.
 func TestReceivedPaymentIsAppliedInPlace(t *testing.T) {
 	e, sess := store(t, 2, 1)
@@ -31,6 +32,9 @@ func TestReceivedPaymentIsAppliedInPlace(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, states, 1)
 	require.Equal(t, seckill.RefundReceived, states[0].State)
+	waiting, err := e.DB.ReceivedPayment(ctx, req.OrderNo)
+	require.NoError(t, err)
+	require.Equal(t, p, waiting)
 
 	outcome, status, err := e.DB.ApplyPayment(ctx, p)
 	require.NoError(t, err)
@@ -39,6 +43,9 @@ func TestReceivedPaymentIsAppliedInPlace(t *testing.T) {
 	outcome, _, err = e.DB.ApplyPayment(ctx, p)
 	require.NoError(t, err)
 	require.Equal(t, seckill.PaymentDuplicate, outcome)
+	waiting, err = e.DB.ReceivedPayment(ctx, req.OrderNo)
+	require.NoError(t, err)
+	require.Nil(t, waiting, "applied: nothing waits")
 	seen, err = e.DB.PaymentSeen(ctx, p.PaymentID, p.EventID)
 	require.NoError(t, err)
 	require.True(t, seen)

@@ -56,8 +56,10 @@ type SessionCache interface {
 // Receive returns nil: written to MySQL as RECEIVED and signalled into the
 // order's workflow (started by this very signal when the order is still
 // QUEUED: see deliver), or, when the workflow has finished, recorded in
-// MySQL as a payment to refund. Replays (the same event or payment id)
-// return nil and change nothing.
+// MySQL as a payment to refund. A payment whose amount is not the order's
+// is handled the same way (the money was captured: it is refunded, never
+// applied), then refused with AMOUNT_MISMATCH. Replays (the same event or
+// payment id) return nil and change nothing.
 type Intake struct {
 	Ledger       Ledger
 	Orders       OrderFinder
@@ -80,9 +82,6 @@ func (in *Intake) Receive(ctx context.Context, p *seckill.Payment) error {
 	o, err := in.Orders.FindOrder(ctx, p.OrderNo)
 	if err != nil {
 		return err
-	}
-	if o.AmountCents != p.AmountCents {
-		return seckill.Errorf(seckill.EAMOUNT, "amount_cents %d does not match the order's %d", p.AmountCents, o.AmountCents)
 	}
 	// Written before the signal: the signal lives only in the workflow's
 	// history, and a workflow that cannot record the payment (MySQL down
@@ -109,6 +108,13 @@ func (in *Intake) Receive(ctx context.Context, p *seckill.Payment) error {
 	}
 	if err != nil {
 		return err
+	}
+	if o.AmountCents != p.AmountCents {
+		// Refused, yet the money was captured: the workflow (or the late
+		// path above) recorded it to be refunded; it never pays the order.
+		in.Log.Warn("payment of the wrong amount: refund pending", "trace_id", p.TraceID, "order_no", p.OrderNo,
+			"payment_id", p.PaymentID, "amount_cents", p.AmountCents, "order_amount_cents", o.AmountCents)
+		return seckill.Errorf(seckill.EAMOUNT, "amount_cents %d does not match the order's %d; the payment will be refunded", p.AmountCents, o.AmountCents)
 	}
 	in.Log.Info("payment received", "trace_id", p.TraceID, "order_no", p.OrderNo, "payment_id", p.PaymentID)
 	return nil

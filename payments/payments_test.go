@@ -76,6 +76,11 @@ func (p *provider) CancelPayment(_ context.Context, ref seckill.PaymentRef) (sec
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
+// received is the payment a webhook recorded (RECEIVED), if any.
+type received struct{ p *seckill.Payment }
+
+func (r received) ReceivedPayment(context.Context, string) (*seckill.Payment, error) { return r.p, nil }
+
 // What the provider's answer at the deadline means: the order is paid
 // after all, may close, or stays open while the provider cannot say.
 func TestSettleBeforeClose(t *testing.T) {
@@ -87,6 +92,7 @@ func TestSettleBeforeClose(t *testing.T) {
 		err           error
 		waited        time.Duration
 		paid          bool
+		received      bool // a webhook recorded a payment of the order
 		unavailable   bool
 		calls         []string
 	}{
@@ -94,13 +100,19 @@ func TestSettleBeforeClose(t *testing.T) {
 		{name: "paid, webhook lost", query: seckill.PaymentSucceeded, paid: true, calls: []string{"query"}},
 		{name: "open: cancelled, then close", query: seckill.PaymentOpen, cancel: seckill.PaymentCanceled, calls: []string{"query", "cancel"}},
 		{name: "paid during the cancel", query: seckill.PaymentOpen, cancel: seckill.PaymentSucceeded, paid: true, calls: []string{"query", "cancel"}},
-		{name: "none at the provider", query: seckill.PaymentNone, calls: []string{"query"}},
+		// A checkout being opened right now may create its payment after
+		// the query: the cancel makes sure it can never be paid.
+		{name: "none at the provider: cancelled all the same", query: seckill.PaymentNone, cancel: seckill.PaymentNone, calls: []string{"query", "cancel"}},
+		{name: "none, then created and paid during the cancel", query: seckill.PaymentNone, cancel: seckill.PaymentSucceeded, paid: true, calls: []string{"query", "cancel"}},
 		{name: "cancelled before", query: seckill.PaymentCanceled, calls: []string{"query"}},
 		{name: "money in flight: kept open", query: seckill.PaymentProcessing, unavailable: true, calls: []string{"query"}},
 		{name: "money in flight past the grace: close", query: seckill.PaymentProcessing, waited: 3 * time.Minute, calls: []string{"query"}},
 		{name: "provider down: kept open", err: down, waited: time.Minute, unavailable: true, calls: []string{"query"}},
 		{name: "provider down past the grace: close", err: down, waited: 2 * time.Minute, calls: []string{"query"}},
 		{name: "query refused: kept open", err: seckill.Errorf(seckill.ECONFLICT, "no"), unavailable: true, calls: []string{"query"}},
+		{name: "provider down, the webhook came: paid by it", err: down, received: true, calls: []string{"query"}},
+		{name: "money in flight, the webhook came: paid by it", query: seckill.PaymentProcessing, received: true, calls: []string{"query"}},
+		{name: "provider down past the grace, the webhook came: paid by it", err: down, waited: time.Hour, received: true, calls: []string{"query"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			co := &checkouts{m: map[string]*seckill.Checkout{}}
@@ -108,7 +120,11 @@ func TestSettleBeforeClose(t *testing.T) {
 				co.m["7-a"] = &seckill.Checkout{OrderNo: "7-a", PaymentID: "pay_7-a"}
 			}
 			p := &provider{query: tc.query, cancel: tc.cancel, err: tc.err}
-			s := &payments.Settle{Provider: p, Checkouts: co, Now: func() time.Time { return t0.Add(tc.waited) }}
+			webhook := &seckill.Payment{EventID: "evt_1", PaymentID: "pay_7-a", OrderNo: "7-a", AmountCents: 300, TraceID: "hook"}
+			s := &payments.Settle{Provider: p, Checkouts: co, Received: received{}, Now: func() time.Time { return t0.Add(tc.waited) }}
+			if tc.received {
+				s.Received = received{webhook}
+			}
 			paid, err := s.BeforeClose(context.Background(), "7-a", "tr", t0)
 			if tc.unavailable {
 				require.Equal(t, seckill.EUNAVAILABLE, seckill.ErrorCode(err), "%v", err)
@@ -116,9 +132,12 @@ func TestSettleBeforeClose(t *testing.T) {
 			} else {
 				require.NoError(t, err)
 			}
-			if tc.paid {
+			switch {
+			case tc.paid:
 				require.Equal(t, &seckill.Payment{EventID: "settle:pay_7-a", PaymentID: "pay_7-a", OrderNo: "7-a", AmountCents: 300, TraceID: "tr"}, paid)
-			} else {
+			case tc.received:
+				require.Equal(t, webhook, paid)
+			default:
 				require.Nil(t, paid)
 			}
 			require.Equal(t, tc.calls, p.calls)

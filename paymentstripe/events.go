@@ -29,9 +29,10 @@ type Events struct {
 // Payment verifies payload against its Stripe-Signature header and
 // returns the payment a payment_intent.succeeded event reports: the event
 // id, the intent id, the order number of its metadata and the amount
-// received. Any other event type pays nothing (nil, nil). A missing, bad
-// or stale signature is UNAUTHENTICATED; an event that cannot be applied
-// (no order number, no amount) is INVALID_ARGUMENT.
+// received. Any other event type, and an intent without an order number
+// (not seckill's), pays nothing (nil, nil). A missing, bad or stale
+// signature is UNAUTHENTICATED; an event of ours that cannot be applied
+// (no amount, fields too long) is INVALID_ARGUMENT.
 func (e Events) Payment(payload []byte, signature string) (*seckill.Payment, error) {
 	// The event's API version may differ from stripe-go's: only the fields
 	// read below matter, and they are stable across versions.
@@ -55,12 +56,17 @@ func (e Events) Payment(payload []byte, signature string) (*seckill.Payment, err
 	if ev.Data == nil || json.Unmarshal(ev.Data.Raw, &pi) != nil {
 		return nil, seckill.Errorf(seckill.EINVALID, "event %s carries no payment_intent object", ev.ID)
 	}
+	if pi.Metadata[MetadataOrderNo] == "" {
+		// An intent seckill did not create (the account's other sales):
+		// nothing of ours, and a refusal would be resent for days.
+		return nil, nil
+	}
 	p := &seckill.Payment{EventID: ev.ID, PaymentID: pi.ID, OrderNo: pi.Metadata[MetadataOrderNo], AmountCents: pi.AmountReceived}
 	for _, f := range []struct{ name, v string }{
 		{"id", p.EventID}, {"data.object.id", p.PaymentID}, {"data.object.metadata." + MetadataOrderNo, p.OrderNo},
 	} {
 		if f.v == "" || len(f.v) > 128 {
-			return nil, seckill.Errorf(seckill.EINVALID, "event field %q must be a string of 1 to 128 bytes (an intent seckill did not create?)", f.name)
+			return nil, seckill.Errorf(seckill.EINVALID, "event field %q must be a string of 1 to 128 bytes", f.name)
 		}
 	}
 	if p.AmountCents <= 0 {

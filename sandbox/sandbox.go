@@ -101,18 +101,26 @@ end
 return redis.call('HMGET', KEYS[1], 'order_no', 'amount', 'state', 'expires')`)
 
 // move changes an OPEN payment's state to ARGV[1] (SUCCEEDED only before
-// it expires at ARGV[2] ms) and returns the payment as it then is.
+// it expires at ARGV[2] ms) and returns the payment as it then is. A
+// payment cancelled before it exists is written CANCELED for order ARGV[3]
+// (kept ARGV[4] ms): the close cancelled while its checkout was being
+// opened, and the payment must never be opened afterwards.
 var move = goredis.NewScript(`
 local p = redis.call('HMGET', KEYS[1], 'order_no', 'amount', 'state', 'expires')
-if not p[1] then return p end
+if not p[1] then
+  if ARGV[1] ~= 'CANCELED' then return p end
+  redis.call('HSET', KEYS[1], 'order_no', ARGV[3], 'amount', 0, 'state', 'CANCELED', 'expires', 0)
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  return {ARGV[3], '0', 'CANCELED', '0'}
+end
 if p[3] == 'OPEN' and (ARGV[1] ~= 'SUCCEEDED' or tonumber(ARGV[2]) <= tonumber(p[4])) then
   redis.call('HSET', KEYS[1], 'state', ARGV[1])
   p[3] = ARGV[1]
 end
 return p`)
 
-func (p *Provider) move(ctx context.Context, id string, to seckill.PaymentState) (*Payment, error) {
-	v, err := move.Run(ctx, p.Redis, []string{p.key(id)}, string(to), p.now().UnixMilli()).Result()
+func (p *Provider) move(ctx context.Context, id, orderNo string, to seckill.PaymentState) (*Payment, error) {
+	v, err := move.Run(ctx, p.Redis, []string{p.key(id)}, string(to), p.now().UnixMilli(), orderNo, keep.Milliseconds()).Result()
 	return p.decode(id, v, err)
 }
 
@@ -131,7 +139,7 @@ func (p *Provider) decode(id string, v any, err error) (*Payment, error) {
 }
 
 // CreatePayment opens the order's payment (once) and returns its checkout
-// page.
+// page; CONFLICT once the payment was cancelled (the order is closing).
 func (p *Provider) CreatePayment(ctx context.Context, r seckill.CheckoutRequest) (*seckill.Checkout, error) {
 	id := p.PaymentID(r.OrderNo)
 	v, err := open.Run(ctx, p.Redis, []string{p.key(id)}, r.OrderNo, r.AmountCents, r.ExpiresAt.UnixMilli(), keep.Milliseconds()).Result()
@@ -141,6 +149,9 @@ func (p *Provider) CreatePayment(ctx context.Context, r seckill.CheckoutRequest)
 	}
 	if pay == nil {
 		return nil, errors.New("sandbox payments: payment vanished while opened")
+	}
+	if pay.State == seckill.PaymentCanceled {
+		return nil, seckill.Errorf(seckill.ECONFLICT, "order %s: its payment was cancelled, the order is closing", r.OrderNo)
 	}
 	return &seckill.Checkout{Provider: Name, OrderNo: r.OrderNo, PaymentID: id,
 		CheckoutURL: strings.TrimSuffix(p.APIBase, "/") + CheckoutPath + id, ExpiresAt: pay.ExpiresAt}, nil
@@ -176,10 +187,11 @@ func (p *Provider) QueryPayment(ctx context.Context, ref seckill.PaymentRef) (se
 	return answer(pay, id), nil
 }
 
-// CancelPayment cancels an open payment; a paid one stays SUCCEEDED.
+// CancelPayment cancels an open payment, or one not opened yet (it can
+// then never be opened); a paid one stays SUCCEEDED.
 func (p *Provider) CancelPayment(ctx context.Context, ref seckill.PaymentRef) (seckill.ProviderPayment, error) {
 	id := p.ref(ref)
-	pay, err := p.move(ctx, id, seckill.PaymentCanceled)
+	pay, err := p.move(ctx, id, ref.OrderNo, seckill.PaymentCanceled)
 	if err != nil {
 		return seckill.ProviderPayment{}, err
 	}
@@ -195,7 +207,7 @@ var ErrNotPayable = errors.New("this payment can no longer be paid")
 // Paying a paid payment again sends the webhook again (a replay). It
 // returns the status the API answered the webhook with (0 when lost).
 func (p *Provider) Complete(ctx context.Context, paymentID string, lose bool) (int, error) {
-	pay, err := p.move(ctx, paymentID, seckill.PaymentSucceeded)
+	pay, err := p.move(ctx, paymentID, "", seckill.PaymentSucceeded)
 	if err != nil {
 		return 0, err
 	}

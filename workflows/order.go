@@ -322,10 +322,12 @@ func (o *order) paidAtClose(paymentID string) {
 	}
 }
 
-// applyPayment records one payment signal. A refused payment (amount
-// mismatch, unknown order) is logged and dropped: the webhook checked it
-// before signalling, so only a forged or stale signal is refused here. A
-// payment that cannot be recorded at all sets o.err.
+// applyPayment records one payment signal: it pays the order, or is
+// recorded for its refund (a payment the order cannot take, or of the
+// wrong amount). A refused payment (an unknown order) is logged and
+// dropped: the webhook checked it before signalling, so only a forged or
+// stale signal is refused here. A payment that cannot be recorded at all
+// sets o.err.
 func (o *order) applyPayment(ctx, steady workflow.Context, p seckill.Payment) {
 	// The webhook is a request of its own with its own trace id: log both,
 	// so either id finds the other.

@@ -287,8 +287,9 @@ func TestOrderCancelAndPaymentSameInstant(t *testing.T) {
 
 // (5) Duplicate and extra payments: a replay of the same payment (same
 // payment id or same event id) changes nothing; a second, different payment
-// after PAID waits for its refund and the order stays PAID; a refused
-// payment (wrong amount) does not block a later good one.
+// after PAID waits for its refund and the order stays PAID; a payment of
+// the wrong amount never pays the order and waits for its refund, and does
+// not block a later good one.
 func TestOrderDuplicatePayments(t *testing.T) {
 	type delivery struct {
 		at time.Duration
@@ -330,13 +331,13 @@ func TestOrderDuplicatePayments(t *testing.T) {
 			paidBy:     "pay-1", late: []string{"pay-2"}, refunds: []string{"pay-2"}, applied: 3,
 		},
 		{
-			name: "a wrong amount is refused, then the right payment",
+			name: "a wrong amount is refunded, then the right payment",
 			deliveries: []delivery{{2 * time.Minute, func(req seckill.OrderRequest) seckill.Payment {
 				p := payment(req, "pay-bad")
 				p.AmountCents = 1
 				return p
 			}}, {3 * time.Minute, pay("pay-good")}},
-			paidBy: "pay-good", applied: 2,
+			paidBy: "pay-good", late: []string{"pay-bad"}, refunds: []string{"pay-bad"}, applied: 2,
 		},
 	}
 	for _, tc := range cases {

@@ -26,6 +26,8 @@ type provider struct {
 	downUntil  time.Time
 	cancelPays bool
 	asked      int
+	// amount is what its payment captured: the order's when 0.
+	amount int64
 }
 
 var errDown = errors.New("provider: connection refused")
@@ -37,7 +39,7 @@ func (p *provider) QueryPayment(_ context.Context, ref seckill.PaymentRef) (seck
 	if p.now().Before(p.downUntil) {
 		return seckill.ProviderPayment{}, errDown
 	}
-	return seckill.ProviderPayment{PaymentID: ref.PaymentID, State: p.state, AmountCents: 3 * testPrice}, nil
+	return seckill.ProviderPayment{PaymentID: ref.PaymentID, State: p.state, AmountCents: cmp.Or(p.amount, 3*testPrice)}, nil
 }
 
 func (p *provider) CancelPayment(_ context.Context, ref seckill.PaymentRef) (seckill.ProviderPayment, error) {
@@ -48,7 +50,7 @@ func (p *provider) CancelPayment(_ context.Context, ref seckill.PaymentRef) (sec
 	} else if p.state == seckill.PaymentOpen {
 		p.state = seckill.PaymentCanceled
 	}
-	return seckill.ProviderPayment{PaymentID: ref.PaymentID, State: p.state, AmountCents: 3 * testPrice}, nil
+	return seckill.ProviderPayment{PaymentID: ref.PaymentID, State: p.state, AmountCents: cmp.Or(p.amount, 3*testPrice)}, nil
 }
 
 // oneCheckout: the order opened its checkout, as pay_<order_no>.
@@ -59,10 +61,37 @@ func (oneCheckout) Checkout(_ context.Context, no string) (*seckill.Checkout, er
 	return &seckill.Checkout{OrderNo: no, PaymentID: "pay_" + no}, nil
 }
 
-// withProvider makes the harness's close ask p, on the suite's clock.
-func (h *harness) withProvider(p *provider) {
+// received are the payments the webhook recorded (RECEIVED) before
+// signalling them, as MySQL keeps them.
+type received struct {
+	mu       sync.Mutex
+	payments []seckill.Payment
+}
+
+func (r *received) record(p seckill.Payment) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.payments = append(r.payments, p)
+}
+
+func (r *received) ReceivedPayment(_ context.Context, orderNo string) (*seckill.Payment, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.payments {
+		if p.OrderNo == orderNo {
+			return &p, nil
+		}
+	}
+	return nil, nil
+}
+
+// withProvider makes the harness's close ask p, on the suite's clock, and
+// returns the payments its webhooks record.
+func (h *harness) withProvider(p *provider) *received {
 	p.now = h.env.Now
-	h.acts.Settle = &payments.Settle{Provider: p, Checkouts: oneCheckout{}, Now: h.env.Now}
+	r := &received{}
+	h.acts.Settle = &payments.Settle{Provider: p, Checkouts: oneCheckout{}, Received: r, Now: h.env.Now}
+	return r
 }
 
 // At the deadline the close asks the provider before it compensates, on
@@ -125,4 +154,47 @@ func TestOrderAsksTheProviderBeforeClosing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A payment whose webhook comes while the close waits for a provider it
+// cannot reach (within the pay grace) pays the order: the webhook recorded
+// it (RECEIVED) before its signal, and the close looks there each time the
+// provider cannot answer. Not CLOSED with the payment sent to refund, as
+// when the signal waited behind the close. (A minute of grace: the test
+// environment caps the close's retries at 10 attempts, about 80 s.)
+func TestPaymentDuringThePayGraceIsApplied(t *testing.T) {
+	h := newHarness(t, 10)
+	req := h.admit("7-grace", 1002, 3)
+	p := &provider{state: seckill.PaymentOpen, downUntil: startTime.Add(payTimeout + time.Hour)}
+	webhook := h.withProvider(p)
+	h.acts.Settle.Grace = time.Minute
+	pay := payment(req, "pay_7-grace")
+	h.env.RegisterDelayedCallback(func() {
+		webhook.record(pay)
+		h.env.SignalWorkflow(workflows.PaymentSignal, pay)
+	}, payTimeout+10*time.Second)
+	st := h.run(req)
+
+	assert.Equal(t, seckill.StatusPaid, st.Status)
+	assert.Equal(t, pay.PaymentID, st.PaymentID)
+	assert.Empty(t, st.LatePayments, "nothing to refund")
+	assert.Zero(t, h.inj.Count("release"), "a paid order gives nothing back")
+	assert.True(t, h.env.Now().Before(startTime.Add(payTimeout+time.Minute)), "decided within the grace, at %s", h.env.Now())
+	h.assertFinal("PAID")
+}
+
+// A payment the provider captured with an amount that is not the order's
+// never pays it, and is not dropped either: the order closes and the
+// payment waits for its refund.
+func TestWrongAmountAtTheProviderIsRefunded(t *testing.T) {
+	h := newHarness(t, 10)
+	req := h.admit("7-wrong", 1002, 3)
+	h.withProvider(&provider{state: seckill.PaymentSucceeded, amount: testPrice})
+	st := h.run(req)
+
+	h.assertCompensated(req, st, workflows.ReasonTimeout)
+	captured, refunds := h.store.Payments(req.OrderNo)
+	assert.Empty(t, captured)
+	assert.Equal(t, []string{"pay_7-wrong"}, refunds)
+	h.assertFinal("CLOSED")
 }

@@ -88,8 +88,9 @@ func apiCmd() *cobra.Command {
 		Use:   "api",
 		Short: "Serve the HTTP API on SECKILL_HTTP_ADDR",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// With eager start the API hosts a worker, refund steps included.
-			if err := preflightProvider(func(c *app.Config) bool { return c.EagerStart }); err != nil {
+			// The API opens checkouts (and with eager start hosts a worker,
+			// refund steps included).
+			if err := preflightProvider(); err != nil {
 				return err
 			}
 			return withApp(cmd.Context(), allSecrets, true, func(m *app.Main) error {
@@ -104,9 +105,8 @@ func workerCmd() *cobra.Command {
 		Use:   "worker",
 		Short: "Run the Temporal worker of the order workflow and the reservation relay",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// The worker verifies no tokens, but refuses the same way as the API
-			// so that a half-configured deployment fails at once, not at the first sale.
-			if err := preflightProvider(func(*app.Config) bool { return true }); err != nil {
+			// The worker applies and refunds payments.
+			if err := preflightProvider(); err != nil {
 				return err
 			}
 			if err := preflightDrawKey(); err != nil {
@@ -122,16 +122,14 @@ func workerCmd() *cobra.Command {
 	}
 }
 
-// preflightProvider refuses to start a process that runs refunds (when
-// runsRefunds says so) without an explicit payment provider, before it
-// connects to anything: the message must not hide behind a connection error.
-func preflightProvider(runsRefunds func(*app.Config) bool) error {
+// preflightProvider refuses to start a process that opens, applies or
+// refunds payments without an explicit payment provider, before it
+// connects to anything: the message must not hide behind a connection
+// error or a missing secret.
+func preflightProvider() error {
 	c, err := app.LoadConfig()
 	if err != nil {
 		return err
-	}
-	if !runsRefunds(c) {
-		return nil
 	}
 	return c.RequireProvider()
 }

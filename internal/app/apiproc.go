@@ -106,9 +106,13 @@ func (a *API) Shutdown(ctx context.Context) {
 	}
 }
 
-// APIServer builds the API on the process's adapters; with Stripe as the
-// provider it refuses to without the webhook's signing secret.
+// APIServer builds the API on the process's adapters. It refuses to
+// without a payment provider named (the API opens checkouts), and with
+// Stripe as the provider without the webhook's signing secret.
 func (m *Main) APIServer(dev bool) (*API, error) {
+	if err := m.Config.RequireProvider(); err != nil {
+		return nil, err
+	}
 	if _, err := m.Config.stripeEvents(); err != nil {
 		return nil, err
 	}
@@ -123,9 +127,7 @@ func (m *Main) RunAPI(ctx context.Context) error {
 	if c.StartTimeout != 0 {
 		m.Log.Warn("SECKILL_START_TIMEOUT is deprecated and ignored: winners no longer wait for their workflow start (the API's starter starts it after the answer)")
 	}
-	if c.EagerStart {
-		c.WarnProvider(m.Log)
-	}
+	c.WarnProvider(m.Log)
 	srv, err := m.APIServer(false)
 	if err != nil {
 		return err

@@ -123,7 +123,7 @@ func (m *Main) Close() {
 // order's close asks the payment provider first.
 func (m *Main) Activities() *activities.Activities {
 	return &activities.Activities{Store: m.DB, Gate: m.Gate, Settle: &payments.Settle{
-		Provider: m.PaymentProvider(), Checkouts: m.DB, Grace: m.Config.PayGrace, Now: time.Now, Log: m.Log,
+		Provider: m.PaymentProvider(), Checkouts: m.DB, Received: m.DB, Grace: m.Config.PayGrace, Now: time.Now, Log: m.Log,
 	}}
 }
 
@@ -144,9 +144,9 @@ func (m *Main) Reconciler() *activities.Reconciler {
 }
 
 // PaymentProvider is the payment provider orders are paid and refunded
-// through: the configured one, or the sandbox (which
-// Config.RequireProvider made sure was chosen on purpose, or `seckill dev`
-// chose).
+// through: the configured one, or the sandbox when it is named (by
+// SECKILL_PAYMENT_PROVIDER, or `seckill dev`); nil when none is named,
+// which APIServer and RunWorker refuse (Config.RequireProvider).
 func (m *Main) PaymentProvider() seckill.PaymentProvider {
 	if m.Payments != nil {
 		return m.Payments
@@ -154,7 +154,10 @@ func (m *Main) PaymentProvider() seckill.PaymentProvider {
 	if p, err := m.Config.provider(); err == nil && p != nil {
 		return p
 	}
-	return m.Provider()
+	if m.Config.PaymentProvider == SandboxProvider {
+		return m.Provider()
+	}
+	return nil
 }
 
 // Provider is the sandbox payment provider, on the process's Redis: its
@@ -198,8 +201,8 @@ func (m *Main) Orders() *temporal.Orders {
 }
 
 // APIConfig is the API's configuration from the Config; dev adds the
-// dev-only sign-in (never set by `seckill api`). With the sandbox as the
-// payment provider the API serves its checkout pages.
+// dev-only sign-in (never set by `seckill api`). Only with the sandbox
+// named as the payment provider does the API serve its checkout pages.
 func (m *Main) APIConfig(dev bool) api.Config {
 	c := m.Config
 	cfg := api.Config{
@@ -229,8 +232,8 @@ func (m *Main) APIConfig(dev bool) api.Config {
 	cfg.Checkout = m.Checkout()
 	cfg.Refund = &payments.Refund{Store: m.DB, Gate: m.Gate}
 	cfg.StripeEvents, _ = c.stripeEvents() // nil without its secret: APIServer refuses that
-	if p, _ := m.Config.provider(); p == nil {
-		cfg.CheckoutPages = m.Provider() // the sandbox is the provider
+	if c.PaymentProvider == SandboxProvider {
+		cfg.CheckoutPages = m.Provider()
 	}
 	return cfg
 }
@@ -246,6 +249,9 @@ const reconcileScheduleID = "seckill-reconcile:"
 // observer (metrics) until ctx ends.
 func (m *Main) RunWorker(ctx context.Context) error {
 	c := m.Config
+	if err := c.RequireProvider(); err != nil {
+		return err
+	}
 	ServePprof(c.PprofAddr, m.Log)
 	c.WarnProvider(m.Log)
 	if err := worker.CheckSearchAttributes(ctx, m.Temporal, c.TemporalNamespace); err != nil {

@@ -415,8 +415,9 @@ const (
 )
 
 // provider builds the configured payment provider: nil for the sandbox
-// (the process's own, see Main.Provider) and when none is named; an error
-// when the name is unknown or its settings do not hold.
+// (the process's own, see Main.Provider) and when none is named (which
+// the processes refuse: RequireProvider); an error when the name is
+// unknown or its settings do not hold.
 func (c *Config) provider() (seckill.PaymentProvider, error) {
 	switch c.PaymentProvider {
 	case "", SandboxProvider:
@@ -453,13 +454,17 @@ func (c *Config) currency() string {
 	return c.Currency
 }
 
-// RequireProvider refuses to run refunds without a provider chosen
-// explicitly. A worker that defaulted to the sandbox in production would
-// mark every late payment REFUNDED while no money went back.
+// RequireProvider refuses to run a process that opens, applies or
+// refunds payments (the API, the worker) without a provider chosen
+// explicitly. Defaulting to the sandbox would serve its checkout pages,
+// which sign their "payments" with the real webhook secret (anyone could
+// pay an order for free), and mark every refund REFUNDED while no money
+// went back.
 func (c *Config) RequireProvider() error {
 	if c.PaymentProvider == "" {
-		return fmt.Errorf("refusing to start without SECKILL_PAYMENT_PROVIDER: refunds need a payment provider; "+
-			"set SECKILL_PAYMENT_PROVIDER=%s explicitly to use the in-memory sandbox (dev and tests only: it moves no money)", SandboxProvider)
+		return fmt.Errorf("refusing to start without SECKILL_PAYMENT_PROVIDER: the API opens payments and the worker applies and refunds them; "+
+			"name %q or %q, or set SECKILL_PAYMENT_PROVIDER=%s explicitly to use the sandbox (dev and tests only: it moves no money)",
+			StripeProvider, HTTPProvider, SandboxProvider)
 	}
 	return nil
 }

@@ -227,7 +227,7 @@ func TestProxyConfig(t *testing.T) {
 // sandbox payment); `seckill dev` does. Nothing here connects: the routes
 // are decided when the server is built.
 func TestDevEndpointsOnlyInDev(t *testing.T) {
-	c := &Config{JWTSecret: "j", WebhookSecret: "w", AdminToken: "a", RedisPrefix: "x", TaskQueue: "q"}
+	c := &Config{JWTSecret: "j", WebhookSecret: "w", AdminToken: "a", RedisPrefix: "x", TaskQueue: "q", PaymentProvider: SandboxProvider}
 	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()
 	m := &Main{Config: c, Redis: rdb, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}

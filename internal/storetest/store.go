@@ -146,9 +146,9 @@ type applyResult struct {
 	status  seckill.Status
 }
 
-// ApplyPayment mirrors mysql.DB.ApplyPayment: duplicates change nothing, a
-// wrong amount is refused, and the order makes Status.Pay's transition
-// (any other status keeps the order and queues the payment for a refund).
+// ApplyPayment mirrors mysql.DB.ApplyPayment: duplicates change nothing,
+// and the order makes Status.Pay's transition (any other status, or a
+// wrong amount, keeps the order and queues the payment for a refund).
 func (s *MemStore) ApplyPayment(_ context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error) {
 	r, err := step(s.inj, ApplyPayment, func() (applyResult, error) {
 		s.mu.Lock()
@@ -162,10 +162,7 @@ func (s *MemStore) ApplyPayment(_ context.Context, p *seckill.Payment) (seckill.
 				return applyResult{seckill.PaymentDuplicate, o.Status}, nil
 			}
 		}
-		if p.AmountCents != o.AmountCents {
-			return applyResult{}, seckill.Errorf(seckill.EAMOUNT, "amount_cents %d does not match the order's %d", p.AmountCents, o.AmountCents)
-		}
-		outcome, t := o.Status.Pay()
+		outcome, t := o.Status.Pay(p.AmountCents, o.AmountCents)
 		s.payments = append(s.payments, storedPayment{Payment: *p, captured: outcome == seckill.PaymentCaptured})
 		if t != nil {
 			o.Status, s.reasons[o.OrderNo] = t.To, t.Reason

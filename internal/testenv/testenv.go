@@ -231,7 +231,7 @@ func New(t testing.TB, o Options) *Env {
 	})
 
 	e.App = &app.Main{
-		Config: &app.Config{RedisPrefix: e.Prefix, TaskQueue: e.TaskQueue, TemporalNamespace: "default",
+		Config: &app.Config{RedisPrefix: e.Prefix, TaskQueue: e.TaskQueue, TemporalNamespace: "default", PaymentProvider: app.SandboxProvider,
 			PayTimeout: o.PayTimeout, PayGrace: o.PayGrace, PreheatLead: o.PreheatLead, RetainAfter: o.RetainAfter,
 			JWTSecret: string(JWTSecret), WebhookSecret: string(WebhookSecret), AdminToken: AdminToken, DrawKey: DrawKey},
 		DB: db, Redis: e.Redis, Gate: e.Gate, Log: e.Log, Sandbox: e.Provider,
