@@ -115,3 +115,18 @@ func (p *Process) Output() string {
 	b, _ := os.ReadFile(p.log)
 	return string(b)
 }
+
+// Signal sends sig to the process (SIGTERM: the stop an orchestrator asks for).
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Wait waits up to timeout for the process to exit and returns how it did.
+func (p *Process) Wait(timeout time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout):
+		return fmt.Errorf("still running after %s", timeout)
+	}
+}
