@@ -11,6 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// alertsFile is the alerting rules' one source: Prometheus's config and
+// its tests read it, and the Helm chart renders it as a PrometheusRule.
+var alertsFile = filepath.Join("deploy", "helm", "seckill", "files", "alerts.yml")
+
 // registeredMetrics are the seckill_* series the code registers: the
 // collectors in metrics/ and, for the Redis pool, next to the client they
 // read (redis/instrument.go).
@@ -67,7 +71,7 @@ func TestAlertRules(t *testing.T) {
 			} `yaml:"rules"`
 		} `yaml:"groups"`
 	}
-	readYAML(t, "deploy/prometheus/alerts.yml", &rules)
+	readYAML(t, alertsFile, &rules)
 	tests, err := os.ReadFile(filepath.Join("deploy", "prometheus", "alerts_test.yml"))
 	require.NoError(t, err)
 	readme, err := os.ReadFile("README.md")
