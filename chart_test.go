@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -51,22 +50,10 @@ var requiredSecrets = []string{"SECKILL_MYSQL_DSN", "SECKILL_JWT_SECRET", "SECKI
 // isSecret says whether a variable holds a secret, by its name.
 var isSecret = regexp.MustCompile(`^SECKILL_MYSQL_DSN$|SECRET|TOKEN|PASSWORD|_KEY$`).MatchString
 
-// helm is bin/helm, which `make test` builds from its pinned module (`make
-// helm`), else one on the PATH. Missing, the test fails (the chart would
-// go untested), except under -short, whose tests need nothing but Go.
+// helmCmd is bin/helm with args (see pinnedTool).
 func helmCmd(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
-	bin, err := filepath.Abs(filepath.Join("bin", "helm"))
-	require.NoError(t, err)
-	if _, err := os.Stat(bin); err != nil {
-		if bin, err = exec.LookPath("helm"); err != nil {
-			if testing.Short() {
-				t.Skip("needs helm (make helm): skipped under -short")
-			}
-			t.Fatalf("helm is missing: build it with `make helm` (make test does)")
-		}
-	}
-	return exec.Command(bin, args...)
+	return exec.Command(pinnedTool(t, "helm"), args...)
 }
 
 // helm runs bin/helm and returns its output; it must succeed.
