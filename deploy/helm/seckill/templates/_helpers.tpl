@@ -105,7 +105,7 @@ mysql: {ca: SECKILL_MYSQL_CA_FILE, cert: SECKILL_MYSQL_CERT_FILE, key: SECKILL_M
 - name: {{ $k }}
   value: {{ $val | toString | quote }}
 {{- end }}
-{{ include "seckill.secretEnv" .root }}
+{{- include "seckill.secretEnv" .root }}
 {{- end -}}
 
 {{/* Volumes: /tmp (the root filesystem is read-only) and the TLS Secrets. */}}
