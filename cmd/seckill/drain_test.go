@@ -24,7 +24,9 @@ import (
 // leaves its balancer first: /readyz answers 503 at once while purchases
 // and reads are still served for SECKILL_DRAIN_DELAY; then it drains and
 // exits. Before that, it says which build it is on /healthz and /metrics,
-// as `seckill version` does.
+// as `seckill version` does, and `seckill healthcheck` (the image's
+// HEALTHCHECK) finds it healthy at the API's address or, where no API
+// listens, at the worker's; once it is gone, unhealthy.
 func TestAPIDrainsOnSIGTERM(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	addr := testenv.FreeAddr(t)
@@ -50,6 +52,18 @@ func TestAPIDrainsOnSIGTERM(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, metrics, fmt.Sprintf(`seckill_build_info{commit=%q,go_version=%q,version=%q} 1`, b.Commit, b.GoVersion, b.Version))
 
+	healthcheck := func(apiAddr, workerAddr string) error {
+		cmd := exec.Command(testenv.Binary(t), "healthcheck")
+		cmd.Env = e.ProcessEnv("SECKILL_HTTP_ADDR="+apiAddr, "SECKILL_WORKER_HTTP_ADDR="+workerAddr)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	}
+	require.NoError(t, healthcheck(addr, ""))
+	require.NoError(t, healthcheck(testenv.FreeAddr(t), addr), "nothing on the API's address: the worker's")
+
 	sess := e.Session(2, 1, 100)
 	require.NoError(t, api.Signal(syscall.SIGTERM))
 	e.Eventually(5*time.Second, "readyz 503 while still serving", func() error {
@@ -67,6 +81,7 @@ func TestAPIDrainsOnSIGTERM(t *testing.T) {
 
 	require.NoError(t, api.Wait(30*time.Second), "the API exits cleanly after the delay")
 	require.Error(t, shop.Ready(ctx), "nothing listens any more")
+	require.Error(t, healthcheck(addr, ""), "healthcheck fails with the process gone")
 	e.WaitStatus(e.Token(1), acc.OrderNo, 30*time.Second, seckill.StatusWaitPay)
 	e.RequireInvariants(sess.ID)
 }
