@@ -79,7 +79,9 @@ func TestAPIDrainsOnSIGTERM(t *testing.T) {
 	_, err = shop.Order(ctx, acc.OrderNo)
 	require.NoError(t, err, "a read during the drain delay")
 
-	require.NoError(t, api.Wait(30*time.Second), "the API exits cleanly after the delay")
+	code, ok := api.Wait(30 * time.Second)
+	require.True(t, ok, "the API exits after the delay")
+	require.Zero(t, code, "the API exits cleanly")
 	require.Error(t, shop.Ready(ctx), "nothing listens any more")
 	require.Error(t, healthcheck(addr, ""), "healthcheck fails with the process gone")
 	e.WaitStatus(e.Token(1), acc.OrderNo, 30*time.Second, seckill.StatusWaitPay)

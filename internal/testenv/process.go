@@ -39,8 +39,9 @@ func Binary(t testing.TB) string {
 // Process is a seckill subcommand running as its own OS process, so a drill
 // can kill it the hard way.
 type Process struct {
-	cmd *exec.Cmd
-	log string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{} // closed when the process has ended
 }
 
 // ProcessEnv returns the environment a seckill process needs to join this
@@ -67,6 +68,9 @@ func (e *Env) ProcessEnv(extra ...string) []string {
 	}, extra...)...)
 }
 
+// Signal sends sig to the process (SIGTERM: the stop an orchestrator asks for).
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
 // Spawn starts `seckill <args>` with the Env's configuration; it is killed
 // when the test ends.
 func (e *Env) Spawn(env []string, args ...string) *Process {
@@ -81,7 +85,8 @@ func (e *Env) Spawn(env []string, args ...string) *Process {
 	if err := cmd.Start(); err != nil {
 		e.T.Fatalf("start seckill %v: %v", args, err)
 	}
-	p := &Process{cmd: cmd, log: f.Name()}
+	p := &Process{cmd: cmd, log: f.Name(), done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
 	e.T.Cleanup(func() {
 		p.Kill()
 		f.Close()
@@ -97,16 +102,8 @@ func (e *Env) Spawn(env []string, args ...string) *Process {
 
 // Kill ends the process with SIGKILL (no graceful shutdown) and waits for it.
 func (p *Process) Kill() {
-	if p.cmd.ProcessState != nil {
-		return
-	}
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-	}
+	p.Wait(5 * time.Second)
 }
 
 // Output is what the process has written so far (stdout and stderr: the
@@ -116,17 +113,13 @@ func (p *Process) Output() string {
 	return string(b)
 }
 
-// Signal sends sig to the process (SIGTERM: the stop an orchestrator asks for).
-func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
-
-// Wait waits up to timeout for the process to exit and returns how it did.
-func (p *Process) Wait(timeout time.Duration) error {
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
+// Wait waits up to timeout for the process to end by itself and returns
+// its exit code; ok is false if it still runs.
+func (p *Process) Wait(timeout time.Duration) (code int, ok bool) {
 	select {
-	case err := <-done:
-		return err
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode(), true
 	case <-time.After(timeout):
-		return fmt.Errorf("still running after %s", timeout)
+		return 0, false
 	}
 }
