@@ -41,21 +41,26 @@ redis: {enable: SECKILL_REDIS_TLS, ca: SECKILL_REDIS_CA_FILE, cert: SECKILL_REDI
 mysql: {ca: SECKILL_MYSQL_CA_FILE, cert: SECKILL_MYSQL_CERT_FILE, key: SECKILL_MYSQL_KEY_FILE}
 {{- end -}}
 
-{{/* The secret variables, read from existingSecret by reference: required, then read when present. */}}
+{{/* The secret variables, read from existingSecret by reference: required
+(the worker's draw key too: it alone seals draw seeds), then read when
+present. root and worker. */}}
 {{- define "seckill.secretEnv" -}}
-{{- range list "SECKILL_MYSQL_DSN" "SECKILL_JWT_SECRET" "SECKILL_WEBHOOK_SECRET" "SECKILL_ADMIN_TOKEN" }}
+{{- $required := list "SECKILL_MYSQL_DSN" "SECKILL_JWT_SECRET" "SECKILL_WEBHOOK_SECRET" "SECKILL_ADMIN_TOKEN" }}
+{{- if .worker }}{{ $required = append $required "SECKILL_DRAW_KEY" }}{{ end }}
+{{- range $required }}
 - name: {{ . }}
   valueFrom:
-    secretKeyRef: {name: {{ $.Values.existingSecret }}, key: {{ . }}}
+    secretKeyRef: {name: {{ $.root.Values.existingSecret }}, key: {{ . }}}
 {{- end }}
-{{- range list "SECKILL_REDIS_PASSWORD" "TEMPORAL_API_KEY" "SECKILL_PAYMENT_PROVIDER_SECRET" "SECKILL_STRIPE_SECRET_KEY" "SECKILL_STRIPE_WEBHOOK_SECRET" "SECKILL_EVENTS_SECRET" "SECKILL_RISK_SECRET" "SECKILL_DRAW_KEY" }}
+{{- range list "SECKILL_REDIS_PASSWORD" "TEMPORAL_API_KEY" "SECKILL_PAYMENT_PROVIDER_SECRET" "SECKILL_STRIPE_SECRET_KEY" "SECKILL_STRIPE_WEBHOOK_SECRET" "SECKILL_EVENTS_SECRET" "SECKILL_RISK_SECRET" }}
 - name: {{ . }}
   valueFrom:
-    secretKeyRef: {name: {{ $.Values.existingSecret }}, key: {{ . }}, optional: true}
+    secretKeyRef: {name: {{ $.root.Values.existingSecret }}, key: {{ . }}, optional: true}
 {{- end }}
 {{- end -}}
 
-{{/* The environment of api, worker and the migration job; extra: a component's own env map. */}}
+{{/* The environment of api, worker and the migration job: root, extra (a
+component's own env map), worker (the worker's secrets). */}}
 {{- define "seckill.env" -}}
 {{- $v := .root.Values -}}
 - name: TEMPORAL_ADDRESS
@@ -105,7 +110,7 @@ mysql: {ca: SECKILL_MYSQL_CA_FILE, cert: SECKILL_MYSQL_CERT_FILE, key: SECKILL_M
 - name: {{ $k }}
   value: {{ $val | toString | quote }}
 {{- end }}
-{{- include "seckill.secretEnv" .root }}
+{{- include "seckill.secretEnv" (dict "root" .root "worker" .worker) }}
 {{- end -}}
 
 {{/* Volumes: /tmp (the root filesystem is read-only) and the TLS Secrets. */}}
