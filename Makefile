@@ -3,7 +3,7 @@
 # MariaDB (127.0.0.1:3306, root, no password), Redis (127.0.0.1:6379) and
 # PostgreSQL are started when installed but down, chromium and haproxy are
 # Debian's packages (scripts/deps.sh), and the Temporal servers,
-# stripe-mock and promtool are pinned Go modules (tools/) built into bin/.
+# stripe-mock, promtool and helm are pinned Go modules (tools/) built into bin/.
 
 GO       ?= go
 PKGS     := ./...
@@ -13,12 +13,24 @@ TEMPORAL := scripts/temporal-dev.sh
 TEMPORAL_PORT ?= 7233
 export TEMPORAL_PORT
 
-.PHONY: all build bench chaos dev drill stack stack-stop temporal temporal-stop test test-on-temporal test-short test-offline lint fmt clean
+.PHONY: all build image chart bench chaos dev drill stack stack-stop temporal temporal-stop test test-on-temporal test-short test-offline lint fmt clean
 
 all: lint test
 
-build: ## the seckill binary in bin/
-	$(GO) build -o bin/seckill ./cmd/seckill
+# The build's identity, for `seckill version`, /healthz and the
+# seckill_build_info series (internal/buildinfo); the Dockerfile takes the
+# same as build arguments.
+VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+BUILDINFO  := github.com/seckill/seckill/internal/buildinfo
+LDFLAGS    := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).buildTime=$(BUILD_TIME)
+
+build: ## the seckill binary in bin/, stamped with its version
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/seckill ./cmd/seckill
+
+image: ## the Docker image seckill:VERSION, stamped like make build
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg BUILD_TIME=$(BUILD_TIME) -t seckill:$(VERSION) .
 
 temporal: ## start the Temporal dev server (in memory, Web UI on :8233) unless one runs
 	$(TEMPORAL) start
@@ -26,7 +38,7 @@ temporal: ## start the Temporal dev server (in memory, Web UI on :8233) unless o
 temporal-stop: ## stop the dev server `make temporal` started (never one it found running)
 	@$(TEMPORAL) stop
 
-.PHONY: temporal-bins temporal-durable temporal-durable-stop stripe-mock promtool deps-test
+.PHONY: temporal-bins temporal-durable temporal-durable-stop stripe-mock promtool helm deps-test
 
 # The durable server's binaries, from the modules pinned in tools/go.mod
 # (`go build` is a no-op when they are up to date).
@@ -44,7 +56,7 @@ temporal-durable-stop: ## stop the durable server `make temporal-durable` starte
 
 # The drill and the ops-query tests also run on durable servers of their own
 # (internal/testenv.StartDurableTemporalServer): they fail without these.
-test: deps-test temporal-bins stripe-mock promtool
+test: deps-test temporal-bins stripe-mock promtool helm
 
 deps-test: # the services and Debian packages make test needs (scripts/deps.sh)
 	scripts/deps.sh test
@@ -53,6 +65,19 @@ deps-test: # the services and Debian packages make test needs (scripts/deps.sh)
 # (alerts_test.go finds bin/promtool first).
 promtool: ## build bin/promtool (pinned in tools/promtool/go.mod)
 	$(GO) build -o bin/promtool -modfile=tools/promtool/go.mod github.com/prometheus/prometheus/cmd/promtool
+
+# helm, for the chart (deploy/helm/seckill) and its test (chart_test.go
+# finds bin/helm first). Its own modfile, as promtool's.
+helm: ## build bin/helm (pinned in tools/helm/go.mod)
+	$(GO) build -o bin/helm -modfile=tools/helm/go.mod helm.sh/helm/v4/cmd/helm
+
+CHART := deploy/helm/seckill
+
+chart: helm ## lint and render deploy/helm/seckill with the default values and the production example
+	bin/helm lint --strict $(CHART)
+	bin/helm lint --strict $(CHART) -f deploy/helm/values-production.yaml
+	bin/helm template seckill $(CHART) >/dev/null
+	bin/helm template seckill $(CHART) -f deploy/helm/values-production.yaml >/dev/null
 
 # stripe-mock, Stripe's API from its OpenAPI spec, for the stripe provider's
 # tests (internal/testenv.StartStripeMock). Its own modfile, so its

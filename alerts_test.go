@@ -11,6 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// alertsFile is the alerting rules' one source: Prometheus's config and
+// its tests read it, and the Helm chart renders it as a PrometheusRule.
+var alertsFile = filepath.Join("deploy", "helm", "seckill", "files", "alerts.yml")
+
 // registeredMetrics are the seckill_* series the code registers: the
 // collectors in metrics/ and, for the Redis pool, next to the client they
 // read (redis/instrument.go).
@@ -28,23 +32,29 @@ func registeredMetrics(t *testing.T) map[string]bool {
 	return registered
 }
 
-// promtool is Prometheus's own rule checker: bin/promtool, which `make
-// test` builds from its pinned module (`make promtool`), else one on the
-// PATH. Missing, the test fails (the rules would go untested), except
-// under -short, whose tests need nothing but Go.
-func promtool(t *testing.T, args ...string) {
+// pinnedTool is bin/NAME, which `make test` builds from its pinned module
+// (`make NAME`), else one on the PATH. Missing, the test fails (what it
+// checks would go untested), except under -short, whose tests need nothing
+// but Go.
+func pinnedTool(t *testing.T, name string) string {
 	t.Helper()
-	bin, err := filepath.Abs(filepath.Join("bin", "promtool"))
+	bin, err := filepath.Abs(filepath.Join("bin", name))
 	require.NoError(t, err)
 	if _, err := os.Stat(bin); err != nil {
-		if bin, err = exec.LookPath("promtool"); err != nil {
+		if bin, err = exec.LookPath(name); err != nil {
 			if testing.Short() {
-				t.Skip("needs promtool (make promtool): skipped under -short")
+				t.Skipf("needs %s (make %s): skipped under -short", name, name)
 			}
-			t.Fatalf("promtool is missing: build it with `make promtool` (make test does)")
+			t.Fatalf("%s is missing: build it with `make %s` (make test does)", name, name)
 		}
 	}
-	cmd := exec.Command(bin, args...)
+	return bin
+}
+
+// promtool runs Prometheus's own rule checker in deploy/prometheus.
+func promtool(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command(pinnedTool(t, "promtool"), args...)
 	cmd.Dir = filepath.Join("deploy", "prometheus")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
@@ -67,7 +77,7 @@ func TestAlertRules(t *testing.T) {
 			} `yaml:"rules"`
 		} `yaml:"groups"`
 	}
-	readYAML(t, "deploy/prometheus/alerts.yml", &rules)
+	readYAML(t, alertsFile, &rules)
 	tests, err := os.ReadFile(filepath.Join("deploy", "prometheus", "alerts_test.yml"))
 	require.NoError(t, err)
 	readme, err := os.ReadFile("README.md")

@@ -17,6 +17,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -41,6 +42,7 @@ import (
 // variables it requires, each with a value of its own so a test can tell
 // where a setting came from. Nothing comes from the test's own environment.
 var composeEnv = map[string]string{
+	"SECKILL_PAYMENT_PROVIDER": "stripe",
 	"SECKILL_JWT_SECRET":       "compose-test-jwt-secret",
 	"SECKILL_WEBHOOK_SECRET":   "compose-test-webhook-secret",
 	"SECKILL_ADMIN_TOKEN":      "compose-test-admin-token",
@@ -173,8 +175,9 @@ func TestComposeMatchesTheCode(t *testing.T) {
 				// assert, not require: every unknown name is listed at once.
 				assert.True(t, known[k], "%s sets %s, which the binary does not read", name, k)
 			}
-			if strings.HasSuffix(k, "_SECRET") || strings.HasSuffix(k, "_TOKEN") {
-				require.True(t, v != nil && secrets[*v], "%s: secret %s must come from a required variable (${VAR:?...}), never a default", name, k)
+			if strings.HasSuffix(k, "_SECRET") || strings.HasSuffix(k, "_TOKEN") || strings.HasSuffix(k, "_KEY") {
+				require.True(t, v != nil && (secrets[*v] || *v == ""),
+					"%s: secret %s must come from the environment (${VAR:?...}, or ${VAR:-} when optional), never a default", name, k)
 			}
 		}
 	}
@@ -187,9 +190,9 @@ func TestComposeMatchesTheCode(t *testing.T) {
 	require.Equal(t, "temporal:7233", env(api, "SECKILL_TEMPORAL_ADDR"))
 	require.Contains(t, env(api, "SECKILL_MYSQL_DSN"), "@tcp(mysql:3306)/")
 	// The worker (and the API's eager-start worker) refuse an implicit
-	// sandbox: the stack names its provider.
+	// sandbox: the stack takes its provider from the environment, required.
 	for _, name := range []string{"api", "worker"} {
-		require.Equal(t, "sandbox", env(compose.Services[name], "SECKILL_PAYMENT_PROVIDER"), name)
+		require.Equal(t, composeEnv["SECKILL_PAYMENT_PROVIDER"], env(compose.Services[name], "SECKILL_PAYMENT_PROVIDER"), name)
 		// Started only once the namespace has the search attributes: the
 		// worker refuses to run without them.
 		require.Equal(t, types.ServiceConditionCompletedSuccessfully, compose.Services[name].DependsOn["temporal-setup"].Condition, name)
@@ -212,8 +215,114 @@ func TestComposeMatchesTheCode(t *testing.T) {
 	require.False(t, apiHasIt, "SECKILL_WORKER_HTTP_ADDR belongs to the worker service only, not the shared environment")
 	addr := env(wrk, "SECKILL_WORKER_HTTP_ADDR")
 	require.NotEmpty(t, addr, "the worker serves /metrics and /healthz on SECKILL_WORKER_HTTP_ADDR")
-	require.NotNil(t, wrk.HealthCheck)
-	require.Contains(t, wrk.HealthCheck.Test, "http://127.0.0.1"+addrPort(t, addr)+"/healthz", "the worker is health-checked where it listens")
+	// Both are health-checked by the binary itself (no shell or wget in
+	// the image): /healthz of the API, else of the worker's address.
+	for _, svc := range []types.ServiceConfig{api, wrk} {
+		require.NotNil(t, svc.HealthCheck, svc.Name)
+		require.Equal(t, types.HealthCheckTest{"CMD", "/seckill", "healthcheck"}, svc.HealthCheck.Test, svc.Name)
+	}
+}
+
+// .env.example documents every variable docker-compose.yml reads (outside
+// its comments), loads as Compose reads an .env file, and holds no secret:
+// the secret ones are empty, to be made by the operator.
+func TestComposeEnvExample(t *testing.T) {
+	raw, err := os.ReadFile(".env.example")
+	require.NoError(t, err)
+	example, err := dotenv.UnmarshalWithLookup(string(raw), func(string) (string, bool) { return "", false })
+	require.NoError(t, err)
+	src, err := os.ReadFile("docker-compose.yml")
+	require.NoError(t, err)
+	read := map[string]bool{}
+	for _, line := range strings.Split(string(src), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		for _, m := range regexp.MustCompile(`\$\{([A-Z0-9_]+)`).FindAllStringSubmatch(line, -1) {
+			read[m[1]] = true
+		}
+	}
+	require.NotEmpty(t, read)
+	for name := range read {
+		assert.Contains(t, example, name, ".env.example does not document %s, which docker-compose.yml reads", name)
+	}
+	for name, v := range example {
+		if regexp.MustCompile(`(SECRET|TOKEN|PASSWORD|_KEY|_HASH)$`).MatchString(name) {
+			require.Empty(t, v, ".env.example: %s holds a value; secrets are the operator's own", name)
+		}
+	}
+	require.Contains(t, []string{"sandbox", "http", "stripe"}, example["SECKILL_PAYMENT_PROVIDER"])
+}
+
+// The image (read as text: no Docker engine here) runs the binary on a
+// distroless base as a numeric non-root user, health-checks it with
+// `seckill healthcheck`, is stamped with its version (the -X names are
+// internal/buildinfo's variables, as the Makefile's) and labelled with it;
+// .dockerignore keeps secrets, keys, local binaries and reports out of the
+// build context.
+func TestDockerImage(t *testing.T) {
+	raw, err := os.ReadFile("Dockerfile")
+	require.NoError(t, err)
+	var lines []string // instructions, continuation lines joined, comments dropped
+	for _, l := range strings.Split(strings.ReplaceAll(string(raw), "\\\n", " "), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	last := 0 // the final stage's first instruction
+	for i, l := range lines {
+		if strings.HasPrefix(l, "FROM ") {
+			last = i
+		}
+	}
+	final := lines[last:]
+	require.Regexp(t, `^FROM (gcr\.io/distroless/static[\w.-]*:nonroot|scratch)$`, final[0], "the final stage is distroless or scratch")
+	find := func(prefix string) []string {
+		var out []string
+		for _, l := range final {
+			if strings.HasPrefix(l, prefix) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	users := find("USER ")
+	require.Len(t, users, 1)
+	m := regexp.MustCompile(`^USER (\d+):(\d+)$`).FindStringSubmatch(users[0])
+	require.NotNil(t, m, "a numeric user, so runAsNonRoot can verify it: %s", users[0])
+	require.NotEqual(t, "0", m[1], "not root")
+	require.Equal(t, []string{`HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 CMD ["/seckill", "healthcheck"]`}, find("HEALTHCHECK "))
+	labels := strings.Join(find("LABEL "), " ")
+	for _, l := range []string{`org.opencontainers.image.version="${VERSION}"`, `org.opencontainers.image.revision="${COMMIT}"`, `org.opencontainers.image.created="${BUILD_TIME}"`} {
+		require.Contains(t, labels, l)
+	}
+
+	// The -X flags name the variables internal/buildinfo declares.
+	src, err := os.ReadFile(filepath.Join("internal", "buildinfo", "buildinfo.go"))
+	require.NoError(t, err)
+	require.Contains(t, string(src), "var version, commit, buildTime string")
+	const pkg = "github.com/seckill/seckill/internal/buildinfo"
+	for _, v := range []string{"version=${VERSION}", "commit=${COMMIT}", "buildTime=${BUILD_TIME}"} {
+		require.Contains(t, string(raw), "-X "+pkg+"."+v, "Dockerfile")
+	}
+	mk, err := os.ReadFile("Makefile")
+	require.NoError(t, err)
+	require.Contains(t, string(mk), "BUILDINFO  := "+pkg)
+	for _, v := range []string{"version=$(VERSION)", "commit=$(COMMIT)", "buildTime=$(BUILD_TIME)"} {
+		require.Contains(t, string(mk), "-X $(BUILDINFO)."+v, "Makefile")
+	}
+
+	ignore, err := os.ReadFile(".dockerignore")
+	require.NoError(t, err)
+	var patterns []string
+	for _, l := range strings.Split(string(ignore), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			patterns = append(patterns, l)
+		}
+	}
+	for _, p := range []string{".env", ".stack", "**/*.pem", "**/*.key", "deploy/haproxy/tls", "bin", ".temporal", "bench-report*", "capacity-report*"} {
+		require.Contains(t, patterns, p, ".dockerignore keeps %s out of the build context", p)
+	}
 }
 
 // The Temporal part of docker-compose.yml is the durable server of
@@ -325,7 +434,8 @@ func addrPort(t *testing.T, addr string) string {
 }
 
 type promConfig struct {
-	Global struct {
+	RuleFiles []string `yaml:"rule_files"`
+	Global    struct {
 		ScrapeInterval string `yaml:"scrape_interval"`
 	} `yaml:"global"`
 	ScrapeConfigs []struct {
@@ -393,11 +503,32 @@ func TestComposeMonitoring(t *testing.T) {
 	require.Equal(t, "false", env(graf, "GF_AUTH_ANONYMOUS_ENABLED"), "Grafana shows nothing without a login")
 	require.Equal(t, "false", env(graf, "GF_USERS_ALLOW_SIGN_UP"), "nobody makes a Grafana account of their own")
 
-	// The Prometheus config is the one mounted into the container.
-	require.Contains(t, mounts(t, prom), "./deploy/prometheus:/etc/prometheus:ro")
-	require.Contains(t, prom.Command, "--config.file=/etc/prometheus/prometheus.yml")
+	// The Prometheus config is the one mounted into the container, and so
+	// are the rule files it names, the repository's (the chart's alerts.yml,
+	// which promtool tests) at the same relative paths.
+	inRepo := func(path string) string {
+		for _, v := range prom.Volumes {
+			if rest, ok := strings.CutPrefix(path, v.Target+"/"); ok && v.Type == types.VolumeTypeBind {
+				wd, err := os.Getwd()
+				require.NoError(t, err)
+				rel, err := filepath.Rel(wd, filepath.Join(v.Source, rest))
+				require.NoError(t, err)
+				return rel
+			}
+		}
+		t.Fatalf("prometheus: nothing mounted at %s", path)
+		return ""
+	}
+	const config = "/etc/seckill/prometheus/prometheus.yml"
+	require.Contains(t, prom.Command, "--config.file="+config)
+	require.Equal(t, filepath.Join("deploy", "prometheus", "prometheus.yml"), inRepo(config))
 	var cfg promConfig
 	readYAML(t, "deploy/prometheus/prometheus.yml", &cfg)
+	require.NotEmpty(t, cfg.RuleFiles, "Prometheus loads the alerting rules")
+	for _, r := range cfg.RuleFiles {
+		require.Equal(t, filepath.Join("deploy", "prometheus", r), inRepo(path.Join(path.Dir(config), r)), "rule file %s", r)
+	}
+	require.Contains(t, cfg.RuleFiles, "../helm/seckill/files/alerts.yml", "the alerts' one source")
 	require.Equal(t, "5s", cfg.Global.ScrapeInterval, "a sale lasts seconds")
 	scraped := map[string]bool{}
 	for _, sc := range cfg.ScrapeConfigs {

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -23,6 +24,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/checkout"
+	"github.com/seckill/seckill/internal/buildinfo"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/sessions"
@@ -219,6 +221,8 @@ type Server struct {
 	fleetMu   sync.Mutex
 	fleetDown bool
 	left      bool
+	// draining is set by Drain: /readyz answers 503 from then on.
+	draining atomic.Bool
 }
 
 // bodyLimit caps request bodies: every request of this API is a few
@@ -373,7 +377,7 @@ func (s *Server) App() *fiber.App {
 	s.limitBodies(app)
 	app.Use(requestID, s.observe, s.recoverPanics())
 
-	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
+	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(buildinfo.Healthy()) })
 	app.Get("/readyz", s.ready)
 	app.Get("/metrics", adaptor.HTTPHandler(s.cfg.Metrics.Handler()))
 
@@ -440,8 +444,15 @@ func (s *Server) dependencies() map[string]func(context.Context) error {
 	return map[string]func(context.Context) error{"mysql": s.store.Ping, "redis": s.gate.Ping, "temporal": s.flow.Ping}
 }
 
-// ready answers 200 when MySQL, Redis and Temporal all answer.
+// Drain turns /readyz to 503 for good: the process was told to stop, and
+// a balancer that polls it must take it out while it still serves.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// ready answers 200 when MySQL, Redis and Temporal all answer, until Drain.
 func (s *Server) ready(c *fiber.Ctx) error {
+	if s.draining.Load() {
+		return seckill.Errorf(seckill.EUNAVAILABLE, "draining: this process is shutting down")
+	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()
 	for name, ping := range s.dependencies() {

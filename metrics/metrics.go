@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/buildinfo"
 	"github.com/seckill/seckill/internal/tick"
 )
 
@@ -217,9 +218,21 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.Refunds, m.RefundFailures, m.Events, m.EventsDelivered, m.EventFailures)
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Admissions, m.RedisAdmit, m.RedisCommands, m.RedisErrors, m.WorkflowStart,
 		m.WorkflowStartFailures, m.StarterInFlight, m.StarterLimit, m.StarterQueue, m.StarterDropped, m.RiskChecks, m.StarterYielding, m.DependencyUp, m.FleetSize, m.GlobalShare, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.SweepActions, m.Orders, m.Stock, m.Drift,
-		m.Stuck, m.Problems, m.InFlight, m.ReconcileRuns,
+		m.Stuck, m.Problems, m.InFlight, m.ReconcileRuns, buildInfo(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// buildInfo is the constant 1 labelled with this binary's build, so a
+// dashboard can tell which version each process runs during a rollout.
+func buildInfo() prometheus.Collector {
+	b := buildinfo.Read()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "seckill_build_info", Help: "1, labelled with the build of this process (version, commit, Go version).",
+		ConstLabels: prometheus.Labels{"version": b.Version, "commit": b.Commit, "go_version": b.GoVersion},
+	})
+	g.Set(1)
+	return g
 }
 
 // ObserveReports sets the sale series from the given reconcile reports

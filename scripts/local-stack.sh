@@ -60,6 +60,8 @@ export SECKILL_LIMIT_IP_RPS=0 SECKILL_LIMIT_READ_RPS=0 SECKILL_RECONCILE_EVERY=0
 # A throwaway stack: refunds go to the in-memory sandbox, on purpose (the
 # worker refuses to start without a provider named explicitly).
 export SECKILL_PAYMENT_PROVIDER=sandbox
+# No balancer to leave: a stopped API (between bench rounds) stops at once.
+export SECKILL_DRAIN_DELAY="${SECKILL_DRAIN_DELAY:-0}"
 mkdir -p .temporal
 log=".temporal/$run.log"
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,7 @@ func TestWorkerMetrics(t *testing.T) {
 			sample{"seckill_reconcile_problems", map[string]string{"session_id": id}, 0},
 			sample{"seckill_reconcile_in_flight", map[string]string{"session_id": id}, 0},
 			sample{"seckill_refunds", map[string]string{"state": "parked"}, 0},
+			sample{"seckill_build_info", map[string]string{"go_version": runtime.Version()}, 1},
 		)
 	})
 	families, err := scrape(base)

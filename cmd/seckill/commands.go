@@ -145,6 +145,7 @@ func devCmd() *cobra.Command {
 			}
 			// dev is the sandbox's home: its shop pays through it.
 			c.PaymentProvider = app.SandboxProvider
+			c.DrainDelay = 0 // no balancer to leave: Ctrl-C stops at once
 			for _, s := range []*string{&c.JWTSecret, &c.WebhookSecret, &c.AdminToken} {
 				if *s == "" {
 					*s = randomHex(16)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/internal/buildinfo"
 	"github.com/seckill/seckill/temporal"
 )
 
@@ -33,7 +34,7 @@ func serveWorkerHTTP(ctx context.Context, addr string, m *app.Main) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		writeJSON(w, http.StatusOK, buildinfo.Healthy())
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

@@ -41,6 +41,10 @@ type API struct {
 	stopStarts context.CancelFunc
 }
 
+// ShutdownTimeout bounds an API's drain of requests and workflow starts
+// after its drain delay (deploy/helm's grace period counts on it).
+const ShutdownTimeout = 15 * time.Second
+
 // StarterConfig is the API starter's tuning from the Config.
 func (m *Main) StarterConfig() starter.Config {
 	sc := starter.Config{Yield: m.Config.StarterYield}
@@ -153,10 +157,17 @@ func (m *Main) RunAPI(ctx context.Context) error {
 	return m.ServeAPI(ctx, srv)
 }
 
-// ServeAPI listens until ctx ends, then drains requests and background starts.
+// ServeAPI listens until ctx ends; then /readyz answers 503 while the API
+// keeps serving for the drain delay (SECKILL_DRAIN_DELAY), so balancers
+// take it out before it stops accepting; then it drains requests and
+// background starts.
 func (m *Main) ServeAPI(ctx context.Context, srv *API) error {
 	app := srv.App()
-	srv.Start(ctx)
+	// The background loops (blocklist, fleet heartbeat, outbox) outlive
+	// ctx by the delay: the API still sells then.
+	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLoops()
+	srv.Start(loops)
 	errc := make(chan error, 1)
 	go func() { errc <- app.Listen(m.Config.HTTPAddr) }()
 	m.Log.Info("api listening", "addr", m.Config.HTTPAddr)
@@ -165,7 +176,17 @@ func (m *Main) ServeAPI(ctx context.Context, srv *API) error {
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	srv.Drain()
+	if d := m.Config.DrainDelay; d > 0 {
+		m.Log.Info("draining: /readyz answers 503, serving on until the delay ends", "delay", d)
+		select {
+		case err := <-errc:
+			return err
+		case <-time.After(d):
+		}
+	}
+	stopLoops()
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
 	err := app.ShutdownWithContext(sctx)
 	srv.Shutdown(sctx)

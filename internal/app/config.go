@@ -136,6 +136,9 @@ type Config struct {
 	PprofAddr      string        `env:"SECKILL_PPROF_ADDR"`
 	WorkerHTTPAddr string        `env:"SECKILL_WORKER_HTTP_ADDR" envDefault:":8081"`
 	ObserveEvery   time.Duration `env:"SECKILL_OBSERVE_EVERY" envDefault:"5s"`
+	// DrainDelay is how long an API told to stop (SIGTERM) keeps serving
+	// with /readyz at 503, so balancers take it out before it closes.
+	DrainDelay time.Duration `env:"SECKILL_DRAIN_DELAY" envDefault:"5s"`
 	// JWTSecret and WebhookSecret are comma-separated lists during a
 	// rotation: the first signs, any verifies (see JWTSecrets).
 	JWTSecret     string `env:"SECKILL_JWT_SECRET" secret:"true"`
@@ -230,6 +233,9 @@ func LoadConfig() (*Config, error) {
 	}
 	if c.ObserveEvery <= 0 {
 		return nil, errors.New("SECKILL_OBSERVE_EVERY must be a positive duration")
+	}
+	if c.DrainDelay < 0 {
+		return nil, errors.New("SECKILL_DRAIN_DELAY must be 0 (stop at once) or a positive duration")
 	}
 	if err := c.checkRisk(); err != nil {
 		return nil, err
@@ -544,11 +550,14 @@ func (c *Config) RequireSecrets(names ...string) error {
 }
 
 // APIBase is the URL this machine reaches the API at.
-func (c *Config) APIBase() string {
-	if c.HTTPAddr != "" && c.HTTPAddr[0] != ':' {
-		return "http://" + c.HTTPAddr
+func (c *Config) APIBase() string { return LocalURL(c.HTTPAddr) }
+
+// LocalURL is the URL this machine reaches a listen address (":8080") at.
+func LocalURL(addr string) string {
+	if addr != "" && addr[0] != ':' {
+		return "http://" + addr
 	}
-	return "http://127.0.0.1" + c.HTTPAddr
+	return "http://127.0.0.1" + addr
 }
 
 // Logger is the process's JSON logger at SECKILL_LOG_LEVEL.

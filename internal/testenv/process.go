@@ -69,6 +69,9 @@ func (e *Env) ProcessEnv(extra ...string) []string {
 	}, extra...)...)
 }
 
+// Signal sends sig to the process (SIGTERM: the stop an orchestrator asks for).
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
 // Spawn starts `seckill <args>` with the Env's configuration; it is killed
 // when the test ends.
 func (e *Env) Spawn(env []string, args ...string) *Process {
