@@ -117,7 +117,8 @@ func TestClientAgainstTheAPI(t *testing.T) {
 	require.False(t, o.PayDeadline.IsZero())
 	_, err = e.Shopper(2).Order(ctx, first.OrderNo) // another shopper's order
 	requireAnswer(t, err, 404, seckill.ENOTFOUND)
-	_, err = c.Pay(ctx, seckill.Payment{PaymentID: "pay-1", OrderNo: first.OrderNo, AmountCents: 249})
+	// A payment of the wrong amount is refused (and refunded: it was captured).
+	_, err = c.Pay(ctx, seckill.Payment{PaymentID: "pay-short", OrderNo: first.OrderNo, AmountCents: 249})
 	requireAnswer(t, err, 422, seckill.EAMOUNT)
 	forger := *c
 	forger.WebhookSecret = []byte("forged")
