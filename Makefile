@@ -13,7 +13,7 @@ TEMPORAL := scripts/temporal-dev.sh
 TEMPORAL_PORT ?= 7233
 export TEMPORAL_PORT
 
-.PHONY: all build image chart bench chaos dev drill stack stack-stop temporal temporal-stop test test-on-temporal test-short test-offline lint fmt clean
+.PHONY: all build lab image chart bench chaos dev drill stack stack-stop temporal temporal-stop test test-on-temporal test-short test-offline lint fmt clean
 
 all: lint test
 
@@ -28,6 +28,9 @@ LDFLAGS    := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT
 
 build: ## the seckill binary in bin/, stamped with its version
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/seckill ./cmd/seckill
+
+lab: ## the seckill-lab binary in bin/: bench, drill and chaos (never deployed; seckill has none of them)
+	$(GO) build -o bin/seckill-lab ./cmd/seckill-lab
 
 image: ## the Docker image seckill:VERSION, stamped like make build
 	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg BUILD_TIME=$(BUILD_TIME) -t seckill:$(VERSION) .
@@ -130,9 +133,9 @@ drill: ## rehearse a sale locally: burst, SIGKILL the worker mid-burst, restart 
 
 CHAOS_DURATION ?= 2m
 
-chaos: build ## randomized fault soak on a stack of its own (kills, latency, stalls, resets, outages) for CHAOS_DURATION; SEED=N replays a run's faults
+chaos: build lab ## randomized fault soak on a stack of its own (kills, latency, stalls, resets, outages) for CHAOS_DURATION; SEED=N replays a run's faults
 	$(GO) build -o bin/temporal -modfile=tools/go.mod github.com/temporalio/cli/cmd/temporal
-	bin/seckill chaos --duration $(CHAOS_DURATION) $(if $(SEED),--seed $(SEED))
+	bin/seckill-lab chaos --duration $(CHAOS_DURATION) $(if $(SEED),--seed $(SEED))
 
 test-short: ## the tests that need no service
 	$(GO) test -count=1 -short $(PKGS)

@@ -216,7 +216,7 @@ type Order struct {
 	TraceID     string    `json:"-"`
 	// UpdatedAt is when the row last changed (created, paid, closed):
 	// cached views never go back to an older one, and the shopper (and
-	// seckill bench) read when a change happened without polling for it.
+	// seckill-lab bench) read when a change happened without polling for it.
 	// A QUEUED view has none: its row does not exist yet.
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }

@@ -132,7 +132,7 @@ func admissionOnlyAPI(ctx context.Context, spec ServerSpec) (app *fiber.App, cle
 	return srv.App(), cleanup, nil
 }
 
-// allowAll is a risk service that allows every shopper (seckill bench
+// allowAll is a risk service that allows every shopper (seckill-lab bench
 // --risk): what is measured is what asking one costs the burst.
 func allowAll() (url string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -25,7 +25,7 @@ import (
 // process they shared its Go runtime, its scheduler and its garbage
 // collector with the load generator, and their figures swung by half from
 // round to round while the subject's (a process of its own) held within a
-// tenth. The bench starts `seckill bench baseline-server`, writes it one
+// tenth. The bench starts `seckill-lab bench baseline-server`, writes it one
 // ServerSpec as a JSON line on its stdin (secrets stay out of argv), reads
 // the address it listens on from its stdout, and closes its stdin to stop
 // it; the server cleans up after itself before it exits.
@@ -59,7 +59,7 @@ type serverReady struct {
 	Addr string `json:"addr"`
 }
 
-// ServeBaseline is `seckill bench baseline-server`: it reads a ServerSpec
+// ServeBaseline is `seckill-lab bench baseline-server`: it reads a ServerSpec
 // from in, serves that baseline on a free loopback port, writes the address
 // to out, and serves until in is closed (or ctx ends).
 func ServeBaseline(ctx context.Context, in io.Reader, out io.Writer) error {

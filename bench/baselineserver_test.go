@@ -12,7 +12,7 @@ import (
 	"github.com/seckill/seckill/internal/testenv"
 )
 
-// The admission-only API runs as `seckill bench baseline-server`: it sells
+// The admission-only API runs as `seckill-lab bench baseline-server`: it sells
 // its scratch sessions (exactly their stock, one 202 per shopper) and, once
 // stopped, leaves no key behind in the stack's Redis.
 func TestAdmissionOnlyServerProcess(t *testing.T) {
@@ -25,7 +25,7 @@ func TestAdmissionOnlyServerProcess(t *testing.T) {
 	}
 	before := scratch()
 
-	srv, err := startBaselineServer(ctx, testenv.Binary(t), nil, ServerSpec{Kind: ServerAdmissionOnly,
+	srv, err := startBaselineServer(ctx, testenv.LabBinary(t), nil, ServerSpec{Kind: ServerAdmissionOnly,
 		JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret, AdminToken: testenv.AdminToken,
 		RedisAddr: e.RedisAddr, MySQLDSN: e.DSN, Stock: 2, PerUserLimit: 1})
 	require.NoError(t, err)
@@ -55,6 +55,6 @@ func TestAdmissionOnlyServerProcess(t *testing.T) {
 // A server of an unknown kind says so and exits; the bench reports it.
 func TestBaselineServerUnknownKind(t *testing.T) {
 	testenv.SkipShort(t, "the seckill binary (go build)")
-	_, err := startBaselineServer(context.Background(), testenv.Binary(t), nil, ServerSpec{Kind: "nginx"})
+	_, err := startBaselineServer(context.Background(), testenv.LabBinary(t), nil, ServerSpec{Kind: "nginx"})
 	require.ErrorContains(t, err, `unknown kind "nginx"`)
 }

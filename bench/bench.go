@@ -1,4 +1,4 @@
-// Package bench is `seckill bench`: a black-box load generator for a
+// Package bench is `seckill-lab bench`: a black-box load generator for a
 // running stack, and the report of what it measured. It sells a fresh
 // session at each load step (many shoppers with their own JWTs, closed or
 // open loop), draws the funnel from the layer that answered each request

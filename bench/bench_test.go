@@ -44,7 +44,7 @@ func TestBenchSmallRun(t *testing.T) {
 	cfg.Users, cfg.PerUser, cfg.Concurrency, cfg.Steps, cfg.Stock = 80, 2, 16, []int{8, 32}, 20
 	cfg.PayRatio, cfg.PayTimeout = 0.5, 12*time.Second
 	cfg.Baselines = &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
-		TemporalNamespace: "default", NoopWorkflows: 20, MySQLDSN: e.DSN, Exec: testenv.Binary(t)}
+		TemporalNamespace: "default", NoopWorkflows: 20, MySQLDSN: e.DSN, Exec: testenv.LabBinary(t)}
 	cfg.TemporalAddr, cfg.TemporalNamespace, cfg.CostSample, cfg.Captchas, cfg.Keys, cfg.Risk = e.TemporalAddr, "default", 2, 12, true, true
 	runRefundRelay(t, e)
 	rep := runBench(t, cfg)
@@ -173,7 +173,7 @@ func TestBenchRepeat(t *testing.T) {
 	cfg := stackConfig(e)
 	cfg.Users, cfg.PerUser, cfg.Concurrency, cfg.Stock, cfg.PayRatio = 40, 2, 8, 10, 1
 	cfg.Baselines = &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
-		TemporalNamespace: "default", NoopWorkflows: 10, MySQLDSN: e.DSN, Exec: testenv.Binary(t)}
+		TemporalNamespace: "default", NoopWorkflows: 10, MySQLDSN: e.DSN, Exec: testenv.LabBinary(t)}
 	cfg.Repeat, cfg.RedisAOF, cfg.Warmup, cfg.Keys, cfg.Risk = 2, bench.AOFModes, true, true, true
 	rep := runBench(t, cfg)
 	require.Len(t, rep.Steps, 2)

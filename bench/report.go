@@ -6,7 +6,7 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// Report is everything one `seckill bench` run measured. It is written as
+// Report is everything one `seckill-lab bench` run measured. It is written as
 // JSON (--json), rendered as HTML (--html) and printed as a table.
 type Report struct {
 	StartedAt time.Time `json:"started_at"`

@@ -1,4 +1,4 @@
-// Package chaos is the randomized fault soak behind `seckill chaos`: it
+// Package chaos is the randomized fault soak behind `seckill-lab chaos`: it
 // starts a stack of its own on this machine (a file-backed Temporal dev
 // server, one API and one worker from the seckill binary, each connection
 // to Redis, MySQL and Temporal through a toxiproxy), runs fault drills
@@ -43,8 +43,10 @@ type Config struct {
 	// MySQLDSN names the database of the soak (created and migrated);
 	// RedisAddr, RedisPrefix and TaskQueue are the soak's own.
 	MySQLDSN, RedisAddr, RedisPrefix, TaskQueue string
-	JWTSecret, WebhookSecret                    []byte
-	AdminToken                                  string
+	// JWTSecret, WebhookSecret and AdminToken are the stack's secrets:
+	// fresh ones when empty.
+	JWTSecret, WebhookSecret []byte
+	AdminToken               string
 	// PayTimeout is the stack's SECKILL_PAY_TIMEOUT: short, so that
 	// timeouts and their compensation are part of every sale.
 	PayTimeout time.Duration
@@ -97,6 +99,15 @@ func loopback(what, hostport string) error {
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
+	}
+	if cfg.JWTSecret == nil {
+		cfg.JWTSecret = []byte(randomHex(16))
+	}
+	if cfg.WebhookSecret == nil {
+		cfg.WebhookSecret = []byte(randomHex(16))
+	}
+	if cfg.AdminToken == "" {
+		cfg.AdminToken = randomHex(16)
 	}
 	if cfg.Duration <= 0 || cfg.PayTimeout <= 0 {
 		return nil, errors.New("chaos: duration and pay timeout must be positive")

@@ -188,7 +188,8 @@ func (s *stack) env(l links, extra ...string) ([]string, error) {
 		"SECKILL_JWT_SECRET=" + string(s.cfg.JWTSecret),
 		"SECKILL_WEBHOOK_SECRET=" + string(s.cfg.WebhookSecret),
 		"SECKILL_ADMIN_TOKEN=" + s.cfg.AdminToken,
-		"SECKILL_DRAW_KEY=" + drawKey(),
+		// The soak sells no draw, but the worker refuses to start without a key.
+		"SECKILL_DRAW_KEY=" + randomHex(32),
 		"SECKILL_PAY_TIMEOUT=" + s.cfg.PayTimeout.String(),
 		// Payments come from the soak itself, signed with its own secret.
 		"SECKILL_PAYMENT_PROVIDER=sandbox",
@@ -341,10 +342,9 @@ func (s *stack) stop() {
 	}
 }
 
-// drawKey is a fresh SECKILL_DRAW_KEY for the soak's worker (the soak
-// sells no draw; the worker refuses to start without one).
-func drawKey() string {
-	k := make([]byte, 32)
+// randomHex is n random bytes in hex: the soak's fresh secrets.
+func randomHex(n int) string {
+	k := make([]byte, n)
 	_, _ = rand.Read(k)
 	return hex.EncodeToString(k)
 }

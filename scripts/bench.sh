@@ -2,7 +2,7 @@
 # make bench: a small, reproducible load test with baselines on a local
 # stack. Starts the Temporal dev server (if needed), an API and a worker as
 # separate processes (as in production) on a fresh Redis prefix and task
-# queue, and runs `seckill bench --baselines` twice:
+# queue, and runs `seckill-lab bench --baselines` twice:
 #
 #   1. 500 units, 20,000 shoppers × 2 requests (a burst of about two
 #      seconds: half-second bursts made every ratio swing by half from one
@@ -18,7 +18,7 @@
 #      bench-report-5k.{json,html}.
 #
 # Then it stops what it started. Extra arguments go to both runs of
-# `seckill bench`.
+# `seckill-lab bench`.
 #
 # Env: BENCH_REPEAT (3), BENCH_5K (1; 0 skips the 5,000-winner run), BENCH_PIN=1 (taskset: the API and
 # Redis on CPU 0, Temporal, the worker and MySQL on CPU 1, put back
@@ -67,7 +67,7 @@ source scripts/local-stack.sh
 pin=()
 if [ "${BENCH_PIN:-0}" = 1 ]; then pin=(--pin --pin-worker "$worker"); fi
 
-bin/seckill bench --api "http://$SECKILL_HTTP_ADDR" --pay-timeout "$SECKILL_PAY_TIMEOUT" --baselines \
+bin/seckill-lab bench --api "http://$SECKILL_HTTP_ADDR" --pay-timeout "$SECKILL_PAY_TIMEOUT" --baselines \
   --users 20000 --requests-per-user 2 --stock 500 --concurrency 256 \
   --warmup --repeat "${BENCH_REPEAT:-3}" --redis-aof all --captchas "${BENCH_CAPTCHAS:-1000}" "${pin[@]}" \
   --registrations "${BENCH_REGISTRATIONS:-0}" --draw "${BENCH_DRAW:-0}" \
@@ -92,7 +92,7 @@ if [ "${BENCH_5K:-1}" != 0 ]; then
   restart_temporal || echo "bench: Temporal ${SECKILL_TEMPORAL_ADDR} is not this run's dev server: the 5,000-winner run uses it as it is"
   start_processes
   if [ "${BENCH_PIN:-0}" = 1 ]; then pin=(--pin --pin-worker "$worker"); fi
-  bin/seckill bench --api "http://$SECKILL_HTTP_ADDR" --pay-timeout "$SECKILL_PAY_TIMEOUT" --baselines \
+  bin/seckill-lab bench --api "http://$SECKILL_HTTP_ADDR" --pay-timeout "$SECKILL_PAY_TIMEOUT" --baselines \
     --users 20000 --requests-per-user 1 --stock 5000 --concurrency 256 --settle 4m --pay-after-creation --warmup \
     "${pin[@]}" --json bench-report-5k.json --html bench-report-5k.html "$@"
 fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make drill: rehearse a sale on a local stack. Starts the Temporal dev
 # server (if needed), an API and a worker on a fresh Redis prefix, runs
-# `seckill drill` with the worker killed (SIGKILL) mid-burst and a new one
+# `seckill-lab drill` with the worker killed (SIGKILL) mid-burst and a new one
 # started after it, prints the result and stops what it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +12,6 @@ second=".temporal/$run.worker2"
 stack_on_exit() { if [ -f "$second" ]; then kill "$(cat "$second")" 2>/dev/null || true; rm -f "$second"; fi; }
 source scripts/local-stack.sh
 
-bin/seckill drill --api "http://$SECKILL_HTTP_ADDR" "$@" \
+bin/seckill-lab drill --api "http://$SECKILL_HTTP_ADDR" "$@" \
   --kill-pid "$worker" \
   --restart-cmd "bin/seckill worker >>$log 2>&1 & echo \$! > $second"

@@ -1,6 +1,6 @@
-# Sourced by bench.sh and drill.sh: builds seckill and starts a throwaway
-# local stack (the Temporal dev server unless one answers, migrations, an
-# API and a worker), isolated from anything else on the machine: a fresh
+# Sourced by bench.sh and drill.sh: builds seckill and seckill-lab and
+# starts a throwaway local stack (the Temporal dev server unless one
+# answers, migrations, an API and a worker), isolated from anything else on the machine: a fresh
 # MySQL database, Redis prefix and task queue named after the run, the
 # worker's ops endpoints on a port of their own, fresh secrets. Waits until
 # the API and the worker are ready, or exits non-zero with the last lines of
@@ -39,6 +39,7 @@ trap stop_stack EXIT
 temporal_out="$(scripts/temporal-dev.sh start)" || { echo "$temporal_out" >&2; exit 1; }
 if [[ "$temporal_out" == *"temporal: started"* ]]; then temporal_started=1; fi
 go build -o bin/seckill ./cmd/seckill
+go build -o bin/seckill-lab ./cmd/seckill-lab # the bench and the drill
 
 secret() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 export SECKILL_REDIS_PREFIX="$run" SECKILL_TASK_QUEUE="$run" SECKILL_HTTP_ADDR="$addr"

@@ -107,7 +107,7 @@ func CountActions(events []*historypb.HistoryEvent) Cost {
 }
 
 // OrderCost waits for the workflow of an order to end, reads its whole
-// history and counts it (CountActions). seckill bench measures the actions
+// history and counts it (CountActions). seckill-lab bench measures the actions
 // per order with it, and the tests pin them.
 func OrderCost(ctx context.Context, c client.Client, orderNo string) (Cost, error) {
 	return WorkflowCost(ctx, c, seckill.WorkflowID(orderNo))

@@ -1,5 +1,5 @@
 // Package htmlreport renders a bench.Report as one self-contained HTML page
-// (seckill bench --html). The page must open from a file, offline, years
+// (seckill-lab bench --html). The page must open from a file, offline, years
 // later, and be read by someone who has never seen a flash sale load test:
 // so there are no external scripts, fonts or stylesheets, no JavaScript at
 // all, and every chart is inline SVG computed here, on the server side,

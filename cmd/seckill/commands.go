@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/internal/cli"
 	"github.com/seckill/seckill/mysql"
 )
 
@@ -53,25 +54,10 @@ func migrateCmd() *cobra.Command {
 	return cmd
 }
 
-// allSecrets are the secrets the long-running commands refuse to start without.
-var allSecrets = []string{"SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET", "SECKILL_ADMIN_TOKEN"}
-
-// loadConfig loads the configuration and checks that the secrets are set.
-func loadConfig(secrets ...string) (*app.Config, error) {
-	c, err := app.LoadConfig()
-	if err != nil {
-		return nil, err
-	}
-	if err := c.RequireSecrets(secrets...); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
 // withApp loads the configuration, checks the secrets, connects the
 // adapters (Temporal too when withTemporal) and runs fn with them.
 func withApp(ctx context.Context, secrets []string, withTemporal bool, fn func(m *app.Main) error) error {
-	c, err := loadConfig(secrets...)
+	c, err := cli.LoadConfig(secrets...)
 	if err != nil {
 		return err
 	}
@@ -93,7 +79,7 @@ func apiCmd() *cobra.Command {
 			if err := preflightProvider(); err != nil {
 				return err
 			}
-			return withApp(cmd.Context(), allSecrets, true, func(m *app.Main) error {
+			return withApp(cmd.Context(), cli.AllSecrets, true, func(m *app.Main) error {
 				return m.RunAPI(cmd.Context())
 			})
 		},
@@ -112,7 +98,7 @@ func workerCmd() *cobra.Command {
 			if err := preflightDrawKey(); err != nil {
 				return err
 			}
-			return withApp(cmd.Context(), allSecrets, true, func(m *app.Main) error {
+			return withApp(cmd.Context(), cli.AllSecrets, true, func(m *app.Main) error {
 				if err := serveWorkerHTTP(cmd.Context(), m.Config.WorkerHTTPAddr, m); err != nil {
 					return err
 				}
@@ -321,11 +307,11 @@ func printReconcile(ctx context.Context, m *app.Main, session int64, repair bool
 		}
 		out = r
 	}
-	if err := encodeJSON(os.Stdout, out); err != nil {
+	if err := cli.EncodeJSON(os.Stdout, out); err != nil {
 		return err
 	}
 	if !r.OK {
-		return &exitError{code: 2, err: fmt.Errorf("session %d: %d problems", session, len(r.Problems))}
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("session %d: %d problems", session, len(r.Problems))}
 	}
 	return nil
 }

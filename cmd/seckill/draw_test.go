@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/cli"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -185,5 +186,5 @@ func TestDrawSale(t *testing.T) {
 	require.NoError(t, err)
 	_, err = execute(ctx, "draw", "verify", "--session", strconv.FormatInt(sess.ID, 10))
 	require.ErrorContains(t, err, fmt.Sprintf("position %d records user 999999", 2*stock))
-	require.NotZero(t, exitCode(err))
+	require.NotZero(t, cli.ExitCode(err))
 }

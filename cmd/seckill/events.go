@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/cli"
 	"github.com/seckill/seckill/mysql"
 )
 
@@ -65,7 +66,7 @@ func printEvents(w io.Writer, states []seckill.EventState, asJSON bool, now time
 		for i, s := range states {
 			out[i] = listed{s, s.OrderNo}
 		}
-		return encodeList(w, "events", out)
+		return cli.EncodeList(w, "events", out)
 	}
 	rows := make([]string, len(states))
 	for i, s := range states {
@@ -78,5 +79,5 @@ func printEvents(w io.Writer, states []seckill.EventState, asJSON bool, now time
 		}
 		rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s", s.State, s.ID, s.Type, s.OrderNo, s.Attempts, when, s.LastError)
 	}
-	return writeTable(w, "no events waiting for delivery", "STATE\tEVENT_ID\tTYPE\tORDER_NO\tATTEMPTS\tWHEN\tLAST_ERROR", rows)
+	return cli.WriteTable(w, "no events waiting for delivery", "STATE\tEVENT_ID\tTYPE\tORDER_NO\tATTEMPTS\tWHEN\tLAST_ERROR", rows)
 }

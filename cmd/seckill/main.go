@@ -1,27 +1,18 @@
-// Command seckill is the one binary of the flash-sale system: migrations,
-// the HTTP API, the Temporal worker, a one-process dev stack and the tools
-// around them. Wiring is explicit: main builds every adapter from the
-// environment and hands them to the packages that use them.
+// Command seckill is the flash-sale system a merchant deploys: migrations,
+// the HTTP API, the Temporal worker, a one-process dev stack and the
+// operator's tools around them. The load test, the drill and the chaos
+// soak are the lab's (cmd/seckill-lab), so this binary links none of them.
+// Wiring is explicit: main builds every adapter from the environment and
+// hands them to the packages that use them.
 package main
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/spf13/cobra"
+
+	"github.com/seckill/seckill/internal/cli"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := rootCmd().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "seckill:", err)
-		os.Exit(exitCode(err))
-	}
-}
+func main() { cli.Main(rootCmd()) }
 
 func rootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -30,21 +21,6 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(migrateCmd(), apiCmd(), workerCmd(), devCmd(), tokenCmd(), reconcileCmd(), refundsCmd(), eventsCmd(), drillCmd(), chaosCmd(), benchCmd(), searchAttributesCmd(), sessionCmd(), ordersCmd(), operatorsCmd(), drawCmd(), versionCmd(), healthcheckCmd())
+	root.AddCommand(migrateCmd(), apiCmd(), workerCmd(), devCmd(), tokenCmd(), reconcileCmd(), refundsCmd(), eventsCmd(), searchAttributesCmd(), sessionCmd(), ordersCmd(), operatorsCmd(), drawCmd(), versionCmd(), healthcheckCmd())
 	return root
-}
-
-// exitError carries a specific exit status out of a command.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-
-func exitCode(err error) int {
-	if e, ok := err.(*exitError); ok {
-		return e.code
-	}
-	return 1
 }

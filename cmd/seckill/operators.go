@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/cli"
 	"github.com/seckill/seckill/mysql"
 )
 
@@ -104,7 +105,7 @@ func replaceOperator(ctx context.Context, db *mysql.DB, name string, role seckil
 // printOperators prints the operators as a table (or JSON).
 func printOperators(w io.Writer, ops []seckill.OperatorToken, asJSON bool, now time.Time) error {
 	if asJSON {
-		return encodeList(w, "operators", ops)
+		return cli.EncodeList(w, "operators", ops)
 	}
 	rows := make([]string, len(ops))
 	for i, o := range ops {
@@ -117,6 +118,6 @@ func printOperators(w io.Writer, ops []seckill.OperatorToken, asJSON bool, now t
 		}
 		rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s\t%s", o.Name, o.Role, o.CreatedAt.UTC().Format(time.RFC3339), used, revoked)
 	}
-	return writeTable(w, "no operators: add one with seckill operators add NAME --role viewer|operator|admin",
+	return cli.WriteTable(w, "no operators: add one with seckill operators add NAME --role viewer|operator|admin",
 		"NAME\tROLE\tCREATED\tLAST_USED\tREVOKED", rows)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/cli"
 	"github.com/seckill/seckill/mysql"
 )
 
@@ -29,7 +30,7 @@ func refundsCmd() *cobra.Command {
 // parked one, and the arrival of a received payment.
 func printRefunds(w io.Writer, states []seckill.RefundState, asJSON bool, now time.Time) error {
 	if asJSON {
-		return encodeList(w, "refunds", states)
+		return cli.EncodeList(w, "refunds", states)
 	}
 	rows := make([]string, len(states))
 	for i, s := range states {
@@ -45,5 +46,5 @@ func printRefunds(w io.Writer, states []seckill.RefundState, asJSON bool, now ti
 		rows[i] = fmt.Sprintf("%s\t%s\t%s\t%d.%02d\t%d\t%s\t%s", s.State, s.OrderNo, s.PaymentID,
 			s.AmountCents/100, s.AmountCents%100, s.Attempts, when, s.LastError)
 	}
-	return writeTable(w, "no refunds pending", "STATE\tORDER_NO\tPAYMENT_ID\tAMOUNT\tATTEMPTS\tWHEN\tLAST_ERROR", rows)
+	return cli.WriteTable(w, "no refunds pending", "STATE\tORDER_NO\tPAYMENT_ID\tAMOUNT\tATTEMPTS\tWHEN\tLAST_ERROR", rows)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/internal/cli"
 )
 
 // sessionCmd is the operator's controls of a running sale, through the
@@ -101,7 +102,7 @@ applied once), and retry add-stock with it after an UNAVAILABLE answer.`,
 // operator of SECKILL_OPERATOR_TOKEN (a named token, the audit's "who"),
 // else as the bootstrap admin of SECKILL_ADMIN_TOKEN.
 func adminClient(base string) (*client.Client, error) {
-	c, err := loadConfig()
+	c, err := cli.LoadConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +117,7 @@ func adminClient(base string) (*client.Client, error) {
 
 // printJSON writes v to the command's output as indented JSON.
 func printJSON(cmd *cobra.Command, v any) error {
-	return encodeJSON(cmd.OutOrStdout(), v)
+	return cli.EncodeJSON(cmd.OutOrStdout(), v)
 }
 
 // updateCmd is `seckill session update`: only the flags given change.

@@ -11,27 +11,44 @@ import (
 	"time"
 )
 
-// buildBinary builds the seckill binary once per test process.
-var buildBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "seckill-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "seckill")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/seckill")
-	cmd.Dir = repoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+// build builds the command at ./cmd/<name> once per test process and
+// returns the binary's path.
+func build(name string) func() (string, error) {
+	return sync.OnceValues(func() (string, error) {
+		dir, err := os.MkdirTemp("", name+"-bin-")
+		if err != nil {
+			return "", err
+		}
+		bin := filepath.Join(dir, name)
+		cmd := exec.Command("go", "build", "-o", bin, "./cmd/"+name)
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build: %v\n%s", err, out)
+		}
+		return bin, nil
+	})
+}
+
+var buildSeckill, buildLab = build("seckill"), build("seckill-lab")
 
 // Binary builds the seckill binary once per test process and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
-	bin, err := buildBinary()
+	return built(t, buildSeckill)
+}
+
+// LabBinary builds the seckill-lab binary (bench, drill, chaos) once per
+// test process and returns its path.
+func LabBinary(t testing.TB) string {
+	t.Helper()
+	return built(t, buildLab)
+}
+
+func built(t testing.TB, build func() (string, error)) string {
+	t.Helper()
+	bin, err := build()
 	if err != nil {
-		t.Fatalf("build seckill: %v", err)
+		t.Fatalf("build: %v", err)
 	}
 	return bin
 }

@@ -2,7 +2,7 @@
 // and one of the services it uses (Redis, MySQL, the Temporal frontend), so
 // faults come as they really do: replies later than the client's timeout,
 // connections that stall or are reset mid-request, a service that is gone.
-// The drills' test environment and `seckill chaos` both inject through it;
+// The drills' test environment and `seckill-lab chaos` both inject through it;
 // only loopback addresses are ever listened on.
 package toxi
 

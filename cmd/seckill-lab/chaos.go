@@ -16,12 +16,14 @@ import (
 	"github.com/seckill/seckill/chaos"
 	"github.com/seckill/seckill/drill"
 	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/internal/cli"
 )
 
 func chaosCmd() *cobra.Command {
 	var (
 		duration    time.Duration
 		seed        uint64
+		seckillBin  string
 		temporalBin string
 		dir         string
 		jsonOut     string
@@ -35,9 +37,9 @@ func chaosCmd() *cobra.Command {
 		Use:   "chaos",
 		Short: "Randomized fault soak: sales back to back on a stack of its own while processes are killed and connections slowed, stalled, reset and cut",
 		Long: `chaos starts a stack of its own on this machine: a file-backed Temporal dev
-server (--temporal-bin), one API and one worker from this binary, each of
-their connections to Redis, MySQL and Temporal through an in-process
-toxiproxy. It runs fault drills back to back against it for --duration while
+server (--temporal-bin), one API and one worker from the seckill binary
+(--seckill-bin), each of their connections to Redis, MySQL and Temporal
+through an in-process toxiproxy. It runs fault drills back to back against it for --duration while
 a seeded random injector SIGKILLs and restarts the API, the worker and
 Temporal, and adds latency above the client timeouts, stalls, connection
 resets, a slow MySQL and links that go down, one fault at a time. Then it
@@ -62,9 +64,8 @@ soak drops its database and keys; a failing one keeps them, and the logs in
 			if strings.Contains(c.RedisAddr, ",") {
 				return errors.New("chaos needs one Redis address in SECKILL_REDIS_ADDR (no Cluster or Sentinel)")
 			}
-			bin, err := os.Executable()
-			if err != nil {
-				return err
+			if _, err := os.Stat(seckillBin); err != nil {
+				return fmt.Errorf("%s: %w (build it with `make build`)", seckillBin, err)
 			}
 			if _, err := os.Stat(temporalBin); err != nil {
 				return fmt.Errorf("%s: %w (build it with `make temporal`)", temporalBin, err)
@@ -85,9 +86,8 @@ soak drops its database and keys; a failing one keeps them, and the logs in
 			}
 			dsn.DBName += "_chaos_" + stamp
 			cfg := chaos.Config{
-				Duration: duration, Seed: seed, Binary: bin, TemporalBin: temporalBin, Dir: dir,
+				Duration: duration, Seed: seed, Binary: seckillBin, TemporalBin: temporalBin, Dir: dir,
 				MySQLDSN: dsn.FormatDSN(), RedisAddr: c.RedisAddr, RedisPrefix: "chaos-" + stamp, TaskQueue: "chaos-" + stamp,
-				JWTSecret: []byte(randomHex(16)), WebhookSecret: []byte(randomHex(16)), AdminToken: randomHex(16),
 				PayTimeout: payTimeout, IssueToken: auth.IssueToken, Progress: os.Stderr,
 				Sale: drill.Config{Stock: stock, PerUserLimit: 1, Users: users, Tries: tries, PayRatio: 0.5,
 					Ramp: 5 * time.Second, Settle: settle},
@@ -98,13 +98,13 @@ soak drops its database and keys; a failing one keeps them, and the logs in
 			}
 			res.WriteTable(os.Stdout)
 			if jsonOut != "" {
-				if err := saveJSON(jsonOut, res); err != nil {
+				if err := cli.SaveJSON(jsonOut, res); err != nil {
 					return err
 				}
 			}
 			if n := res.Violations(); n > 0 {
 				fmt.Fprintf(os.Stderr, "kept for the post-mortem: database %s, Redis prefix %s, logs in %s\n", dsn.DBName, cfg.RedisPrefix, dir)
-				return &exitError{code: 2, err: fmt.Errorf("chaos found %d violations (seed %d)", n, seed)}
+				return &cli.ExitError{Code: 2, Err: fmt.Errorf("chaos found %d violations (seed %d)", n, seed)}
 			}
 			if err := chaos.Cleanup(cmd.Context(), cfg, ownDir); err != nil {
 				fmt.Fprintf(os.Stderr, "cleanup: %v\n", err)
@@ -116,6 +116,7 @@ soak drops its database and keys; a failing one keeps them, and the logs in
 	f := cmd.Flags()
 	f.DurationVar(&duration, "duration", 2*time.Minute, "how long to start sales and inject faults (the last sale then settles)")
 	f.Uint64Var(&seed, "seed", 0, "random seed of the fault injector (0: from the clock; printed either way)")
+	f.StringVar(&seckillBin, "seckill-bin", filepath.Join("bin", "seckill"), "the seckill binary the soak's API and worker run from (make build builds it)")
 	f.StringVar(&temporalBin, "temporal-bin", filepath.Join("bin", "temporal"), "the Temporal CLI binary (make temporal builds it)")
 	f.StringVar(&dir, "dir", "", "directory for the processes' logs and the Temporal database (default: a new temporary one)")
 	f.StringVar(&jsonOut, "json", "", "also write the result as JSON to this file")

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -8,25 +8,25 @@ import (
 	"text/tabwriter"
 )
 
-// encodeJSON writes v as indented JSON: what --json prints.
-func encodeJSON(w io.Writer, v any) error {
+// EncodeJSON writes v as indented JSON: what --json prints.
+func EncodeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
 
-// encodeList writes items under key, as --json prints a list: an empty
+// EncodeList writes items under key, as --json prints a list: an empty
 // list is [], never null, so a script can iterate it as it is.
-func encodeList[S any](w io.Writer, key string, items []S) error {
+func EncodeList[S any](w io.Writer, key string, items []S) error {
 	if items == nil {
 		items = []S{}
 	}
-	return encodeJSON(w, map[string]any{key: items})
+	return EncodeJSON(w, map[string]any{key: items})
 }
 
-// writeTable writes rows (tab-separated columns) under header as aligned
+// WriteTable writes rows (tab-separated columns) under header as aligned
 // columns, or the line none when there is no row.
-func writeTable(w io.Writer, none, header string, rows []string) error {
+func WriteTable(w io.Writer, none, header string, rows []string) error {
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(w, none)
 		return err
@@ -39,9 +39,9 @@ func writeTable(w io.Writer, none, header string, rows []string) error {
 	return tw.Flush()
 }
 
-// saveJSON writes v as indented JSON to the file at path: the report a
+// SaveJSON writes v as indented JSON to the file at path: the report a
 // run keeps (--json of bench and chaos).
-func saveJSON(path string, v any) error {
+func SaveJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/drill"
 	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/internal/cli"
 )
 
 func drillCmd() *cobra.Command {
@@ -45,7 +46,7 @@ the stack's SECKILL_JWT_SECRET, SECKILL_WEBHOOK_SECRET and
 SECKILL_ADMIN_TOKEN, and the per-IP limits off (SECKILL_LIMIT_IP_RPS=0,
 SECKILL_LIMIT_READ_RPS=0) on the API, since every shopper comes from here.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := loadConfig(allSecrets...)
+			c, err := cli.LoadConfig(cli.AllSecrets...)
 			if err != nil {
 				return err
 			}
@@ -88,11 +89,11 @@ SECKILL_LIMIT_READ_RPS=0) on the API, since every shopper comes from here.`,
 			if err != nil {
 				return err
 			}
-			if err := encodeJSON(os.Stdout, res); err != nil {
+			if err := cli.EncodeJSON(os.Stdout, res); err != nil {
 				return err
 			}
 			if !res.OK {
-				return &exitError{code: 2, err: fmt.Errorf("drill found %d problems", len(res.Problems))}
+				return &cli.ExitError{Code: 2, Err: fmt.Errorf("drill found %d problems", len(res.Problems))}
 			}
 			fmt.Fprintln(os.Stderr, "drill passed: every invariant holds")
 			return nil

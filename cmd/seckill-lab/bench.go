@@ -18,6 +18,7 @@ import (
 	"github.com/seckill/seckill/bench"
 	"github.com/seckill/seckill/bench/htmlreport"
 	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/internal/cli"
 )
 
 func benchCmd() *cobra.Command {
@@ -82,7 +83,7 @@ the winners buy (one in ten of the others tries to); it reports the draw's
 time, the front door against the first-come burst and the order workflows
 Temporal received (draw in the JSON).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := loadConfig(allSecrets...)
+			c, err := cli.LoadConfig(cli.AllSecrets...)
 			if err != nil {
 				return err
 			}
@@ -144,7 +145,7 @@ Temporal received (draw in the JSON).`,
 				return err
 			}
 			if jsonPath != "" {
-				if err := saveJSON(jsonPath, rep); err != nil {
+				if err := cli.SaveJSON(jsonPath, rep); err != nil {
 					return err
 				}
 			}
@@ -162,7 +163,7 @@ Temporal received (draw in the JSON).`,
 				}
 			}
 			if !rep.InvariantsOK {
-				return &exitError{code: 2, err: fmt.Errorf("invariants broken: %v", rep.Problems)}
+				return &cli.ExitError{Code: 2, Err: fmt.Errorf("invariants broken: %v", rep.Problems)}
 			}
 			return nil
 		},
@@ -206,7 +207,7 @@ Temporal received (draw in the JSON).`,
 func baselineServerCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:    "baseline-server",
-		Short:  "Serve one of the bench's HTTP baselines (started by seckill bench --baselines)",
+		Short:  "Serve one of the bench's HTTP baselines (started by seckill-lab bench --baselines)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

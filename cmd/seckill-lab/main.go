@@ -1,0 +1,25 @@
+// Command seckill-lab is the lab around seckill, never deployed with it:
+// the load test (bench), the fault rehearsal against a running stack
+// (drill) and the randomized fault soak on a stack of its own (chaos). It
+// reads the same configuration as seckill (internal/app); chaos runs the
+// API and the worker from the seckill binary (--seckill-bin).
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/seckill/seckill/internal/cli"
+)
+
+func main() { cli.Main(rootCmd()) }
+
+func rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "seckill-lab",
+		Short:         "seckill's lab: load test, fault rehearsal and fault soak against a seckill stack",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(benchCmd(), drillCmd(), chaosCmd())
+	return root
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The binary a merchant deploys links the product only: the lab (bench,
+// drill, chaos, capacity) is cmd/seckill-lab's, and the test environment,
+// the store contracts and the test libraries are the tests'.
+func TestBinaryLinksNoLabAndNoTestCode(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, ".")
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, &errOut)
+	}
+	const self = "github.com/seckill/seckill/"
+	banned := []string{
+		self + "bench", self + "drill", self + "chaos", self + "capacity",
+		self + "internal/testenv", self + "internal/storetest",
+		"github.com/Shopify/toxiproxy", "github.com/chromedp", "github.com/compose-spec/compose-go",
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		for _, b := range banned {
+			if pkg == b || strings.HasPrefix(pkg, b+"/") {
+				t.Errorf("seckill links %s", pkg)
+			}
+		}
+		// The Temporal SDK's internal package holds its test suite and
+		// imports testify: every program that uses the SDK links it. No
+		// other package may.
+		if strings.HasPrefix(pkg, "github.com/stretchr/testify/") || strings.HasPrefix(pkg, "go.temporal.io/sdk/") {
+			continue
+		}
+		for _, imp := range strings.Fields(imports) {
+			if strings.HasPrefix(imp, "github.com/stretchr/testify/") {
+				t.Errorf("seckill links testify: %s imports %s", pkg, imp)
+			}
+		}
+	}
+}
