@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
-	"time"
 )
 
 // FreeAddr returns a loopback address with a port nobody listens on (as of
@@ -30,55 +29,56 @@ func FreeAddr(t testing.TB) string {
 type Balancer struct {
 	// Addr is where shoppers connect; Stats serves HAProxy's stats page.
 	Addr, Stats string
-	cmd         *exec.Cmd
 }
 
-// StartBalancer starts HAProxy (Debian's haproxy package; `.ci/run`
+// StartBalancer starts HAProxy (Debian's haproxy package; `make test`
 // installs it) in front of the APIs at api1 and api2 and waits until it
 // listens. It is stopped when the test ends.
 func StartBalancer(t testing.TB, api1, api2 string) *Balancer {
 	t.Helper()
 	SkipShort(t, "HAProxy in front of API processes")
+	_, here, _, _ := runtime.Caller(0)
+	b := &Balancer{Addr: FreeAddr(t), Stats: FreeAddr(t)}
+	startHAProxy(t, filepath.Join(filepath.Dir(here), "..", "..", "deploy", "haproxy", "haproxy.cfg"),
+		"SECKILL_LB_ADDR="+b.Addr, "SECKILL_LB_STATS="+b.Stats, "SECKILL_API_1="+api1, "SECKILL_API_2="+api2)
+	waitFor(t, "haproxy's stats page on "+b.Stats, func() error {
+		resp, err := http.Get("http://" + b.Stats + "/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	})
+	return b
+}
+
+// startHAProxy runs haproxy with the config file cfg and env added to
+// ours, until the test ends; its output is logged if the test failed.
+func startHAProxy(t testing.TB, cfg string, env ...string) {
+	t.Helper()
 	bin, err := exec.LookPath("haproxy")
 	if err != nil {
-		t.Fatalf("haproxy is not installed (apt-get install haproxy; .ci/run does): %v", err)
+		t.Fatalf("haproxy is not installed (apt-get install haproxy; make test does): %v", err)
 	}
-	_, here, _, _ := runtime.Caller(0)
-	cfg := filepath.Join(filepath.Dir(here), "..", "..", "deploy", "haproxy", "haproxy.cfg")
-	b := &Balancer{Addr: FreeAddr(t), Stats: FreeAddr(t)}
-	b.cmd = exec.Command(bin, "-db", "-f", cfg)
-	b.cmd.Env = append(os.Environ(), "SECKILL_LB_ADDR="+b.Addr, "SECKILL_LB_STATS="+b.Stats,
-		"SECKILL_API_1="+api1, "SECKILL_API_2="+api2)
+	cmd := exec.Command(bin, "-db", "-f", cfg)
+	cmd.Env = append(os.Environ(), env...)
 	log, err := os.CreateTemp("", "haproxy-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.cmd.Stdout, b.cmd.Stderr = log, log
-	if err := b.cmd.Start(); err != nil {
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
 		t.Fatalf("start haproxy: %v", err)
 	}
 	t.Cleanup(func() {
-		_ = b.cmd.Process.Kill()
-		_ = b.cmd.Wait()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
 		if t.Failed() {
 			out, _ := os.ReadFile(log.Name())
-			t.Logf("haproxy output:\n%s", out)
+			t.Logf("haproxy (%s) output:\n%s", filepath.Base(cfg), out)
 		}
 		log.Close()
 		os.Remove(log.Name())
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + b.Stats + "/")
-		if err == nil {
-			resp.Body.Close()
-			return b
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("haproxy did not listen on %s: %v", b.Stats, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // URL is the balancer's base URL.

@@ -11,7 +11,6 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -101,10 +100,6 @@ func pemBlock(typ string, der []byte) []byte {
 func StartMTLSDoor(t testing.TB, ca *CA, upstream string) string {
 	t.Helper()
 	SkipShort(t, "HAProxy as a TLS door")
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
-		t.Fatalf("haproxy is not installed (apt-get install haproxy; make test does): %v", err)
-	}
 	server := ca.Issue(t, "door")
 	crt, _ := os.ReadFile(server.CertFile)
 	key, _ := os.ReadFile(server.KeyFile)
@@ -123,35 +118,13 @@ frontend door
 backend upstream
   server s1 %s
 `, addr, bundle, ca.CertFile, upstream)))
-	cmd := exec.Command(bin, "-db", "-f", cfg)
-	out, err := os.CreateTemp("", "haproxy-door-*.log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start haproxy: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			b, _ := os.ReadFile(out.Name())
-			t.Logf("haproxy door output:\n%s", b)
-		}
-		out.Close()
-		os.Remove(out.Name())
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	startHAProxy(t, cfg)
+	waitFor(t, "the TLS door on "+addr, func() error {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
-			return addr
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the TLS door did not listen on %s: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
+	return addr
 }
