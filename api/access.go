@@ -48,6 +48,7 @@ var routeAccess = map[string]access{
 	"POST /api/v1/sessions/:id/ticket":        shopperRoute,
 	"POST /api/v1/sessions/:id/registrations": shopperRoute,
 	"GET /api/v1/sessions/:id/registration":   shopperRoute,
+	"GET /api/v1/sessions/:id/registrants":    publicRoute,
 	"POST /api/v1/sessions/:id/captcha":       shopperRoute,
 	"GET /api/v1/captchas/:captcha_id/audio":  shopperRoute,
 	"GET /api/v1/orders":                      shopperRoute,

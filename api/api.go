@@ -392,6 +392,7 @@ func (s *Server) App() *fiber.App {
 	v1.Post("/sessions/:id/captcha", s.globalLimit, s.authorize, s.newCaptcha)
 	v1.Post("/sessions/:id/registrations", s.globalLimit, s.authorize, s.shopperLimits, s.register)
 	v1.Get("/sessions/:id/registration", s.readLimit, s.authorize, s.shopperLimits, s.registration)
+	v1.Get("/sessions/:id/registrants", s.readLimit, s.registrantList)
 	v1.Get("/captchas/:captcha_id/audio", s.readLimit, s.authorize, s.shopperLimits, s.captchaAudio)
 	v1.Get("/orders", s.readLimit, s.authorize, s.shopperLimits, s.listOrders)
 	v1.Get("/orders/:order_no", s.readLimit, s.authorize, s.getOrder)

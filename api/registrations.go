@@ -13,6 +13,7 @@ import (
 type Registrations interface {
 	Register(ctx context.Context, sess *seckill.Session, userID int64) (created bool, err error)
 	Status(ctx context.Context, sess *seckill.Session, userID int64) (*seckill.Registration, error)
+	List(ctx context.Context, sess *seckill.Session) ([]byte, error)
 }
 
 // register: POST /api/v1/sessions/{id}/registrations. The checks a
@@ -93,6 +94,35 @@ func (s *Server) registration(c *fiber.Ctx) error {
 		body["position"] = r.Position
 	}
 	return c.JSON(body)
+}
+
+// registrantList: GET /api/v1/sessions/{id}/registrants, public: a draw's
+// registrant list as published when registration closed, one user id a
+// line in ascending order, the text whose SHA-256 is the session's
+// registrants_digest. A shopper finds their own line in it, and checks
+// the count, the digest and, once the seed is revealed, the ranking.
+func (s *Server) registrantList(c *fiber.Ctx) error {
+	desk, err := s.registrations()
+	if err != nil {
+		return err
+	}
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	sess, err := s.sessions.Get(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	list, err := desk.List(c.UserContext(), sess)
+	if err != nil {
+		return err
+	}
+	// It never changes once published: caches may keep it, by its digest.
+	c.Set(fiber.HeaderETag, `"`+sess.RegistrantsDigest+`"`)
+	c.Set(fiber.HeaderCacheControl, "public, max-age=86400, immutable")
+	c.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
+	return c.Send(list)
 }
 
 // registrations is the desk, UNAVAILABLE when the process has none.

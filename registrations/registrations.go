@@ -23,6 +23,8 @@ type Store interface {
 	Registration(ctx context.Context, sessionID, userID int64) (*seckill.Registration, error)
 	DrawEntries(ctx context.Context, sessionID int64) ([]seckill.DrawEntry, error)
 	HasOrder(ctx context.Context, sessionID, userID int64) (bool, error)
+	// The published list of a draw's registrants is read from here.
+	seckill.RegistrantPages
 }
 
 // Set is the live set admission checks (redis.Gate).
@@ -42,6 +44,7 @@ type Desk struct {
 
 	once      sync.Once
 	standings *standings
+	lists     lists
 }
 
 // Register registers a shopper for a sale in its window; created is false

@@ -2,6 +2,9 @@ package registrations_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +24,7 @@ type drawnStore struct {
 	mu         sync.Mutex
 	entries    []seckill.DrawEntry
 	loads      atomic.Int32
+	listReads  atomic.Int32 // pages of registrants read
 }
 
 func (s *drawnStore) Register(context.Context, int64, int64) (bool, error) { return false, nil }
@@ -37,6 +41,20 @@ func (s *drawnStore) DrawEntries(context.Context, int64) ([]seckill.DrawEntry, e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]seckill.DrawEntry(nil), s.entries...), nil
+}
+
+func (s *drawnStore) Registrants(_ context.Context, _, after int64, limit int) ([]int64, error) {
+	s.listReads.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []int64
+	for u := range s.registered {
+		if u > after {
+			ids = append(ids, u)
+		}
+	}
+	slices.Sort(ids)
+	return ids[:min(limit, len(ids))], nil
 }
 
 func (s *drawnStore) HasOrder(_ context.Context, _, userID int64) (bool, error) {
@@ -115,4 +133,44 @@ func TestDrawResultsFromTheCopyOfThePositions(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seckill.RegistrationRegistered, r.Status)
 	require.EqualValues(t, 2, st.loads.Load())
+}
+
+// A draw's published registrant list is the text its digest covers, read
+// from the truth once however many ask at once; none before it is
+// published; a list that changed under the cutoff since is refused, never
+// served as the published one.
+func TestPublishedRegistrantList(t *testing.T) {
+	st := &drawnStore{registered: map[int64]bool{30: true, 4: true, 1000: true}}
+	desk := &registrations.Desk{Store: st}
+	ctx := context.Background()
+	_, err := desk.List(ctx, &seckill.Session{ID: 1, Mode: seckill.ModeDraw})
+	require.Equal(t, seckill.ECONFLICT, seckill.ErrorCode(err), "not published yet")
+
+	text := []byte("4\n30\n1000\n")
+	sum := sha256.Sum256(text)
+	n := 3
+	sess := &seckill.Session{ID: 1, Mode: seckill.ModeDraw, RegistrantsCount: &n, RegistrantsDigest: hex.EncodeToString(sum[:])}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			list, err := desk.List(ctx, sess)
+			require.NoError(t, err)
+			require.Equal(t, text, list)
+		}()
+	}
+	wg.Wait()
+	require.EqualValues(t, 2, st.listReads.Load(), "one read of the truth (a page and the empty page after it)")
+
+	st.mu.Lock()
+	st.registered[5] = true
+	st.mu.Unlock()
+	changed := *sess // another sale with the same published list, whose rows changed since
+	changed.ID = 2
+	_, err = desk.List(ctx, &changed)
+	require.NoError(t, err, "kept: a published list is read once")
+	changed.RegistrantsDigest = hex.EncodeToString(make([]byte, sha256.Size))
+	_, err = desk.List(ctx, &changed)
+	require.Equal(t, seckill.ECONFLICT, seckill.ErrorCode(err), "a list read now that is not the published one")
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -58,6 +60,8 @@ func TestDrawSale(t *testing.T) {
 	}
 	_, err = execute(ctx, "draw", "verify", "--session", strconv.FormatInt(sess.ID, 10))
 	require.ErrorContains(t, err, "not drawn yet")
+	early := e.Do("GET", fmt.Sprintf("/api/v1/sessions/%d/registrants", sess.ID), "", nil)
+	require.Equal(t, http.StatusConflict, early.Status, "no list before registration closed: %s", early.Raw)
 
 	var drawn *seckill.Session
 	e.Eventually(20*time.Second, "the session's workflow draws at the start", func() error {
@@ -86,6 +90,23 @@ func TestDrawSale(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, "draw verified")
 	require.Contains(t, out, fmt.Sprintf("user %d is line %d of the list, drawn at position 2", want[1], want[1]))
+
+	// Anyone checks the draw from what it published, without MySQL: the
+	// list (its SHA-256 the digest, each shopper's own line in it) and,
+	// with the revealed seed, the ranking.
+	list := e.Do("GET", fmt.Sprintf("/api/v1/sessions/%d/registrants", sess.ID), "", nil)
+	require.Equal(t, http.StatusOK, list.Status, "%s", list.Raw)
+	require.Equal(t, "text/plain; charset=utf-8", list.Header.Get("Content-Type"))
+	sum := sha256.Sum256(list.Raw)
+	require.Equal(t, drawn.RegistrantsDigest, hex.EncodeToString(sum[:]))
+	var listed []int64
+	for _, line := range strings.Split(strings.TrimSuffix(string(list.Raw), "\n"), "\n") {
+		u, err := strconv.ParseInt(line, 10, 64)
+		require.NoError(t, err)
+		listed = append(listed, u)
+	}
+	require.Equal(t, users, listed)
+	require.Equal(t, want, testenv.DrawByHand(seed, listed))
 
 	status := func(user int64) *testenv.Response {
 		r := e.Do("GET", fmt.Sprintf("/api/v1/sessions/%d/registration", sess.ID), e.Token(user), nil)
