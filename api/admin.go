@@ -157,7 +157,7 @@ func (s *Server) preheat(c *fiber.Ctx) error {
 	p, err := controls.Preheat(c.UserContext(), id, force, traceID(c))
 	// Whatever it did, the next reads see it.
 	s.sessions.forget(id)
-	s.soldOut.clear(id)
+	s.admission.SoldOut.Clear(id)
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func (s *Server) reconcile(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	s.soldOut.clear(id)
+	s.admission.SoldOut.Clear(id)
 	s.log.Warn("reconcile repair", "trace_id", traceID(c), "session_id", id, "repaired", rep.Repaired, "changes", rep.Changes, "skipped", rep.Skipped)
 	return c.JSON(struct {
 		*seckill.Report

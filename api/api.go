@@ -7,8 +7,6 @@ package api
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -22,8 +20,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/auth"
-	"github.com/seckill/seckill/checkout"
 	"github.com/seckill/seckill/internal/buildinfo"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/payments"
@@ -47,7 +45,7 @@ type Store interface {
 
 // Gate is the Redis side the API needs, one small port per concern.
 type Gate interface {
-	checkout.Gate         // admission
+	admission.Stock       // admission, and its sold-out memory
 	payments.Reservations // the payment intake's view of a QUEUED order
 	LiveStock             // the sold-out watcher and the session views
 	OrderViews            // order polls
@@ -112,7 +110,7 @@ type Config struct {
 	// Starts takes each winner's workflow start, to make it after the
 	// answer: the process's starter, which internal/app builds, runs and
 	// drains. Required.
-	Starts checkout.Starts
+	Starts admission.Starts
 	// Door measures the order route; internal/app gives the same one to
 	// the starter, which holds its starts while a burst is answered. The
 	// Server's own when nil.
@@ -182,20 +180,15 @@ type Server struct {
 	list     *sessionList
 	shop     *shop.Shop
 	global   *rate.Limiter
-	blocked  blocklist
-	soldOut  soldOut
-	// ticketKeys sign purchase tickets: the first signs, any verifies
-	// (one per JWT secret of a rotation).
-	ticketKeys [][]byte
 	// shoppers and operators verify who calls (Config.Shoppers,
 	// Config.Operators).
 	shoppers  ShopperTokens
 	operators OperatorAuth
 	// series caches the metric children of the hot path.
 	series *series
-	// checkout admits purchase attempts and hands the winners' starts to
-	// the process's starter.
-	checkout *checkout.Checkout
+	// admission decides purchase attempts and hands the winners' starts
+	// to the process's starter.
+	admission *admission.Service
 	// door measures the order route: the front door the starter yields to.
 	door *FrontDoor
 	// intake takes the payments whose webhook signature held.
@@ -206,14 +199,6 @@ type Server struct {
 	reads *readLimiter
 	// adminFails limits failed admin credentials per client IP (nil: off).
 	adminFails *failLimiter
-	// riskVerdicts caches the risk service's answers per shopper and
-	// session (RiskConfig.CacheTTL).
-	riskVerdicts *expiring[riskKey, seckill.RiskVerdict]
-	// riskMissed holds, per shopper and session, that the service missed
-	// its deadline a moment ago (RiskConfig.NoAnswerHold).
-	riskMissed *expiring[riskKey, struct{}]
-	// deviceKeys sign the device cookie as ticketKeys do tickets.
-	deviceKeys [][]byte
 	// member is this process's name in the fleet; fleetDown is whether
 	// its last heartbeat failed (logged once per outage); left is set by
 	// Shutdown, after which no heartbeat is sent.
@@ -260,15 +245,6 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	if cfg.SessionCacheTTL <= 0 {
 		cfg.SessionCacheTTL = time.Second
 	}
-	if cfg.Risk.Timeout <= 0 {
-		cfg.Risk.Timeout = DefaultRiskTimeout
-	}
-	if cfg.Risk.CacheTTL <= 0 {
-		cfg.Risk.CacheTTL = DefaultRiskCache
-	}
-	if cfg.Risk.NoAnswerHold <= 0 {
-		cfg.Risk.NoAnswerHold = DefaultRiskNoAnswerHold
-	}
 	if cfg.SoldOutRecheck <= 0 {
 		cfg.SoldOutRecheck = 200 * time.Millisecond
 	}
@@ -292,9 +268,7 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger, door: cfg.Door,
 		shoppers: cfg.Shoppers, operators: cfg.Operators,
-		global:     newGlobalLimiter(cfg.Limits.Global),
-		ticketKeys: derivedKeys(cfg.jwtSecrets(), ticketPurpose), deviceKeys: derivedKeys(cfg.jwtSecrets(), devicePurpose),
-		series: newSeries(cfg.Metrics), member: fleetMember()}
+		global: newGlobalLimiter(cfg.Limits.Global), series: newSeries(cfg.Metrics), member: fleetMember()}
 	s.setGlobalShare(1)
 	page, err := shop.New(shop.Options{Dev: cfg.Dev})
 	if err != nil {
@@ -309,15 +283,16 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		sess, _, err := store.Session(ctx, id)
 		return sess, err
 	})
-	s.checkout = &checkout.Checkout{Gate: gate, Starts: cfg.Starts, PayTimeout: cfg.PayTimeout, Log: cfg.Logger}
+	s.admission = admission.New(admission.Config{Sessions: s.sessions, Stock: gate, Starts: cfg.Starts,
+		Blocklist: store, Tickets: gate, Risk: cfg.Risk, Secrets: cfg.jwtSecrets(), PayTimeout: cfg.PayTimeout,
+		Limits:         admission.Limits{Limiter: cfg.Limiter, User: cfg.Limits.User, IP: cfg.Limits.IP, Device: cfg.Limits.Device},
+		SoldOutRecheck: cfg.SoldOutRecheck, Now: cfg.Now, Log: cfg.Logger, Metrics: cfg.Metrics})
 	// The intake finds orders as the handlers do (findOrder: the views,
 	// the caches), so it is built here, on the Server's own ports.
 	s.intake = &payments.Intake{Ledger: store, Orders: orderFinder{s}, Reservations: gate, Workflows: flow,
 		Sessions: s.sessions, PayTimeout: cfg.PayTimeout, Log: cfg.Logger}
 	s.reads = newReadLimiter(cfg.Limits.Read)
 	s.adminFails = newFailLimiter(cfg.Limits.AdminFails)
-	s.riskVerdicts = newExpiring[riskKey, seckill.RiskVerdict](riskCacheSize)
-	s.riskMissed = newExpiring[riskKey, struct{}](riskCacheSize)
 	s.orders = newOrderLookup(func(ctx context.Context, orderNo string) (*seckill.Order, error) {
 		return store.Order(ctx, orderNo)
 	})
@@ -327,33 +302,6 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 // jwtSecrets are SECKILL_JWT_SECRET's secrets, the signing one first.
 func (c *Config) jwtSecrets() [][]byte {
 	return append([][]byte{c.JWTSecret}, c.RotatedJWTSecrets...)
-}
-
-// derivedKeys derives a key for one purpose from each JWT secret, in
-// their order (the first signs): tickets and device cookies need no
-// secret of their own, rotate with it, and cannot be taken for a token
-// or for each other.
-func derivedKeys(secrets [][]byte, purpose string) [][]byte {
-	keys := make([][]byte, len(secrets))
-	for i, secret := range secrets {
-		m := hmac.New(sha256.New, secret)
-		m.Write([]byte(purpose))
-		keys[i] = m.Sum(nil)
-	}
-	return keys
-}
-
-// macOfAny reports whether sig is the HMAC-SHA256 of payload under any
-// of keys.
-func macOfAny(keys [][]byte, payload, sig []byte) bool {
-	for _, k := range keys {
-		m := hmac.New(sha256.New, k)
-		m.Write(payload)
-		if hmac.Equal(sig, m.Sum(nil)) {
-			return true
-		}
-	}
-	return false
 }
 
 // App returns the Fiber app with every route.

@@ -116,7 +116,7 @@ func (s *Server) changeSession(action seckill.SessionAction) fiber.Handler {
 		s.sessions.forget(id)
 		out := fiber.Map{"applied": done.Applied}
 		if done.RedisStock != nil {
-			s.soldOut.clear(id)
+			s.admission.SoldOut.Clear(id)
 			out["redis_stock"] = *done.RedisStock
 		}
 		v, err := s.sessionView(ctx, done.Session)

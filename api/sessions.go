@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/expiring"
 )
 
 // SessionRows reads sessions from MySQL: one with its database stock,
@@ -39,7 +40,7 @@ type sessionCache struct {
 	ttl     time.Duration
 	load    func(ctx context.Context, id int64) (*seckill.Session, error)
 	group   singleflight.Group
-	unknown *expiring[int64, struct{}]
+	unknown *expiring.Map[int64, struct{}]
 
 	mu sync.RWMutex
 	m  map[int64]cachedSession // sessions that exist: bounded by the table
@@ -52,7 +53,7 @@ type cachedSession struct {
 
 func newSessionCache(ttl time.Duration, load func(context.Context, int64) (*seckill.Session, error)) *sessionCache {
 	return &sessionCache{ttl: ttl, load: load, m: map[int64]cachedSession{},
-		unknown: newExpiring[int64, struct{}](maxUnknown)}
+		unknown: expiring.New[int64, struct{}](maxUnknown)}
 }
 
 func sessionNotFound(id int64) error {
@@ -69,7 +70,7 @@ func (c *sessionCache) cached(id int64, now time.Time) (e cachedSession, known, 
 	if known {
 		return e, true, now.Before(e.expires)
 	}
-	_, fresh = c.unknown.get(id, now)
+	_, fresh = c.unknown.Get(id, now)
 	return cachedSession{}, false, fresh
 }
 
@@ -96,7 +97,7 @@ func (c *sessionCache) Get(ctx context.Context, id int64) (*seckill.Session, err
 			c.mu.Lock()
 			delete(c.m, id)
 			c.mu.Unlock()
-			c.unknown.put(id, struct{}{}, time.Now().Add(unknownTTL))
+			c.unknown.Put(id, struct{}{}, time.Now().Add(unknownTTL))
 			return (*seckill.Session)(nil), nil
 		case err != nil:
 			return nil, err
@@ -125,7 +126,7 @@ func (c *sessionCache) forget(id int64) {
 	c.mu.Lock()
 	delete(c.m, id)
 	c.mu.Unlock()
-	c.unknown.remove(id)
+	c.unknown.Remove(id)
 }
 
 // sessionJSON is the public shape of a session.

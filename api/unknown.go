@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/expiring"
 )
 
 // Unknown ids (sessions, order numbers) are chosen by the client, so each
@@ -32,11 +33,11 @@ const (
 type orderLookup struct {
 	load    func(ctx context.Context, orderNo string) (*seckill.Order, error)
 	group   singleflight.Group
-	unknown *expiring[string, struct{}]
+	unknown *expiring.Map[string, struct{}]
 }
 
 func newOrderLookup(load func(context.Context, string) (*seckill.Order, error)) *orderLookup {
-	return &orderLookup{load: load, unknown: newExpiring[string, struct{}](maxUnknown)}
+	return &orderLookup{load: load, unknown: expiring.New[string, struct{}](maxUnknown)}
 }
 
 func orderNotFound(orderNo string) error {
@@ -46,7 +47,7 @@ func orderNotFound(orderNo string) error {
 // get returns the order from MySQL, or NOT_FOUND (remembered for a while).
 // The caller owns the returned order: concurrent callers get copies.
 func (l *orderLookup) get(ctx context.Context, orderNo string) (*seckill.Order, error) {
-	if _, ok := l.unknown.get(orderNo, time.Now()); ok {
+	if _, ok := l.unknown.Get(orderNo, time.Now()); ok {
 		return nil, orderNotFound(orderNo)
 	}
 	// The number may point into a request buffer Fiber reuses; the cache
@@ -54,14 +55,14 @@ func (l *orderLookup) get(ctx context.Context, orderNo string) (*seckill.Order, 
 	orderNo = strings.Clone(orderNo)
 	v, err, _ := l.group.Do(orderNo, func() (any, error) {
 		// A lookup that finished just before this one started has answered.
-		if _, ok := l.unknown.get(orderNo, time.Now()); ok {
+		if _, ok := l.unknown.Get(orderNo, time.Now()); ok {
 			return nil, orderNotFound(orderNo)
 		}
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
 		defer cancel()
 		o, err := l.load(lctx, orderNo)
 		if seckill.ErrorCode(err) == seckill.ENOTFOUND {
-			l.unknown.put(orderNo, struct{}{}, time.Now().Add(unknownTTL))
+			l.unknown.Put(orderNo, struct{}{}, time.Now().Add(unknownTTL))
 		}
 		return o, err
 	})
