@@ -67,7 +67,7 @@ type Config struct {
 	// PayTimeout is each order's (its workflow's input).
 	PayTimeout time.Duration
 	// SoldOutRecheck is how often the sold-out memory re-reads the stock
-	// of the sessions it holds.
+	// of the sessions it holds (200ms by default).
 	SoldOutRecheck time.Duration
 	Now            func() time.Time
 	Log            *slog.Logger
@@ -86,10 +86,22 @@ type Service struct {
 	risk                   riskCaches
 }
 
-// New builds a Service; the risk check's unset durations take their
-// defaults.
+// New builds a Service; what is unset takes its default (the risk
+// check's durations, the clock, the log, a fresh set of metrics).
 func New(c Config) *Service {
 	c.Risk.defaults()
+	if c.SoldOutRecheck <= 0 {
+		c.SoldOutRecheck = 200 * time.Millisecond
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.New()
+	}
 	return &Service{Config: c, ticketKeys: derivedKeys(c.Secrets, ticketPurpose),
 		deviceKeys: derivedKeys(c.Secrets, devicePurpose), risk: newRiskCaches()}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/internal/buildinfo"
 	"github.com/seckill/seckill/metrics"
+	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/shop"
@@ -176,7 +177,7 @@ type Server struct {
 	gate     Gate
 	flow     Flow
 	log      *slog.Logger
-	sessions *sessionCache
+	sessions *sessions.Cache
 	list     *sessionList
 	shop     *shop.Shop
 	global   *rate.Limiter
@@ -193,8 +194,8 @@ type Server struct {
 	door *FrontDoor
 	// intake takes the payments whose webhook signature held.
 	intake *payments.Intake
-	// orders is findOrder's MySQL fallback, with its negative cache.
-	orders *orderLookup
+	// orders finds orders for their owners, the admin and the intake.
+	orders *orders.Finder
 	// reads limits the public reads per client IP (nil: off).
 	reads *readLimiter
 	// adminFails limits failed admin credentials per client IP (nil: off).
@@ -245,9 +246,6 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	if cfg.SessionCacheTTL <= 0 {
 		cfg.SessionCacheTTL = time.Second
 	}
-	if cfg.SoldOutRecheck <= 0 {
-		cfg.SoldOutRecheck = 200 * time.Millisecond
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -279,7 +277,7 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	if cfg.Dev {
 		s.log.Warn("dev endpoints are mounted under /dev/v1: anyone can sign in as anyone; never in production")
 	}
-	s.sessions = newSessionCache(cfg.SessionCacheTTL, func(ctx context.Context, id int64) (*seckill.Session, error) {
+	s.sessions = sessions.NewCache(cfg.SessionCacheTTL, func(ctx context.Context, id int64) (*seckill.Session, error) {
 		sess, _, err := store.Session(ctx, id)
 		return sess, err
 	})
@@ -287,15 +285,12 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		Blocklist: store, Tickets: gate, Risk: cfg.Risk, Secrets: cfg.jwtSecrets(), PayTimeout: cfg.PayTimeout,
 		Limits:         admission.Limits{Limiter: cfg.Limiter, User: cfg.Limits.User, IP: cfg.Limits.IP, Device: cfg.Limits.Device},
 		SoldOutRecheck: cfg.SoldOutRecheck, Now: cfg.Now, Log: cfg.Logger, Metrics: cfg.Metrics})
-	// The intake finds orders as the handlers do (findOrder: the views,
-	// the caches), so it is built here, on the Server's own ports.
-	s.intake = &payments.Intake{Ledger: store, Orders: orderFinder{s}, Reservations: gate, Workflows: flow,
+	// The intake finds orders as the handlers do (the views, the caches).
+	s.orders = orders.New(gate, store, s.sessions, cfg.PayTimeout)
+	s.intake = &payments.Intake{Ledger: store, Orders: s.orders, Reservations: gate, Workflows: flow,
 		Sessions: s.sessions, PayTimeout: cfg.PayTimeout, Log: cfg.Logger}
 	s.reads = newReadLimiter(cfg.Limits.Read)
 	s.adminFails = newFailLimiter(cfg.Limits.AdminFails)
-	s.orders = newOrderLookup(func(ctx context.Context, orderNo string) (*seckill.Order, error) {
-		return store.Order(ctx, orderNo)
-	})
 	return s, nil
 }
 

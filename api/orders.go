@@ -91,55 +91,6 @@ type orderJSON struct {
 	Queued int `json:"queued,omitempty"`
 }
 
-// findOrder returns an order by number from the Redis view (the common
-// path), falling back to MySQL, and fills in what a QUEUED view lacks from
-// the session. Orders of other users are NOT_FOUND: their existence is not
-// revealed. A number that cannot be one of ours ("<session id>-<unique>")
-// is NOT_FOUND without a lookup, and MySQL sees at most one query per
-// unknown number per second (orderLookup).
-func (s *Server) findOrder(ctx context.Context, orderNo string, owner int64) (*seckill.Order, error) {
-	if len(orderNo) > 64 {
-		return nil, seckill.Errorf(seckill.EINVALID, "order_no is too long")
-	}
-	if _, ok := seckill.OrderNoSession(orderNo); !ok {
-		return nil, orderNotFound(orderNo)
-	}
-	// A path parameter is a view into the request buffer; the order found
-	// may carry it (a QUEUED view) into signals and logs.
-	orderNo = strings.Clone(orderNo)
-	o, err := s.gate.Order(ctx, orderNo)
-	if code := seckill.ErrorCode(err); code == seckill.ENOTFOUND || code == seckill.EUNAVAILABLE {
-		redisErr := err
-		o, err = s.orders.get(ctx, orderNo)
-		if seckill.ErrorCode(err) == seckill.ENOTFOUND && code == seckill.EUNAVAILABLE {
-			// A QUEUED order lives in Redis alone, and Redis could not
-			// say: "not found" would be final for a payment provider (a
-			// payment dropped) and for a polling shopper. Unknown is 503.
-			return nil, redisErr
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if owner != 0 && o.UserID != owner {
-		return nil, seckill.Errorf(seckill.ENOTFOUND, "order %s not found", orderNo)
-	}
-	if o.Status == seckill.StatusQueued {
-		sess, err := s.sessions.Get(ctx, o.SessionID)
-		if err != nil {
-			return nil, err
-		}
-		o.SKUID, o.AmountCents = sess.SKUID, sess.PriceCents*int64(o.Quantity)
-		if o.PayDeadline.IsZero() {
-			// A QUEUED order is payable already, and its deadline counts
-			// from the reservation (seckill.NewOrderRequest): the shopper
-			// sees the same one before and after the row exists.
-			o.PayDeadline = o.CreatedAt.Add(s.cfg.PayTimeout)
-		}
-	}
-	return o, nil
-}
-
 // caller fills in what the front door knows of who sends r: views into
 // the request, read by admission before the handler returns.
 func (s *Server) caller(c *fiber.Ctx, r *admission.Request) *admission.Request {
@@ -174,7 +125,7 @@ func orderView(o *seckill.Order) orderJSON {
 
 // getOrder: GET /api/v1/orders/{order_no} (owner only).
 func (s *Server) getOrder(c *fiber.Ctx) error {
-	o, err := s.findOrder(c.UserContext(), c.Params("order_no"), userID(c))
+	o, err := s.orders.Find(c.UserContext(), c.Params("order_no"), userID(c))
 	if err != nil {
 		return err
 	}
@@ -192,7 +143,7 @@ func (s *Server) getOrder(c *fiber.Ctx) error {
 // workflow closes the order; the answer is 202 with the status as it is now.
 func (s *Server) cancelOrder(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	o, err := s.findOrder(ctx, c.Params("order_no"), userID(c))
+	o, err := s.orders.Find(ctx, c.Params("order_no"), userID(c))
 	if err != nil {
 		return err
 	}

@@ -113,7 +113,7 @@ func (s *Server) changeSession(action seckill.SessionAction) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		s.sessions.forget(id)
+		s.sessions.Forget(id)
 		out := fiber.Map{"applied": done.Applied}
 		if done.RedisStock != nil {
 			s.admission.SoldOut.Clear(id)
