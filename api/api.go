@@ -1,8 +1,9 @@
 // Package api is the HTTP front door of seckill, built on Fiber: shopper
-// auth, the sale window, admission through the Redis gate, the order start
-// handed to the process's starter after the answer, order polling without MySQL, the signed
-// payment webhook and the admin endpoints. Every error leaves through one
-// mapper as {"code", "message", "trace_id"}.
+// auth, the global rate limit, the order route (its decision is
+// admission's), order polling (orders), the signed payment webhooks (the
+// intake is payments') and the admin endpoints. Handlers decode, call,
+// encode; every error leaves through one mapper as {"code", "message",
+// "trace_id"}.
 package api
 
 import (
