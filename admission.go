@@ -57,7 +57,7 @@ func KeyTime(key string) (time.Time, bool) {
 }
 
 // StockMark is a session's Redis stock as one read saw it, for the
-// in-memory sold-out answer to keyed requests (api's soldOut).
+// in-memory sold-out answer to keyed requests (admission.SoldOut).
 type StockMark struct {
 	// Stock is -1 when the session is not in Redis.
 	Stock int

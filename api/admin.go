@@ -130,7 +130,7 @@ func (s *Server) createSession(c *fiber.Ctx) error {
 	if err := controls.Create(c.UserContext(), sess, by); err != nil {
 		return err
 	}
-	s.sessions.forget(sess.ID)
+	s.sessions.Forget(sess.ID)
 	v, err := s.sessionView(c.UserContext(), sess)
 	if err != nil {
 		return err
@@ -156,8 +156,8 @@ func (s *Server) preheat(c *fiber.Ctx) error {
 	}
 	p, err := controls.Preheat(c.UserContext(), id, force, traceID(c))
 	// Whatever it did, the next reads see it.
-	s.sessions.forget(id)
-	s.soldOut.clear(id)
+	s.sessions.Forget(id)
+	s.admission.SoldOut.Clear(id)
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func (s *Server) reconcile(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	s.soldOut.clear(id)
+	s.admission.SoldOut.Clear(id)
 	s.log.Warn("reconcile repair", "trace_id", traceID(c), "session_id", id, "repaired", rep.Repaired, "changes", rep.Changes, "skipped", rep.Skipped)
 	return c.JSON(struct {
 		*seckill.Report

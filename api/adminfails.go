@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/seckill/seckill/internal/expiring"
 	"golang.org/x/time/rate"
 )
 
@@ -14,7 +15,7 @@ import (
 // processes an address gets up to N times the budget.
 type failLimiter struct {
 	perMinute int
-	buckets   *expiring[netip.Addr, *rate.Limiter]
+	buckets   *expiring.Map[netip.Addr, *rate.Limiter]
 }
 
 // maxFailBuckets bounds the addresses remembered, as maxReadBuckets does.
@@ -24,7 +25,7 @@ func newFailLimiter(perMinute int) *failLimiter {
 	if perMinute <= 0 {
 		return nil
 	}
-	return &failLimiter{perMinute: perMinute, buckets: newExpiring[netip.Addr, *rate.Limiter](maxFailBuckets)}
+	return &failLimiter{perMinute: perMinute, buckets: expiring.New[netip.Addr, *rate.Limiter](maxFailBuckets)}
 }
 
 // reserve takes one failure from a's budget before its credential is
@@ -33,7 +34,7 @@ func newFailLimiter(perMinute int) *failLimiter {
 // failure back (cancel) when the credential held. A bucket refills in a
 // minute, so forgetting it after a minute idle loses nothing.
 func (l *failLimiter) reserve(a netip.Addr, now time.Time) (cancel func(), wait time.Duration, ok bool) {
-	b := l.buckets.getOrPut(limitKey(a), now, time.Minute, func() *rate.Limiter {
+	b := l.buckets.GetOrPut(limitKey(a), now, time.Minute, func() *rate.Limiter {
 		return rate.NewLimiter(rate.Limit(float64(l.perMinute)/60), l.perMinute)
 	})
 	r := b.ReserveN(now, 1)

@@ -1,14 +1,13 @@
 // Package api is the HTTP front door of seckill, built on Fiber: shopper
-// auth, the sale window, admission through the Redis gate, the order start
-// handed to the process's starter after the answer, order polling without MySQL, the signed
-// payment webhook and the admin endpoints. Every error leaves through one
-// mapper as {"code", "message", "trace_id"}.
+// auth, the global rate limit, the order route (its decision is
+// admission's), order polling (orders), the signed payment webhooks (the
+// intake is payments') and the admin endpoints. Handlers decode, call,
+// encode; every error leaves through one mapper as {"code", "message",
+// "trace_id"}.
 package api
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -22,10 +21,11 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/auth"
-	"github.com/seckill/seckill/checkout"
 	"github.com/seckill/seckill/internal/buildinfo"
 	"github.com/seckill/seckill/metrics"
+	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/shop"
@@ -47,7 +47,7 @@ type Store interface {
 
 // Gate is the Redis side the API needs, one small port per concern.
 type Gate interface {
-	checkout.Gate         // admission
+	admission.Stock       // admission, and its sold-out memory
 	payments.Reservations // the payment intake's view of a QUEUED order
 	LiveStock             // the sold-out watcher and the session views
 	OrderViews            // order polls
@@ -112,7 +112,7 @@ type Config struct {
 	// Starts takes each winner's workflow start, to make it after the
 	// answer: the process's starter, which internal/app builds, runs and
 	// drains. Required.
-	Starts checkout.Starts
+	Starts admission.Starts
 	// Door measures the order route; internal/app gives the same one to
 	// the starter, which holds its starts while a burst is answered. The
 	// Server's own when nil.
@@ -178,42 +178,29 @@ type Server struct {
 	gate     Gate
 	flow     Flow
 	log      *slog.Logger
-	sessions *sessionCache
+	sessions *sessions.Cache
 	list     *sessionList
 	shop     *shop.Shop
 	global   *rate.Limiter
-	blocked  blocklist
-	soldOut  soldOut
-	// ticketKeys sign purchase tickets: the first signs, any verifies
-	// (one per JWT secret of a rotation).
-	ticketKeys [][]byte
 	// shoppers and operators verify who calls (Config.Shoppers,
 	// Config.Operators).
 	shoppers  ShopperTokens
 	operators OperatorAuth
 	// series caches the metric children of the hot path.
 	series *series
-	// checkout admits purchase attempts and hands the winners' starts to
-	// the process's starter.
-	checkout *checkout.Checkout
+	// admission decides purchase attempts and hands the winners' starts
+	// to the process's starter.
+	admission *admission.Service
 	// door measures the order route: the front door the starter yields to.
 	door *FrontDoor
 	// intake takes the payments whose webhook signature held.
 	intake *payments.Intake
-	// orders is findOrder's MySQL fallback, with its negative cache.
-	orders *orderLookup
+	// orders finds orders for their owners, the admin and the intake.
+	orders *orders.Finder
 	// reads limits the public reads per client IP (nil: off).
 	reads *readLimiter
 	// adminFails limits failed admin credentials per client IP (nil: off).
 	adminFails *failLimiter
-	// riskVerdicts caches the risk service's answers per shopper and
-	// session (RiskConfig.CacheTTL).
-	riskVerdicts *expiring[riskKey, seckill.RiskVerdict]
-	// riskMissed holds, per shopper and session, that the service missed
-	// its deadline a moment ago (RiskConfig.NoAnswerHold).
-	riskMissed *expiring[riskKey, struct{}]
-	// deviceKeys sign the device cookie as ticketKeys do tickets.
-	deviceKeys [][]byte
 	// member is this process's name in the fleet; fleetDown is whether
 	// its last heartbeat failed (logged once per outage); left is set by
 	// Shutdown, after which no heartbeat is sent.
@@ -260,18 +247,6 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	if cfg.SessionCacheTTL <= 0 {
 		cfg.SessionCacheTTL = time.Second
 	}
-	if cfg.Risk.Timeout <= 0 {
-		cfg.Risk.Timeout = DefaultRiskTimeout
-	}
-	if cfg.Risk.CacheTTL <= 0 {
-		cfg.Risk.CacheTTL = DefaultRiskCache
-	}
-	if cfg.Risk.NoAnswerHold <= 0 {
-		cfg.Risk.NoAnswerHold = DefaultRiskNoAnswerHold
-	}
-	if cfg.SoldOutRecheck <= 0 {
-		cfg.SoldOutRecheck = 200 * time.Millisecond
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -292,9 +267,7 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger, door: cfg.Door,
 		shoppers: cfg.Shoppers, operators: cfg.Operators,
-		global:     newGlobalLimiter(cfg.Limits.Global),
-		ticketKeys: derivedKeys(cfg.jwtSecrets(), ticketPurpose), deviceKeys: derivedKeys(cfg.jwtSecrets(), devicePurpose),
-		series: newSeries(cfg.Metrics), member: fleetMember()}
+		global: newGlobalLimiter(cfg.Limits.Global), series: newSeries(cfg.Metrics), member: fleetMember()}
 	s.setGlobalShare(1)
 	page, err := shop.New(shop.Options{Dev: cfg.Dev})
 	if err != nil {
@@ -305,55 +278,26 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	if cfg.Dev {
 		s.log.Warn("dev endpoints are mounted under /dev/v1: anyone can sign in as anyone; never in production")
 	}
-	s.sessions = newSessionCache(cfg.SessionCacheTTL, func(ctx context.Context, id int64) (*seckill.Session, error) {
+	s.sessions = sessions.NewCache(cfg.SessionCacheTTL, func(ctx context.Context, id int64) (*seckill.Session, error) {
 		sess, _, err := store.Session(ctx, id)
 		return sess, err
 	})
-	s.checkout = &checkout.Checkout{Gate: gate, Starts: cfg.Starts, PayTimeout: cfg.PayTimeout, Log: cfg.Logger}
-	// The intake finds orders as the handlers do (findOrder: the views,
-	// the caches), so it is built here, on the Server's own ports.
-	s.intake = &payments.Intake{Ledger: store, Orders: orderFinder{s}, Reservations: gate, Workflows: flow,
+	s.admission = admission.New(admission.Config{Sessions: s.sessions, Stock: gate, Starts: cfg.Starts,
+		Blocklist: store, Tickets: gate, Risk: cfg.Risk, Secrets: cfg.jwtSecrets(), PayTimeout: cfg.PayTimeout,
+		Limits:         admission.Limits{Limiter: cfg.Limiter, User: cfg.Limits.User, IP: cfg.Limits.IP, Device: cfg.Limits.Device},
+		SoldOutRecheck: cfg.SoldOutRecheck, Now: cfg.Now, Log: cfg.Logger, Metrics: cfg.Metrics})
+	// The intake finds orders as the handlers do (the views, the caches).
+	s.orders = orders.New(gate, store, s.sessions, cfg.PayTimeout)
+	s.intake = &payments.Intake{Ledger: store, Orders: s.orders, Reservations: gate, Workflows: flow,
 		Sessions: s.sessions, PayTimeout: cfg.PayTimeout, Log: cfg.Logger}
 	s.reads = newReadLimiter(cfg.Limits.Read)
 	s.adminFails = newFailLimiter(cfg.Limits.AdminFails)
-	s.riskVerdicts = newExpiring[riskKey, seckill.RiskVerdict](riskCacheSize)
-	s.riskMissed = newExpiring[riskKey, struct{}](riskCacheSize)
-	s.orders = newOrderLookup(func(ctx context.Context, orderNo string) (*seckill.Order, error) {
-		return store.Order(ctx, orderNo)
-	})
 	return s, nil
 }
 
 // jwtSecrets are SECKILL_JWT_SECRET's secrets, the signing one first.
 func (c *Config) jwtSecrets() [][]byte {
 	return append([][]byte{c.JWTSecret}, c.RotatedJWTSecrets...)
-}
-
-// derivedKeys derives a key for one purpose from each JWT secret, in
-// their order (the first signs): tickets and device cookies need no
-// secret of their own, rotate with it, and cannot be taken for a token
-// or for each other.
-func derivedKeys(secrets [][]byte, purpose string) [][]byte {
-	keys := make([][]byte, len(secrets))
-	for i, secret := range secrets {
-		m := hmac.New(sha256.New, secret)
-		m.Write([]byte(purpose))
-		keys[i] = m.Sum(nil)
-	}
-	return keys
-}
-
-// macOfAny reports whether sig is the HMAC-SHA256 of payload under any
-// of keys.
-func macOfAny(keys [][]byte, payload, sig []byte) bool {
-	for _, k := range keys {
-		m := hmac.New(sha256.New, k)
-		m.Write(payload)
-		if hmac.Equal(sig, m.Sum(nil)) {
-			return true
-		}
-	}
-	return false
 }
 
 // App returns the Fiber app with every route.

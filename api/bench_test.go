@@ -73,7 +73,7 @@ func soldOutServer(b *testing.B) (*Server, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv.soldOut.mark(1)
+	srv.admission.SoldOut.Mark(1)
 	tok, _ := auth.IssueToken(secret, 7, time.Hour, now)
 	return srv, "Bearer " + tok
 }
@@ -90,7 +90,7 @@ func BenchmarkSoldOutFastPath(b *testing.B) {
 func BenchmarkSoldOutFastPathKeyed(b *testing.B) {
 	srv, auth := soldOutServer(b)
 	now := time.Now()
-	srv.soldOut.confirm(1, seckill.StockMark{Clock: now.Add(time.Hour), LastKeyedWin: now.Add(-time.Minute)})
+	srv.admission.SoldOut.Confirm(1, seckill.StockMark{Clock: now.Add(time.Hour), LastKeyedWin: now.Add(-time.Minute)})
 	keys := make([]string, 1<<16)
 	for i := range keys {
 		keys[i] = uuid.Must(uuid.NewV7()).String()

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
 )
 
 // ParseTrustedProxies parses a comma-separated list of CIDRs and bare IP
@@ -149,10 +150,12 @@ func (s *Server) clientIP(c *fiber.Ctx) netip.Addr {
 	if s.cfg.ProxyHeader == "" || !isTrusted(peer, s.cfg.TrustedProxies) {
 		return peer
 	}
-	raw := c.Request().Header.PeekAll(s.cfg.ProxyHeader)
-	values := make([]string, len(raw))
-	for i, v := range raw {
-		values[i] = string(v) // copies: fasthttp reuses its buffers
+	// Views into the request (no copies): ClientIP keeps none of them, and
+	// every order request asks (admission's limits and risk check).
+	var buf [4]string
+	values := buf[:0]
+	for _, v := range c.Request().Header.PeekAll(s.cfg.ProxyHeader) {
+		values = append(values, utils.UnsafeString(v))
 	}
 	return ClientIP(peer, s.cfg.TrustedProxies, values...)
 }

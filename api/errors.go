@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 )
 
 // statusOf is the one mapping from error codes to HTTP statuses.
@@ -40,12 +41,13 @@ const (
 	LayerGlobalLimit   = "global_limit"
 	LayerSoldOutMemory = "soldout_memory"
 	LayerAuth          = "auth"
-	LayerBlocklist     = "blocklist"
+	LayerBlocklist     = admission.LayerBlocklist
 	LayerInput         = "input"
-	LayerWindow        = "window"
-	LayerRateLimit     = "rate_limit"
+	LayerWindow        = admission.LayerWindow
+	LayerRateLimit     = admission.LayerRateLimit
+	LayerRisk          = admission.LayerRisk
 	LayerTicket        = "ticket"
-	LayerRedis         = "redis" // the admission script: accepted, SOLD_OUT or LIMIT_EXCEEDED
+	LayerRedis         = admission.LayerRedis // the admission script: accepted, SOLD_OUT or LIMIT_EXCEEDED
 )
 
 // ErrorBody is the shape of every error response (seckill.ErrorBody, which

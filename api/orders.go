@@ -2,15 +2,13 @@ package api
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/checkout"
-	"github.com/seckill/seckill/metrics"
+	"github.com/seckill/seckill/admission"
 )
 
 // OrderViews are the cached views polls read (MySQL only on a miss), and
@@ -23,8 +21,6 @@ type OrderViews interface {
 type orderBody struct {
 	Quantity *int `json:"quantity"`
 }
-
-var errBlocked = seckill.Errorf(seckill.EFORBIDDEN, "this account may not buy")
 
 // HeaderIdempotencyKey names the optional key of an order request
 // (Stripe's convention): the same key from the same shopper for the same
@@ -50,32 +46,16 @@ func idempotencyKey(c *fiber.Ctx) (string, error) {
 	return strings.Clone(k), nil
 }
 
-// createOrder: POST /api/v1/sessions/{id}/orders. The checks run cheapest
-// first: the global bucket, the sold-out flag and the JWT (middleware),
-// then the blocklist, the body and the sale window from process memory;
-// only then the Redis rate limits, the risk check (riskCheck), the ticket
-// and the admission script.
-// A refused request never touches stock; losers never reach MySQL or
-// Temporal.
-//
-// With an Idempotency-Key, the script pins a reservation to the key in
-// the same atomic step, and answers a later attempt with that key from the
-// pin. A refused key is not stored (losers cost Redis nothing) and stays
-// refused by its time (seckill.KeyClockSkew). Refusals before the script
-// (validation, auth, blocklist, rate limits, ticket, not started,
-// UNAVAILABLE) leave nothing behind either: the request never ran, and its
-// retry runs afresh. After a sell-out, a pause or the end of the sale, a
-// keyed request is answered from memory or from its pin (a read), never
-// by the script.
+// createOrder: POST /api/v1/sessions/{id}/orders. The global bucket, the
+// sold-out memory and the JWT ran first (middleware); this decodes the
+// attempt, asks admission (admission.Service.Buy, the whole decision,
+// cheapest check first) and encodes its answer, naming the layer that
+// decided: a refusal, or 202 with the order number holding the units
+// (admission has handed the order to the starter).
 func (s *Server) createOrder(c *fiber.Ctx) error {
 	id, err := pathID(c, "id")
 	if err != nil {
 		return err
-	}
-	user := userID(c)
-	if s.blocked.has(user) {
-		c.Set(HeaderLayer, LayerBlocklist)
-		return errBlocked
 	}
 	key, err := idempotencyKey(c)
 	if err != nil {
@@ -85,70 +65,16 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	if err := decodeStrict(c.Body(), &body, true); err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	sess, err := s.sessions.Get(ctx, id)
-	if err != nil {
-		return err
-	}
 	qty := 1
 	if body.Quantity != nil {
 		qty = *body.Quantity
 	}
-	a := &seckill.Attempt{Session: sess, UserID: user, Quantity: qty, TraceID: traceID(c), Now: s.cfg.Now(),
-		IdempotencyKey: key, Fingerprint: strconv.Itoa(qty)}
-	a.KeyTime, _ = seckill.KeyTime(key)
-	if ans, pinned := s.checkout.Window(ctx, a); pinned {
-		return s.admitted(c, a, ans)
-	} else if ans.Err != nil {
-		if seckill.ErrorCode(ans.Err) != seckill.EINVALID {
-			c.Set(HeaderLayer, LayerWindow)
-		}
-		return ans.Err
-	}
-	if key != "" && s.soldOut.keyed(id, a.KeyTime) == keyedPin {
-		// soldOutFast let it through: it may hold a reservation. Its pin
-		// says (one read, no rate limits: nothing is decided); without
-		// one it gets the refusal the script would give it, and stays
-		// refused (keyedMark). A key too new for this process's mark goes
-		// on to the script.
-		return s.admitted(c, a, s.checkout.SoldOut(ctx, a))
-	}
-	if err := s.distributedLimits(c, user); err != nil {
+	ans := s.admission.Buy(c.UserContext(), s.caller(c, &admission.Request{SessionID: id, UserID: userID(c),
+		Quantity: qty, IdempotencyKey: key, TraceID: traceID(c)}))
+	if err := s.refused(c, ans); err != nil {
 		return err
 	}
-	// A reserved sale ran the risk check and the ticket at registration;
-	// at its start only registrants get past the script.
-	if !sess.Registers() {
-		if err := s.riskCheck(c, a); err != nil {
-			return err
-		}
-		if sess.RequireTicket {
-			if err := s.useTicket(c, a); err != nil {
-				return err
-			}
-		}
-	}
-	t0 := time.Now()
-	ans := s.checkout.Admit(ctx, a)
-	s.cfg.Metrics.RedisAdmit.Observe(metrics.Since(t0))
-	return s.admitted(c, a, ans)
-}
-
-// admitted answers an admission: the refusal, or 202 with the order number
-// holding the units (the checkout has handed the order to the starter).
-func (s *Server) admitted(c *fiber.Ctx, a *seckill.Attempt, ans checkout.Answer) error {
-	id, adm := a.Session.ID, ans.Admission
-	c.Set(HeaderLayer, LayerRedis)
-	if ans.Err != nil {
-		if seckill.ErrorCode(ans.Err) == seckill.ESOLDOUT && adm != nil && adm.Left <= 0 {
-			s.soldOut.mark(id)
-		}
-		return ans.Err
-	}
-	if adm.Left <= 0 {
-		s.soldOut.mark(id)
-	}
-	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_no": adm.OrderNo, "status": seckill.StatusQueued})
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_no": ans.Admission.OrderNo, "status": seckill.StatusQueued})
 }
 
 var errSoldOut = seckill.Errorf(seckill.ESOLDOUT, "sold out")
@@ -165,53 +91,27 @@ type orderJSON struct {
 	Queued int `json:"queued,omitempty"`
 }
 
-// findOrder returns an order by number from the Redis view (the common
-// path), falling back to MySQL, and fills in what a QUEUED view lacks from
-// the session. Orders of other users are NOT_FOUND: their existence is not
-// revealed. A number that cannot be one of ours ("<session id>-<unique>")
-// is NOT_FOUND without a lookup, and MySQL sees at most one query per
-// unknown number per second (orderLookup).
-func (s *Server) findOrder(ctx context.Context, orderNo string, owner int64) (*seckill.Order, error) {
-	if len(orderNo) > 64 {
-		return nil, seckill.Errorf(seckill.EINVALID, "order_no is too long")
+// caller fills in what the front door knows of who sends r: views into
+// the request, read by admission before the handler returns.
+func (s *Server) caller(c *fiber.Ctx, r *admission.Request) *admission.Request {
+	r.IP = s.clientIP(c)
+	r.LimitIP = limitKey(r.IP)
+	r.UserAgent = c.Request().Header.UserAgent()
+	r.DeviceCookie = c.Cookies(DeviceCookie)
+	r.Ticket = c.Get(HeaderTicket)
+	return r
+}
+
+// refused names the layer that decided an admission's answer, and when to
+// retry; its refusal, or nil.
+func (s *Server) refused(c *fiber.Ctx, ans admission.Answer) error {
+	if ans.Layer != "" {
+		c.Set(HeaderLayer, ans.Layer)
 	}
-	if _, ok := seckill.OrderNoSession(orderNo); !ok {
-		return nil, orderNotFound(orderNo)
+	if ans.RetryAfter > 0 {
+		setRetryAfter(c, ans.RetryAfter)
 	}
-	// A path parameter is a view into the request buffer; the order found
-	// may carry it (a QUEUED view) into signals and logs.
-	orderNo = strings.Clone(orderNo)
-	o, err := s.gate.Order(ctx, orderNo)
-	if code := seckill.ErrorCode(err); code == seckill.ENOTFOUND || code == seckill.EUNAVAILABLE {
-		redisErr := err
-		o, err = s.orders.get(ctx, orderNo)
-		if seckill.ErrorCode(err) == seckill.ENOTFOUND && code == seckill.EUNAVAILABLE {
-			// A QUEUED order lives in Redis alone, and Redis could not
-			// say: "not found" would be final for a payment provider (a
-			// payment dropped) and for a polling shopper. Unknown is 503.
-			return nil, redisErr
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if owner != 0 && o.UserID != owner {
-		return nil, seckill.Errorf(seckill.ENOTFOUND, "order %s not found", orderNo)
-	}
-	if o.Status == seckill.StatusQueued {
-		sess, err := s.sessions.Get(ctx, o.SessionID)
-		if err != nil {
-			return nil, err
-		}
-		o.SKUID, o.AmountCents = sess.SKUID, sess.PriceCents*int64(o.Quantity)
-		if o.PayDeadline.IsZero() {
-			// A QUEUED order is payable already, and its deadline counts
-			// from the reservation (seckill.NewOrderRequest): the shopper
-			// sees the same one before and after the row exists.
-			o.PayDeadline = o.CreatedAt.Add(s.cfg.PayTimeout)
-		}
-	}
-	return o, nil
+	return ans.Err
 }
 
 func orderView(o *seckill.Order) orderJSON {
@@ -225,7 +125,7 @@ func orderView(o *seckill.Order) orderJSON {
 
 // getOrder: GET /api/v1/orders/{order_no} (owner only).
 func (s *Server) getOrder(c *fiber.Ctx) error {
-	o, err := s.findOrder(c.UserContext(), c.Params("order_no"), userID(c))
+	o, err := s.orders.Find(c.UserContext(), c.Params("order_no"), userID(c))
 	if err != nil {
 		return err
 	}
@@ -243,7 +143,7 @@ func (s *Server) getOrder(c *fiber.Ctx) error {
 // workflow closes the order; the answer is 202 with the status as it is now.
 func (s *Server) cancelOrder(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	o, err := s.findOrder(ctx, c.Params("order_no"), userID(c))
+	o, err := s.orders.Find(ctx, c.Params("order_no"), userID(c))
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func (s *Server) createPayment(c *fiber.Ctx) error {
 		return seckill.Errorf(seckill.EUNAVAILABLE, "no payment provider is configured")
 	}
 	ctx := c.UserContext()
-	o, err := s.findOrder(ctx, c.Params("order_no"), userID(c))
+	o, err := s.orders.Find(ctx, c.Params("order_no"), userID(c))
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/seckill/seckill/internal/expiring"
 	"golang.org/x/time/rate"
 )
 
@@ -22,14 +23,14 @@ const maxReadBuckets = 1 << 16
 // exhausting the front door, not to meter it exactly.
 type readLimiter struct {
 	rps     int
-	buckets *expiring[netip.Addr, *rate.Limiter]
+	buckets *expiring.Map[netip.Addr, *rate.Limiter]
 }
 
 func newReadLimiter(rps int) *readLimiter {
 	if rps <= 0 {
 		return nil
 	}
-	return &readLimiter{rps: rps, buckets: newExpiring[netip.Addr, *rate.Limiter](maxReadBuckets)}
+	return &readLimiter{rps: rps, buckets: expiring.New[netip.Addr, *rate.Limiter](maxReadBuckets)}
 }
 
 // allow takes a token from the address's bucket. A bucket holds one second
@@ -37,7 +38,7 @@ func newReadLimiter(rps int) *readLimiter {
 // entry's expiry) or earlier under a flood (eviction) loses nothing but the
 // debt of a client that stopped asking.
 func (l *readLimiter) allow(a netip.Addr, now time.Time) bool {
-	b := l.buckets.getOrPut(limitKey(a), now, time.Second, func() *rate.Limiter {
+	b := l.buckets.GetOrPut(limitKey(a), now, time.Second, func() *rate.Limiter {
 		return rate.NewLimiter(rate.Limit(l.rps), l.rps)
 	})
 	return b.AllowN(now, 1)

@@ -53,7 +53,7 @@ func (s *Server) refundOrder(c *fiber.Ctx) error {
 	}
 	// The units are back in Redis: a sold-out answer this process
 	// remembers must not turn away the shoppers who could buy them now.
-	s.soldOut.clear(o.SessionID)
+	s.admission.SoldOut.Clear(o.SessionID)
 	s.log.Info("order refund", "trace_id", traceID(c), "order_no", o.OrderNo, "session_id", o.SessionID,
 		"actor", ch.Actor, "role", ch.ActorRole, "request_id", key, "applied", applied, "status", o.Status)
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_no": o.OrderNo, "status": o.Status, "applied": applied})

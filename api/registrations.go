@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 )
 
 // Registrations take a reserved sale's registrations
@@ -40,13 +41,8 @@ func (s *Server) register(c *fiber.Ctx) error {
 		return err
 	}
 	a := &seckill.Attempt{Session: sess, UserID: user, TraceID: traceID(c), Now: s.cfg.Now()}
-	if err := s.riskCheck(c, a); err != nil {
+	if err := s.refused(c, s.admission.Screen(c.UserContext(), s.caller(c, &admission.Request{}), a)); err != nil {
 		return err
-	}
-	if sess.RequireTicket {
-		if err := s.useTicket(c, a); err != nil {
-			return err
-		}
 	}
 	created, err := desk.Register(c.UserContext(), sess, user)
 	if err != nil {

@@ -113,10 +113,10 @@ func (s *Server) changeSession(action seckill.SessionAction) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		s.sessions.forget(id)
+		s.sessions.Forget(id)
 		out := fiber.Map{"applied": done.Applied}
 		if done.RedisStock != nil {
-			s.soldOut.clear(id)
+			s.admission.SoldOut.Clear(id)
 			out["redis_stock"] = *done.RedisStock
 		}
 		v, err := s.sessionView(ctx, done.Session)

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"sync"
 	"time"
 
@@ -26,106 +25,6 @@ type SessionRows interface {
 type LiveStock interface {
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
 	StockMark(ctx context.Context, sessionID int64) (seckill.StockMark, error)
-}
-
-// sessionCache keeps session metadata in process memory so that the sale
-// window, the per-user limit and unknown ids are decided without a database
-// round trip. Sessions that exist are kept for ttl (and served stale while
-// MySQL is away); unknown ids are remembered briefly in a bounded cache (see
-// unknown.go), so a flood of requests for made-up sessions reaches MySQL at
-// most once per id per unknownTTL and costs bounded memory; concurrent
-// misses for one id share one load.
-type sessionCache struct {
-	ttl     time.Duration
-	load    func(ctx context.Context, id int64) (*seckill.Session, error)
-	group   singleflight.Group
-	unknown *expiring[int64, struct{}]
-
-	mu sync.RWMutex
-	m  map[int64]cachedSession // sessions that exist: bounded by the table
-}
-
-type cachedSession struct {
-	s       *seckill.Session
-	expires time.Time
-}
-
-func newSessionCache(ttl time.Duration, load func(context.Context, int64) (*seckill.Session, error)) *sessionCache {
-	return &sessionCache{ttl: ttl, load: load, m: map[int64]cachedSession{},
-		unknown: newExpiring[int64, struct{}](maxUnknown)}
-}
-
-func sessionNotFound(id int64) error {
-	return seckill.Errorf(seckill.ENOTFOUND, "session %d not found", id)
-}
-
-// cached is what memory says about id: known when the session exists (e
-// holds it), and fresh when that answer, or a remembered "not found", is
-// recent enough to give without a load.
-func (c *sessionCache) cached(id int64, now time.Time) (e cachedSession, known, fresh bool) {
-	c.mu.RLock()
-	e, known = c.m[id]
-	c.mu.RUnlock()
-	if known {
-		return e, true, now.Before(e.expires)
-	}
-	_, fresh = c.unknown.get(id, now)
-	return cachedSession{}, false, fresh
-}
-
-// Get returns the session, or NOT_FOUND (exported for the services that
-// read the API's cache: payments.SessionCache).
-func (c *sessionCache) Get(ctx context.Context, id int64) (*seckill.Session, error) {
-	e, known, fresh := c.cached(id, time.Now())
-	if fresh {
-		if !known {
-			return nil, sessionNotFound(id)
-		}
-		return e.s, nil
-	}
-	v, err, _ := c.group.Do(strconv.FormatInt(id, 10), func() (any, error) {
-		// A load that finished just before this one started has answered.
-		if e, _, fresh := c.cached(id, time.Now()); fresh {
-			return e.s, nil
-		}
-		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
-		defer cancel()
-		s, err := c.load(lctx, id)
-		switch {
-		case seckill.ErrorCode(err) == seckill.ENOTFOUND:
-			c.mu.Lock()
-			delete(c.m, id)
-			c.mu.Unlock()
-			c.unknown.put(id, struct{}{}, time.Now().Add(unknownTTL))
-			return (*seckill.Session)(nil), nil
-		case err != nil:
-			return nil, err
-		}
-		c.mu.Lock()
-		c.m[id] = cachedSession{s: s, expires: time.Now().Add(c.ttl)}
-		c.mu.Unlock()
-		return s, nil
-	})
-	if err != nil {
-		if known {
-			return e.s, nil // serve stale metadata while MySQL is away
-		}
-		return nil, seckill.Errorf(seckill.EUNAVAILABLE, "session store unavailable, retry shortly")
-	}
-	s := v.(*seckill.Session)
-	if s == nil {
-		return nil, sessionNotFound(id)
-	}
-	return s, nil
-}
-
-// forget drops a session (known or unknown) so that the next read loads it
-// again.
-func (c *sessionCache) forget(id int64) {
-	c.mu.Lock()
-	delete(c.m, id)
-	c.mu.Unlock()
-	c.unknown.remove(id)
 }
 
 // sessionJSON is the public shape of a session.

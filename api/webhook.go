@@ -1,8 +1,6 @@
 package api
 
 import (
-	"context"
-
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
@@ -65,13 +63,6 @@ func (s *Server) receivePayment(c *fiber.Ctx, p *seckill.Payment) error {
 		return err
 	}
 	return c.JSON(fiber.Map{"received": true})
-}
-
-// orderFinder is the intake's view of orders: findOrder, for any owner.
-type orderFinder struct{ s *Server }
-
-func (f orderFinder) FindOrder(ctx context.Context, orderNo string) (*seckill.Order, error) {
-	return f.s.findOrder(ctx, orderNo, 0)
 }
 
 // webhookSecrets are the secrets a signature may be made with: the

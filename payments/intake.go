@@ -22,11 +22,11 @@ type Ledger interface {
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 }
 
-// OrderFinder finds an order as its shopper sees it: the cached view, a
-// QUEUED view made from its reservation (with the session's SKU, amount
-// and deadline), or its row.
+// OrderFinder finds an order as its shopper sees it (orders.Finder): the
+// cached view, a QUEUED view made from its reservation (with the
+// session's SKU, amount and deadline), or its row; owner 0 is any owner.
 type OrderFinder interface {
-	FindOrder(ctx context.Context, orderNo string) (*seckill.Order, error)
+	Find(ctx context.Context, orderNo string, owner int64) (*seckill.Order, error)
 }
 
 // Reservations are the Redis side of a QUEUED order: its reservation (the
@@ -79,7 +79,7 @@ func (in *Intake) Receive(ctx context.Context, p *seckill.Payment) error {
 	} else if seen {
 		return nil
 	}
-	o, err := in.Orders.FindOrder(ctx, p.OrderNo)
+	o, err := in.Orders.Find(ctx, p.OrderNo, 0)
 	if err != nil {
 		return err
 	}

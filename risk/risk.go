@@ -2,7 +2,7 @@
 // before admission (SECKILL_RISK_URL): one signed JSON POST per shopper
 // and session, answered within a few milliseconds. The protocol is in
 // docs/risk.md; the API caches the answers and decides what no answer
-// means (api.RiskConfig).
+// means (admission.RiskConfig).
 package risk
 
 import (

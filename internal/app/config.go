@@ -88,7 +88,7 @@ type Config struct {
 	// address may send a minute (each API process), before the admin API
 	// answers it 429 without looking at its credential; 0 turns it off.
 	LimitAdminFails int `env:"SECKILL_LIMIT_ADMIN_FAILS" envDefault:"10"`
-	// The risk check before admission (api.RiskConfig): the shop's risk
+	// The risk check before admission (admission.RiskConfig): the shop's risk
 	// service, its request signing key, its deadline, what no answer
 	// means ("open": go on, "closed": 503), how long a verdict holds per
 	// shopper, and the User-Agent rules (comma-separated substrings, "-"

@@ -1,4 +1,4 @@
-package checkout_test
+package admission_test
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/checkout"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
-// offers records what the checkout hands to the starter.
+// offers records what admission hands to the starter.
 type offers struct {
 	mu   sync.Mutex
 	reqs []*seckill.OrderRequest
@@ -39,11 +39,11 @@ func (o *offers) orderNos() []string {
 	return out
 }
 
-func newCheckout(t *testing.T) (*testenv.Env, *checkout.Checkout, *offers) {
+func newAdmission(t *testing.T) (*testenv.Env, *admission.Service, *offers) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
 	starts := &offers{}
-	return e, &checkout.Checkout{Gate: e.Gate, Starts: starts, PayTimeout: time.Minute,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, starts
+	return e, admission.New(admission.Config{Stock: e.Gate, Starts: starts, PayTimeout: time.Minute,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}), starts
 }
 
 func attempt(s *seckill.Session, user int64, qty int, key string) *seckill.Attempt {
@@ -57,12 +57,12 @@ func attempt(s *seckill.Session, user int64, qty int, key string) *seckill.Attem
 // input their reservation makes; a retry of a winning key is handed on
 // again (its start is idempotent) under the same order number; losers
 // touch nothing.
-func TestCheckoutHandsWinnersToTheStarter(t *testing.T) {
-	e, c, starts := newCheckout(t)
+func TestAdmissionHandsWinnersToTheStarter(t *testing.T) {
+	e, c, starts := newAdmission(t)
 	sess := e.Session(2, 1, 300)
 	ctx := context.Background()
 	key := testenv.KeyAt(time.Now())
-	var answers []checkout.Answer
+	var answers []admission.Answer
 	for _, a := range []*seckill.Attempt{attempt(sess, 1, 1, key), attempt(sess, 1, 1, key), attempt(sess, 2, 1, ""), attempt(sess, 3, 1, "")} {
 		ans, pinned := c.Window(ctx, a)
 		require.False(t, pinned)
@@ -92,8 +92,8 @@ func TestCheckoutHandsWinnersToTheStarter(t *testing.T) {
 // not allow is refused before the stock is asked; once paused, a key that
 // won before hears its answer again (202, its order) and is handed on, a
 // new key hears PAUSED.
-func TestCheckoutWindow(t *testing.T) {
-	e, c, starts := newCheckout(t)
+func TestAdmissionWindow(t *testing.T) {
+	e, c, starts := newAdmission(t)
 	sess := e.Session(5, 2, 300)
 	ctx := context.Background()
 

@@ -1,11 +1,13 @@
-package api
+// Package expiring is a bounded map whose entries expire, for state keyed
+// by what a client chooses.
+package expiring
 
 import (
 	"sync"
 	"time"
 )
 
-// expiring is a map whose entries expire and whose size has a hard bound,
+// Map is a map whose entries expire and whose size has a hard bound,
 // for state keyed by what a client chooses (ids it made up, its address):
 // a flood of distinct keys must cost bounded memory, never a map that only
 // grows. Entries live in two generations of at most half the bound each;
@@ -14,30 +16,30 @@ import (
 // A hit in the old generation moves the entry to the young one, so keys in
 // use survive the turnover and a flood evicts only keys that were idle.
 // Expired entries are ignored on lookup and go with their generation.
-type expiring[K comparable, V any] struct {
+type Map[K comparable, V any] struct {
 	half int
 
 	mu    sync.Mutex
-	young map[K]expiringEntry[V]
-	old   map[K]expiringEntry[V]
+	young map[K]entry[V]
+	old   map[K]entry[V]
 }
 
-type expiringEntry[V any] struct {
+type entry[V any] struct {
 	v       V
 	expires time.Time
 }
 
-// newExpiring returns a map that holds at most max entries (at least 2).
-func newExpiring[K comparable, V any](max int) *expiring[K, V] {
+// New returns a map that holds at most max entries (at least 2).
+func New[K comparable, V any](max int) *Map[K, V] {
 	half := max / 2
 	if half < 1 {
 		half = 1
 	}
-	return &expiring[K, V]{half: half, young: make(map[K]expiringEntry[V]), old: make(map[K]expiringEntry[V])}
+	return &Map[K, V]{half: half, young: make(map[K]entry[V]), old: make(map[K]entry[V])}
 }
 
-// get returns the value of k if it is there and not expired at now.
-func (m *expiring[K, V]) get(k K, now time.Time) (V, bool) {
+// Get returns the value of k if it is there and not expired at now.
+func (m *Map[K, V]) Get(k K, now time.Time) (V, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e, ok := m.lookup(k, now); ok {
@@ -47,49 +49,49 @@ func (m *expiring[K, V]) get(k K, now time.Time) (V, bool) {
 	return zero, false
 }
 
-// getOrPut returns the value of k, storing mk()'s first if k is absent or
+// GetOrPut returns the value of k, storing mk()'s first if k is absent or
 // expired; either way k then lives until now+ttl.
-func (m *expiring[K, V]) getOrPut(k K, now time.Time, ttl time.Duration, mk func() V) V {
+func (m *Map[K, V]) GetOrPut(k K, now time.Time, ttl time.Duration, mk func() V) V {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.lookup(k, now)
 	if !ok {
 		e.v = mk()
 	}
-	m.store(k, expiringEntry[V]{v: e.v, expires: now.Add(ttl)})
+	m.store(k, entry[V]{v: e.v, expires: now.Add(ttl)})
 	return e.v
 }
 
-// put stores v for k until expires.
-func (m *expiring[K, V]) put(k K, v V, expires time.Time) {
+// Put stores v for k until expires.
+func (m *Map[K, V]) Put(k K, v V, expires time.Time) {
 	m.mu.Lock()
-	m.store(k, expiringEntry[V]{v: v, expires: expires})
+	m.store(k, entry[V]{v: v, expires: expires})
 	m.mu.Unlock()
 }
 
-// remove drops k.
-func (m *expiring[K, V]) remove(k K) {
+// Remove drops k.
+func (m *Map[K, V]) Remove(k K) {
 	m.mu.Lock()
 	delete(m.young, k)
 	delete(m.old, k)
 	m.mu.Unlock()
 }
 
-// len is the number of entries held, expired ones included: the memory cost.
-func (m *expiring[K, V]) len() int {
+// Len is the number of entries held, expired ones included: the memory cost.
+func (m *Map[K, V]) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.young) + len(m.old)
 }
 
 // lookup finds k (m.mu held), promoting it from the old generation.
-func (m *expiring[K, V]) lookup(k K, now time.Time) (expiringEntry[V], bool) {
+func (m *Map[K, V]) lookup(k K, now time.Time) (entry[V], bool) {
 	if e, ok := m.young[k]; ok {
 		return e, now.Before(e.expires)
 	}
 	e, ok := m.old[k]
 	if !ok || !now.Before(e.expires) {
-		return expiringEntry[V]{}, false
+		return entry[V]{}, false
 	}
 	delete(m.old, k)
 	m.store(k, e)
@@ -98,10 +100,10 @@ func (m *expiring[K, V]) lookup(k K, now time.Time) (expiringEntry[V], bool) {
 
 // store puts e under k (m.mu held), turning the generations over first
 // when the young one is full.
-func (m *expiring[K, V]) store(k K, e expiringEntry[V]) {
+func (m *Map[K, V]) store(k K, e entry[V]) {
 	if _, ok := m.young[k]; !ok && len(m.young) >= m.half {
 		m.old = m.young
-		m.young = make(map[K]expiringEntry[V], m.half)
+		m.young = make(map[K]entry[V], m.half)
 	}
 	delete(m.old, k)
 	m.young[k] = e

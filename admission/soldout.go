@@ -1,0 +1,193 @@
+package admission
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/tick"
+)
+
+// SoldOut remembers, per process, the sessions whose Redis stock reached
+// zero, so the flood of losers after a sell-out is refused from memory. A
+// watcher re-reads their stock a few times a second and lifts the flag as
+// soon as stock comes back (timeouts, cancels, an admin rebuild).
+type SoldOut struct {
+	mu  sync.RWMutex
+	ids map[int64]keyedMark
+	n   atomic.Int32 // len(ids): the common case (nothing sold out) takes no lock
+}
+
+// keyedMark is what lets a process answer a keyed request to a sold-out
+// session without asking Redis whether the key holds a reservation: the
+// watcher's last read of the stock at zero, in Redis's clock, and the
+// latest keyed win as of that read (seckill.StockMark). Zero until the
+// watcher has read it (a flag set by an admission answer).
+//
+// A key stamped (seckill.KeyTime) after lastWin + skew cannot hold a
+// reservation made up to soldAt: the script refuses keys stamped more than
+// the skew ahead of Redis's clock. One stamped by soldAt + skew cannot
+// hold one made after it either: a win after soldAt needs units back on
+// sale after it, and the script then refuses keys stamped by that return
+// + skew. Such a key holding nothing stays refused for the same reason,
+// so a SOLD_OUT told now is never contradicted by a win later.
+type keyedMark struct{ soldAt, lastWin time.Time }
+
+// keyedAnswer is how a keyed request to a session flagged sold out is
+// answered.
+type keyedAnswer int
+
+const (
+	keyedScript keyedAnswer = iota // the whole path: the flag may be stale for this key
+	keyedPin                       // SOLD_OUT unless its pin (a read) says it won
+	keyedMemory                    // SOLD_OUT from memory
+)
+
+// answer decides for a key stamped at (zero: a key that carries no time,
+// older than everything).
+func (m keyedMark) answer(at time.Time) keyedAnswer {
+	switch {
+	case m.soldAt.IsZero() || at.After(m.soldAt.Add(seckill.KeyClockSkew)):
+		return keyedScript
+	case !at.IsZero() && at.After(m.lastWin.Add(seckill.KeyClockSkew)):
+		return keyedMemory
+	default:
+		return keyedPin
+	}
+}
+
+// Fast reports whether an order request to session id (as the path gives
+// it) carrying key (empty: none) is answered SOLD_OUT from memory, before
+// any other work: after a sell-out nearly every request is a loser, and
+// the answer does not depend on who asks (the state is public on GET
+// /api/v1/sessions/{id}). Nothing here touches stock.
+//
+// A request with an Idempotency-Key may be the retry of one that won (its
+// answer was lost), which a SOLD_OUT would contradict: it is answered here
+// only when its key is a UUIDv7 stamped too late to hold a reservation
+// (keyedMark); Buy decides the others.
+func (s *SoldOut) Fast(id string, key string) bool {
+	if s.n.Load() == 0 {
+		return false
+	}
+	sid, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || !s.has(sid) {
+		return false
+	}
+	if key == "" {
+		return true
+	}
+	at, ok := seckill.KeyTime(key)
+	return ok && s.keyed(sid, at) == keyedMemory
+}
+
+// Any reports whether any session is flagged: the common case, nothing
+// sold out, takes no lock and reads nothing of the request.
+func (s *SoldOut) Any() bool { return s.n.Load() > 0 }
+
+func (s *SoldOut) has(id int64) bool {
+	if s.n.Load() == 0 {
+		return false
+	}
+	s.mu.RLock()
+	_, ok := s.ids[id]
+	s.mu.RUnlock()
+	return ok
+}
+
+// keyed returns how a keyed request stamped at is answered for session
+// id; keyedScript when it is not flagged.
+func (s *SoldOut) keyed(id int64, at time.Time) keyedAnswer {
+	if s.n.Load() == 0 {
+		return keyedScript
+	}
+	s.mu.RLock()
+	m, ok := s.ids[id]
+	s.mu.RUnlock()
+	if !ok {
+		return keyedScript
+	}
+	return m.answer(at)
+}
+
+// Mark flags session id sold out.
+func (s *SoldOut) Mark(id int64) {
+	s.mu.Lock()
+	if s.ids == nil {
+		s.ids = map[int64]keyedMark{}
+	}
+	if _, ok := s.ids[id]; !ok {
+		s.ids[id] = keyedMark{}
+	}
+	s.n.Store(int32(len(s.ids)))
+	s.mu.Unlock()
+}
+
+// Confirm records the watcher's read of a flagged session's stock at zero.
+func (s *SoldOut) Confirm(id int64, m seckill.StockMark) {
+	s.mu.Lock()
+	if _, ok := s.ids[id]; ok {
+		s.ids[id] = keyedMark{soldAt: m.Clock, lastWin: m.LastKeyedWin}
+	}
+	s.mu.Unlock()
+}
+
+// Clear lifts session id's flag: its stock or its window changed.
+func (s *SoldOut) Clear(id int64) {
+	s.mu.Lock()
+	delete(s.ids, id)
+	s.n.Store(int32(len(s.ids)))
+	s.mu.Unlock()
+}
+
+func (s *SoldOut) list() []int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]int64, 0, len(s.ids))
+	for id := range s.ids {
+		out = append(out, id)
+	}
+	return out
+}
+
+// watchSoldOut lifts sold-out flags whose session has stock again, or
+// has ended or been paused: those answer ENDED or PAUSED (from the session
+// cache, also without I/O), not SOLD_OUT. A flag whose stock is still
+// zero gets the read's mark, for keyed requests.
+func (s *Service) watchSoldOut(ctx context.Context) {
+	for _, id := range s.SoldOut.list() {
+		if sess, err := s.Sessions.Get(ctx, id); err == nil {
+			if st := sess.StateAt(s.Now(), 1); st == seckill.SessionEnded || st == seckill.SessionPaused {
+				s.SoldOut.Clear(id)
+				continue
+			}
+		}
+		m, err := s.Stock.StockMark(ctx, id)
+		switch {
+		case err != nil:
+		case m.Stock > 0:
+			s.SoldOut.Clear(id)
+		case m.Stock == 0:
+			s.SoldOut.Confirm(id, m)
+		}
+	}
+}
+
+// Start runs admission's background loops until ctx ends: the blocklist
+// refresh (every second) and the sold-out watcher (every SoldOutRecheck,
+// so stock that comes back sells again well within a second on every
+// process).
+func (s *Service) Start(ctx context.Context) {
+	if err := s.RefreshBlocklist(ctx); err != nil {
+		s.Log.Warn("blocklist load failed; retrying", "error", err)
+	}
+	go tick.Every(ctx, time.Second, func() {
+		if err := s.RefreshBlocklist(ctx); err != nil {
+			s.Log.Warn("blocklist refresh failed; keeping the last one", "error", err)
+		}
+	})
+	go tick.Every(ctx, s.SoldOutRecheck, func() { s.watchSoldOut(ctx) })
+}
