@@ -289,7 +289,9 @@ func TestClientDrawSale(t *testing.T) {
 	ctx := context.Background()
 	c := e.Client()
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	start := now.Add(3 * time.Second)
+	// Registration opens with the worker's commitment: room for a loaded
+	// machine between the two.
+	start := now.Add(10 * time.Second)
 	sess, err := c.CreateSession(ctx, &seckill.Session{SKUID: 7, Title: "client draw", PriceCents: 250, TotalStock: 1,
 		PerUserLimit: 1, StartAt: start, EndAt: start.Add(time.Hour), Mode: seckill.ModeDraw,
 		RegisterFrom: now.Add(-time.Second), RegisterUntil: start, RightTTLSeconds: 120})
