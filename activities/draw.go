@@ -53,14 +53,20 @@ func (a *Sessions) DrawSession(ctx context.Context, id int64) error {
 		}
 		activity.RecordHeartbeat(ctx, first+len(batch))
 	}
-	rights, err := a.Store.GrantDrawRights(ctx, id, min(s.TotalStock, len(order)), s.StartAt.Add(s.RightTTL()))
+	// The first rights run from the start, or from the draw when it comes
+	// later (a draw retried), by Redis's clock: the one admission checks.
+	at, err := a.redisNow(ctx, id)
+	if err != nil {
+		return err
+	}
+	rights, err := a.Store.GrantDrawRights(ctx, id, min(s.TotalStock, len(order)), maxTime(s.StartAt, at).Add(s.RightTTL()))
 	if err != nil {
 		return classify(err)
 	}
 	if err := a.loadRights(ctx, id, rights); err != nil {
 		return err
 	}
-	if err := a.Store.MarkDrawn(ctx, id, time.Now()); err != nil {
+	if err := a.Store.MarkDrawn(ctx, id, at); err != nil {
 		return classify(err)
 	}
 	activity.GetLogger(ctx).Info("session drawn", "session_id", id, "places", len(order), "rights", len(rights))
@@ -83,7 +89,10 @@ func (a *Sessions) PassRights(ctx context.Context, id int64) (int, error) {
 		n, _, err := a.Gate.Stock(ctx, id)
 		return n, err
 	}
-	now := time.Now()
+	now, err := a.redisNow(ctx, id)
+	if err != nil {
+		return 0, err
+	}
 	granted, err := a.Store.PassRights(ctx, id, now, s.RightTTL(), live)
 	if err != nil {
 		return 0, classify(err)
@@ -100,6 +109,20 @@ func (a *Sessions) PassRights(ctx context.Context, id int64) (int, error) {
 			"loaded_after_a_failed_pass", len(pending)-len(granted))
 	}
 	return len(granted), nil
+}
+
+// redisNow is Redis's clock: a right lapses by it, in the admission
+// script and in the passes alike.
+func (a *Sessions) redisNow(ctx context.Context, id int64) (time.Time, error) {
+	m, err := a.Gate.StockMark(ctx, id)
+	return m.Clock, err
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // loadRights writes rights into the hash admission checks, then records

@@ -34,6 +34,11 @@ type sessionRow struct {
 	DrawnAt         *time.Time
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+
+	// 00021_draw_pause.sql: see seckill.Session.
+	PreheatedAt   *time.Time
+	PausedAt      *time.Time
+	RightsVersion int
 }
 
 func (sessionRow) TableName() string { return "sessions" }
@@ -60,6 +65,7 @@ func (r *sessionRow) domain() *seckill.Session {
 		Mode: seckill.SessionMode(r.Mode), RegisterFrom: utcOrZero(r.RegisterFrom), RegisterUntil: utcOrZero(r.RegisterUntil),
 		RightTTLSeconds: r.RightTTLSeconds, DrawnAt: utcOrZero(r.DrawnAt),
 	}
+	s.PreheatedAt, s.PausedAt, s.RightsVersion = utcOrZero(r.PreheatedAt), utcOrZero(r.PausedAt), r.RightsVersion
 	if len(r.DrawSeed) > 0 {
 		s.DrawCommitment = seckill.DrawCommitment(r.DrawSeed)
 		if r.DrawnAt != nil {
