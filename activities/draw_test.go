@@ -98,7 +98,7 @@ func TestDrawFailingMidwayIsRetriedToTheSameEntries(t *testing.T) {
 		require.Equal(t, want[i], en.UserID, "position %d", i+1)
 		require.Equal(t, i < 10, !en.RightUntil.IsZero(), "position %d: the first total_stock hold a right", i+1)
 		if i < 10 {
-			require.True(t, en.RightUntil.Equal(s.StartAt.Add(time.Minute)), "a right lasts from the start: %s", en.RightUntil)
+			require.True(t, en.RightUntil.Equal(s.DrawnAt.Add(time.Minute)), "a right drawn after the start lasts from the draw: %s", en.RightUntil)
 		}
 	}
 	_, err = seckill.VerifyDraw(s, users, entries)
