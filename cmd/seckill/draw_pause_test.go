@@ -57,8 +57,8 @@ func TestDrawRightsWaitOutAPause(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
 		return r
 	}
+	pausedAt := time.Now() // before the pause: what follows bounds it
 	require.Equal(t, http.StatusOK, e.Do("POST", path+"/pause", admin, nil).Status)
-	pausedAt := time.Now()
 	// Past the rights' recorded end, and a few passes more.
 	for time.Now().Before(buyer.RightUntil.Add(3 * time.Second)) {
 		es, err := e.DB.DrawEntries(ctx, sess.ID)
