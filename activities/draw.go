@@ -29,9 +29,9 @@ const drawBatch = 1000
 // drawn already. Every step is idempotent, so a retry after a failure
 // anywhere converges on the same rows: the order is a pure function of the
 // seed and the registrants (registration closed before the start), the
-// entries are INSERT IGNOREd, the first rights end at start + ttl whenever
-// they are granted, Redis keeps a right it holds, and drawn_at, which
-// publishes the seed, is set last.
+// entries are INSERT IGNOREd, a right is granted once (its end, max(start,
+// the draw) + ttl, fixed by the first try that grants it), Redis keeps a
+// right it holds, and drawn_at, which publishes the seed, is set last.
 func (a *Sessions) DrawSession(ctx context.Context, id int64) error {
 	s, _, err := a.Store.Session(ctx, id)
 	if err != nil || s.Mode != seckill.ModeDraw || s.Drawn() {
@@ -127,7 +127,8 @@ func maxTime(a, b time.Time) time.Time {
 
 // loadRights writes rights into the hash admission checks, then records
 // in MySQL that Redis holds them. Loading twice is harmless (Redis keeps
-// a field it holds), so a failure between the two only repeats a write.
+// the later end and a used mark), so a failure between the two only
+// repeats a write.
 func (a *Sessions) loadRights(ctx context.Context, id int64, rights []seckill.DrawEntry) error {
 	if err := a.Gate.LoadRights(ctx, id, rights); err != nil {
 		return err
