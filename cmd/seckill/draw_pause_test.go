@@ -73,10 +73,19 @@ func TestDrawRightsWaitOutAPause(t *testing.T) {
 	require.Equal(t, http.StatusOK, e.Do("POST", path+"/resume", admin, nil).Status)
 	paused := time.Since(pausedAt)
 
+	// Extended by the pause, exactly as the answer during it showed
+	// (Session.RightEnd), from the times the audit ledger recorded.
+	audit, err := e.DB.SessionAudit(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Len(t, audit, 2)
+	during := &seckill.Session{RightTTLSeconds: ttl, Paused: true, PausedAt: audit[0].At}
+	resumedAt := audit[1].At
 	es, err := e.DB.DrawEntries(ctx, sess.ID)
 	require.NoError(t, err)
 	for _, en := range es[:stock] {
-		gained := en.RightUntil.Sub(entries[en.Position-1].RightUntil)
+		was := entries[en.Position-1].RightUntil
+		require.Equal(t, during.RightEnd(was, resumedAt), en.RightUntil, "position %d", en.Position)
+		gained := en.RightUntil.Sub(was)
 		require.Greater(t, gained, time.Duration(0), "position %d extended by the pause", en.Position)
 		require.LessOrEqual(t, gained, paused, "by no more than the pause")
 	}
