@@ -305,22 +305,43 @@ func inOrder(rs []ranked) []int64 {
 	return out
 }
 
-// DrawStatus is a drawn registrant's status: no entry (nil) has lost; an
-// entry with a right that is live, or was used (used), has won; a right
-// that lapsed unused has lost too, its unit passed on (the shopper can no
-// longer buy, and WON would promise what admission refuses); an entry
-// without a right waits at waiting (its place among the entries still
-// without one).
-func DrawStatus(e *DrawEntry, used bool, waiting int, now time.Time) (RegistrationStatus, time.Time, int) {
+// DrawStatus is a drawn registrant's status in sale s at now: no entry
+// (nil) has lost; an entry without a right waits at waiting (its place
+// among the entries still without one); a right that bought (used) is
+// USED; a right that can still buy is WON, with its end (RightEnd); a
+// right that lapsed unused has lost too, its unit passed on (admission
+// refuses the shopper, and WON would promise what the sale no longer
+// gives).
+func DrawStatus(s *Session, e *DrawEntry, used bool, waiting int, now time.Time) (RegistrationStatus, time.Time, int) {
 	switch {
 	case e == nil:
 		return RegistrationLost, time.Time{}, 0
 	case e.RightUntil.IsZero():
 		return RegistrationWaitlisted, time.Time{}, waiting
-	case used || now.Before(e.RightUntil):
-		return RegistrationWon, e.RightUntil, 0
+	case used:
+		return RegistrationUsed, time.Time{}, 0
+	}
+	if end := s.RightEnd(e.RightUntil, now); now.Before(end) {
+		return RegistrationWon, end, 0
 	}
 	return RegistrationLost, time.Time{}, 0
+}
+
+// RightEnd is when a right recorded to end at until ends as things stand
+// at now. Nobody can buy while the sale is paused, so a right's time does
+// not run then: a right open when the pause began gains the time paused
+// since the later of the pause and its grant (until − ttl). The resume
+// writes that extension into the rights (mysql.DB.ChangeSession, the same
+// rule); before it, this is what a shopper is told.
+func (s *Session) RightEnd(until, now time.Time) time.Time {
+	if s.PausedAt.IsZero() || !until.After(s.PausedAt) {
+		return until
+	}
+	from := until.Add(-s.RightTTL())
+	if from.Before(s.PausedAt) {
+		from = s.PausedAt
+	}
+	return until.Add(max(0, now.Sub(from)))
 }
 
 // DrawRegistrants draws the first k places among a sale's registrants,

@@ -115,8 +115,11 @@ func TestDrawCommitment(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("%x", sum), seckill.DrawCommitment(seed))
 }
 
+// WON only while the right can still buy: a used right is USED, a lapsed
+// one LOST; during a pause an open right's end moves on with the pause.
 func TestDrawStatus(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	sess := &seckill.Session{RightTTLSeconds: 120}
 	live := &seckill.DrawEntry{Position: 1, UserID: 5, RightUntil: now.Add(time.Minute)}
 	lapsed := &seckill.DrawEntry{Position: 2, UserID: 6, RightUntil: now.Add(-time.Minute)}
 	waiting := &seckill.DrawEntry{Position: 3, UserID: 7}
@@ -127,16 +130,35 @@ func TestDrawStatus(t *testing.T) {
 	}{
 		{nil, false, seckill.RegistrationLost},
 		{live, false, seckill.RegistrationWon},
-		{lapsed, true, seckill.RegistrationWon},
+		{live, true, seckill.RegistrationUsed},
+		{lapsed, true, seckill.RegistrationUsed},
 		{lapsed, false, seckill.RegistrationLost},
 		{waiting, false, seckill.RegistrationWaitlisted},
 	} {
-		got, _, pos := seckill.DrawStatus(c.e, c.used, 4, now)
+		got, until, pos := seckill.DrawStatus(sess, c.e, c.used, 4, now)
 		require.Equal(t, c.want, got, "%+v used=%v", c.e, c.used)
+		require.Equal(t, got == seckill.RegistrationWon, !until.IsZero(), "an end only for WON")
 		if got == seckill.RegistrationWaitlisted {
 			require.Equal(t, 4, pos)
 		}
 	}
+
+	// Paused two minutes ago: the right granted a minute before the
+	// pause (ending a minute after it) has its minute left; the one that
+	// lapsed before the pause stays lapsed; one granted during the pause
+	// (by the draw) has its whole ttl left.
+	paused := &seckill.Session{RightTTLSeconds: 120, Paused: true, PausedAt: now.Add(-2 * time.Minute)}
+	open := &seckill.DrawEntry{UserID: 8, RightUntil: now.Add(-time.Minute)}
+	st, until, _ := seckill.DrawStatus(paused, open, false, 0, now)
+	require.Equal(t, seckill.RegistrationWon, st)
+	require.Equal(t, now.Add(time.Minute), until)
+	before := &seckill.DrawEntry{UserID: 9, RightUntil: now.Add(-3 * time.Minute)}
+	st, _, _ = seckill.DrawStatus(paused, before, false, 0, now)
+	require.Equal(t, seckill.RegistrationLost, st)
+	during := &seckill.DrawEntry{UserID: 10, RightUntil: now.Add(-time.Minute).Add(2 * time.Minute)}
+	st, until, _ = seckill.DrawStatus(paused, during, false, 0, now)
+	require.Equal(t, seckill.RegistrationWon, st)
+	require.Equal(t, now.Add(2*time.Minute), until, "granted a minute into the pause: its whole ttl from now")
 }
 
 func TestDrawModeValidates(t *testing.T) {
@@ -149,6 +171,9 @@ func TestDrawModeValidates(t *testing.T) {
 	require.Error(t, s.Validate(), "the window closes no later than the start")
 	s.RegisterUntil, s.RightTTLSeconds = start, 0
 	require.Error(t, s.Validate(), "a draw needs a right's ttl")
+	s.RightTTLSeconds, s.PerUserLimit = 600, 2
+	require.Equal(t, seckill.EINVALID, seckill.ErrorCode(s.Validate()), "a draw's right buys one unit")
+	s.PerUserLimit = 1
 	s.Mode = seckill.ModeReserved
 	s.RightTTLSeconds = 5
 	require.Error(t, s.Validate(), "only a draw has one")

@@ -58,6 +58,9 @@ func (s *Session) validateMode() error {
 		if s.RightTTLSeconds <= 0 || s.RightTTLSeconds > MaxRightTTLSeconds {
 			return Errorf(EINVALID, "right_ttl_seconds must be between 1 and %d", MaxRightTTLSeconds)
 		}
+		if s.PerUserLimit != 1 {
+			return Errorf(EINVALID, "a draw's right buys one unit: per_user_limit must be 1, not %d", s.PerUserLimit)
+		}
 	default:
 		return Errorf(EINVALID, "mode must be first_come, reserved or draw, not %q", s.Mode)
 	}
@@ -107,9 +110,12 @@ const (
 	// RegistrationRegistered: registered; in a reserved sale, eligible to
 	// buy; in a draw, not drawn yet.
 	RegistrationRegistered RegistrationStatus = "REGISTERED"
-	// RegistrationWon: drawn, holding a right to buy (until RightUntil),
-	// or having used it.
+	// RegistrationWon: drawn, holding a right that can still buy (until
+	// RightUntil).
 	RegistrationWon RegistrationStatus = "WON"
+	// RegistrationUsed: drawn, and the right bought (the shopper's order
+	// tells the rest: paid, or closed unpaid and its unit passed on).
+	RegistrationUsed RegistrationStatus = "USED"
 	// RegistrationWaitlisted: drawn into the waitlist, at Position among
 	// those still waiting; a right comes when one before it lapses.
 	RegistrationWaitlisted RegistrationStatus = "WAITLISTED"

@@ -104,6 +104,15 @@ type Session struct {
 	DrawSeed          string    `json:"draw_seed,omitempty"`
 	DrawnAt           time.Time `json:"drawn_at,omitzero"`
 	DrawnStock        int       `json:"drawn_stock,omitempty"`
+	// PreheatedAt is when a preheat first loaded the sale: its mode is
+	// fixed from then on. PausedAt is when the current pause began (zero
+	// while not paused): a draw's rights do not run during a pause.
+	// RightsVersion counts the changes of a drawn sale's rights (a pass
+	// that grants, a resume's extension): a copy of the positions is
+	// reread only when it moves.
+	PreheatedAt   time.Time `json:"preheated_at,omitzero"`
+	PausedAt      time.Time `json:"paused_at,omitzero"`
+	RightsVersion int       `json:"rights_version,omitempty"`
 }
 
 // SessionView is the public shape of a session in the HTTP API (GET

@@ -143,14 +143,14 @@ func (u *SessionUpdate) Apply(s Session) (*Session, error) {
 // registrationDefaults prepares s for u's mode change: a sale turned
 // first come drops its window, one turned reserved or draw registers from
 // now until its start unless u says otherwise, and a draw's rights last
-// DefaultRightTTL.
+// DefaultRightTTL and buy one unit each (per_user_limit 1).
 func (u *SessionUpdate) registrationDefaults(s Session, now time.Time) Session {
 	if u.Mode == nil || *u.Mode == s.Mode {
 		return s
 	}
 	s.RegisterFrom, s.RegisterUntil, s.RightTTLSeconds = time.Time{}, time.Time{}, 0
 	if *u.Mode == ModeDraw {
-		s.RightTTLSeconds = int(DefaultRightTTL.Seconds())
+		s.RightTTLSeconds, s.PerUserLimit = int(DefaultRightTTL.Seconds()), 1
 	}
 	if *u.Mode == ModeReserved || *u.Mode == ModeDraw {
 		s.RegisterFrom = now.UTC().Truncate(time.Millisecond)
@@ -205,9 +205,14 @@ func (c *SessionChange) ApplyTo(s *Session, now time.Time) (added int, err error
 	}
 	switch c.Action {
 	case ActionPause:
+		if !s.Paused {
+			s.PausedAt = now
+		}
 		s.Paused = true
 	case ActionResume:
-		s.Paused = false
+		// The store extends a draw's open rights by the pause (RightEnd)
+		// in the same step.
+		s.Paused, s.PausedAt = false, time.Time{}
 	case ActionEnd:
 		s.EndAt = now
 		if !s.StartAt.Before(now) {
@@ -227,6 +232,12 @@ func (c *SessionChange) ApplyTo(s *Session, now time.Time) (added int, err error
 		if c.Update.changesRegistration() && s.Registers() && !now.Before(s.RegisterFrom) {
 			return 0, Errorf(ECONFLICT, "session %d opened its registration at %s: its mode and window no longer change",
 				s.ID, s.RegisterFrom.UTC().Format(time.RFC3339))
+		}
+		if c.Update.Mode != nil && *c.Update.Mode != s.Mode && !s.PreheatedAt.IsZero() {
+			// The preheat loaded what the mode needs (a reserved sale's
+			// registrants) and the session's workflow decides by it.
+			return 0, Errorf(ECONFLICT, "session %d was preheated at %s: its mode no longer changes",
+				s.ID, s.PreheatedAt.UTC().Format(time.RFC3339))
 		}
 		next, err := c.Update.Apply(c.Update.registrationDefaults(*s, now))
 		if err != nil {

@@ -42,6 +42,11 @@ func TestSessionChangeApplyTo(t *testing.T) {
 	open := registering
 	open.RegisterFrom = now.Add(-time.Minute)
 	halfway, late := now.Add(30*time.Minute), upcoming.StartAt.Add(time.Minute)
+	pausedEarlier := live // paused a minute ago: the pause keeps its beginning
+	pausedEarlier.Paused, pausedEarlier.PausedAt = true, now.Add(-time.Minute)
+	preheated := upcoming // a first-come sale its preheat loaded
+	preheated.PreheatedAt = now.Add(-time.Minute)
+	draw := seckill.ModeDraw
 	for _, c := range []struct {
 		name  string
 		s     seckill.Session
@@ -50,7 +55,18 @@ func TestSessionChangeApplyTo(t *testing.T) {
 		added int
 		code  string
 	}{
-		{"pause", live, seckill.SessionChange{Action: seckill.ActionPause}, func(s seckill.Session) seckill.Session { s.Paused = true; return s }, 0, ""},
+		{"pause", live, seckill.SessionChange{Action: seckill.ActionPause}, func(s seckill.Session) seckill.Session {
+			s.Paused, s.PausedAt = true, now
+			return s
+		}, 0, ""},
+		{"pause again", pausedEarlier, seckill.SessionChange{Action: seckill.ActionPause}, func(s seckill.Session) seckill.Session { return s }, 0, ""},
+		{"resume", pausedEarlier, seckill.SessionChange{Action: seckill.ActionResume}, func(s seckill.Session) seckill.Session {
+			s.Paused, s.PausedAt = false, time.Time{}
+			return s
+		}, 0, ""},
+		{"turn a draw once preheated", preheated, seckill.SessionChange{Action: seckill.ActionUpdate, Update: &seckill.SessionUpdate{Mode: &draw}}, nil, 0, seckill.ECONFLICT},
+		{"a title once preheated", preheated, seckill.SessionChange{Action: seckill.ActionUpdate, Update: &seckill.SessionUpdate{Title: &title}},
+			func(s seckill.Session) seckill.Session { s.Title = title; return s }, 0, ""},
 		{"resume an ended one", ended, seckill.SessionChange{Action: seckill.ActionResume}, func(s seckill.Session) seckill.Session { return s }, 0, ""},
 		{"end early", live, seckill.SessionChange{Action: seckill.ActionEnd}, func(s seckill.Session) seckill.Session { s.EndAt = now; return s }, 0, ""},
 		{"end before the start", upcoming, seckill.SessionChange{Action: seckill.ActionEnd}, func(s seckill.Session) seckill.Session {

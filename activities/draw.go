@@ -90,9 +90,10 @@ func (a *Sessions) drawSeed(ctx context.Context, id int64) ([]byte, error) {
 // published when registration closed (published here if it was not; a
 // list changed since is refused, not drawn), the stock drawn is recorded
 // at the first try, so the order is a pure function of the seed and that
-// list, the entries are INSERT IGNOREd, the first rights end at start +
-// ttl whenever they are granted, Redis keeps a right it holds, and
-// drawn_at, which publishes the seed, is set last.
+// list, the entries are INSERT IGNOREd, a right is granted once (its end,
+// max(start, the draw) + ttl, fixed by the first try that grants it),
+// Redis keeps a right it holds, and drawn_at, which publishes the seed, is
+// set last.
 func (a *Sessions) DrawSession(ctx context.Context, id int64) error {
 	s, _, err := a.Store.Session(ctx, id)
 	if err != nil || s.Mode != seckill.ModeDraw || s.Drawn() {
@@ -125,14 +126,20 @@ func (a *Sessions) DrawSession(ctx context.Context, id int64) error {
 		}
 		activity.RecordHeartbeat(ctx, first+len(batch))
 	}
-	rights, err := a.Store.GrantDrawRights(ctx, id, min(s.DrawnStock, len(order)), s.StartAt.Add(s.RightTTL()))
+	// The first rights run from the start, or from the draw when it comes
+	// later (a draw retried), by Redis's clock: the one admission checks.
+	at, err := a.redisNow(ctx, id)
+	if err != nil {
+		return err
+	}
+	rights, err := a.Store.GrantDrawRights(ctx, id, min(s.DrawnStock, len(order)), maxTime(s.StartAt, at).Add(s.RightTTL()))
 	if err != nil {
 		return classify(err)
 	}
 	if err := a.loadRights(ctx, id, rights); err != nil {
 		return err
 	}
-	if err := a.Store.MarkDrawn(ctx, id, time.Now(), seed); err != nil {
+	if err := a.Store.MarkDrawn(ctx, id, at, seed); err != nil {
 		return classify(err)
 	}
 	activity.GetLogger(ctx).Info("session drawn", "session_id", id, "places", len(order), "rights", len(rights))
@@ -155,7 +162,10 @@ func (a *Sessions) PassRights(ctx context.Context, id int64) (int, error) {
 		n, _, err := a.Gate.Stock(ctx, id)
 		return n, err
 	}
-	now := time.Now()
+	now, err := a.redisNow(ctx, id)
+	if err != nil {
+		return 0, err
+	}
 	granted, err := a.Store.PassRights(ctx, id, now, s.RightTTL(), live)
 	if err != nil {
 		return 0, classify(err)
@@ -174,9 +184,24 @@ func (a *Sessions) PassRights(ctx context.Context, id int64) (int, error) {
 	return len(granted), nil
 }
 
+// redisNow is Redis's clock: a right lapses by it, in the admission
+// script and in the passes alike.
+func (a *Sessions) redisNow(ctx context.Context, id int64) (time.Time, error) {
+	m, err := a.Gate.StockMark(ctx, id)
+	return m.Clock, err
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // loadRights writes rights into the hash admission checks, then records
 // in MySQL that Redis holds them. Loading twice is harmless (Redis keeps
-// a field it holds), so a failure between the two only repeats a write.
+// the later end and a used mark), so a failure between the two only
+// repeats a write.
 func (a *Sessions) loadRights(ctx context.Context, id int64, rights []seckill.DrawEntry) error {
 	if err := a.Gate.LoadRights(ctx, id, rights); err != nil {
 		return err

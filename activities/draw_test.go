@@ -128,7 +128,7 @@ func TestDrawFailingMidwayIsRetriedToTheSameEntries(t *testing.T) {
 		require.Equal(t, want[i], en.UserID, "position %d", i+1)
 		require.Equal(t, i < 10, !en.RightUntil.IsZero(), "position %d: the first total_stock hold a right", i+1)
 		if i < 10 {
-			require.True(t, en.RightUntil.Equal(s.StartAt.Add(time.Minute)), "a right lasts from the start: %s", en.RightUntil)
+			require.True(t, en.RightUntil.Equal(s.DrawnAt.Add(time.Minute)), "a right drawn after the start lasts from the draw: %s", en.RightUntil)
 		}
 	}
 	_, err = seckill.VerifyDraw(s, users, entries)
@@ -337,7 +337,7 @@ func TestRetriedDrawOverAChangedListLeavesNoGap(t *testing.T) {
 }
 
 // A draw created before seeds were sealed holds its seed readable in
-// MySQL, its commitment published from it (00020_draw_sealed.sql): the
+// MySQL, its commitment published from it (00018_draw_sealed.sql): the
 // worker seals that seed, keeping the commitment, erases the readable
 // copy, and the draw publishes the same seed.
 func TestReadableSeedOfAnOlderSaleIsSealed(t *testing.T) {

@@ -22,6 +22,7 @@ type SessionStore interface {
 // SessionGate is the Redis side of a session's life.
 type SessionGate interface {
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
+	StockMark(ctx context.Context, sessionID int64) (seckill.StockMark, error)
 	PreheatHolding(ctx context.Context, sessionID int64, stock int, applied []string) (int, error)
 	Retire(ctx context.Context, sessionID int64, retain time.Duration) (bool, error)
 	seckill.RedisSnapshotter
@@ -59,21 +60,27 @@ func (a *Sessions) LoadSession(ctx context.Context, id int64) (*seckill.Session,
 // reservations not yet turned into orders), so this fails for good and
 // says so; reconcile reports the session too.
 //
-// A reserved sale's registrants are copied first, every time: the copy is
+// The figures come first: reading them marks the session preheated, which
+// fixes its mode, so the session they return is the one loaded. A
+// reserved sale's registrants are copied next, every time: the copy is
 // idempotent, and a preheat retried after loading the stock would not
 // reach it again.
 func (a *Sessions) PreheatSession(ctx context.Context, id int64) (int, error) {
-	if err := a.copyRegistrants(ctx, id); err != nil {
-		return 0, err
+	s, dbStock, applied, err := a.Store.PreheatFigures(ctx, id)
+	if err != nil {
+		return 0, classify(err)
+	}
+	if s.AdmitsRegistrants() {
+		n, err := seckill.CopyRegistrants(ctx, a.Store, a.Gate, id)
+		if err != nil {
+			return 0, classify(err)
+		}
+		activity.GetLogger(ctx).Info("registrants loaded", "session_id", id, "registrants", n)
 	}
 	if live, preheated, err := a.Gate.Stock(ctx, id); err != nil {
 		return 0, err
 	} else if preheated {
 		return live, nil
-	}
-	s, dbStock, applied, err := a.Store.PreheatFigures(ctx, id)
-	if err != nil {
-		return 0, classify(err)
 	}
 	if dbStock != s.TotalStock {
 		return 0, temporal.NewNonRetryableApplicationError(
@@ -85,20 +92,6 @@ func (a *Sessions) PreheatSession(ctx context.Context, id int64) (int, error) {
 		activity.GetLogger(ctx).Info("session preheated", "session_id", id, "stock", live)
 	}
 	return live, err
-}
-
-// copyRegistrants copies a reserved sale's registrants from MySQL into
-// the set admission checks.
-func (a *Sessions) copyRegistrants(ctx context.Context, id int64) error {
-	s, _, err := a.Store.Session(ctx, id)
-	if err != nil || !s.AdmitsRegistrants() {
-		return classify(err)
-	}
-	n, err := seckill.CopyRegistrants(ctx, a.Store, a.Gate, id)
-	if err == nil {
-		activity.GetLogger(ctx).Info("registrants loaded", "session_id", id, "registrants", n)
-	}
-	return classify(err)
 }
 
 // RetireSession lets an ended session's Redis state go once nothing of it

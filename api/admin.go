@@ -35,13 +35,19 @@ type createSessionBody struct {
 	RightTTLSeconds *int    `json:"right_ttl_seconds"`
 }
 
+// draw reports whether the body asks for a draw sale, whose
+// per_user_limit may be left out (1).
+func (b *createSessionBody) draw() bool {
+	return b.Mode != nil && seckill.SessionMode(*b.Mode) == seckill.ModeDraw
+}
+
 func (b *createSessionBody) session(now time.Time) (*seckill.Session, error) {
 	for _, f := range []struct {
 		name    string
 		present bool
 	}{
 		{"sku_id", b.SKUID != nil}, {"title", b.Title != nil}, {"price_cents", b.PriceCents != nil},
-		{"stock", b.Stock != nil}, {"per_user_limit", b.PerUserLimit != nil},
+		{"stock", b.Stock != nil}, {"per_user_limit", b.PerUserLimit != nil || b.draw()},
 		{"start_at", b.StartAt != nil}, {"end_at", b.EndAt != nil},
 	} {
 		if !f.present {
@@ -56,9 +62,13 @@ func (b *createSessionBody) session(now time.Time) (*seckill.Session, error) {
 	if err != nil {
 		return nil, seckill.Errorf(seckill.EINVALID, "field \"end_at\" must be an RFC 3339 time")
 	}
+	limit := 1 // a draw's right buys one unit
+	if b.PerUserLimit != nil {
+		limit = *b.PerUserLimit
+	}
 	s := &seckill.Session{
 		SKUID: *b.SKUID, Title: *b.Title, PriceCents: *b.PriceCents, TotalStock: *b.Stock,
-		PerUserLimit: *b.PerUserLimit, StartAt: start.UTC().Truncate(time.Millisecond), EndAt: end.UTC().Truncate(time.Millisecond),
+		PerUserLimit: limit, StartAt: start.UTC().Truncate(time.Millisecond), EndAt: end.UTC().Truncate(time.Millisecond),
 	}
 	if b.Currency != nil {
 		s.Currency = *b.Currency

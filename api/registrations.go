@@ -56,7 +56,7 @@ func (s *Server) register(c *fiber.Ctx) error {
 }
 
 // registration: GET /api/v1/sessions/{id}/registration, the shopper's own:
-// REGISTERED, or once a draw is made WON, WAITLISTED or LOST
+// REGISTERED, or once a draw is made WON, USED, WAITLISTED or LOST
 // (seckill.DrawStatus).
 func (s *Server) registration(c *fiber.Ctx) error {
 	desk, err := s.registrations()

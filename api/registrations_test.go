@@ -156,3 +156,62 @@ func TestDrawSaleCreation(t *testing.T) {
 	body["mode"] = "first_come"
 	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", admin, body), 400, "INVALID_ARGUMENT", "right_ttl_seconds needs mode draw")
 }
+
+// A draw's right buys one unit: a draw's per_user_limit is 1 (left out, it
+// is 1), and a draw created or changed to more is refused like any
+// invalid sale, changing nothing; a sale turned into a draw takes 1.
+func TestDrawBuysOneUnitEach(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true})
+	admin := e.OperatorToken("ana", seckill.RoleAdmin)
+	start := time.Now().Add(time.Hour).Truncate(time.Second)
+	body := map[string]any{"sku_id": 1, "title": "Draw", "price_cents": 900, "stock": 5, "per_user_limit": 2,
+		"start_at": start.Format(time.RFC3339), "end_at": start.Add(time.Hour).Format(time.RFC3339), "mode": "draw"}
+	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", admin, body), 400, "INVALID_ARGUMENT", "per_user_limit must be 1")
+	delete(body, "per_user_limit")
+	created := e.Do("POST", "/admin/v1/sessions", admin, body)
+	require.Equal(t, http.StatusCreated, created.Status, "%s", created.Raw)
+	require.EqualValues(t, 1, created.Body["per_user_limit"])
+	path := fmt.Sprintf("/admin/v1/sessions/%.0f", created.Body["id"])
+	testenv.RequireError(t, e.Do("PATCH", path, admin, map[string]any{"per_user_limit": 3}), 400, "INVALID_ARGUMENT", "per_user_limit must be 1")
+	require.EqualValues(t, 1, e.Do("GET", "/api"+path[len("/admin"):], "", nil).Body["per_user_limit"], "changed nothing")
+
+	body["mode"], body["per_user_limit"] = "first_come", 3
+	fc := e.Do("POST", "/admin/v1/sessions", admin, body)
+	require.Equal(t, http.StatusCreated, fc.Status, "%s", fc.Raw)
+	fcPath := fmt.Sprintf("/admin/v1/sessions/%.0f", fc.Body["id"])
+	testenv.RequireError(t, e.Do("PATCH", fcPath, admin, map[string]any{"mode": "draw", "per_user_limit": 2}), 400, "INVALID_ARGUMENT", "per_user_limit must be 1")
+	drawn := e.Do("PATCH", fcPath, admin, map[string]any{"mode": "draw"})
+	require.Equal(t, http.StatusOK, drawn.Status, "%s", drawn.Raw)
+	got := drawn.Body["session"].(map[string]any)
+	require.Equal(t, "draw", got["mode"])
+	require.EqualValues(t, 1, got["per_user_limit"])
+}
+
+// A sale's mode is fixed once it is preheated: the preheat loaded what the
+// mode needs and the session's workflow decides by it. Before, it changes;
+// after, a change of mode is 409 CONFLICT and changes nothing, while the
+// rest of an upcoming sale still changes.
+func TestModeFixedOncePreheated(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true})
+	admin := e.OperatorToken("ana", seckill.RoleAdmin)
+	start := time.Now().Add(time.Hour).Truncate(time.Second)
+	created := e.Do("POST", "/admin/v1/sessions", admin, map[string]any{"sku_id": 1, "title": "Sale", "price_cents": 900,
+		"stock": 5, "per_user_limit": 1, "start_at": start.Format(time.RFC3339), "end_at": start.Add(time.Hour).Format(time.RFC3339)})
+	require.Equal(t, http.StatusCreated, created.Status, "%s", created.Raw)
+	path := fmt.Sprintf("/admin/v1/sessions/%.0f", created.Body["id"])
+	r := e.Do("PATCH", path, admin, map[string]any{"mode": "draw", "register_from": start.Add(-time.Minute).Format(time.RFC3339)})
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+	r = e.Do("PATCH", path, admin, map[string]any{"mode": "first_come"})
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+
+	require.Equal(t, http.StatusOK, e.Do("POST", path+"/preheat", admin, nil).Status)
+	for _, mode := range []string{"draw", "reserved"} {
+		testenv.RequireError(t, e.Do("PATCH", path, admin, map[string]any{"mode": mode,
+			"register_from": start.Add(-time.Minute).Format(time.RFC3339)}), 409, "CONFLICT", "preheated")
+	}
+	shown := e.Do("GET", "/api"+path[len("/admin"):], "", nil)
+	require.Equal(t, "first_come", shown.Str("mode"), "changed nothing")
+	require.NotEmpty(t, shown.Str("preheated_at"))
+	r = e.Do("PATCH", path, admin, map[string]any{"title": "Sale, renamed", "mode": "first_come"})
+	require.Equal(t, http.StatusOK, r.Status, "the same mode and the rest still change: %s", r.Raw)
+}

@@ -47,7 +47,7 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 	if r.cfg.PayAfterCreation {
 		payNow = nil
 	}
-	reached := r.waitAll(ctx, won, r.cfg.Settle, payNow, createdAt, seckill.StatusWaitPay, seckill.StatusPaid, seckill.StatusClosed)
+	reached := r.waitCreated(ctx, won, payNow)
 	last := lastOf(reached)
 	f.OrdersCreated = len(reached)
 	burstEnd := r.start.Add(time.Duration(r.step.DurationSeconds * float64(time.Second)))
@@ -66,7 +66,7 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 		}
 	}
 	if f.OrdersCreated < len(won) {
-		r.problem("%d accepted orders never reached WAIT_PAY within %s", len(won)-f.OrdersCreated, r.cfg.Settle)
+		r.problem("%d accepted orders never reached WAIT_PAY: none did in the last %s", len(won)-f.OrdersCreated, r.cfg.Settle)
 	} else {
 		r.step.TimeToAllWaitPaySeconds = last.Sub(r.start).Seconds()
 		r.step.OrdersPerSecond = float64(len(won)) / r.step.TimeToAllWaitPaySeconds
@@ -294,6 +294,28 @@ func createdAt(o *seckill.Order) time.Time { return o.CreatedAt }
 // changedAt is when an order's row last changed: when it took the
 // (final) status it shows.
 func changedAt(o *seckill.Order) time.Time { return o.UpdatedAt }
+
+// waitCreated waits for the orders' creation (WAIT_PAY, or PAID or
+// CLOSED since) as waitAll does, calling reached (if any) for each, for as
+// long as the order tier goes on creating them: it gives up only once no
+// order got there for Settle. A sale's thousands of winners are created
+// at the order tier's pace (a few dozen a second on a small machine), far
+// longer than any one order should take.
+func (r *stepRunner) waitCreated(ctx context.Context, won []result, reached func(result)) map[string]seen {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	idle := time.AfterFunc(r.cfg.Settle, cancel)
+	defer idle.Stop()
+	return r.waitAll(wctx, won, followAtMost, func(x result) {
+		idle.Reset(r.cfg.Settle)
+		if reached != nil {
+			reached(x)
+		}
+	}, createdAt, seckill.StatusWaitPay, seckill.StatusPaid, seckill.StatusClosed)
+}
+
+// followAtMost bounds waitCreated however steadily orders come.
+const followAtMost = time.Hour
 
 // waitAll polls the orders (every pollEvery, as their shoppers) until each
 // has one of want (or the timeout), calls reached (if any) for each as it

@@ -326,7 +326,10 @@ func TestClientDrawSale(t *testing.T) {
 		}
 		return nil
 	})
-	require.True(t, answers[seckill.RegistrationWon].RightUntil.Equal(start.Add(2*time.Minute)), "right until %s", answers[seckill.RegistrationWon].RightUntil)
+	drawn, err := c.Session(ctx, sess.ID)
+	require.NoError(t, err)
+	require.True(t, answers[seckill.RegistrationWon].RightUntil.Equal(drawn.DrawnAt.Add(2*time.Minute)),
+		"right until %s, drawn at %s", answers[seckill.RegistrationWon].RightUntil, drawn.DrawnAt)
 	require.Equal(t, 1, answers[seckill.RegistrationWaitlisted].Position)
 	_, err = e.Shopper(3-winner).Buy(ctx, sess.ID, client.BuyOptions{})
 	requireAnswer(t, err, 403, seckill.ENOTELIGIBLE)

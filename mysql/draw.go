@@ -12,7 +12,7 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// A draw's rows (00015_draw.sql, 00020_draw_sealed.sql): the seed in the
+// A draw's rows (00015_draw.sql, 00018_draw_sealed.sql): the seed in the
 // session row, sealed until drawn_at, and the drawn positions in draw_entries, whose rights
 // are granted once each (right_until set only where it is NULL) and
 // marked loaded once Redis holds them (00016_rights_loaded.sql).
@@ -185,7 +185,8 @@ const usableRight = `e.session_id = ? AND e.right_until > ? AND NOT EXISTS
 // and grants the next max(0, stock − usable) waiting positions, in order, a
 // right until now+ttl. Each position is granted once (right_until is set
 // only where NULL). It returns the granted entries; the caller writes
-// them to Redis and marks them loaded (RightsToLoad, RightsLoaded).
+// them to Redis and marks them loaded (RightsToLoad, RightsLoaded). A
+// paused sale passes nothing; a pass that grants bumps rights_version.
 //
 // A reservation admitted in Redis whose order row is not written yet
 // counts as usable and its unit as sold: fewer rights than units for a
@@ -195,11 +196,16 @@ func (db *DB) PassRights(ctx context.Context, sessionID int64, now time.Time, tt
 	var granted []seckill.DrawEntry
 	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var row sessionRow
-		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select("id", "drawn_at").First(&row, sessionID).Error; err != nil {
+		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select("id", "drawn_at", "paused").First(&row, sessionID).Error; err != nil {
 			return err
 		}
 		if row.DrawnAt == nil {
 			return seckill.Errorf(seckill.ECONFLICT, "session %d is not drawn yet", sessionID)
+		}
+		if row.Paused {
+			// Nobody can buy: no right lapses (the resume extends them),
+			// none passes.
+			return nil
 		}
 		var usable int64
 		if err := tx.Table("draw_entries AS e").Where(usableRight, sessionID, now.UTC()).Count(&usable).Error; err != nil {
@@ -229,7 +235,10 @@ func (db *DB) PassRights(ctx context.Context, sessionID int64, now time.Time, tt
 				granted = append(granted, e.domain())
 			}
 		}
-		return nil
+		if len(granted) == 0 {
+			return nil
+		}
+		return tx.Model(&sessionRow{}).Where("id = ?", sessionID).UpdateColumn("rights_version", gorm.Expr("rights_version + 1")).Error
 	})
 	return granted, err
 }

@@ -27,7 +27,7 @@ type sessionRow struct {
 	Mode           string
 	RegisterFrom   *time.Time
 	RegisterUntil  *time.Time
-	// A draw's (00015_draw.sql, 00020_draw_sealed.sql): the seed sealed
+	// A draw's (00015_draw.sql, 00018_draw_sealed.sql): the seed sealed
 	// by the worker's key until the draw, readable (DrawSeed) from the
 	// draw on; a sale made before sealing existed holds it readable until
 	// the worker seals it.
@@ -41,6 +41,11 @@ type sessionRow struct {
 	DrawnStock        *int
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
+
+	// 00019_draw_pause.sql: see seckill.Session.
+	PreheatedAt   *time.Time
+	PausedAt      *time.Time
+	RightsVersion int
 }
 
 func (sessionRow) TableName() string { return "sessions" }
@@ -68,6 +73,7 @@ func (r *sessionRow) domain() *seckill.Session {
 		RightTTLSeconds: r.RightTTLSeconds, DrawnAt: utcOrZero(r.DrawnAt),
 		DrawCommitment: deref(r.DrawCommitment), RegistrantsCount: r.RegistrantsCount, RegistrantsDigest: deref(r.RegistrantsDigest),
 	}
+	s.PreheatedAt, s.PausedAt, s.RightsVersion = utcOrZero(r.PreheatedAt), utcOrZero(r.PausedAt), r.RightsVersion
 	if r.DrawnAt != nil {
 		s.DrawSeed, s.DrawnStock = hex.EncodeToString(r.DrawSeed), deref(r.DrawnStock)
 	}

@@ -42,12 +42,22 @@ func (db *DB) ChangeSession(ctx context.Context, ch *seckill.SessionChange) (ses
 			sess = row.domain()
 			return err
 		}
+		pausedAt := row.PausedAt
 		if err := change(&row, ch, now); err != nil {
 			return err
+		}
+		resumedDraw := pausedAt != nil && !row.Paused && row.DrawnAt != nil
+		if resumedDraw {
+			row.RightsVersion++
 		}
 		row.UpdatedAt = now
 		if err := tx.Save(&row).Error; err != nil {
 			return err
+		}
+		if resumedDraw {
+			if err := extendRights(tx, &row, *pausedAt, now); err != nil {
+				return err
+			}
 		}
 		if err := audit(tx, ch); err != nil {
 			return err
@@ -100,11 +110,24 @@ func change(row *sessionRow, ch *seckill.SessionChange, now time.Time) error {
 		return err
 	}
 	row.Title, row.PriceCents, row.PerUserLimit, row.StartAt, row.EndAt = s.Title, s.PriceCents, s.PerUserLimit, s.StartAt, s.EndAt
-	row.Paused, row.TotalStock = s.Paused, s.TotalStock
+	row.Paused, row.PausedAt, row.TotalStock = s.Paused, nullTime(s.PausedAt), s.TotalStock
 	row.Mode, row.RegisterFrom, row.RegisterUntil = string(cmp.Or(s.Mode, seckill.ModeFirstCome)), nullTime(s.RegisterFrom), nullTime(s.RegisterUntil)
 	row.RightTTLSeconds = s.RightTTLSeconds
 	row.Stock += added
 	return nil
+}
+
+// extendRights gives a drawn sale's rights back the time a pause took
+// from them, at its resume: each right that could still buy when the
+// pause began ends later by the time paused since the later of the pause
+// and its grant (seckill.Session.RightEnd, the rule the registration
+// answer shows during the pause). They are marked to be loaded into Redis
+// again (the caller and the next pass write the new ends; Redis keeps the
+// later end and never a used right's mark).
+func extendRights(tx *gorm.DB, row *sessionRow, pausedAt, now time.Time) error {
+	return tx.Exec(`UPDATE draw_entries e SET e.right_loaded = FALSE, e.right_until = TIMESTAMPADD(MICROSECOND,
+		GREATEST(0, TIMESTAMPDIFF(MICROSECOND, GREATEST(?, e.right_until - INTERVAL ? SECOND), ?)), e.right_until)
+		WHERE `+usableRight, pausedAt.UTC(), row.RightTTLSeconds, now.UTC(), row.ID, pausedAt.UTC()).Error
 }
 
 // SessionAudit returns a session's audit ledger, oldest first.

@@ -59,8 +59,15 @@ func (db *DB) Session(ctx context.Context, id int64) (*seckill.Session, int, err
 // PreheatFigures returns a session, its database stock and the request ids
 // of the operators' stock changes that stock holds, from one consistent
 // snapshot: what the preheat loads into Redis (redis.Gate.PreheatHolding),
-// so that an add-stock racing it is counted exactly once.
+// so that an add-stock racing it is counted exactly once. It first marks
+// the session preheated (preheated_at, once), which fixes its mode: a
+// change of mode committed before the mark is in the snapshot, one after
+// it is refused (SessionChange.ApplyTo).
 func (db *DB) PreheatFigures(ctx context.Context, id int64) (sess *seckill.Session, stock int, applied []string, err error) {
+	if err := db.gorm.WithContext(ctx).Model(&sessionRow{}).Where("id = ? AND preheated_at IS NULL", id).
+		UpdateColumn("preheated_at", db.now()).Error; err != nil {
+		return nil, 0, nil, err
+	}
 	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var row sessionRow
 		err := tx.First(&row, id).Error

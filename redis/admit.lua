@@ -129,7 +129,8 @@ local function admit(user, qty, limit, orderNo, now, trace, key, fp, kt)
     -- A used right still answers the re-run of the attempt that used it
     -- (decide replays it from its order number).
     local rerun = right == 'u' and redis.call('HEXISTS', KEYS[5], 'o:' .. orderNo) == 1
-    if not rerun and (not right or right == 'u' or tonumber(right) < tonumber(now)) then
+    -- Lapsed by Redis's clock, the one the passes of rights read too.
+    if not rerun and (not right or right == 'u' or tonumber(right) <= clock) then
       return -7, stockNow(), 0, orderNo, ''
     end
   end

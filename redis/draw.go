@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -9,28 +10,38 @@ import (
 	"github.com/seckill/seckill"
 )
 
+// rightsBatch is how many rights one run of rights.lua writes.
+const rightsBatch = 1000
+
 // LoadRights writes a draw's granted rights into the hash admission checks
-// (user → the right's end, unix ms). A field already there is kept
-// (HSETNX): a user holds one position, so a field present is this right
-// written before, perhaps used since ('u'), and a draw or pass re-run
-// after a crash must not hand a used right back.
+// (user → the right's end, unix ms). A field keeps the later end and a
+// used right ('u') stays used (rights.lua): a user holds one position, so
+// a field present is this right written before, perhaps used since, and a
+// draw or pass re-run after a crash must not hand a used right back; a
+// resume's extension gives the same right a later end.
 func (g *Gate) LoadRights(ctx context.Context, sessionID int64, entries []seckill.DrawEntry) error {
-	if len(entries) == 0 {
-		return nil
-	}
-	key := g.keys(sessionID).rights
-	err := retry(ctx, func(ctx context.Context) error {
-		_, err := g.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for _, e := range entries {
-				if !e.RightUntil.IsZero() {
-					p.HSetNX(ctx, key, strconv.FormatInt(e.UserID, 10), e.RightUntil.UnixMilli())
-				}
-			}
+	key := []string{g.keys(sessionID).rights}
+	args := make([]any, 0, 2*min(len(entries), rightsBatch))
+	flush := func() error {
+		if len(args) == 0 {
 			return nil
-		})
+		}
+		err := retry(ctx, func(ctx context.Context) error { return rightsScript.Run(ctx, g.rdb, key, args...).Err() })
+		args = args[:0]
 		return err
-	})
-	if err != nil {
+	}
+	for _, e := range entries {
+		if e.RightUntil.IsZero() {
+			continue
+		}
+		args = append(args, strconv.FormatInt(e.UserID, 10), e.RightUntil.UnixMilli())
+		if len(args) == 2*rightsBatch {
+			if err := flush(); err != nil {
+				return unavailable(err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
 		return unavailable(err)
 	}
 	return nil
@@ -49,4 +60,22 @@ func (g *Gate) Rights(ctx context.Context, sessionID int64) (map[string]string, 
 		return nil, unavailable(err)
 	}
 	return m, nil
+}
+
+// Right is a user's field in a draw's rights hash: the right's end in
+// unix ms, "u" once used, "" when Redis holds no right for the user.
+func (g *Gate) Right(ctx context.Context, sessionID, userID int64) (string, error) {
+	var v string
+	err := retry(ctx, func(ctx context.Context) error {
+		var err error
+		v, err = g.rdb.HGet(ctx, g.keys(sessionID).rights, strconv.FormatInt(userID, 10)).Result()
+		if errors.Is(err, goredis.Nil) {
+			v, err = "", nil
+		}
+		return err
+	})
+	if err != nil {
+		return "", unavailable(err)
+	}
+	return v, nil
 }

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -26,8 +27,11 @@ func TestDrawRightsGate(t *testing.T) {
 			{Position: 2, UserID: 2, RightUntil: now.Add(-time.Second)},
 			{Position: 3, UserID: 3}, // waiting: nothing written
 		}))
+		// The caller's clock is an hour slow: the lapse is Redis's clock's
+		// call, the one the passes of rights read.
+		slow := now.Add(-time.Hour)
 		notEligible := func(user int64, orderNo string) {
-			_, left, err := e.Gate.Admit(ctx, sess, user, 1, orderNo, "t", now)
+			_, left, err := e.Gate.Admit(ctx, sess, user, 1, orderNo, "t", slow)
 			var se *seckill.Error
 			require.True(t, errors.As(err, &se) && se.Code == seckill.ENOTELIGIBLE, "user %d: %v", user, err)
 			require.Equal(t, 9, left, "no stock moved (%s)", orderNo)
@@ -44,6 +48,17 @@ func TestDrawRightsGate(t *testing.T) {
 		notEligible(4, "d-4")
 		require.NoError(t, e.Gate.LoadRights(ctx, sess.ID, []seckill.DrawEntry{{Position: 1, UserID: 1, RightUntil: now.Add(time.Hour)}}))
 		notEligible(1, "d-1c") // a used right is never handed back by a re-run
+		// A resume's later end replaces an unused right's; an earlier one
+		// does not.
+		later := now.Add(2 * time.Hour)
+		require.NoError(t, e.Gate.LoadRights(ctx, sess.ID, []seckill.DrawEntry{{Position: 2, UserID: 2, RightUntil: later}}))
+		require.NoError(t, e.Gate.LoadRights(ctx, sess.ID, []seckill.DrawEntry{{Position: 2, UserID: 2, RightUntil: now.Add(time.Hour)}}))
+		field, err := e.Gate.Right(ctx, sess.ID, 2)
+		require.NoError(t, err)
+		require.Equal(t, strconv.FormatInt(later.UnixMilli(), 10), field)
+		field, err = e.Gate.Right(ctx, sess.ID, 4)
+		require.NoError(t, err)
+		require.Empty(t, field, "no right")
 		rights, err := e.Gate.Rights(ctx, sess.ID)
 		require.NoError(t, err)
 		require.Equal(t, "u", rights["1"])

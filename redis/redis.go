@@ -29,6 +29,7 @@
 //	                               since the first
 //	snapshot.lua (SessionSnapshot) a read-only script: one instant per run     yes
 //	addstock.lua (AddStock)        the request id is recorded with the units   yes
+//	rights.lua (LoadRights)        keeps the later end, and a used mark         yes
 //	fleet.lua (Fleet.Beat)         sets the member's expiry; a re-run moves it  yes
 //	                               by the retry's delay, well within its ttl
 //	ZREM (Fleet.Leave)             set semantics                               yes
@@ -76,6 +77,8 @@ var (
 	retireSrc string
 	//go:embed stockmark.lua
 	stockMarkSrc string
+	//go:embed rights.lua
+	rightsSrc string
 
 	admitScript     = goredis.NewScript(admitSrc)
 	releaseScript   = goredis.NewScript(releaseSrc)
@@ -85,6 +88,7 @@ var (
 	preheatScript   = goredis.NewScript(preheatSrc)
 	retireScript    = goredis.NewScript(retireSrc)
 	stockMarkScript = goredis.NewScript(stockMarkSrc)
+	rightsScript    = goredis.NewScript(rightsSrc)
 )
 
 // Gate is the Redis side of admission.

@@ -7,7 +7,6 @@
 package registrations
 
 import (
-	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -27,9 +26,12 @@ type Store interface {
 	seckill.RegistrantPages
 }
 
-// Set is the live set admission checks (redis.Gate).
+// Set is what admission checks in Redis (redis.Gate): a reserved sale's
+// registrant set, and a draw's rights hash (Right: the user's field, ""
+// when absent).
 type Set interface {
 	Register(ctx context.Context, sessionID, userID int64) error
+	Right(ctx context.Context, sessionID, userID int64) (string, error)
 }
 
 // Desk takes registrations and tells shoppers where they stand.
@@ -38,9 +40,6 @@ type Desk struct {
 	Set   Set
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// StandingsTTL is how old the copy of a drawn sale's positions that
-	// results are answered from may be (DefaultStandingsTTL when zero).
-	StandingsTTL time.Duration
 
 	once      sync.Once
 	standings *standings
@@ -71,36 +70,45 @@ func (d *Desk) Register(ctx context.Context, sess *seckill.Session, userID int64
 }
 
 // Status is a shopper's registration for a sale (NOT_FOUND: none): once
-// a draw sale is drawn, WON (with the right's end), WAITLISTED (with the
-// place in line) or LOST (seckill.DrawStatus), from a copy of the
-// positions at most StandingsTTL old.
+// a draw sale is drawn, WON (with the right's end), USED, WAITLISTED
+// (with the place in line) or LOST (seckill.DrawStatus), from a copy of
+// the positions reread when the sale's rights_version moves.
 func (d *Desk) Status(ctx context.Context, sess *seckill.Session, userID int64) (*seckill.Registration, error) {
 	r, err := d.Store.Registration(ctx, sess.ID, userID)
 	if err != nil || sess.Mode != seckill.ModeDraw || !sess.Drawn() {
 		return r, err
 	}
-	d.once.Do(func() {
-		d.standings = &standings{ttl: cmp.Or(d.StandingsTTL, DefaultStandingsTTL), load: d.Store.DrawEntries}
-	})
+	d.once.Do(func() { d.standings = &standings{load: d.Store.DrawEntries} })
 	now := d.now()
-	all, err := d.standings.get(ctx, sess.ID, now)
+	all, err := d.standings.get(ctx, sess.ID, sess.RightsVersion, now)
 	if err != nil {
 		return nil, err
 	}
 	st, ok := all.byUser[userID]
 	if !ok {
-		r.Status, _, _ = seckill.DrawStatus(nil, false, 0, now)
+		r.Status, _, _ = seckill.DrawStatus(sess, nil, false, 0, now)
 		return r, nil
 	}
-	// Whether the right bought matters only once it has lapsed.
 	used := false
-	if !st.entry.RightUntil.IsZero() && !now.Before(st.entry.RightUntil) {
-		if used, err = d.Store.HasOrder(ctx, sess.ID, userID); err != nil {
+	if !st.entry.RightUntil.IsZero() {
+		if used, err = d.used(ctx, sess.ID, userID); err != nil {
 			return nil, err
 		}
 	}
-	r.Status, r.RightUntil, r.Position = seckill.DrawStatus(&st.entry, used, st.waiting, now)
+	r.Status, r.RightUntil, r.Position = seckill.DrawStatus(sess, &st.entry, used, st.waiting, now)
 	return r, nil
+}
+
+// used is whether a granted right has bought: admission marks it used in
+// Redis in the step that wins with it, before any order row exists. A
+// right Redis does not hold (not loaded yet, or dropped by a rebuild,
+// which copies only unused rights) has bought if its holder has an order.
+func (d *Desk) used(ctx context.Context, sessionID, userID int64) (bool, error) {
+	v, err := d.Set.Right(ctx, sessionID, userID)
+	if err != nil || v != "" {
+		return v == "u", err
+	}
+	return d.Store.HasOrder(ctx, sessionID, userID)
 }
 
 func (d *Desk) now() time.Time {

@@ -17,10 +17,11 @@ import (
 )
 
 // drawnStore is a drawn sale's truth as fixed values, counting the loads
-// of the positions.
+// of the positions, and its rights hash in Redis (rights: user → field).
 type drawnStore struct {
 	registered map[int64]bool
 	ordered    map[int64]bool
+	rights     map[int64]string
 	mu         sync.Mutex
 	entries    []seckill.DrawEntry
 	loads      atomic.Int32
@@ -61,26 +62,39 @@ func (s *drawnStore) HasOrder(_ context.Context, _, userID int64) (bool, error) 
 	return s.ordered[userID], nil
 }
 
-// Results come from a copy of the positions loaded once per TTL however
-// many shoppers ask at once: a live right is WON, a lapsed one LOST unless
-// it bought, a waiting position WAITLISTED with its place among those
-// still waiting, a registrant without a position LOST, a stranger
-// NOT_FOUND; a right passed on shows once the copy is renewed.
+// drawnSet is the Redis side: the rights hash as the store holds it.
+type drawnSet struct{ *drawnStore }
+
+func (s drawnSet) Register(context.Context, int64, int64) error { return nil }
+
+func (s drawnSet) Right(_ context.Context, _, userID int64) (string, error) {
+	return s.rights[userID], nil
+}
+
+// Results come from a copy of the positions loaded once per version of
+// the sale's rights however many shoppers ask at once and however long:
+// a live right is WON, a right that bought USED (Redis marked it used,
+// or Redis lost it and the holder has an order), a lapsed one LOST, a
+// waiting position WAITLISTED with its place among those still waiting,
+// a registrant without a position LOST, a stranger NOT_FOUND; a right
+// passed on shows once the session's rights_version moves.
 func TestDrawResultsFromTheCopyOfThePositions(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	clock := now
 	st := &drawnStore{
-		registered: map[int64]bool{10: true, 20: true, 30: true, 40: true, 50: true, 60: true},
+		registered: map[int64]bool{10: true, 20: true, 30: true, 40: true, 50: true, 60: true, 80: true},
 		ordered:    map[int64]bool{},
+		rights:     map[int64]string{10: "1", 20: "1"},
 		entries: []seckill.DrawEntry{
 			{Position: 1, UserID: 10, RightUntil: now.Add(time.Minute)},
 			{Position: 2, UserID: 20, RightUntil: now.Add(-time.Second)},
 			{Position: 3, UserID: 30},
 			{Position: 4, UserID: 40},
+			{Position: 5, UserID: 80, RightUntil: now.Add(time.Minute)},
 		},
 	}
-	desk := &registrations.Desk{Store: st, Now: func() time.Time { return clock }}
-	sess := &seckill.Session{ID: 1, Mode: seckill.ModeDraw, DrawnAt: now.Add(-time.Minute)}
+	desk := &registrations.Desk{Store: st, Set: drawnSet{st}, Now: func() time.Time { return clock }}
+	sess := &seckill.Session{ID: 1, Mode: seckill.ModeDraw, DrawnAt: now.Add(-time.Minute), RightTTLSeconds: 60}
 	status := func(user int64) (seckill.RegistrationStatus, int) {
 		r, err := desk.Status(context.Background(), sess, user)
 		require.NoError(t, err)
@@ -96,11 +110,19 @@ func TestDrawResultsFromTheCopyOfThePositions(t *testing.T) {
 
 	s, _ := status(10)
 	require.Equal(t, seckill.RegistrationWon, s)
+	st.rights[10] = "u"
+	s, _ = status(10)
+	require.Equal(t, seckill.RegistrationUsed, s, "a live right that bought can buy no more")
 	s, _ = status(20)
 	require.Equal(t, seckill.RegistrationLost, s, "a right that lapsed unused")
-	st.ordered[20] = true
+	st.rights[20] = "u"
 	s, _ = status(20)
-	require.Equal(t, seckill.RegistrationWon, s, "a lapsed right that bought")
+	require.Equal(t, seckill.RegistrationUsed, s, "a lapsed right that bought")
+	s, _ = status(80)
+	require.Equal(t, seckill.RegistrationWon, s, "a right Redis does not hold yet, no order")
+	st.ordered[80] = true
+	s, _ = status(80)
+	require.Equal(t, seckill.RegistrationUsed, s, "Redis lost the used mark: the order tells")
 	s, p := status(30)
 	require.Equal(t, seckill.RegistrationWaitlisted, s)
 	require.Equal(t, 1, p)
@@ -111,15 +133,19 @@ func TestDrawResultsFromTheCopyOfThePositions(t *testing.T) {
 	require.Equal(t, seckill.RegistrationLost, s, "registered, not drawn")
 	_, err := desk.Status(context.Background(), sess, 70)
 	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(err))
-	require.EqualValues(t, 1, st.loads.Load(), "within the TTL")
+	clock = clock.Add(30 * time.Second)
+	s, _ = status(50)
+	require.Equal(t, seckill.RegistrationLost, s)
+	require.EqualValues(t, 1, st.loads.Load(), "the rights did not move: no reread, however long")
 
-	// A pass grants position 3 a right: seen once the copy is renewed.
+	// A pass grants position 3 a right: seen once the session's version
+	// moves.
 	st.mu.Lock()
-	st.entries[2].RightUntil = now.Add(2 * time.Minute)
+	st.entries[2].RightUntil = clock.Add(time.Minute)
 	st.mu.Unlock()
 	s, _ = status(30)
-	require.Equal(t, seckill.RegistrationWaitlisted, s, "the copy is at most a TTL old")
-	clock = clock.Add(registrations.DefaultStandingsTTL)
+	require.Equal(t, seckill.RegistrationWaitlisted, s, "the session has not moved yet")
+	sess.RightsVersion++
 	s, _ = status(30)
 	require.Equal(t, seckill.RegistrationWon, s)
 	s, p = status(40)

@@ -11,20 +11,18 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// DefaultStandingsTTL is how old the desk's copy of a drawn sale's
-// positions may be: a right passed on shows this much late at most, and
-// each process reads the positions at most once per this.
-const DefaultStandingsTTL = time.Second
-
 // standings keeps each drawn sale's recorded positions in memory. Right
 // after a draw every registrant asks for their result at once; answered
 // from MySQL, each of those reads took the entry, the shopper's orders
 // and a count of the waiting positions ahead, while the same MySQL
 // created the winners' orders. From this copy a result costs the
-// registration's primary-key read, and a lapsed right's holder one
-// order lookup (a used right still reads WON).
+// registration's primary-key read (and, for a granted right, a look at
+// the rights hash admission checks). The copy is reread only when the
+// sale's rights_version moves (a pass granted rights, a resume extended
+// them), which each API learns from its cached session: a right passed
+// on shows as late as the session cache, and a sale whose rights do not
+// move is read once.
 type standings struct {
-	ttl   time.Duration
 	load  func(ctx context.Context, sessionID int64) ([]seckill.DrawEntry, error)
 	group singleflight.Group
 
@@ -32,10 +30,11 @@ type standings struct {
 	cache map[int64]*drawn
 }
 
-// drawn is one sale's positions as loaded at one instant.
+// drawn is one sale's positions as loaded at one version of its rights.
 type drawn struct {
-	loaded time.Time
-	byUser map[int64]standing
+	version int
+	asked   time.Time // the last answer from it, to let an idle sale go
+	byUser  map[int64]standing
 }
 
 // standing is a recorded position and, for one still without a right,
@@ -45,14 +44,17 @@ type standing struct {
 	waiting int
 }
 
-func (s *standings) get(ctx context.Context, sessionID int64, now time.Time) (*drawn, error) {
+func (s *standings) get(ctx context.Context, sessionID int64, version int, now time.Time) (*drawn, error) {
 	s.mu.Lock()
 	d := s.cache[sessionID]
-	s.mu.Unlock()
-	if d != nil && now.Sub(d.loaded) < s.ttl {
+	if d != nil && d.version == version {
+		d.asked = now
+		s.mu.Unlock()
 		return d, nil
 	}
-	v, err, _ := s.group.Do(strconv.FormatInt(sessionID, 10), func() (any, error) {
+	s.mu.Unlock()
+	key := strconv.FormatInt(sessionID, 10) + ":" + strconv.Itoa(version)
+	v, err, _ := s.group.Do(key, func() (any, error) {
 		// Detached from the request that happened to trigger the load:
 		// the others waiting on it must not fail because that one left.
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -61,7 +63,7 @@ func (s *standings) get(ctx context.Context, sessionID int64, now time.Time) (*d
 		if err != nil {
 			return nil, err
 		}
-		d := &drawn{loaded: now, byUser: make(map[int64]standing, len(entries))}
+		d := &drawn{version: version, asked: now, byUser: make(map[int64]standing, len(entries))}
 		waiting := 0
 		for _, e := range entries { // in position order
 			st := standing{entry: e}
@@ -77,7 +79,7 @@ func (s *standings) get(ctx context.Context, sessionID int64, now time.Time) (*d
 		}
 		// A sale nobody asked about for a minute leaves memory.
 		for id, old := range s.cache {
-			if now.Sub(old.loaded) > time.Minute {
+			if now.Sub(old.asked) > time.Minute {
 				delete(s.cache, id)
 			}
 		}

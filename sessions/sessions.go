@@ -85,8 +85,9 @@ type Changed struct {
 
 // Change applies an operator's change: in MySQL with its audit row (the
 // guard: a request id is applied once, and its reuse with another action
-// or body is IDEMPOTENCY_MISMATCH), then the units of an add in Redis,
-// then the session's life is told of a window that moved.
+// or body is IDEMPOTENCY_MISMATCH), then the units of an add in Redis, or
+// a resumed draw's extended rights, then the session's life is told of a
+// window that moved.
 func (c *Controls) Change(ctx context.Context, ch *seckill.SessionChange) (*Changed, error) {
 	sess, applied, err := c.Store.ChangeSession(ctx, ch)
 	if err != nil {
@@ -99,6 +100,14 @@ func (c *Controls) Change(ctx context.Context, ch *seckill.SessionChange) (*Chan
 		// next step anyway.
 		if err := c.Lives.SessionChanged(ctx, ch.SessionID); err != nil {
 			c.Log.Warn("session life not told of the change", "trace_id", ch.TraceID, "session_id", ch.SessionID, "error", err)
+		}
+	}
+	if ch.Action == seckill.ActionResume && sess.Mode == seckill.ModeDraw {
+		// The resume extended the open rights by the pause in MySQL:
+		// Redis takes the later ends now, not at the next pass (which
+		// loads them anyway should this fail).
+		if _, err := seckill.CopyRights(ctx, c.Store, c.Stock, sess, c.now()); err != nil {
+			c.Log.Warn("extended rights not loaded; the next pass will", "trace_id", ch.TraceID, "session_id", ch.SessionID, "error", err)
 		}
 	}
 	if ch.Action == seckill.ActionAddStock {

@@ -114,6 +114,13 @@ func SessionWorkflow(ctx workflow.Context, in SessionLife) error {
 		// still ends and retires on time.
 		log.Error("session not preheated", "session_id", in.SessionID, "error", err)
 	}
+	if workflow.GetVersion(ctx, modeAtStartChange, workflow.DefaultVersion, 1) == 1 {
+		// The session as it is now: its mode no longer changes once
+		// preheated, and a change whose signal was lost is seen here.
+		if err := load(); err != nil {
+			return err
+		}
+	}
 	if sess.Mode == seckill.ModeDraw && workflow.GetVersion(ctx, drawChange, workflow.DefaultVersion, 1) == 1 {
 		if err := drawAndPass(ctx, in, &sess, sealed, sleepUntil); err != nil {
 			return err
@@ -140,6 +147,11 @@ func SessionWorkflow(ctx workflow.Context, in SessionLife) error {
 // recorded before it never reach it (no sale was a draw), and the version
 // marker keeps a later change of the step replayable.
 const drawChange = "draw"
+
+// modeAtStartChange is the GetVersion id of reading the session again
+// after the preheat, so that the sale's mode decides the draw as it is at
+// the start rather than as the workflow first read it.
+const modeAtStartChange = "mode-at-start"
 
 // drawRetryChange is the GetVersion id of trying a failed draw again.
 const drawRetryChange = "draw-retry"

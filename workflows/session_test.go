@@ -267,3 +267,35 @@ func TestSessionLifeTriesAFailedDrawAgain(t *testing.T) {
 		require.Len(t, h.retires, 1)
 	}
 }
+
+// The workflow decides "draw or not" from the session as it is at the
+// start, not as it first read it: a sale changed to a draw before its
+// preheat, whose change signal was lost, is drawn at its start; one
+// changed away from a draw is not.
+func TestSessionLifeDrawsByTheModeAtTheStart(t *testing.T) {
+	for _, c := range []struct {
+		from, to seckill.SessionMode
+		draws    int
+	}{{seckill.ModeFirstCome, seckill.ModeDraw, 1}, {seckill.ModeDraw, seckill.ModeFirstCome, 0}} {
+		start := startTime.Add(time.Hour)
+		h := newLifeHarness(t, start, start.Add(time.Minute), 0)
+		h.session.Mode, h.session.RightTTLSeconds = c.from, 60
+		draws := 0
+		h.env.RegisterActivityWithOptions(func(_ context.Context, id int64) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			draws++
+			return nil
+		}, activity.RegisterOptions{Name: activities.DrawSessionName})
+		h.env.RegisterActivityWithOptions(func(_ context.Context, id int64) (int, error) {
+			return 0, nil
+		}, activity.RegisterOptions{Name: activities.PassRightsName})
+		h.env.RegisterDelayedCallback(func() {
+			h.mu.Lock()
+			h.session.Mode = c.to // PATCH, no signal
+			h.mu.Unlock()
+		}, 10*time.Minute)
+		h.run(t)
+		require.Equal(t, c.draws, draws, "%s → %s", c.from, c.to)
+	}
+}

@@ -181,7 +181,7 @@ Temporal received (draw in the JSON).`,
 	f.Float64Var(&cfg.PayRatio, "pay-ratio", 0.5, "share of accepted orders paid through signed webhooks")
 	f.DurationVar(&cfg.PayTimeout, "pay-timeout", 0, "the stack's SECKILL_PAY_TIMEOUT: wait that long for unpaid orders to close (0 = do not wait)")
 	f.BoolVar(&cfg.PayAfterCreation, "pay-after-creation", false, "pay only once every order reached WAIT_PAY (then all at once), so that the creation, the payments and the closes are each measured alone; default: a shopper pays as soon as the order shows WAIT_PAY")
-	f.DurationVar(&cfg.Settle, "settle", time.Minute, "how long to wait for orders to settle")
+	f.DurationVar(&cfg.Settle, "settle", time.Minute, "how long to wait for orders to settle; the wait for the orders' creation goes on as long as one is created within this")
 	f.BoolVar(&baselines, "baselines", false, "measure bare Fiber, the admission script alone, a no-op Temporal workflow and the admission-only API (order tier off) in the same run")
 	f.IntVar(&noopCount, "noop-workflows", 500, "no-op workflows in the Temporal baseline")
 	f.IntVar(&cfg.CostSample, "cost-sample", 3, "orders of each path (paid, timed out, cancelled: that many unpaid orders are cancelled) whose Temporal histories are read to count the actions per order (0 = do not count)")

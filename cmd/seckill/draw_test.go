@@ -34,7 +34,7 @@ func TestDrawSale(t *testing.T) {
 	const stock, registrants, ttl = 3, 12, 6
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	start := now.Add(3 * time.Second)
-	sess := &seckill.Session{SKUID: 7, Title: "draw", PriceCents: 100, TotalStock: stock, PerUserLimit: 2,
+	sess := &seckill.Session{SKUID: 7, Title: "draw", PriceCents: 100, TotalStock: stock, PerUserLimit: 1,
 		StartAt: start, EndAt: start.Add(time.Hour), Mode: seckill.ModeDraw,
 		RegisterFrom: now.Add(-time.Hour), RegisterUntil: start, RightTTLSeconds: ttl}
 	require.NoError(t, e.DB.CreateSession(ctx, sess, nil))

@@ -34,7 +34,6 @@ import (
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/mysql"
 	"github.com/seckill/seckill/redis"
-	"github.com/seckill/seckill/registrations"
 	"github.com/seckill/seckill/sandbox"
 	"github.com/seckill/seckill/temporal"
 	"github.com/seckill/seckill/temporal/starter"
@@ -323,11 +322,6 @@ func (e *Env) startAPI(o Options) {
 	cfg.DependencyPing = -1
 	if o.SessionCacheTTL > 0 {
 		cfg.SessionCacheTTL = o.SessionCacheTTL
-	}
-	// A draw's results are as fresh as the sessions: tests read a right
-	// passed on as soon as MySQL holds it.
-	if d, ok := cfg.Registrations.(*registrations.Desk); ok {
-		d.StandingsTTL = cfg.SessionCacheTTL
 	}
 	if o.RedisAddr != "" {
 		rdb := redis.NewClient(&goredis.UniversalOptions{Addrs: []string{o.RedisAddr}, PoolSize: 64, ReadTimeout: o.RedisReadTimeout})

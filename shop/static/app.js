@@ -73,9 +73,9 @@
   // regs is where the signed-in shopper stands in each sale that takes
   // registrations, by session id: REGISTERED, NONE (not registered),
   // ASKING, or UNKNOWN (the API would not say: not asked again until the
-  // next sign-in); in a draw also WON, WAITLISTED and LOST (the API's
-  // answers), USED (this page bought with the right) and REFUSED (the API
-  // refused a purchase as NOT_ELIGIBLE: asked again).
+  // next sign-in); in a draw also WON, USED, WAITLISTED and LOST (the
+  // API's answers; USED also when this page bought with the right) and
+  // REFUSED (the API refused a purchase as NOT_ELIGIBLE: asked again).
   var regs = {};
   // regInfo is the rest of the last answer, by session id: when it came
   // (at, the server's clock), a draw's right_until (ms) and position, a

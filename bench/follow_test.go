@@ -1,0 +1,46 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/client"
+)
+
+// The follower waits for the orders' creation as long as the order tier
+// goes on creating them, not a fixed Settle: twelve orders created one
+// every 200 ms take longer than the Settle of 1.5 s and are all followed;
+// one never created is given up on a Settle after the last.
+func TestFollowerWaitsWhileOrdersAreCreated(t *testing.T) {
+	const orders, gap = 12, 200 * time.Millisecond
+	t0 := time.Now()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		no := strings.TrimPrefix(req.URL.Path, "/api/v1/orders/")
+		var i int
+		_, _ = fmt.Sscanf(no, "o-%d", &i)
+		o := seckill.Order{OrderNo: no, Status: seckill.StatusQueued}
+		if i < orders && time.Since(t0) >= time.Duration(i+1)*gap {
+			o.Status, o.CreatedAt = seckill.StatusWaitPay, time.Now()
+		}
+		_ = json.NewEncoder(w).Encode(o)
+	}))
+	defer api.Close()
+	shop := client.New(api.URL)
+	r := &stepRunner{cfg: Config{Settle: 1500 * time.Millisecond}, shoppers: []shopper{{api: shop}}}
+	var won []result
+	for i := range orders + 1 { // the last is never created
+		won = append(won, result{orderNo: fmt.Sprintf("o-%d", i)})
+	}
+	created := r.waitCreated(context.Background(), won, nil)
+	require.Len(t, created, orders, "every order the tier created, though it took longer than Settle")
+	require.NotContains(t, created, fmt.Sprintf("o-%d", orders))
+}
