@@ -469,34 +469,3 @@ func CopyRights(ctx context.Context, from RightsSource, to RightsSink, s *Sessio
 	}
 	return len(rights), to.LoadRights(ctx, s.ID, rights)
 }
-
-// RegistrantList is the published list of a sale's registrants: the text
-// whose SHA-256 is the digest the sale published when registration
-// closed, one user id a line in ascending order. With it anyone checks
-// their own line, the count and the digest, and after the draw, with the
-// revealed seed, the whole ranking. A list read now that is not the one
-// published is refused (CONFLICT), never served.
-func RegistrantList(ctx context.Context, from RegistrantPages, s *Session) ([]byte, error) {
-	if s.RegistrantsDigest == "" {
-		return nil, Errorf(ECONFLICT, "session %d: its registrant list is published when registration closes", s.ID)
-	}
-	var (
-		list  []byte
-		after int64
-		sum   = NewRegistrantDigest()
-	)
-	for {
-		page, err := from.Registrants(ctx, s.ID, after, registrantPage)
-		if err != nil {
-			return nil, err
-		}
-		if len(page) == 0 {
-			return list, s.sameRegistrants(sum)
-		}
-		for _, u := range page {
-			sum.Add(u)
-			list = append(strconv.AppendInt(list, u, 10), '\n')
-		}
-		after = page[len(page)-1]
-	}
-}

@@ -2,6 +2,7 @@ package seckill
 
 import (
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -169,6 +170,37 @@ func CopyRegistrants(ctx context.Context, from RegistrantPages, to RegistrantSet
 			return n, err
 		}
 		n += len(page)
+		after = page[len(page)-1]
+	}
+}
+
+// RegistrantList is the published list of a sale's registrants: the text
+// whose SHA-256 is the digest the sale published when registration
+// closed, one user id a line in ascending order. With it anyone checks
+// their own line, the count and the digest, and after the draw, with the
+// revealed seed, the whole ranking. A list read now that is not the one
+// published is refused (CONFLICT), never served.
+func RegistrantList(ctx context.Context, from RegistrantPages, s *Session) ([]byte, error) {
+	if s.RegistrantsDigest == "" {
+		return nil, Errorf(ECONFLICT, "session %d: its registrant list is published when registration closes", s.ID)
+	}
+	var (
+		list  []byte
+		after int64
+		sum   = NewRegistrantDigest()
+	)
+	for {
+		page, err := from.Registrants(ctx, s.ID, after, registrantPage)
+		if err != nil {
+			return nil, err
+		}
+		if len(page) == 0 {
+			return list, s.sameRegistrants(sum)
+		}
+		for _, u := range page {
+			sum.Add(u)
+			list = append(strconv.AppendInt(list, u, 10), '\n')
+		}
 		after = page[len(page)-1]
 	}
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -104,4 +105,14 @@ func temporalOptions(e environ) (client.Options, error) {
 		return client.Options{}, fmt.Errorf("temporal client configuration: %w", err)
 	}
 	return opts, nil
+}
+
+// Temporal is the client options Temporal's environment configuration
+// gives, or, for a Config built by hand (tests), TemporalAddr and
+// TemporalNamespace in plaintext.
+func (c *Config) Temporal() client.Options {
+	if c.temporal.HostPort != "" {
+		return c.temporal
+	}
+	return client.Options{HostPort: cmp.Or(c.TemporalAddr, "127.0.0.1:7233"), Namespace: cmp.Or(c.TemporalNamespace, "default")}
 }
