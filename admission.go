@@ -2,8 +2,6 @@ package seckill
 
 import (
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // MaxIdempotencyKey is the longest Idempotency-Key accepted (Stripe's
@@ -29,7 +27,7 @@ type Attempt struct {
 	// another fingerprint is refused with EIDEMPOTENCY.
 	Fingerprint string
 	// KeyTime is the creation time the key carries (a UUIDv7, see
-	// KeyTime), zero for a key that carries none.
+	// admission.KeyTime), zero for a key that carries none.
 	KeyTime time.Time
 }
 
@@ -45,16 +43,6 @@ type Attempt struct {
 // have been first seen. A key that carries no time counts as older than
 // every such change.
 const KeyClockSkew = time.Second
-
-// KeyTime returns the creation time a UUIDv7 key carries (RFC 9562: its
-// first 48 bits are Unix milliseconds), false for any other key.
-func KeyTime(key string) (time.Time, bool) {
-	u, err := uuid.Parse(key)
-	if err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 {
-		return time.Time{}, false
-	}
-	return time.Unix(u.Time().UnixTime()).Truncate(time.Millisecond), true
-}
 
 // StockMark is a session's Redis stock as one read saw it, for the
 // in-memory sold-out answer to keyed requests (admission.SoldOut).

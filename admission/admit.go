@@ -165,7 +165,7 @@ func (s *Service) Buy(ctx context.Context, r *Request) Answer {
 	}
 	a := &seckill.Attempt{Session: sess, UserID: r.UserID, Quantity: r.Quantity, TraceID: r.TraceID, Now: s.Now(),
 		IdempotencyKey: r.IdempotencyKey, Fingerprint: strconv.Itoa(r.Quantity)}
-	a.KeyTime, _ = seckill.KeyTime(r.IdempotencyKey)
+	a.KeyTime, _ = KeyTime(r.IdempotencyKey)
 	if ans, pinned := s.Window(ctx, a); pinned {
 		return s.decided(a, ans)
 	} else if ans.Err != nil {

@@ -49,7 +49,7 @@ func newAdmission(t *testing.T) (*testenv.Env, *admission.Service, *offers) {
 func attempt(s *seckill.Session, user int64, qty int, key string) *seckill.Attempt {
 	a := &seckill.Attempt{Session: s, UserID: user, Quantity: qty, TraceID: "t" + strconv.FormatInt(user, 10),
 		Now: time.Now(), IdempotencyKey: key, Fingerprint: strconv.Itoa(qty)}
-	a.KeyTime, _ = seckill.KeyTime(key)
+	a.KeyTime, _ = admission.KeyTime(key)
 	return a
 }
 

@@ -27,7 +27,7 @@ type SoldOut struct {
 // latest keyed win as of that read (seckill.StockMark). Zero until the
 // watcher has read it (a flag set by an admission answer).
 //
-// A key stamped (seckill.KeyTime) after lastWin + skew cannot hold a
+// A key stamped (admission.KeyTime) after lastWin + skew cannot hold a
 // reservation made up to soldAt: the script refuses keys stamped more than
 // the skew ahead of Redis's clock. One stamped by soldAt + skew cannot
 // hold one made after it either: a win after soldAt needs units back on
@@ -80,7 +80,7 @@ func (s *SoldOut) Fast(id string, key string) bool {
 	if key == "" {
 		return true
 	}
-	at, ok := seckill.KeyTime(key)
+	at, ok := KeyTime(key)
 	return ok && s.keyed(sid, at) == keyedMemory
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redis"
 )
@@ -140,7 +141,7 @@ func testIdempotencyKeyPinsTheAnswer(t *testing.T, server string) {
 func v7(t *testing.T, at time.Time) string {
 	t.Helper()
 	k := testenv.KeyAt(at)
-	got, ok := seckill.KeyTime(k)
+	got, ok := admission.KeyTime(k)
 	require.True(t, ok)
 	require.Equal(t, at.UnixMilli(), got.UnixMilli())
 	return k
@@ -148,7 +149,7 @@ func v7(t *testing.T, at time.Time) string {
 
 func keyed(t *testing.T, sess *seckill.Session, user int64, no, key string) *seckill.Attempt {
 	a := attempt(sess, user, 1, no, key)
-	a.KeyTime, _ = seckill.KeyTime(key)
+	a.KeyTime, _ = admission.KeyTime(key)
 	return a
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 	seckillapp "github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 )
@@ -103,7 +104,7 @@ func TestBrowserKeyClockToleratesHostDrift(t *testing.T) {
 	got := append([]string(nil), keys.keys...)
 	keys.mu.Unlock()
 	require.Len(t, got, 1)
-	_, ok := seckill.KeyTime(got[0])
+	_, ok := admission.KeyTime(got[0])
 	require.True(t, ok, "a UUIDv7: %s", got[0])
 	e.RequireInvariants(sess.ID)
 }

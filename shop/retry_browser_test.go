@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 	seckillapp "github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 )
@@ -55,7 +56,7 @@ func TestBrowserBuyRetriesWithItsKey(t *testing.T) {
 	require.Len(t, keys, 2, "one retry after the 503")
 	require.NotEmpty(t, keys[0])
 	require.Equal(t, keys[0], keys[1], "the retry carries the click's key")
-	at, ok := seckill.KeyTime(keys[0])
+	at, ok := admission.KeyTime(keys[0])
 	require.True(t, ok, "the page's keys are UUIDv7: %s", keys[0])
 	require.WithinDuration(t, time.Now(), at, 5*time.Second, "stamped with the server's clock")
 	r := e.RequireInvariants(sess.ID)

@@ -38,7 +38,7 @@ func (e *Env) BuyWithKey(sessionID, user int64, key string, qty int) *Response {
 	return e.Do("POST", OrdersPath(sessionID), e.Token(user), map[string]int{"quantity": qty}, api.HeaderIdempotencyKey, key)
 }
 
-// KeyAt is a UUIDv7 Idempotency-Key stamped at (seckill.KeyTime), as the
+// KeyAt is a UUIDv7 Idempotency-Key stamped at (admission.KeyTime), as the
 // shop page makes them.
 func KeyAt(at time.Time) string {
 	u := uuid.Must(uuid.NewV7())
