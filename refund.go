@@ -11,10 +11,6 @@ type Refund struct {
 	TraceID     string `json:"trace_id"`
 }
 
-// RefundWorkflowID is the Temporal workflow id of a payment's refund: one
-// per payment, so a refund is never started twice.
-func RefundWorkflowID(paymentID string) string { return "refund:" + paymentID }
-
 // RefundRetry is how refunds that failed at the provider are tried again
 // (see Retry). Each try is one refund run. A parked refund stays
 // REFUND_PENDING and visible (`seckill refunds`), but is no longer tried on

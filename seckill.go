@@ -7,7 +7,6 @@
 package seckill
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -253,10 +252,6 @@ const (
 	// or it was already paid by another payment): the money must go back.
 	PaymentRefundPending PaymentOutcome = "REFUND_PENDING"
 )
-
-// WorkflowID is the Temporal workflow id of an order: one per order number,
-// so a second start of the same order is detected, never doubled.
-func WorkflowID(orderNo string) string { return fmt.Sprintf("order:%s", orderNo) }
 
 // OrderRequest is everything one order's workflow needs, fixed when the
 // shopper won the reservation: the workflow never reads the session again,

@@ -2,19 +2,9 @@ package seckill
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 	"time"
 )
-
-// SessionWorkflowID is the Temporal workflow id of a session's life (its
-// preheat before the start, its retirement after the end): one per session
-// of a deployment. Session ids are a database's auto-increment, so the id
-// is qualified by the deployment's task queue: two deployments (or test
-// databases) on one Temporal namespace each have a session 1.
-func SessionWorkflowID(taskQueue string, sessionID int64) string {
-	return "session:" + taskQueue + ":" + strconv.FormatInt(sessionID, 10)
-}
 
 // Defaults of a session's life (SECKILL_PREHEAT_LEAD is DefaultPreheatLead).
 const (

@@ -19,6 +19,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/temporal"
 )
 
 // requireUntouched asserts that the session's Redis stock is full and no
@@ -157,7 +158,7 @@ func TestWebhookRules(t *testing.T) {
 	// Let it time out, then pay: a late payment.
 	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusClosed)
 	e.Eventually(10*time.Second, "workflow finished", func() error {
-		d, err := e.Temporal.DescribeWorkflowExecution(context.Background(), seckill.WorkflowID(no), "")
+		d, err := e.Temporal.DescribeWorkflowExecution(context.Background(), temporal.WorkflowID(no), "")
 		if err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/temporal"
 )
 
 // delayedStarts delays every workflow start, so
@@ -103,7 +104,7 @@ func TestRequestIDOutlivesTheRequest(t *testing.T) {
 			require.Equal(t, s.trace, tr, "ledger row of %s", no)
 		}
 
-		d, err := e.Temporal.DescribeWorkflowExecution(ctx, seckill.WorkflowID(no), "")
+		d, err := e.Temporal.DescribeWorkflowExecution(ctx, temporal.WorkflowID(no), "")
 		require.NoError(t, err)
 		sa := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
 		require.Equal(t, `"`+s.trace+`"`, string(sa["TraceID"].GetData()), "TraceID search attribute of %s", no)

@@ -19,6 +19,7 @@ import (
 	"github.com/seckill/seckill/drill"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/temporal"
 )
 
 func config(e *testenv.Env) drill.Config {
@@ -216,7 +217,7 @@ func explainStuck(t *testing.T, e *testenv.Env, no string) {
 		}
 	}
 	if e.Temporal != nil {
-		d, err := e.Temporal.DescribeWorkflowExecution(ctx, seckill.WorkflowID(no), "")
+		d, err := e.Temporal.DescribeWorkflowExecution(ctx, temporal.WorkflowID(no), "")
 		if err != nil {
 			t.Logf("stuck %s: workflow: %v", no, err)
 			return

@@ -20,6 +20,7 @@ import (
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/sandbox"
+	"github.com/seckill/seckill/temporal"
 )
 
 // receiveEvents points the Env's events relay (as `seckill worker` builds
@@ -188,7 +189,7 @@ func TestOperatorRefundIsAnnouncedBeforeTheMoneyMoves(t *testing.T) {
 	until("order.refund_pending out while the provider holds the refund", seckill.EventOrderPaid, seckill.EventOrderRefundPending)
 	require.Equal(t, "REFUND_PENDING", e.Do("GET", "/api/v1/orders/"+no, tok, nil).Str("status"))
 
-	require.Error(t, e.Temporal.GetWorkflow(ctx, seckill.RefundWorkflowID(payment), "").Get(ctx, nil), "the run failed")
+	require.Error(t, e.Temporal.GetWorkflow(ctx, temporal.RefundWorkflowID(payment), "").Get(ctx, nil), "the run failed")
 
 	held.Store(false)
 	require.NoError(t, e.DB.RetryRefund(ctx, payment)) // `seckill refunds retry`

@@ -17,6 +17,7 @@ import (
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/temporal"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -57,10 +58,10 @@ func requirePaidOnce(t *testing.T, e *testenv.Env, sessionID int64, tokens, orde
 	for i, no := range orders {
 		e.WaitStatus(tokens[i], no, 20*time.Second, seckill.StatusPaid)
 		// A paid order's workflow ends right after it records the payment.
-		require.NoError(t, e.Temporal.GetWorkflow(ctx, seckill.WorkflowID(no), "").Get(ctx, nil))
+		require.NoError(t, e.Temporal.GetWorkflow(ctx, temporal.WorkflowID(no), "").Get(ctx, nil))
 		e.Eventually(20*time.Second, "one run of "+no, func() error {
 			resp, err := e.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-				Namespace: "default", Query: fmt.Sprintf("WorkflowId = '%s'", seckill.WorkflowID(no))})
+				Namespace: "default", Query: fmt.Sprintf("WorkflowId = '%s'", temporal.WorkflowID(no))})
 			if err != nil {
 				return err
 			}
@@ -106,7 +107,7 @@ func TestPaymentBeforeTheStart(t *testing.T) {
 		}
 		return err
 	})
-	require.NoError(t, e.Temporal.GetWorkflow(ctx, seckill.RefundWorkflowID(wrong), "").Get(ctx, nil))
+	require.NoError(t, e.Temporal.GetWorkflow(ctx, temporal.RefundWorkflowID(wrong), "").Get(ctx, nil))
 	require.Equal(t, int64(249), e.Provider.Refunds()[wrong].AmountCents)
 	requirePaidOnce(t, e, sess.ID, []string{tok}, []string{no})
 
@@ -305,7 +306,7 @@ func TestPayDeadlineFromTheReservation(t *testing.T) {
 	require.NoError(t, err)
 	require.WithinDuration(t, queued.PayDeadline, waiting.PayDeadline, time.Second, "the row keeps the QUEUED order's deadline")
 	var state workflows.OrderState
-	v, err := e.Temporal.QueryWorkflow(ctx, seckill.WorkflowID(no), "", workflows.StateQuery)
+	v, err := e.Temporal.QueryWorkflow(ctx, temporal.WorkflowID(no), "", workflows.StateQuery)
 	require.NoError(t, err)
 	require.NoError(t, v.Get(&state))
 	require.WithinDuration(t, queued.PayDeadline, state.PayDeadline, time.Second, "the workflow's timer counts to it")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/temporal"
 )
 
 // A payment provider plugged in by configuration alone: a worker process
@@ -57,6 +58,6 @@ func buyAndLetClose(t *testing.T, e *testenv.Env, sessionID int64, tok string) s
 	no := buyOrder(t, e, sessionID, tok)
 	e.WaitStatus(tok, no, 30*time.Second, seckill.StatusClosed)
 	ctx := context.Background()
-	require.NoError(t, e.Temporal.GetWorkflow(ctx, seckill.WorkflowID(no), "").Get(ctx, nil))
+	require.NoError(t, e.Temporal.GetWorkflow(ctx, temporal.WorkflowID(no), "").Get(ctx, nil))
 	return no
 }

@@ -54,7 +54,7 @@ func TestLateAndDuplicatePaymentsAreRefunded(t *testing.T) {
 	e.WaitStatus(late, lateNo, 20*time.Second, seckill.StatusClosed)
 	// Wait for the order's workflow to end: the next payment takes the
 	// API's direct path (no workflow to signal).
-	require.NoError(t, e.Temporal.GetWorkflow(ctx, seckill.WorkflowID(lateNo), "").Get(ctx, nil))
+	require.NoError(t, e.Temporal.GetWorkflow(ctx, temporal.WorkflowID(lateNo), "").Get(ctx, nil))
 	code, err = e.Provider.Pay(ctx, lateNo, payLate, 500)
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
@@ -75,7 +75,7 @@ func TestLateAndDuplicatePaymentsAreRefunded(t *testing.T) {
 	require.Zero(t, n, "a refund is never started twice")
 	for _, p := range []string{payLate, payTwice} {
 		var res workflows.RefundResult
-		require.NoError(t, e.Temporal.GetWorkflow(ctx, seckill.RefundWorkflowID(p), "").Get(ctx, &res))
+		require.NoError(t, e.Temporal.GetWorkflow(ctx, temporal.RefundWorkflowID(p), "").Get(ctx, &res))
 		require.Equal(t, "re_"+p, res.RefundID)
 	}
 	got := e.Provider.Refunds()
@@ -137,8 +137,8 @@ func TestPaymentNoWorkflowRecordedIsSettled(t *testing.T) {
 	}
 
 	// One run is lost in WAIT_PAY; the other times out and closes.
-	require.NoError(t, e.Temporal.TerminateWorkflow(ctx, seckill.WorkflowID(lostNo), "", "test: the run is lost"))
-	require.NoError(t, e.Temporal.GetWorkflow(ctx, seckill.WorkflowID(closedNo), "").Get(ctx, nil))
+	require.NoError(t, e.Temporal.TerminateWorkflow(ctx, temporal.WorkflowID(lostNo), "", "test: the run is lost"))
+	require.NoError(t, e.Temporal.GetWorkflow(ctx, temporal.WorkflowID(closedNo), "").Get(ctx, nil))
 	e.Eventually(20*time.Second, "both payments settled and the refund done", func() error {
 		if _, err := refunds.Pass(ctx); err != nil {
 			return err

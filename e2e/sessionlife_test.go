@@ -15,6 +15,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/temporal"
 )
 
 // A session runs itself: created for later, it is UPCOMING and not
@@ -88,7 +89,7 @@ func TestSessionRunsItself(t *testing.T) {
 		}
 		return nil
 	})
-	desc, err := e.Temporal.DescribeWorkflowExecution(ctx, seckill.SessionWorkflowID(e.TaskQueue, id), "")
+	desc, err := e.Temporal.DescribeWorkflowExecution(ctx, temporal.SessionWorkflowID(e.TaskQueue, id), "")
 	require.NoError(t, err)
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, desc.WorkflowExecutionInfo.Status)
 	view, err := cl.Session(ctx, id)

@@ -21,6 +21,7 @@ import (
 	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/sandbox"
 	"github.com/seckill/seckill/sweep"
+	"github.com/seckill/seckill/temporal"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -102,13 +103,13 @@ func TestSweepClosesOrdersWhoseWorkflowIsGone(t *testing.T) {
 
 	terminated := reserve(t, e, sess, 1)
 	start(t, e, terminated)
-	require.NoError(t, e.Temporal.TerminateWorkflow(ctx, seckill.WorkflowID(terminated.OrderNo), "", "ops: by mistake"))
+	require.NoError(t, e.Temporal.TerminateWorkflow(ctx, temporal.WorkflowID(terminated.OrderNo), "", "ops: by mistake"))
 
 	queued := reserve(t, e, sess, 2) // testenv.LoseStarts' case: the start is lost, no relay runs
 
 	halfClosed := reserve(t, e, sess, 5)
 	start(t, e, halfClosed)
-	require.NoError(t, e.Temporal.TerminateWorkflow(ctx, seckill.WorkflowID(halfClosed.OrderNo), "", "worker lost mid-compensation"))
+	require.NoError(t, e.Temporal.TerminateWorkflow(ctx, temporal.WorkflowID(halfClosed.OrderNo), "", "worker lost mid-compensation"))
 	_, gave, err := e.DB.CloseOrder(ctx, halfClosed, workflows.ReasonTimeout) // the CloseOrder step ran, the release did not
 	require.NoError(t, err)
 	require.True(t, gave)
@@ -202,7 +203,7 @@ func TestSweepRacingAWorkflowGivesBackOnce(t *testing.T) {
 
 	// The workflow's own timer fires and it compensates: nothing left to give.
 	var state workflows.OrderState
-	require.NoError(t, e.Temporal.GetWorkflow(ctx, seckill.WorkflowID(req.OrderNo), "").Get(ctx, &state))
+	require.NoError(t, e.Temporal.GetWorkflow(ctx, temporal.WorkflowID(req.OrderNo), "").Get(ctx, &state))
 	require.Equal(t, seckill.StatusClosed, state.Status)
 	closes := 0
 	for _, l := range ledger(t, e, req.OrderNo) {
@@ -253,7 +254,7 @@ func TestSweepAsksTheProviderLikeTheWorkflow(t *testing.T) {
 	start(t, e, req)
 	require.NoError(t, e.DB.SaveCheckout(ctx, &seckill.Checkout{Provider: "sandbox", OrderNo: req.OrderNo,
 		PaymentID: "pay-1", CheckoutURL: "https://pay.example/1", ExpiresAt: time.Now().Add(time.Hour)}))
-	require.NoError(t, e.Temporal.TerminateWorkflow(ctx, seckill.WorkflowID(req.OrderNo), "", "worker lost"))
+	require.NoError(t, e.Temporal.TerminateWorkflow(ctx, temporal.WorkflowID(req.OrderNo), "", "worker lost"))
 
 	// The sweep's clock is 20 minutes ahead; the provider's grace runs on
 	// the real one, from deadline + sweep grace (16 minutes ahead).

@@ -7,8 +7,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
-
-	"github.com/seckill/seckill"
 )
 
 // Cost is what one workflow run costs in Temporal Cloud's unit, billable
@@ -110,13 +108,13 @@ func CountActions(events []*historypb.HistoryEvent) Cost {
 // history and counts it (CountActions). seckill-lab bench measures the actions
 // per order with it, and the tests pin them.
 func OrderCost(ctx context.Context, c client.Client, orderNo string) (Cost, error) {
-	return WorkflowCost(ctx, c, seckill.WorkflowID(orderNo))
+	return WorkflowCost(ctx, c, WorkflowID(orderNo))
 }
 
 // RefundCost counts the refund workflow of a payment (refund:<payment_id>)
 // once it ended: a refunded order costs its order workflow and this.
 func RefundCost(ctx context.Context, c client.Client, paymentID string) (Cost, error) {
-	return WorkflowCost(ctx, c, seckill.RefundWorkflowID(paymentID))
+	return WorkflowCost(ctx, c, RefundWorkflowID(paymentID))
 }
 
 // WorkflowCost waits for a workflow to end, reads its whole history and

@@ -116,7 +116,7 @@ func record(t *testing.T, e *testenv.Env, orderNo string) {
 		return
 	}
 	h := &historypb.History{}
-	it := e.Temporal.GetWorkflowHistory(context.Background(), seckill.WorkflowID(orderNo), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	it := e.Temporal.GetWorkflowHistory(context.Background(), temporal.WorkflowID(orderNo), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
 		require.NoError(t, err)

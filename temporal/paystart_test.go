@@ -40,7 +40,7 @@ func TestPayWithStart(t *testing.T) {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		var st workflows.OrderState
-		require.NoError(t, e.Temporal.GetWorkflow(cctx, seckill.WorkflowID(no), "").Get(cctx, &st))
+		require.NoError(t, e.Temporal.GetWorkflow(cctx, temporal.WorkflowID(no), "").Get(cctx, &st))
 		return st
 	}
 
@@ -49,7 +49,7 @@ func TestPayWithStart(t *testing.T) {
 	require.NoError(t, e.Orders.PayWithStart(ctx, early, pay(early, "pay-early-"+fmt.Sprint(stamp))))
 	st := final(early.OrderNo)
 	require.Equal(t, seckill.StatusPaid, st.Status)
-	d, err := e.Temporal.DescribeWorkflowExecution(ctx, seckill.WorkflowID(early.OrderNo), "")
+	d, err := e.Temporal.DescribeWorkflowExecution(ctx, temporal.WorkflowID(early.OrderNo), "")
 	require.NoError(t, err)
 	info := d.GetWorkflowExecutionInfo()
 	require.Equal(t, e.TaskQueue, info.GetTaskQueue())
@@ -74,7 +74,7 @@ func TestPayWithStart(t *testing.T) {
 	// Finished: never started again, the caller records the payment.
 	again := pay(early, "pay-again-"+fmt.Sprint(stamp))
 	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(e.Orders.PayWithStart(ctx, early, again)))
-	d2, err := e.Temporal.DescribeWorkflowExecution(ctx, seckill.WorkflowID(early.OrderNo), "")
+	d2, err := e.Temporal.DescribeWorkflowExecution(ctx, temporal.WorkflowID(early.OrderNo), "")
 	require.NoError(t, err)
 	require.Equal(t, info.GetExecution().GetRunId(), d2.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "no second run")
 
@@ -83,10 +83,10 @@ func TestPayWithStart(t *testing.T) {
 	started, err := e.Orders.Start(ctx, running)
 	require.NoError(t, err)
 	require.True(t, started)
-	run := e.Temporal.GetWorkflow(ctx, seckill.WorkflowID(running.OrderNo), "")
+	run := e.Temporal.GetWorkflow(ctx, temporal.WorkflowID(running.OrderNo), "")
 	require.NoError(t, e.Orders.PayWithStart(ctx, running, pay(running, "pay-running-"+fmt.Sprint(stamp))))
 	require.Equal(t, seckill.StatusPaid, final(running.OrderNo).Status)
-	d3, err := e.Temporal.DescribeWorkflowExecution(ctx, seckill.WorkflowID(running.OrderNo), "")
+	d3, err := e.Temporal.DescribeWorkflowExecution(ctx, temporal.WorkflowID(running.OrderNo), "")
 	require.NoError(t, err)
 	require.Equal(t, run.GetRunID(), d3.GetWorkflowExecutionInfo().GetExecution().GetRunId())
 	started, err = e.Orders.Start(ctx, running)

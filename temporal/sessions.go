@@ -27,7 +27,7 @@ func (o *Orders) StartSession(ctx context.Context, sessionID int64) (bool, error
 		life.RetainAfter = seckill.DefaultRetainAfter
 	}
 	opts := client.StartWorkflowOptions{
-		ID:        seckill.SessionWorkflowID(o.taskQueue, life.SessionID),
+		ID:        SessionWorkflowID(o.taskQueue, life.SessionID),
 		TaskQueue: o.taskQueue,
 		// One life per session, ever: a retired session is not preheated
 		// again by a late call.
@@ -47,7 +47,7 @@ func (o *Orders) StartSession(ctx context.Context, sessionID int64) (bool, error
 // SessionChanged tells a session's life that its window changed. A session
 // without a running life (retired, or never started) needs no telling.
 func (o *Orders) SessionChanged(ctx context.Context, sessionID int64) error {
-	err := o.c.SignalWorkflow(ctx, seckill.SessionWorkflowID(o.taskQueue, sessionID), "", workflows.SessionChangedSignal, nil)
+	err := o.c.SignalWorkflow(ctx, SessionWorkflowID(o.taskQueue, sessionID), "", workflows.SessionChangedSignal, nil)
 	var missing *serviceerror.NotFound
 	if errors.As(err, &missing) {
 		return nil

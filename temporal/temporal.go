@@ -105,7 +105,7 @@ func (o *Orders) startOnce(ctx context.Context, opts client.StartWorkflowOptions
 // started it.
 func (o *Orders) startOptions(req *seckill.OrderRequest) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
-		ID:        seckill.WorkflowID(req.OrderNo),
+		ID:        WorkflowID(req.OrderNo),
 		TaskQueue: o.taskQueue,
 		// An order number is used once, ever: a finished order's workflow
 		// must not be started again, and a running one is not joined.
@@ -152,7 +152,7 @@ func (o *Orders) PayWithStart(ctx context.Context, req *seckill.OrderRequest, p 
 // followed by a new one under the same id: that is the retry.
 func (o *Orders) StartRefund(ctx context.Context, r *seckill.Refund) (bool, error) {
 	opts := client.StartWorkflowOptions{
-		ID:                                       seckill.RefundWorkflowID(r.PaymentID),
+		ID:                                       RefundWorkflowID(r.PaymentID),
 		TaskQueue:                                o.taskQueue,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
@@ -181,7 +181,7 @@ func (o *Orders) Cancel(ctx context.Context, orderNo, traceID string) error {
 }
 
 func (o *Orders) signal(ctx context.Context, orderNo, name string, arg any) error {
-	err := o.c.SignalWorkflow(ctx, seckill.WorkflowID(orderNo), "", name, arg)
+	err := o.c.SignalWorkflow(ctx, WorkflowID(orderNo), "", name, arg)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return seckill.Errorf(seckill.ENOTFOUND, "no running workflow for order %s", orderNo)
@@ -194,7 +194,7 @@ func (o *Orders) signal(ctx context.Context, orderNo, name string, arg any) erro
 
 // State queries the state of an order's workflow.
 func (o *Orders) State(ctx context.Context, orderNo string) (*workflows.OrderState, error) {
-	v, err := o.c.QueryWorkflow(ctx, seckill.WorkflowID(orderNo), "", workflows.StateQuery)
+	v, err := o.c.QueryWorkflow(ctx, WorkflowID(orderNo), "", workflows.StateQuery)
 	if err != nil {
 		return nil, err
 	}
@@ -210,13 +210,13 @@ func (o *Orders) State(ctx context.Context, orderNo string) (*workflows.OrderSta
 // or another (completed, failed, terminated, timed out): nothing will move
 // the order any more. An error means Temporal could not say.
 func (o *Orders) Running(ctx context.Context, orderNo string) (bool, error) {
-	d, err := o.c.DescribeWorkflowExecution(ctx, seckill.WorkflowID(orderNo), "")
+	d, err := o.c.DescribeWorkflowExecution(ctx, WorkflowID(orderNo), "")
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("describe workflow %s: %w", seckill.WorkflowID(orderNo), err)
+		return false, fmt.Errorf("describe workflow %s: %w", WorkflowID(orderNo), err)
 	}
 	return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
 }

@@ -13,10 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
+	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/temporal"
 	"github.com/seckill/seckill/worker"
 	"github.com/seckill/seckill/workflows"
 )
@@ -53,7 +54,7 @@ func TestDuplicateStartIsDetected(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, e.Orders.Cancel(ctx, no, "trace-cancel"))
-	run := e.Temporal.GetWorkflow(ctx, seckill.WorkflowID(no), "")
+	run := e.Temporal.GetWorkflow(ctx, temporal.WorkflowID(no), "")
 	var final workflows.OrderState
 	require.NoError(t, run.Get(ctx, &final))
 	require.Equal(t, seckill.StatusClosed, final.Status)
@@ -64,7 +65,7 @@ func TestDuplicateStartIsDetected(t *testing.T) {
 	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(e.Orders.Cancel(ctx, no, "t")))
 
 	// The search attributes let ops find it.
-	d, err := e.Temporal.DescribeWorkflowExecution(ctx, seckill.WorkflowID(no), "")
+	d, err := e.Temporal.DescribeWorkflowExecution(ctx, temporal.WorkflowID(no), "")
 	require.NoError(t, err)
 	sa := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
 	require.Contains(t, string(sa["OrderStatus"].GetData()), "CLOSED")
@@ -121,7 +122,7 @@ func TestScheduledReconcileFailsWhenASessionLostItsRedisState(t *testing.T) {
 	run, err := e.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: e.TaskQueue}, workflows.ReconcileWorkflowName)
 	require.NoError(t, err)
 	err = run.Get(ctx, nil)
-	var appErr *temporal.ApplicationError
+	var appErr *sdktemporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
 	require.Equal(t, "RECONCILE_DRIFT", appErr.Type())
 	var broken []int64
@@ -220,16 +221,16 @@ func opsQueries(t *testing.T, e *testenv.Env, ui string) {
 		})
 	}
 	q := fmt.Sprintf("WorkflowType = 'OrderWorkflow' AND TaskQueue = '%s'", e.TaskQueue)
-	expect(q+fmt.Sprintf(" AND SessionID = %d AND OrderStatus = 'WAIT_PAY'", a.ID), seckill.WorkflowID(a1))
-	expect(q+fmt.Sprintf(" AND UserID = %d", user), seckill.WorkflowID(a1), seckill.WorkflowID(b1))
-	expect(q+fmt.Sprintf(" AND TraceID = 'trace-ops-%d-3'", stamp), seckill.WorkflowID(b1))
+	expect(q+fmt.Sprintf(" AND SessionID = %d AND OrderStatus = 'WAIT_PAY'", a.ID), temporal.WorkflowID(a1))
+	expect(q+fmt.Sprintf(" AND UserID = %d", user), temporal.WorkflowID(a1), temporal.WorkflowID(b1))
+	expect(q+fmt.Sprintf(" AND TraceID = 'trace-ops-%d-3'", stamp), temporal.WorkflowID(b1))
 	if ui != "" {
 		unpaid, err := uiList(ui, q+fmt.Sprintf(" AND SessionID = %d AND OrderStatus = 'WAIT_PAY'", a.ID))
 		require.NoError(t, err)
-		require.Equal(t, []string{seckill.WorkflowID(a1)}, unpaid, "the Web UI lists the unpaid orders of session %d", a.ID)
+		require.Equal(t, []string{temporal.WorkflowID(a1)}, unpaid, "the Web UI lists the unpaid orders of session %d", a.ID)
 		mine, err := uiList(ui, q+fmt.Sprintf(" AND UserID = %d", user))
 		require.NoError(t, err)
-		require.ElementsMatch(t, []string{seckill.WorkflowID(a1), seckill.WorkflowID(b1)}, mine, "the Web UI lists one shopper's orders")
+		require.ElementsMatch(t, []string{temporal.WorkflowID(a1), temporal.WorkflowID(b1)}, mine, "the Web UI lists one shopper's orders")
 	}
 	for _, no := range []string{a1, b1} {
 		e.Eventually(20*time.Second, no+" WAIT_PAY", func() error {

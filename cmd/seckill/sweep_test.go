@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/sweep"
+	"github.com/seckill/seckill/temporal"
 )
 
 // `seckill worker` runs the sweep: an order whose workflow was terminated
@@ -38,7 +39,7 @@ func TestWorkerSweepsAnOrderWhoseWorkflowIsGone(t *testing.T) {
 		}
 		return nil
 	})
-	require.NoError(t, e.Temporal.TerminateWorkflow(ctx, seckill.WorkflowID(no), "", "lost"))
+	require.NoError(t, e.Temporal.TerminateWorkflow(ctx, temporal.WorkflowID(no), "", "lost"))
 
 	e.Eventually(30*time.Second, "swept", func() error {
 		if r := e.Reconcile(sess.ID); r.Orders[seckill.StatusClosed] != 1 || r.InFlight != 0 {
