@@ -69,3 +69,11 @@ func ErrorMessage(err error) string {
 		return "internal error"
 	}
 }
+
+// ErrorBody is the shape of every error response of the HTTP API:
+// {"code", "message", "trace_id"}. The api writes it, the Go client reads it.
+type ErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	TraceID string `json:"trace_id"`
+}

@@ -115,7 +115,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		c.Set(fiber.HeaderRetryAfter, "1")
 	}
 	buf := errorBufs.Get().(*[]byte)
-	*buf = ErrorBody{Code: code, Message: message, TraceID: trace}.AppendJSON((*buf)[:0])
+	*buf = appendErrorJSON((*buf)[:0], ErrorBody{Code: code, Message: message, TraceID: trace})
 	c.Status(status).Response().Header.SetContentType(fiber.MIMEApplicationJSON)
 	// SetBody copies into the response. (Fiber's Send keeps the slice
 	// itself, which would then be recycled under a response still being

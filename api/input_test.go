@@ -19,6 +19,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/signature"
 	"github.com/seckill/seckill/temporal"
 )
 
@@ -138,12 +139,12 @@ func TestWebhookRules(t *testing.T) {
 	}
 	now := time.Now()
 	testenv.RequireError(t, send(body, ""), 401, "UNAUTHENTICATED", "Seckill-Signature")
-	testenv.RequireError(t, send(body, seckill.SignWebhook([]byte("wrong"), now, body)), 401, "UNAUTHENTICATED", "does not match")
-	testenv.RequireError(t, send(body, seckill.SignWebhook(testenv.WebhookSecret, now.Add(-6*time.Minute), body)), 401, "UNAUTHENTICATED", "tolerance")
+	testenv.RequireError(t, send(body, signature.Sign([]byte("wrong"), now, body)), 401, "UNAUTHENTICATED", "does not match")
+	testenv.RequireError(t, send(body, signature.Sign(testenv.WebhookSecret, now.Add(-6*time.Minute), body)), 401, "UNAUTHENTICATED", "tolerance")
 	tampered := []byte(strings.Replace(string(body), "990", "1", 1))
-	testenv.RequireError(t, send(tampered, seckill.SignWebhook(testenv.WebhookSecret, now, body)), 401, "UNAUTHENTICATED", "does not match")
+	testenv.RequireError(t, send(tampered, signature.Sign(testenv.WebhookSecret, now, body)), 401, "UNAUTHENTICATED", "does not match")
 	signed := func(b string) *testenv.Response {
-		return send([]byte(b), seckill.SignWebhook(testenv.WebhookSecret, time.Now(), []byte(b)))
+		return send([]byte(b), signature.Sign(testenv.WebhookSecret, time.Now(), []byte(b)))
 	}
 	testenv.RequireError(t, signed(`{"event_id":"e1"`), 400, "INVALID_ARGUMENT", "not valid JSON")
 	testenv.RequireError(t, signed(fmt.Sprintf(`{"event_id":"e1","payment_id":"p1","order_no":%q,"amount_cents":990,"status":"FAILED"}`, no)), 400, "INVALID_ARGUMENT", "status")

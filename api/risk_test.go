@@ -18,6 +18,7 @@ import (
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/risk"
+	"github.com/seckill/seckill/signature"
 )
 
 // riskService is the shop's risk service as a test serves it: it refuses
@@ -38,7 +39,7 @@ func (r *riskService) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	r.asked = append(r.asked, q)
-	r.sigs = append(r.sigs, req.Header.Get(seckill.HeaderSignature))
+	r.sigs = append(r.sigs, req.Header.Get(signature.Header))
 	reason, denied := r.deny[q.UserID]
 	delay := r.delay
 	r.mu.Unlock()

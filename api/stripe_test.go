@@ -13,6 +13,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/signature"
 )
 
 // A sale order checked out with the stripe provider (on stripe-mock) is
@@ -113,7 +114,7 @@ func TestStripeWebhookTakesAFullSizeEvent(t *testing.T) {
 	e, sess, tok, no, co := stripeCheckout(t)
 	signed := func(path string, b []byte) *testenv.Response {
 		return e.Do("POST", path, "", b, api.HeaderStripeSignature, testenv.StripeSignature(b, testenv.StripeWebhookSecret, time.Now()),
-			api.HeaderSignature, seckill.SignWebhook(testenv.WebhookSecret, time.Now(), b))
+			api.HeaderSignature, signature.Sign(testenv.WebhookSecret, time.Now(), b))
 	}
 
 	paid := fullSizeEvent(t, "evt_full", oldIntent(co.Str("payment_id"), no, 990, 49))

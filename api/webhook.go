@@ -4,10 +4,11 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/signature"
 )
 
-// HeaderSignature is the webhook signature header (see seckill.SignWebhook).
-const HeaderSignature = seckill.HeaderSignature
+// HeaderSignature is the webhook signature header (see signature.Sign).
+const HeaderSignature = signature.Header
 
 // webhookBody is the provider's notification.
 type webhookBody struct {
@@ -42,7 +43,7 @@ func (b *webhookBody) payment(trace string) (*seckill.Payment, error) {
 // signature and the body hold, the payment goes through receivePayment.
 func (s *Server) webhook(c *fiber.Ctx) error {
 	body := c.Body()
-	if err := seckill.VerifyWebhookAny(s.webhookSecrets(), c.Get(HeaderSignature), body, s.cfg.Now()); err != nil {
+	if err := signature.VerifyAny(s.webhookSecrets(), c.Get(HeaderSignature), body, s.cfg.Now()); err != nil {
 		return err
 	}
 	var wb webhookBody

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/signature"
 )
 
 // Session returns a session with its remaining stock and state (public).
@@ -245,7 +246,7 @@ func PaymentBody(p seckill.Payment) []byte {
 }
 
 // Pay sends the payment provider's webhook for a captured payment, signed
-// with WebhookSecret (seckill.SignWebhook). Replays (same event or payment
+// with WebhookSecret (signature.Sign). Replays (same event or payment
 // id) succeed and change nothing; AMOUNT_MISMATCH when the amount is not
 // the order's (the payment is then recorded for its refund), NOT_FOUND for
 // an unknown order.
@@ -260,7 +261,7 @@ func (c *Client) Webhook(ctx context.Context, body []byte) (Meta, error) {
 		now = c.Now
 	}
 	h := http.Header{}
-	h.Set(seckill.HeaderSignature, seckill.SignWebhook(c.WebhookSecret, now(), body))
+	h.Set(signature.Header, signature.Sign(c.WebhookSecret, now(), body))
 	return c.do(ctx, request{method: http.MethodPost, path: "/api/v1/payments/webhook", body: body, header: h})
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/sandbox"
+	"github.com/seckill/seckill/signature"
 	"github.com/seckill/seckill/temporal"
 )
 
@@ -33,7 +34,7 @@ func receiveEvents(t *testing.T, e *testenv.Env) func() []seckill.Event {
 	var got []seckill.Event
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
-		if err != nil || seckill.VerifyWebhook([]byte(secret), r.Header.Get(seckill.HeaderSignature), body, time.Now()) != nil {
+		if err != nil || signature.Verify([]byte(secret), r.Header.Get(signature.Header), body, time.Now()) != nil {
 			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
 		}

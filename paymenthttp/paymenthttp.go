@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/signature"
 )
 
 // Name is the provider's name (SECKILL_PAYMENT_PROVIDER=http).
@@ -198,7 +199,7 @@ func (p *Provider) call(ctx context.Context, url, key string, body, out any) err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set(seckill.HeaderSignature, seckill.SignWebhook(p.secret, time.Now(), raw))
+	req.Header.Set(signature.Header, signature.Sign(p.secret, time.Now(), raw))
 	resp, err := p.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("payment adapter %s: %w", key, err)

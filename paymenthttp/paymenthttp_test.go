@@ -15,6 +15,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/paymenthttp"
+	"github.com/seckill/seckill/signature"
 )
 
 // These tests talk to testenv's in-memory adapter (an httptest server) or
@@ -295,7 +296,7 @@ func fixed(t *testing.T, status int, body string) *paymenthttp.Provider {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
-		if err := seckill.VerifyWebhook(secret, r.Header.Get(seckill.HeaderSignature), raw, time.Now()); err != nil {
+		if err := signature.Verify(secret, r.Header.Get(signature.Header), raw, time.Now()); err != nil {
 			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
 		}
@@ -363,7 +364,7 @@ func TestPayNotifiesSeckill(t *testing.T) {
 	got := make(chan string, 1)
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
-		if err := seckill.VerifyWebhook(webhookSecret, r.Header.Get(seckill.HeaderSignature), raw, time.Now()); err != nil {
+		if err := signature.Verify(webhookSecret, r.Header.Get(signature.Header), raw, time.Now()); err != nil {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}

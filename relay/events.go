@@ -15,6 +15,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/tick"
 	"github.com/seckill/seckill/metrics"
+	"github.com/seckill/seckill/signature"
 )
 
 // EventStore is the MySQL side of the events relay (MySQL is the outbox:
@@ -207,7 +208,7 @@ func (r *Events) send(ctx context.Context, ev *seckill.Event) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(seckill.HeaderSignature, seckill.SignWebhook(r.Secret, time.Now(), body))
+	req.Header.Set(signature.Header, signature.Sign(r.Secret, time.Now(), body))
 	client := r.Client
 	if client == nil {
 		client = http.DefaultClient

@@ -20,6 +20,7 @@ import (
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/signature"
 )
 
 var eventSecret = []byte("test-events-secret")
@@ -49,7 +50,7 @@ func newReceiver(t *testing.T) (*receiver, *httptest.Server) {
 func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	require.NoError(rc.t, err)
-	require.NoError(rc.t, seckill.VerifyWebhook(eventSecret, r.Header.Get(seckill.HeaderSignature), body, time.Now()))
+	require.NoError(rc.t, signature.Verify(eventSecret, r.Header.Get(signature.Header), body, time.Now()))
 	require.Equal(rc.t, "application/json", r.Header.Get("Content-Type"))
 	var ev seckill.Event
 	require.NoError(rc.t, json.Unmarshal(body, &ev))

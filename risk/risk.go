@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/signature"
 )
 
 // Client is a seckill.RiskChecker over HTTP.
@@ -42,7 +43,7 @@ func (c *Client) Check(ctx context.Context, q seckill.RiskQuery) (seckill.RiskVe
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if len(c.Secret) > 0 {
-		req.Header.Set(seckill.HeaderSignature, seckill.SignWebhook(c.Secret, time.Now(), body))
+		req.Header.Set(signature.Header, signature.Sign(c.Secret, time.Now(), body))
 	}
 	hc := c.HTTP
 	if hc == nil {

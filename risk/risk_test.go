@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/risk"
+	"github.com/seckill/seckill/signature"
 )
 
 // The client reads a verdict, verifies nothing it cannot, and calls any
@@ -34,7 +35,7 @@ func TestClientAnswers(t *testing.T) {
 	for _, c := range cases {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
-			if err := seckill.VerifyWebhook(secret, r.Header.Get(seckill.HeaderSignature), body, time.Now()); err != nil {
+			if err := signature.Verify(secret, r.Header.Get(signature.Header), body, time.Now()); err != nil {
 				http.Error(w, err.Error(), http.StatusUnauthorized)
 				return
 			}

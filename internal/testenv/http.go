@@ -163,7 +163,7 @@ func (e *Env) response(m client.Meta, err error) *Response {
 		body := seckill.ErrorBody{Code: ce.Err.Code, Message: ce.Err.Message, TraceID: ce.TraceID}
 		raw := ce.Body
 		if raw == nil {
-			raw = body.AppendJSON(nil)
+			raw, _ = json.Marshal(body)
 		}
 		return &Response{Status: m.StatusCode, Header: m.Header, Raw: raw,
 			Body: map[string]any{"code": body.Code, "message": body.Message, "trace_id": body.TraceID}}

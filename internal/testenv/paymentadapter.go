@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/signature"
 )
 
 // The calls of the payment adapter protocol (package paymenthttp,
@@ -167,7 +168,7 @@ func (a *PaymentAdapter) notify(ctx context.Context, orderNo string, p seckill.P
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(seckill.HeaderSignature, seckill.SignWebhook(a.WebhookSecret, time.Now(), body))
+	req.Header.Set(signature.Header, signature.Sign(a.WebhookSecret, time.Now(), body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("payment adapter: webhook of %s: %w", p.PaymentID, err)
@@ -250,7 +251,7 @@ func (a *PaymentAdapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "payment adapter down", http.StatusServiceUnavailable)
 		return
 	}
-	if err := seckill.VerifyWebhook(a.Secret, r.Header.Get(seckill.HeaderSignature), body, time.Now()); err != nil {
+	if err := signature.Verify(a.Secret, r.Header.Get(signature.Header), body, time.Now()); err != nil {
 		writeAnswer(w, http.StatusUnauthorized, map[string]string{"message": "bad signature"})
 		return
 	}

@@ -1,4 +1,8 @@
-package seckill
+// Package signature is seckill's signed-request scheme, Stripe's: a
+// Seckill-Signature header "t=<unix>,v1=<hex HMAC-SHA256(secret,
+// "<t>.<body>")>", too old after 300 s. Payment webhooks in, order events
+// out, risk checks and the payment adapter's calls are all signed with it.
+package signature
 
 import (
 	"crypto/hmac"
@@ -7,19 +11,21 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/seckill/seckill"
 )
 
-// HeaderSignature carries the provider's signature of a webhook.
-const HeaderSignature = "Seckill-Signature"
+// Header carries the signature.
+const Header = "Seckill-Signature"
 
 // webhookTolerance is how old a signed timestamp may be before the
 // delivery counts as a replay.
 const webhookTolerance = 300 * time.Second
 
-// SignWebhook returns the Seckill-Signature header value for body sent at t:
+// Sign returns the Seckill-Signature header value for body sent at t:
 // "t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>". The sandbox
 // provider, the bench and the tests sign with it.
-func SignWebhook(secret []byte, t time.Time, body []byte) string {
+func Sign(secret []byte, t time.Time, body []byte) string {
 	ts := strconv.FormatInt(t.Unix(), 10)
 	return "t=" + ts + ",v1=" + hex.EncodeToString(mac(secret, ts, body))
 }
@@ -32,15 +38,15 @@ func mac(secret []byte, ts string, body []byte) []byte {
 	return m.Sum(nil)
 }
 
-// VerifyWebhook checks a Seckill-Signature header against body at now. Any
+// Verify checks a Seckill-Signature header against body at now. Any
 // v1 entry may match (providers send several while rotating secrets).
-func VerifyWebhook(secret []byte, header string, body []byte, now time.Time) error {
-	return VerifyWebhookAny([][]byte{secret}, header, body, now)
+func Verify(secret []byte, header string, body []byte, now time.Time) error {
+	return VerifyAny([][]byte{secret}, header, body, now)
 }
 
-// VerifyWebhookAny is VerifyWebhook for a rollover: any v1 entry made with
+// VerifyAny is Verify for a rollover: any v1 entry made with
 // any of the secrets matches.
-func VerifyWebhookAny(secrets [][]byte, header string, body []byte, now time.Time) error {
+func VerifyAny(secrets [][]byte, header string, body []byte, now time.Time) error {
 	var ts string
 	var sigs [][]byte
 	for _, part := range strings.Split(header, ",") {
@@ -58,14 +64,14 @@ func VerifyWebhookAny(secrets [][]byte, header string, body []byte, now time.Tim
 		}
 	}
 	if ts == "" || len(sigs) == 0 {
-		return Errorf(EUNAUTHORIZED, "missing or malformed %s header", HeaderSignature)
+		return seckill.Errorf(seckill.EUNAUTHORIZED, "missing or malformed %s header", Header)
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return Errorf(EUNAUTHORIZED, "signature timestamp is not a unix time")
+		return seckill.Errorf(seckill.EUNAUTHORIZED, "signature timestamp is not a unix time")
 	}
 	if age := now.Sub(time.Unix(sec, 0)); age > webhookTolerance || age < -webhookTolerance {
-		return Errorf(EUNAUTHORIZED, "signature timestamp is outside the %s tolerance", webhookTolerance)
+		return seckill.Errorf(seckill.EUNAUTHORIZED, "signature timestamp is outside the %s tolerance", webhookTolerance)
 	}
 	for _, secret := range secrets {
 		want := mac(secret, ts, body)
@@ -75,5 +81,5 @@ func VerifyWebhookAny(secrets [][]byte, header string, body []byte, now time.Tim
 			}
 		}
 	}
-	return Errorf(EUNAUTHORIZED, "signature does not match")
+	return seckill.Errorf(seckill.EUNAUTHORIZED, "signature does not match")
 }

@@ -1,20 +1,12 @@
-package seckill
+package api
 
 import "unicode/utf8"
 
-// ErrorBody is the shape of every error response of the HTTP API:
-// {"code", "message", "trace_id"}. The api writes it, the Go client reads it.
-type ErrorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	TraceID string `json:"trace_id"`
-}
-
-// AppendJSON appends b as JSON, byte for byte what encoding/json writes
+// appendErrorJSON appends b as JSON, byte for byte what encoding/json writes
 // (HTML-safe escapes, invalid UTF-8 as U+FFFD), without reflection: every
 // loser of a sale gets an error body, and encoding it through reflection
 // was the largest cost of the sold-out answer after the socket.
-func (b ErrorBody) AppendJSON(dst []byte) []byte {
+func appendErrorJSON(dst []byte, b ErrorBody) []byte {
 	dst = append(dst, `{"code":`...)
 	dst = appendJSONString(dst, b.Code)
 	dst = append(dst, `,"message":`...)
