@@ -38,8 +38,8 @@ trap stop_stack EXIT
 
 temporal_out="$(scripts/temporal-dev.sh start)" || { echo "$temporal_out" >&2; exit 1; }
 if [[ "$temporal_out" == *"temporal: started"* ]]; then temporal_started=1; fi
-go build -o bin/seckill ./cmd/seckill
-go build -o bin/seckill-lab ./cmd/seckill-lab # the bench and the drill
+make --no-print-directory -s build
+make --no-print-directory -s lab # the bench and the drill
 
 secret() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 export SECKILL_REDIS_PREFIX="$run" SECKILL_TASK_QUEUE="$run" SECKILL_HTTP_ADDR="$addr"

@@ -103,7 +103,7 @@ start() {
   mkdir -p "$dir"
   trap 'echo "stack: start failed; stopping what started" >&2; stop' ERR
 
-  go build -o bin/seckill ./cmd/seckill
+  make --no-print-directory -s build
 
   # Redis Cluster and Temporal: ours unless they already run.
   if ! scripts/redis-cluster.sh status >/dev/null 2>&1; then

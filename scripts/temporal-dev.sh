@@ -60,7 +60,7 @@ start() {
   mkdir -p .temporal bin
   # Build once; `go build` is a no-op when the binaries are up to date.
   go build -o bin/temporal -modfile=tools/go.mod github.com/temporalio/cli/cmd/temporal
-  go build -o bin/seckill ./cmd/seckill
+  make --no-print-directory -s build # stamped with its version (seckill version)
   local sas pid
   mapfile -t sas < <(bin/seckill search-attributes)
   [[ ${#sas[@]} -gt 0 ]] || { echo "temporal: seckill search-attributes printed nothing" >&2; exit 1; }

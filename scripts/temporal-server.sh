@@ -97,7 +97,7 @@ build() {
       go build -o "bin/${b%%:*}" -modfile=tools/go.mod "${b#*:}"
     fi
   done
-  [[ -x bin/seckill ]] || go build -o bin/seckill ./cmd/seckill
+  [[ -x bin/seckill ]] || make --no-print-directory -s build
 }
 
 # certs makes TEMPORAL_TLS_DIR's files unless they exist: a CA of their own
