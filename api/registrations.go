@@ -63,11 +63,7 @@ func (s *Server) registration(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	id, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
-	sess, err := s.sessions.Get(c.UserContext(), id)
+	sess, err := s.pathSession(c)
 	if err != nil {
 		return err
 	}
@@ -102,11 +98,7 @@ func (s *Server) registrantList(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	id, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
-	sess, err := s.sessions.Get(c.UserContext(), id)
+	sess, err := s.pathSession(c)
 	if err != nil {
 		return err
 	}

@@ -48,13 +48,18 @@ func (s *Server) sessionView(ctx context.Context, sess *seckill.Session) (*sessi
 	return &sessionJSON{Session: sess, RemainingStock: stock, State: state}, nil
 }
 
-// getSession: GET /api/v1/sessions/{id} (public).
-func (s *Server) getSession(c *fiber.Ctx) error {
+// pathSession is the session the path's {id} names.
+func (s *Server) pathSession(c *fiber.Ctx) (*seckill.Session, error) {
 	id, err := pathID(c, "id")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sess, err := s.sessions.Get(c.UserContext(), id)
+	return s.sessions.Get(c.UserContext(), id)
+}
+
+// getSession: GET /api/v1/sessions/{id} (public).
+func (s *Server) getSession(c *fiber.Ctx) error {
+	sess, err := s.pathSession(c)
 	if err != nil {
 		return err
 	}
