@@ -103,7 +103,7 @@ dev: build temporal ## migrations, API on :8080, worker and a demo session in on
 # package/FuzzName: a target that names no fuzz test fails (go test alone
 # would only warn and pass).
 FUZZ_TARGETS := api/FuzzDecodeOrderBody api/FuzzDecodeSessionBody api/FuzzDecodeSessionChange auth/FuzzShopperToken \
-	api/FuzzVerifyWebhook admission/FuzzVerifyTicket api/FuzzErrorBodyJSON api/FuzzClientIP
+	api/FuzzVerifyWebhook admission/FuzzVerifyTicket api/FuzzErrorBodyJSON clientip/FuzzClientIP
 # An execution count, not a duration: a duration races Go's fuzz coordinator
 # at its deadline on a busy machine (go.dev/issue/75804, fixed in Go 1.27)
 # and fails with a bare "context deadline exceeded".

@@ -13,6 +13,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/auth"
+	"github.com/seckill/seckill/clientip"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -37,7 +38,7 @@ func TestFailedAdminCredentialsAreLimitedPerAddress(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
 	good := e.OperatorToken("night-shift", seckill.RoleViewer)
 	tokens := &countedTokens{OperatorTokens: e.DB}
-	proxies, err := api.ParseTrustedProxies("0.0.0.0/32") // app.Test's peer
+	proxies, err := clientip.ParseProxies("0.0.0.0/32") // app.Test's peer
 	require.NoError(t, err)
 	srv, err := api.New(api.Config{Starts: refuseStarts{}, JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
 		AdminToken: testenv.AdminToken, Operators: &auth.Operators{Bootstrap: testenv.AdminToken, Tokens: tokens},

@@ -23,6 +23,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/auth"
+	"github.com/seckill/seckill/clientip"
 	"github.com/seckill/seckill/internal/buildinfo"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/orders"
@@ -147,7 +148,7 @@ type Config struct {
 	ProxyHeader string
 	Logger      *slog.Logger
 	// TrustedProxies are the peers whose ProxyHeader is believed (see
-	// ClientIP). Both or neither: a header believed from any peer would let
+	// clientip.Resolve). Both or neither: a header believed from any peer would let
 	// every client choose its own address.
 	TrustedProxies []netip.Prefix
 	// Dev mounts the dev-only endpoint under /dev/v1 (a token for any
@@ -238,7 +239,7 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	case (cfg.Limits.User > 0 || cfg.Limits.IP > 0 || cfg.Limits.Device > 0) && cfg.Limiter == nil:
 		return nil, errors.New("per-user and per-IP limits need a Limiter")
 	}
-	if err := CheckProxies(cfg.ProxyHeader, cfg.TrustedProxies); err != nil {
+	if err := clientip.CheckProxies(cfg.ProxyHeader, cfg.TrustedProxies); err != nil {
 		return nil, err
 	}
 	if cfg.PayTimeout <= 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/clientip"
 	"github.com/seckill/seckill/paymenthttp"
 	"github.com/seckill/seckill/paymentstripe"
 	"github.com/seckill/seckill/redis"
@@ -411,11 +412,11 @@ func (c *Config) WarnProvider(log *slog.Logger) {
 // together: a bad entry, or one without the other, stops the command with
 // the reason, before it connects to anything.
 func (c *Config) parseProxies() error {
-	trusted, err := api.ParseTrustedProxies(c.TrustedProxies)
+	trusted, err := clientip.ParseProxies(c.TrustedProxies)
 	if err != nil {
 		return fmt.Errorf("SECKILL_TRUSTED_PROXIES: %w", err)
 	}
-	if err := api.CheckProxies(c.ProxyHeader, trusted); err != nil {
+	if err := clientip.CheckProxies(c.ProxyHeader, trusted); err != nil {
 		return err
 	}
 	c.trusted = trusted
