@@ -128,7 +128,7 @@ func (s *Server) checkOperator(c *fiber.Ctx, tok string) (*seckill.Operator, err
 	if s.adminFails == nil {
 		return s.operators.Authenticate(c.UserContext(), tok)
 	}
-	giveBack, wait, ok := s.adminFails.reserve(s.clientIP(c), time.Now())
+	giveBack, wait, ok := s.adminFails.Reserve(s.clientIP(c), time.Now())
 	if !ok {
 		return nil, rateLimited(c, wait)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/payments"
+	"github.com/seckill/seckill/ratelimit"
 	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/shop"
 )
@@ -199,9 +200,9 @@ type Server struct {
 	// orders finds orders for their owners, the admin and the intake.
 	orders *orders.Finder
 	// reads limits the public reads per client IP (nil: off).
-	reads *readLimiter
+	reads *ratelimit.PerAddr
 	// adminFails limits failed admin credentials per client IP (nil: off).
-	adminFails *failLimiter
+	adminFails *ratelimit.PerAddr
 	// member is this process's name in the fleet; fleetDown is whether
 	// its last heartbeat failed (logged once per outage); left is set by
 	// Shutdown, after which no heartbeat is sent.
@@ -291,8 +292,8 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	s.orders = orders.New(gate, store, s.sessions, cfg.PayTimeout)
 	s.intake = &payments.Intake{Ledger: store, Orders: s.orders, Reservations: gate, Workflows: flow,
 		Sessions: s.sessions, PayTimeout: cfg.PayTimeout, Log: cfg.Logger}
-	s.reads = newReadLimiter(cfg.Limits.Read)
-	s.adminFails = newFailLimiter(cfg.Limits.AdminFails)
+	s.reads = ratelimit.PerSecond(cfg.Limits.Read)
+	s.adminFails = ratelimit.PerMinute(cfg.Limits.AdminFails)
 	return s, nil
 }
 

@@ -27,14 +27,3 @@ func (s *Server) clientIP(c *fiber.Ctx) netip.Addr {
 	}
 	return clientip.Resolve(peer, s.cfg.TrustedProxies, values...)
 }
-
-// limitKey is the address a per-IP limit counts against. An IPv6 client
-// usually holds a whole /64 and could rotate through it freely, so IPv6
-// addresses count per /64; IPv4 addresses count one by one.
-func limitKey(a netip.Addr) netip.Addr {
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.Addr()
-	}
-	return a
-}

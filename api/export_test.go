@@ -24,7 +24,7 @@ func ReadBucketsForTest(s *Server) int {
 	if s.reads == nil {
 		return 0
 	}
-	return s.reads.buckets.Len()
+	return s.reads.Len()
 }
 
 // AccessRule is a route's rule as the tests see it.

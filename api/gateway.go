@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/internal/tick"
+	"github.com/seckill/seckill/ratelimit"
 )
 
 // Blocklist is the blocklist in MySQL; every API keeps a copy in memory
@@ -43,7 +44,7 @@ type Limits struct {
 	Read int
 	// AdminFails is how many failed admin credentials a client IP may
 	// send a minute, in each process's memory; past it the admin API
-	// answers it 429 before looking at its credential (see failLimiter).
+	// answers it 429 before looking at its credential (ratelimit.PerMinute).
 	AdminFails int
 }
 
@@ -71,7 +72,7 @@ func setRetryAfter(c *fiber.Ctx, d time.Duration) {
 // If Redis cannot answer, the request is refused with UNAVAILABLE: a
 // limit is never skipped.
 func (s *Server) distributedLimits(c *fiber.Ctx, user int64) error {
-	return s.refused(c, s.admission.Limits.Allow(c.UserContext(), user, limitKey(s.clientIP(c))))
+	return s.refused(c, s.admission.Limits.Allow(c.UserContext(), user, ratelimit.Key(s.clientIP(c))))
 }
 
 func newGlobalLimiter(rps int) *rate.Limiter {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/ratelimit"
 )
 
 // OrderViews are the cached views polls read (MySQL only on a miss), and
@@ -95,7 +96,7 @@ type orderJSON struct {
 // the request, read by admission before the handler returns.
 func (s *Server) caller(c *fiber.Ctx, r *admission.Request) *admission.Request {
 	r.IP = s.clientIP(c)
-	r.LimitIP = limitKey(r.IP)
+	r.LimitIP = ratelimit.Key(r.IP)
 	r.UserAgent = c.Request().Header.UserAgent()
 	r.DeviceCookie = c.Cookies(DeviceCookie)
 	r.Ticket = c.Get(HeaderTicket)
