@@ -12,18 +12,17 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
-	"golang.org/x/time/rate"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/clientip"
+	"github.com/seckill/seckill/fleet"
 	"github.com/seckill/seckill/internal/buildinfo"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/orders"
@@ -139,9 +138,9 @@ type Config struct {
 	// one (every API process shares it); nil: such sessions answer 503.
 	Captchas CaptchaStore
 	// Fleet, when set, makes Limits.Global the budget of every API process
-	// of the deployment together, split among the live ones (see Fleet);
-	// nil: Limits.Global is this process's alone.
-	Fleet Fleet
+	// of the deployment together, split among the live ones (see
+	// fleet.Share); nil: Limits.Global is this process's alone.
+	Fleet fleet.Members
 	// Metrics collects the API's Prometheus metrics (a fresh set when nil).
 	Metrics *metrics.Metrics
 	// ProxyHeader names the header carrying the client IP when the API runs
@@ -183,7 +182,7 @@ type Server struct {
 	sessions *sessions.Cache
 	list     *sessionList
 	shop     *shop.Shop
-	global   *rate.Limiter
+	global   *fleet.Share
 	// shoppers and operators verify who calls (Config.Shoppers,
 	// Config.Operators).
 	shoppers  ShopperTokens
@@ -203,13 +202,6 @@ type Server struct {
 	reads *ratelimit.PerAddr
 	// adminFails limits failed admin credentials per client IP (nil: off).
 	adminFails *ratelimit.PerAddr
-	// member is this process's name in the fleet; fleetDown is whether
-	// its last heartbeat failed (logged once per outage); left is set by
-	// Shutdown, after which no heartbeat is sent.
-	member    string
-	fleetMu   sync.Mutex
-	fleetDown bool
-	left      bool
 	// draining is set by Drain: /readyz answers 503 from then on.
 	draining atomic.Bool
 }
@@ -269,8 +261,7 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger, door: cfg.Door,
 		shoppers: cfg.Shoppers, operators: cfg.Operators,
-		global: newGlobalLimiter(cfg.Limits.Global), series: newSeries(cfg.Metrics), member: fleetMember()}
-	s.setGlobalShare(1)
+		global: fleet.NewShare(cfg.Limits.Global, cfg.Fleet, cfg.Metrics, cfg.Logger), series: newSeries(cfg.Metrics)}
 	page, err := shop.New(shop.Options{Dev: cfg.Dev})
 	if err != nil {
 		return nil, err
@@ -383,7 +374,9 @@ func (s *Server) App() *fiber.App {
 // Shutdown leaves the fleet, so the other APIs take this one's share of
 // the global limit at once (the starter's drain is internal/app's).
 func (s *Server) Shutdown(ctx context.Context) {
-	s.leaveFleet(ctx)
+	if s.global != nil {
+		s.global.Leave(ctx)
+	}
 }
 
 // dependencies are the pings of what the API needs to sell.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
-	"golang.org/x/time/rate"
 
 	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/internal/tick"
@@ -30,9 +29,8 @@ type Limiter = admission.Limiter
 // Limits are requests per second; 0 turns a limit off.
 type Limits struct {
 	// Global is the token bucket in front of everything, in each
-	// process's memory so that it holds even when Redis is gone: the
-	// fleet's budget split among the live APIs when Config.Fleet is set,
-	// this process's alone otherwise.
+	// process's memory (fleet.Share): the fleet's budget split among the
+	// live APIs when Config.Fleet is set, this process's alone otherwise.
 	Global int
 	// User and IP are fleet-wide, in Redis; so is Device, per device
 	// cookie (RiskConfig), for requests that carry one (admission.Limits).
@@ -75,13 +73,6 @@ func (s *Server) distributedLimits(c *fiber.Ctx, user int64) error {
 	return s.refused(c, s.admission.Limits.Allow(c.UserContext(), user, ratelimit.Key(s.clientIP(c))))
 }
 
-func newGlobalLimiter(rps int) *rate.Limiter {
-	if rps <= 0 {
-		return nil
-	}
-	return rate.NewLimiter(rate.Limit(rps), rps)
-}
-
 // soldOutFast answers SOLD_OUT from memory for a session this process saw
 // sell out, before any other work (admission.SoldOut.Fast).
 func (s *Server) soldOutFast(c *fiber.Ctx) error {
@@ -97,9 +88,8 @@ func (s *Server) soldOutFast(c *fiber.Ctx) error {
 // dependency pings and the front door's samples.
 func (s *Server) Start(ctx context.Context) {
 	s.admission.Start(ctx)
-	if s.cfg.Fleet != nil && s.global != nil {
-		s.beat(ctx)
-		go tick.Every(ctx, fleetBeat, func() { s.beat(ctx) })
+	if s.global != nil {
+		s.global.Start(ctx)
 	}
 	if s.cfg.DependencyPing >= 0 {
 		go s.cfg.Metrics.WatchDependencies(ctx, s.cfg.DependencyPing, s.dependencies())
