@@ -117,7 +117,7 @@ type Config struct {
 	// Door measures the order route; internal/app gives the same one to
 	// the starter, which holds its starts while a burst is answered. The
 	// Server's own when nil.
-	Door *FrontDoor
+	Door *admission.FrontDoor
 	// SessionCacheTTL bounds how stale the in-process session metadata may be.
 	SessionCacheTTL time.Duration
 	// SoldOutRecheck is how often a process re-reads the stock of sessions
@@ -193,7 +193,7 @@ type Server struct {
 	// to the process's starter.
 	admission *admission.Service
 	// door measures the order route: the front door the starter yields to.
-	door *FrontDoor
+	door *admission.FrontDoor
 	// intake takes the payments whose webhook signature held.
 	intake *payments.Intake
 	// orders finds orders for their owners, the admin and the intake.
@@ -251,7 +251,7 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Door == nil {
-		cfg.Door = &FrontDoor{}
+		cfg.Door = &admission.FrontDoor{}
 	}
 	if cfg.Shoppers == nil {
 		cfg.Shoppers = &auth.Shoppers{Secrets: cfg.jwtSecrets(), Now: cfg.Now}
@@ -324,7 +324,7 @@ func (s *Server) App() *fiber.App {
 	v1.Get("/sessions", s.readLimit, s.listSessions)
 	v1.Get("/sessions/:id", s.readLimit, s.getSession)
 	v1.Get("/device", s.readLimit, s.device)
-	v1.Post("/sessions/:id/orders", s.door.count, s.globalLimit, s.soldOutFast, s.authorize, s.createOrder)
+	v1.Post("/sessions/:id/orders", s.countDoor, s.globalLimit, s.soldOutFast, s.authorize, s.createOrder)
 	v1.Post("/sessions/:id/ticket", s.globalLimit, s.authorize, s.issueTicket)
 	v1.Post("/sessions/:id/captcha", s.globalLimit, s.authorize, s.newCaptcha)
 	v1.Post("/sessions/:id/registrations", s.globalLimit, s.authorize, s.shopperLimits, s.register)

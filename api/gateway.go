@@ -11,7 +11,6 @@ import (
 	"github.com/gofiber/fiber/v2/utils"
 
 	"github.com/seckill/seckill/admission"
-	"github.com/seckill/seckill/internal/tick"
 	"github.com/seckill/seckill/ratelimit"
 )
 
@@ -73,6 +72,15 @@ func (s *Server) distributedLimits(c *fiber.Ctx, user int64) error {
 	return s.refused(c, s.admission.Limits.Allow(c.UserContext(), user, ratelimit.Key(s.clientIP(c))))
 }
 
+// countDoor is the order route's first handler: it counts the request in
+// and out of the front door, whatever answers it (the memory, a limit, the
+// script).
+func (s *Server) countDoor(c *fiber.Ctx) error {
+	s.door.Enter()
+	defer s.door.Leave()
+	return c.Next()
+}
+
 // soldOutFast answers SOLD_OUT from memory for a session this process saw
 // sell out, before any other work (admission.SoldOut.Fast).
 func (s *Server) soldOutFast(c *fiber.Ctx) error {
@@ -94,7 +102,7 @@ func (s *Server) Start(ctx context.Context) {
 	if s.cfg.DependencyPing >= 0 {
 		go s.cfg.Metrics.WatchDependencies(ctx, s.cfg.DependencyPing, s.dependencies())
 	}
-	go tick.Every(ctx, doorSample, func() { s.door.sample(time.Now()) })
+	s.door.Start(ctx)
 }
 
 // block: PUT /admin/v1/blocklist/{user_id}.

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/relay"
@@ -70,12 +71,12 @@ func NewAPI(cfg api.Config, sc starter.Config, store api.Store, gate APIGate, fl
 	}
 	door := cfg.Door
 	if door == nil {
-		door = &api.FrontDoor{}
+		door = &admission.FrontDoor{}
 	}
 	sc.Flow, sc.Gate, sc.Log, sc.Metrics, sc.Name = flow, gate, cfg.Logger, cfg.Metrics, "api"
 	if sc.Busy == nil {
 		sc.Busy = func() bool { return door.Busy(time.Now()) }
-		sc.Settle = api.DoorSettle
+		sc.Settle = admission.DoorSettle
 	}
 	starts := starter.New(sc)
 	cfg.Starts, cfg.Door = starts, door

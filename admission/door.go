@@ -1,10 +1,11 @@
-package api
+package admission
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
+	"github.com/seckill/seckill/internal/tick"
 )
 
 // Thresholds of a busy front door. A quiet sale has a handful of order
@@ -39,9 +40,9 @@ const (
 	DoorSettle = 2 * doorSample
 )
 
-// FrontDoor measures the order route for the process's workflow starter
-// (its zero value is ready; internal/app hands the same one to the API and
-// to the starter's Busy),
+// FrontDoor measures the order route (api counts the requests) for the
+// process's workflow starter (its zero value is ready; internal/app hands
+// the same one to the API and to the starter's Busy),
 // which holds new starts for a moment while a burst is being answered
 // (starter.Config.Busy): the CPU a start takes here (the order's first
 // workflow task, eager start) and in the Temporal server is better spent
@@ -58,13 +59,20 @@ type FrontDoor struct {
 	until atomic.Int64
 }
 
-// count is the order route's first handler: it counts the request in and
-// out, whatever answers it (the memory, a limit, the script).
-func (d *FrontDoor) count(c *fiber.Ctx) error {
+// Enter counts an order request in, and Leave out: the order route's
+// first handler calls both, whatever answers the request (the memory, a
+// limit, the script).
+func (d *FrontDoor) Enter() {
 	d.seen.Add(1)
 	d.inFlight.Add(1)
-	defer d.inFlight.Add(-1)
-	return c.Next()
+}
+
+// Leave counts an order request out (see Enter).
+func (d *FrontDoor) Leave() { d.inFlight.Add(-1) }
+
+// Start samples the rate every doorSample until ctx ends.
+func (d *FrontDoor) Start(ctx context.Context) {
+	go tick.Every(ctx, doorSample, func() { d.sample(time.Now()) })
 }
 
 // sample turns the count into a rate; it runs every doorSample, now being
