@@ -21,6 +21,6 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(migrateCmd(), apiCmd(), workerCmd(), devCmd(), tokenCmd(), reconcileCmd(), refundsCmd(), eventsCmd(), searchAttributesCmd(), sessionCmd(), ordersCmd(), operatorsCmd(), drawCmd(), versionCmd(), healthcheckCmd())
+	root.AddCommand(migrateCmd(), apiCmd(), workerCmd(), devCmd(), tokenCmd(), reconcileCmd(), refundsCmd(), eventsCmd(), searchAttributesCmd(), sessionCmd(), ordersCmd(), operatorsCmd(), drawCmd(), versionCmd(), keyCmd(), healthcheckCmd())
 	return root
 }
