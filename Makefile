@@ -13,7 +13,7 @@ TEMPORAL := scripts/temporal-dev.sh
 TEMPORAL_PORT ?= 7233
 export TEMPORAL_PORT
 
-.PHONY: all build lab image chart bench chaos dev drill stack stack-stop temporal temporal-stop test test-on-temporal test-short test-offline lint fmt clean
+.PHONY: all build lab image chart bench capacity chaos dev drill stack stack-stop temporal temporal-stop test test-on-temporal test-short test-offline lint fmt clean
 
 all: lint test
 
@@ -29,7 +29,7 @@ LDFLAGS    := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT
 build: ## the seckill binary in bin/, stamped with its version
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/seckill ./cmd/seckill
 
-lab: ## the seckill-lab binary in bin/: bench, drill and chaos (never deployed; seckill has none of them)
+lab: ## the seckill-lab binary in bin/: bench, drill, chaos and capacity (never deployed; seckill has none of them)
 	$(GO) build -o bin/seckill-lab ./cmd/seckill-lab
 
 image: ## the Docker image seckill:VERSION, stamped like make build
@@ -127,6 +127,9 @@ test-on-temporal: # make test's body, once the dev server on TEMPORAL_PORT answe
 
 bench: ## load test with same-run baselines: 500 units (3 interleaved rounds, Redis AOF cost); then the 5,000-winner run (bench-report-5k.{json,html}; BENCH_5K=0 skips it); BENCH_PIN=1 pins CPUs; BENCH_REGISTRATIONS=N a reserved sale, BENCH_DRAW=N a draw sale of N units (scripts/bench.sh)
 	scripts/bench.sh
+
+capacity: ## count what an admission and an order cost Redis, MySQL and Temporal on servers of their own, then the throughput figures (scripts/capacity.sh; docs/CAPACITY.md)
+	scripts/capacity.sh
 
 drill: ## rehearse a sale locally: burst, SIGKILL the worker mid-burst, restart it, pay, cancel, pay late, check invariants
 	scripts/drill.sh

@@ -3,10 +3,11 @@
 // transactions and rows, Temporal persistence requests. It reads each
 // server's own counters before and after a phase of a small sale
 // (a Meter over Sources), so the figures are counts, repeatable on a noisy
-// machine where timings are not; docs/CAPACITY.md sizes a sale from them,
-// and scripts/capacity.sh reproduces them. The counters are server-wide:
-// each Source must read a server (Redis), a user (MySQL) or a namespace
-// nobody else uses while the measurement runs.
+// machine where timings are not. Run sells the sale, with the API and the
+// worker in process, on servers of its own (`seckill-lab capacity`,
+// scripts/capacity.sh); docs/CAPACITY.md sizes a sale from its report.
+// The counters are server-wide: each Source must read a server (Redis), a
+// user (MySQL) or a namespace nobody else uses while the measurement runs.
 package capacity
 
 import (

@@ -3,7 +3,7 @@
 # order cost Redis, MySQL and Temporal, counted on servers nobody else
 # uses, then the few throughput figures the sizing needs.
 #
-#   1. Counts: capacity.TestMeasure sells a small sale (CAPACITY_ORDERS
+#   1. Counts: `seckill-lab capacity` sells a small sale (CAPACITY_ORDERS
 #      orders per path: paid, cancelled, timed out) on a redis-server of its
 #      own, a MySQL user of its own (MariaDB's userstat) and the Temporal
 #      dev server this script starts with its Prometheus metrics on a known
@@ -22,13 +22,12 @@
 # CAPACITY_TEMPORAL_PORT (7501; its Web UI on +1000, its metrics on +2000;
 # nothing may answer there yet), CAPACITY_REDIS_PORT (30101, the
 # throughput runs' redis-server), CAPACITY_THROUGHPUT (1), CAPACITY_REPEAT (3).
-# Needs MariaDB (SECKILL_TEST_MYSQL_DSN, root: it creates a user and turns
-# the global userstat on) and redis-server on the PATH.
+# Needs MariaDB (SECKILL_MYSQL_DSN, default root on 127.0.0.1:3306: it
+# creates a user and turns the global userstat on) and redis-server on the PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out="${CAPACITY_OUT:-capacity-report}"
-case "$out" in /*) ;; *) out="$PWD/$out" ;; esac # go test runs in the package's directory
 port="${CAPACITY_TEMPORAL_PORT:-7501}"
 export TEMPORAL_PORT="$port" TEMPORAL_UI_PORT="$((port + 1000))" TEMPORAL_METRICS_PORT="$((port + 2000))"
 
@@ -48,14 +47,12 @@ fi
 trap cleanup EXIT
 
 echo "capacity: counting ($(date -u +%FT%TZ), commit $(git rev-parse --short HEAD))"
-SECKILL_TEST_TEMPORAL_ADDR="127.0.0.1:$port" \
-  SECKILL_CAPACITY_TEMPORAL_METRICS="http://127.0.0.1:$TEMPORAL_METRICS_PORT/metrics" \
-  SECKILL_CAPACITY_TEMPORAL_PID="$(cat ".temporal/server-$port.pid")" \
-  SECKILL_CAPACITY_ORDERS="${CAPACITY_ORDERS:-100}" \
-  SECKILL_CAPACITY_PAY_TIMEOUT="${CAPACITY_PAY_TIMEOUT:-30s}" \
-  SECKILL_CAPACITY_OUT="$out" \
-  SECKILL_CAPACITY_COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +dirty)" \
-  go test ./capacity -run '^TestMeasure$' -count=1 -timeout 30m -v
+make --no-print-directory lab
+SECKILL_TEMPORAL_ADDR="127.0.0.1:$port" SECKILL_MYSQL_DSN="${SECKILL_MYSQL_DSN:-root:@tcp(127.0.0.1:3306)/}" \
+  bin/seckill-lab capacity --orders "${CAPACITY_ORDERS:-100}" --pay-timeout "${CAPACITY_PAY_TIMEOUT:-30s}" \
+  --temporal-metrics "http://127.0.0.1:$TEMPORAL_METRICS_PORT/metrics" \
+  --temporal-pid "$(cat ".temporal/server-$port.pid")" \
+  --commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +dirty)" --out "$out"
 echo "capacity: counts in $out.md and $out.json"
 
 if [ "${CAPACITY_THROUGHPUT:-1}" != 0 ]; then

@@ -1,6 +1,7 @@
 // Command seckill-lab is the lab around seckill, never deployed with it:
 // the load test (bench), the fault rehearsal against a running stack
-// (drill) and the randomized fault soak on a stack of its own (chaos). It
+// (drill), the randomized fault soak on a stack of its own (chaos) and the
+// counts of what an admission and an order cost the servers (capacity). It
 // reads the same configuration as seckill (internal/app); chaos runs the
 // API and the worker from the seckill binary (--seckill-bin).
 package main
@@ -16,10 +17,10 @@ func main() { cli.Main(rootCmd()) }
 func rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "seckill-lab",
-		Short:         "seckill's lab: load test, fault rehearsal and fault soak against a seckill stack",
+		Short:         "seckill's lab: load test, fault rehearsal, fault soak and capacity counts of a seckill stack",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(benchCmd(), drillCmd(), chaosCmd())
+	root.AddCommand(benchCmd(), drillCmd(), chaosCmd(), capacityCmd())
 	return root
 }
