@@ -95,7 +95,7 @@ func newStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 	defer cancel()
 	tc, err := temporal.Dial(dctx, client.Options{HostPort: cfg.TemporalAddr, Namespace: "default"}, log, nil)
 	if err != nil {
-		return nil, fmt.Errorf("temporal at %s: %w", cfg.TemporalAddr, err)
+		return nil, err // it names the address and how to start a server
 	}
 	s.app.Temporal = tc
 	s.closers = append(s.closers, tc.Close)
