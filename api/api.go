@@ -21,6 +21,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/auth"
+	"github.com/seckill/seckill/captcha"
 	"github.com/seckill/seckill/clientip"
 	"github.com/seckill/seckill/fleet"
 	"github.com/seckill/seckill/internal/buildinfo"
@@ -136,7 +137,7 @@ type Config struct {
 	DependencyPing time.Duration
 	// Captchas keeps the answers of the captchas of sessions that require
 	// one (every API process shares it); nil: such sessions answer 503.
-	Captchas CaptchaStore
+	Captchas captcha.Store
 	// Fleet, when set, makes Limits.Global the budget of every API process
 	// of the deployment together, split among the live ones (see
 	// fleet.Share); nil: Limits.Global is this process's alone.
