@@ -53,7 +53,7 @@ type Gate interface {
 	payments.Reservations // the payment intake's view of a QUEUED order
 	LiveStock             // the sold-out watcher and the session views
 	OrderViews            // order polls
-	Tickets               // purchase tickets, used once
+	admission.Tickets     // purchase tickets, used once
 	// Reconcile, and its repair of Redis from MySQL.
 	seckill.RedisSnapshotter
 	seckill.Rebuilder
@@ -127,10 +127,10 @@ type Config struct {
 	// Limits are the admission rate limits; Limiter enforces the User,
 	// IP and Device ones (required when any is on).
 	Limits  Limits
-	Limiter Limiter
+	Limiter admission.Limiter
 	// Risk is the check before admission: User-Agent rules, the device
 	// limit, the shop's risk service.
-	Risk RiskConfig
+	Risk admission.RiskConfig
 	// DependencyPing is how often the API pings MySQL, Redis and Temporal
 	// for seckill_dependency_up (metrics.DependencyPing when 0; negative:
 	// never, for a test that counts every command a server sees).

@@ -8,7 +8,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/admission"
 )
 
 // statusOf is the one mapping from error codes to HTTP statuses.
@@ -36,18 +35,17 @@ var statusOf = map[string]int{
 // so a load test can draw the funnel: which defence turned how many away.
 const HeaderLayer = "X-Seckill-Layer"
 
-// Admission layers, cheapest first.
+// The layers the front door decides in itself; the others are
+// admission's (admission.LayerBlocklist, LayerWindow, LayerRateLimit,
+// LayerRisk, LayerRedis). In the order an attempt meets them: global
+// limit, sold-out memory, auth, blocklist, input, window, rate limit,
+// risk, ticket, redis.
 const (
 	LayerGlobalLimit   = "global_limit"
 	LayerSoldOutMemory = "soldout_memory"
 	LayerAuth          = "auth"
-	LayerBlocklist     = admission.LayerBlocklist
 	LayerInput         = "input"
-	LayerWindow        = admission.LayerWindow
-	LayerRateLimit     = admission.LayerRateLimit
-	LayerRisk          = admission.LayerRisk
 	LayerTicket        = "ticket"
-	LayerRedis         = admission.LayerRedis // the admission script: accepted, SOLD_OUT or LIMIT_EXCEEDED
 )
 
 // ErrorBody is the shape of every error response (seckill.ErrorBody, which

@@ -22,9 +22,6 @@ type Blocklist interface {
 	BlockedUsers(ctx context.Context) ([]int64, error)
 }
 
-// Limiter is a rate limiter shared by every API process (Redis).
-type Limiter = admission.Limiter
-
 // Limits are requests per second; 0 turns a limit off.
 type Limits struct {
 	// Global is the token bucket in front of everything, in each

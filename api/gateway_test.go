@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/app"
@@ -63,7 +64,7 @@ func TestRateLimits(t *testing.T) {
 		require.Equal(t, http.StatusAccepted, e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil).Status)
 		r := e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil)
 		testenv.RequireError(t, r, 429, "RATE_LIMITED", "too many requests")
-		require.Equal(t, api.LayerRateLimit, r.Header.Get(api.HeaderLayer))
+		require.Equal(t, admission.LayerRateLimit, r.Header.Get(api.HeaderLayer))
 		secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, secs, 1)
@@ -191,14 +192,14 @@ func TestPurchaseTicket(t *testing.T) {
 	ticket := tk.Ticket
 	require.NotEmpty(t, ticket)
 
-	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(id), other, nil, api.HeaderTicket, ticket), 403, "FORBIDDEN", "ticket")
-	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(id), tok, nil, api.HeaderTicket, ticket+"x"), 403, "FORBIDDEN", "ticket")
+	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(id), other, nil, admission.TicketHeader, ticket), 403, "FORBIDDEN", "ticket")
+	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(id), tok, nil, admission.TicketHeader, ticket+"x"), 403, "FORBIDDEN", "ticket")
 	placed, err := shopper.Buy(client.WithRequestID(ctx, "same-id"), id, client.BuyOptions{Ticket: ticket})
 	require.NoError(t, err)
 	require.Equal(t, "same-id", placed.RequestID())
-	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(id), tok, nil, api.HeaderTicket, ticket), 403, "FORBIDDEN", "already used")
+	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(id), tok, nil, admission.TicketHeader, ticket), 403, "FORBIDDEN", "already used")
 	// The client's own request id does not make a second purchase the
 	// "same" one: the ticket stays used.
-	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(id), tok, nil, api.HeaderTicket, ticket, "X-Request-ID", "same-id"), 403, "FORBIDDEN", "already used")
+	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(id), tok, nil, admission.TicketHeader, ticket, "X-Request-ID", "same-id"), 403, "FORBIDDEN", "already used")
 	require.Equal(t, 4, e.Reconcile(id).RedisStock)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/testenv"
 )
@@ -54,7 +55,7 @@ func TestIdempotencyKeyContract(t *testing.T) {
 	// refused, and nothing stored; it never turns into a purchase.
 	fresh := e.BuyWithKey(sess.ID, 4, "fresh-"+e.Prefix, 1)
 	testenv.RequireError(t, fresh, 409, "SOLD_OUT", "sold out")
-	require.Equal(t, api.LayerRedis, fresh.Header.Get(api.HeaderLayer), "a key that may hold a reservation is looked up, not refused by the flag")
+	require.Equal(t, admission.LayerRedis, fresh.Header.Get(api.HeaderLayer), "a key that may hold a reservation is looked up, not refused by the flag")
 
 	// The order closes: the key still names it; the unit is back, yet the
 	// key refused SOLD_OUT stays refused (a new key buys it).
@@ -127,7 +128,7 @@ func TestIdempotencyKeyWithTicket(t *testing.T) {
 	ticket := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/ticket", id), tok, nil).Str("ticket")
 	require.NotEmpty(t, ticket)
 	buy := func(key string) *testenv.Response {
-		return e.Do("POST", testenv.OrdersPath(id), tok, nil, api.HeaderTicket, ticket, keyHeader, key)
+		return e.Do("POST", testenv.OrdersPath(id), tok, nil, admission.TicketHeader, ticket, keyHeader, key)
 	}
 	a := buy("k1-" + e.Prefix)
 	require.Equal(t, http.StatusAccepted, a.Status, "%s", a.Raw)
@@ -248,7 +249,7 @@ func TestKeyedLosersFromMemory(t *testing.T) {
 	for _, k := range []string{early, "not-a-uuid-" + e.Prefix} {
 		r := e.BuyWithKey(sess.ID, 2, k, 1)
 		testenv.RequireError(t, r, 409, "SOLD_OUT", "sold out")
-		require.Equal(t, api.LayerRedis, r.Header.Get(api.HeaderLayer), "a key that may have won is looked up")
+		require.Equal(t, admission.LayerRedis, r.Header.Get(api.HeaderLayer), "a key that may have won is looked up")
 	}
 	again := e.BuyWithKey(sess.ID, 1, winKey, 1)
 	require.Equal(t, http.StatusAccepted, again.Status, "the winner's key is never told SOLD_OUT: %s", again.Raw)
@@ -287,7 +288,7 @@ func TestRefusedKeyHearsTheSameRefusal(t *testing.T) {
 	e.Eventually(5*time.Second, "the sold-out flag is confirmed: keyed requests are looked up", func() error {
 		r := e.BuyWithKey(sess.ID, 4, "probe-"+e.Prefix, 1)
 		testenv.RequireError(t, r, 409, "SOLD_OUT", "sold out")
-		if r.Header.Get(api.HeaderLayer) != api.LayerRedis {
+		if r.Header.Get(api.HeaderLayer) != admission.LayerRedis {
 			return fmt.Errorf("answered by %s", r.Header.Get(api.HeaderLayer))
 		}
 		return nil

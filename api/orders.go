@@ -98,8 +98,8 @@ func (s *Server) caller(c *fiber.Ctx, r *admission.Request) *admission.Request {
 	r.IP = s.clientIP(c)
 	r.LimitIP = ratelimit.Key(r.IP)
 	r.UserAgent = c.Request().Header.UserAgent()
-	r.DeviceCookie = c.Cookies(DeviceCookie)
-	r.Ticket = c.Get(HeaderTicket)
+	r.DeviceCookie = c.Cookies(admission.DeviceCookie)
+	r.Ticket = c.Get(admission.TicketHeader)
 	return r
 }
 

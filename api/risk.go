@@ -9,29 +9,15 @@ import (
 	"github.com/seckill/seckill/admission"
 )
 
-// RiskConfig is the risk check before admission (admission.RiskConfig).
-type RiskConfig = admission.RiskConfig
-
-// Defaults of RiskConfig.
-const (
-	DefaultRiskTimeout      = admission.DefaultRiskTimeout
-	DefaultRiskCache        = admission.DefaultRiskCache
-	DefaultRiskNoAnswerHold = admission.DefaultRiskNoAnswerHold
-)
-
-// DeviceCookie is the shop page's device cookie (admission.DeviceCookie),
-// set by GET /api/v1/device.
-const DeviceCookie = admission.DeviceCookie
-
 // deviceCookieAge is how long a browser keeps its device id.
 const deviceCookieAge = 365 * 24 * time.Hour
 
-// device: GET /api/v1/device. Sets the device cookie (keeping a valid
+// device: GET /api/v1/device. Sets the device cookie (admission.DeviceCookie) (keeping a valid
 // one's id, signed again with the current key: a rotation's new secret
 // reaches the cookies of the pages that load) and says its id: the shop
 // page calls it once when it loads.
 func (s *Server) device(c *fiber.Ctx) error {
-	id, err := s.admission.DeviceID(c.Cookies(DeviceCookie))
+	id, err := s.admission.DeviceID(c.Cookies(admission.DeviceCookie))
 	if err != nil || id == "" {
 		var b [16]byte
 		if _, err := rand.Read(b[:]); err != nil {
@@ -39,7 +25,7 @@ func (s *Server) device(c *fiber.Ctx) error {
 		}
 		id = hex.EncodeToString(b[:])
 	}
-	c.Cookie(&fiber.Cookie{Name: DeviceCookie, Value: s.admission.SignDevice(id), Path: "/", HTTPOnly: true,
+	c.Cookie(&fiber.Cookie{Name: admission.DeviceCookie, Value: s.admission.SignDevice(id), Path: "/", HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteLaxMode, Secure: c.Protocol() == "https",
 		MaxAge: int(deviceCookieAge.Seconds())})
 	c.Set(fiber.HeaderCacheControl, "no-store")

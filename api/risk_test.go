@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
@@ -78,20 +79,20 @@ func TestRiskCheckBeforeAdmission(t *testing.T) {
 
 	r := buy(3, "User-Agent", "curl/8.5.0")
 	testenv.RequireError(t, r, 403, seckill.EFORBIDDEN, "User-Agent")
-	require.Equal(t, api.LayerRisk, r.Header.Get(api.HeaderLayer))
+	require.Equal(t, admission.LayerRisk, r.Header.Get(api.HeaderLayer))
 	require.Empty(t, svc.queries(), "a User-Agent rule refuses before the service is asked")
 
 	dev := e.Do("GET", "/api/v1/device", "", nil)
 	require.Equal(t, http.StatusOK, dev.Status, "%s", dev.Raw)
 	cookie := dev.Header.Get("Set-Cookie")
-	require.Contains(t, cookie, api.DeviceCookie+"=")
+	require.Contains(t, cookie, admission.DeviceCookie+"=")
 	require.Contains(t, cookie, "HttpOnly")
 	pair := strings.SplitN(cookie, ";", 2)[0]
 
 	for range 2 {
 		r = buy(2, "User-Agent", "shop/1", "Cookie", pair)
 		testenv.RequireError(t, r, 403, seckill.EFORBIDDEN, "too many accounts on this card")
-		require.Equal(t, api.LayerRisk, r.Header.Get(api.HeaderLayer))
+		require.Equal(t, admission.LayerRisk, r.Header.Get(api.HeaderLayer))
 	}
 	r = buy(1, "User-Agent", "shop/1", "Cookie", pair)
 	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
@@ -104,8 +105,8 @@ func TestRiskCheckBeforeAdmission(t *testing.T) {
 		require.Contains(t, sig, "v1=", "signed with SECKILL_RISK_SECRET")
 	}
 
-	forged := api.DeviceCookie + "=" + strings.Repeat("a", 32) + ".bm90LW91cnM"
-	testenv.RequireError(t, buy(4, "User-Agent", "shop/1", "Cookie", forged), 400, seckill.EINVALID, api.DeviceCookie)
+	forged := admission.DeviceCookie + "=" + strings.Repeat("a", 32) + ".bm90LW91cnM"
+	testenv.RequireError(t, buy(4, "User-Agent", "shop/1", "Cookie", forged), 400, seckill.EINVALID, admission.DeviceCookie)
 	again := e.Do("GET", "/api/v1/device", "", nil, "Cookie", pair)
 	require.Equal(t, dev.Str("device_id"), again.Str("device_id"), "a valid cookie keeps its id")
 
@@ -148,7 +149,7 @@ func TestDeviceLimit(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, won.Status, "%s", won.Raw)
 	r := buy(2)
 	testenv.RequireError(t, r, 429, seckill.ERATELIMITED, "Retry-After")
-	require.Equal(t, api.LayerRateLimit, r.Header.Get(api.HeaderLayer))
+	require.Equal(t, admission.LayerRateLimit, r.Header.Get(api.HeaderLayer))
 	e.WaitStatus(e.Token(1), won.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
 	rep := e.RequireInvariants(sess.ID)
 	require.Equal(t, 4, rep.RedisStock)
@@ -167,7 +168,7 @@ func TestRiskCheckRemembersNoAnswer(t *testing.T) {
 			t.Cleanup(risky.Close)
 			e := testenv.New(t, testenv.Options{NoAPI: true})
 			m := metrics.New()
-			srv := newServer(t, e, api.Config{Metrics: m, Risk: api.RiskConfig{Checker: &risk.Client{URL: risky.URL},
+			srv := newServer(t, e, api.Config{Metrics: m, Risk: admission.RiskConfig{Checker: &risk.Client{URL: risky.URL},
 				Timeout: 100 * time.Millisecond, FailClosed: closed, NoAnswerHold: time.Hour}}, e.DB)
 			srv.Start(t.Context())
 			serve(t, e, srv)
@@ -180,7 +181,7 @@ func TestRiskCheckRemembersNoAnswer(t *testing.T) {
 				r := buy(user)
 				if closed {
 					testenv.RequireError(t, r, 503, seckill.EUNAVAILABLE, "risk check")
-					require.Equal(t, api.LayerRisk, r.Header.Get(api.HeaderLayer))
+					require.Equal(t, admission.LayerRisk, r.Header.Get(api.HeaderLayer))
 					require.NotEmpty(t, r.Header.Get("Retry-After"))
 					continue
 				}

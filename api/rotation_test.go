@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
@@ -139,7 +139,7 @@ func TestJWTRotationKeepsTicketsAndDeviceCookies(t *testing.T) {
 		what := fmt.Sprintf("made by the API of %q, shown to the API of %q", steps[from], steps[to])
 		again := e.Do("GET", "/api/v1/device", "", nil, "Cookie", cookie)
 		require.Equal(t, dev.Str("device_id"), again.Str("device_id"), "the device cookie %s keeps its id", what)
-		buy := e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil, api.HeaderTicket, tk.Str("ticket"), "Cookie", cookie)
+		buy := e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil, admission.TicketHeader, tk.Str("ticket"), "Cookie", cookie)
 		require.Equal(t, http.StatusAccepted, buy.Status, "the ticket and cookie %s: %s", what, buy.Raw)
 		e.WaitStatus(tok, buy.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
 		orders = append(orders, buy.Str("order_no"))
@@ -152,5 +152,5 @@ func TestJWTRotationKeepsTicketsAndDeviceCookies(t *testing.T) {
 	stale := e.Do("GET", "/api/v1/device", "", nil)
 	at(0)
 	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(99), nil,
-		"Cookie", strings.SplitN(stale.Header.Get("Set-Cookie"), ";", 2)[0]), 400, seckill.EINVALID, api.DeviceCookie)
+		"Cookie", strings.SplitN(stale.Header.Get("Set-Cookie"), ";", 2)[0]), 400, seckill.EINVALID, admission.DeviceCookie)
 }

@@ -9,12 +9,6 @@ import (
 	"github.com/seckill/seckill/admission"
 )
 
-// Tickets remembers which purchase tickets were used (admission.Tickets).
-type Tickets = admission.Tickets
-
-// HeaderTicket carries a purchase ticket on an order request.
-const HeaderTicket = admission.TicketHeader
-
 // ticketTTL is how long a purchase ticket is valid: long enough to click,
 // too short to stockpile.
 const ticketTTL = 60 * time.Second

@@ -16,6 +16,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/api"
 	seckillapp "github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/mysql"
@@ -108,7 +109,7 @@ func admissionOnlyAPI(ctx context.Context, spec ServerSpec) (app *fiber.App, cle
 		}
 		sessions[id] = sess
 	}
-	var rc api.RiskConfig
+	var rc admission.RiskConfig
 	if spec.RiskURL != "" {
 		rc.Checker = &risk.Client{URL: spec.RiskURL, HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	}

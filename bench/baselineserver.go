@@ -49,7 +49,7 @@ type ServerSpec struct {
 	MySQLDSN      string     `json:"mysql_dsn,omitempty"`
 	Stock         int        `json:"stock,omitempty"`
 	PerUserLimit  int        `json:"per_user_limit,omitempty"`
-	// RiskURL, when set, turns the risk check on (api.RiskConfig, its
+	// RiskURL, when set, turns the risk check on (admission.RiskConfig, its
 	// defaults) against this risk service.
 	RiskURL string `json:"risk_url,omitempty"`
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/client"
@@ -100,7 +101,7 @@ func TestClientAgainstTheAPI(t *testing.T) {
 	require.Equal(t, seckill.StatusQueued, first.Status)
 	require.Equal(t, http.StatusAccepted, first.StatusCode)
 	require.Equal(t, "client-test-1", first.RequestID())
-	require.Equal(t, api.LayerRedis, first.Layer())
+	require.Equal(t, admission.LayerRedis, first.Layer())
 	again, err := alice.Buy(ctx, id, client.BuyOptions{Quantity: 1, IdempotencyKey: "alice-1"})
 	require.NoError(t, err)
 	require.Equal(t, first.OrderNo, again.OrderNo)
@@ -142,7 +143,7 @@ func TestClientAgainstTheAPI(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.Shopper(3).Buy(ctx, id, client.BuyOptions{IdempotencyKey: "carol-1"})
 	ce = requireAnswer(t, err, 409, seckill.ESOLDOUT)
-	require.Equal(t, api.LayerRedis, ce.Layer())
+	require.Equal(t, admission.LayerRedis, ce.Layer())
 	_, err = alice.Buy(ctx, id, client.BuyOptions{}) // the memory fast path now
 	ce = requireAnswer(t, err, 409, seckill.ESOLDOUT)
 	require.Equal(t, api.LayerSoldOutMemory, ce.Layer())

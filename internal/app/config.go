@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/clientip"
 	"github.com/seckill/seckill/paymenthttp"
@@ -312,8 +313,8 @@ func (c *Config) checkRisk() error {
 }
 
 // Risk is the API's risk check as SECKILL_RISK_* say.
-func (c *Config) Risk() api.RiskConfig {
-	r := api.RiskConfig{Timeout: c.RiskTimeout, FailClosed: c.RiskFail == "closed", CacheTTL: c.RiskCache}
+func (c *Config) Risk() admission.RiskConfig {
+	r := admission.RiskConfig{Timeout: c.RiskTimeout, FailClosed: c.RiskFail == "closed", CacheTTL: c.RiskCache}
 	for _, s := range strings.Split(c.RiskUserAgentDeny, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			r.UserAgentDeny = append(r.UserAgentDeny, s)
