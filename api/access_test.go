@@ -27,8 +27,8 @@ func TestEveryRouteHasAnAccessRule(t *testing.T) {
 	rules := api.AccessRulesForTest()
 	served := map[string]bool{}
 	for _, stripe := range []api.StripeEvents{noStripe{}, nil} {
-		srv, err := api.New(api.Config{Starts: refuseStarts{}, JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
-			AdminToken: testenv.AdminToken, Dev: true, StripeEvents: stripe, CheckoutPages: http.NotFoundHandler()}, nil, nil, nil)
+		srv, err := api.New(api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
+			AdminToken: testenv.AdminToken, Dev: true, StripeEvents: stripe, CheckoutPages: http.NotFoundHandler()}, routesOnly())
 		require.NoError(t, err)
 		for _, r := range srv.App().GetRoutes(true) {
 			if r.Method == http.MethodHead {
@@ -52,8 +52,8 @@ func TestEveryRouteHasAnAccessRule(t *testing.T) {
 // on /admin/ or /metrics then cannot be dodged by spelling the path
 // another way.
 func TestRoutesAreCaseSensitiveAndStrict(t *testing.T) {
-	srv, err := api.New(api.Config{Starts: refuseStarts{}, JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
-		AdminToken: testenv.AdminToken, Dev: true, StripeEvents: noStripe{}, CheckoutPages: http.NotFoundHandler()}, nil, nil, nil)
+	srv, err := api.New(api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
+		AdminToken: testenv.AdminToken, Dev: true, StripeEvents: noStripe{}, CheckoutPages: http.NotFoundHandler()}, routesOnly())
 	require.NoError(t, err)
 	app := srv.App()
 	mixed := func(p string) string { // every other letter upper case

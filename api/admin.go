@@ -1,12 +1,14 @@
 package api
 
 import (
+	"context"
 	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/sessions"
 )
 
 // createSessionBody is the body of POST /admin/v1/sessions. Pointers tell a
@@ -140,7 +142,7 @@ func (s *Server) createSession(c *fiber.Ctx) error {
 	if err := controls.Create(c.UserContext(), sess, by); err != nil {
 		return err
 	}
-	s.sessions.Forget(sess.ID)
+	s.svc.Sessions.Forget(sess.ID)
 	v, err := s.sessionView(c.UserContext(), sess)
 	if err != nil {
 		return err
@@ -166,20 +168,37 @@ func (s *Server) preheat(c *fiber.Ctx) error {
 	}
 	p, err := controls.Preheat(c.UserContext(), id, force, traceID(c))
 	// Whatever it did, the next reads see it.
-	s.sessions.Forget(id)
-	s.admission.SoldOut.Clear(id)
+	s.svc.Sessions.Forget(id)
+	s.svc.Admission.SoldOut.Clear(id)
 	if err != nil {
 		return err
 	}
 	return c.JSON(p)
 }
 
+// SessionControls are the operator's controls of a session
+// (sessions.Controls): create, change, preheat.
+type SessionControls interface {
+	Create(ctx context.Context, sess *seckill.Session, by *seckill.SessionChange) error
+	Change(ctx context.Context, ch *seckill.SessionChange) (*sessions.Changed, error)
+	Preheat(ctx context.Context, id int64, force bool, traceID string) (*sessions.Preheated, error)
+}
+
 // controls are the session controls, UNAVAILABLE when the process has none.
 func (s *Server) controls() (SessionControls, error) {
-	if s.cfg.Sessions == nil {
+	if s.svc.Controls == nil {
 		return nil, seckill.Errorf(seckill.EUNAVAILABLE, "session controls are not configured in this process")
 	}
-	return s.cfg.Sessions, nil
+	return s.svc.Controls, nil
+}
+
+// Reconciler checks one session's MySQL and Redis state against the
+// invariants (seckill.ReconcilePolicy.Reconcile, with the API's pay
+// timeout and sweep grace), and repairs Redis from MySQL
+// (seckill.RepairRedis).
+type Reconciler interface {
+	Reconcile(ctx context.Context, sessionID int64) (*seckill.Report, error)
+	RepairRedis(ctx context.Context, sessionID int64) (*seckill.Report, *seckill.Repair, error)
 }
 
 // reconcile: GET /admin/v1/sessions/{id}/reconcile[?repair=true].
@@ -193,7 +212,7 @@ func (s *Server) reconcile(c *fiber.Ctx) error {
 		return err
 	}
 	if !repair {
-		r, err := seckill.ReconcilePolicy{PayTimeout: s.cfg.PayTimeout, SweepGrace: s.cfg.SweepGrace}.Reconcile(c.UserContext(), s.store, s.gate, id)
+		r, err := s.svc.Reconcile.Reconcile(c.UserContext(), id)
 		if err != nil {
 			return err
 		}
@@ -203,11 +222,11 @@ func (s *Server) reconcile(c *fiber.Ctx) error {
 	if err := s.allow(c, seckill.RoleAdmin); err != nil {
 		return err
 	}
-	r, rep, err := seckill.RepairRedis(c.UserContext(), s.store, s.gate, id)
+	r, rep, err := s.svc.Reconcile.RepairRedis(c.UserContext(), id)
 	if err != nil {
 		return err
 	}
-	s.admission.SoldOut.Clear(id)
+	s.svc.Admission.SoldOut.Clear(id)
 	s.log.Warn("reconcile repair", "trace_id", traceID(c), "session_id", id, "repaired", rep.Repaired, "changes", rep.Changes, "skipped", rep.Skipped)
 	return c.JSON(struct {
 		*seckill.Report

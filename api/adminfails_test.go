@@ -40,9 +40,11 @@ func TestFailedAdminCredentialsAreLimitedPerAddress(t *testing.T) {
 	tokens := &countedTokens{OperatorTokens: e.DB}
 	proxies, err := clientip.ParseProxies("0.0.0.0/32") // app.Test's peer
 	require.NoError(t, err)
-	srv, err := api.New(api.Config{Starts: refuseStarts{}, JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
+	events := routesOnly()
+	events.Events = e.DB
+	srv, err := api.New(api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
 		AdminToken: testenv.AdminToken, Operators: &auth.Operators{Bootstrap: testenv.AdminToken, Tokens: tokens},
-		Limits: api.Limits{AdminFails: 3}, ProxyHeader: "X-Forwarded-For", TrustedProxies: proxies, Logger: e.Log}, e.DB, nil, nil)
+		Limits: api.Limits{AdminFails: 3}, ProxyHeader: "X-Forwarded-For", TrustedProxies: proxies, Logger: e.Log}, events)
 	require.NoError(t, err)
 	app := srv.App()
 	call := func(from, token string) (*http.Response, string) {

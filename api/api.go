@@ -26,63 +26,72 @@ import (
 	"github.com/seckill/seckill/fleet"
 	"github.com/seckill/seckill/internal/buildinfo"
 	"github.com/seckill/seckill/metrics"
-	"github.com/seckill/seckill/orders"
-	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/ratelimit"
-	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/shop"
 )
 
-// Store is the MySQL side the API needs, one small port per concern,
-// each declared where it is used (or by the service it feeds).
-type Store interface {
-	payments.Ledger // the payment intake
-	SessionRows     // the session cache, the list, the admin's reads
-	OrderHistory    // a shopper's orders
-	Blocklist       // the blocklist every process keeps in memory
-	EventFeed       // the order events, for the admin
-	// Reconcile, and its repair of Redis from MySQL.
-	seckill.DBSnapshotter
-	seckill.HoldingsLister
-	Ping(ctx context.Context) error
+// Services are what the routes call, built by internal/app and handed
+// in: the use cases (admission, the session cache, the order finder, the
+// payment intake, the operator's controls, the registration desk, the
+// payment checkout and refund) and, for each route group, a port declared
+// next to its handlers with only the calls they make. New builds none of
+// them. Admission is required; without Controls, Registrations, Checkout
+// or Refund their routes answer 503.
+type Services struct {
+	// Admission decides purchases (the order route), and holds what the
+	// front door asks before it: the sold-out memory, the fleet's rate
+	// limits (shopperLimits), the blocklist's copy, tickets and device
+	// cookies.
+	Admission *admission.Service
+	// Sessions is the process's session cache (the session reads, the
+	// checks before a ticket, a captcha or a registration).
+	Sessions SessionCache
+	// Stock is a session's live stock, in its view.
+	Stock SessionStock
+	// Listing reads the sessions not yet ended, for the public list.
+	Listing SessionListing
+	// Orders finds an order for its owner (polls, cancels, checkouts).
+	Orders OrderFinder
+	// Backlog is how many orders of a sale wait for their workflow (a
+	// QUEUED order's poll).
+	Backlog StartBacklog
+	// Cancels asks an order's workflow to close it (the shopper's cancel).
+	Cancels OrderCancels
+	// History pages through a shopper's orders.
+	History OrderHistory
+	// Payments takes in the payments whose provider's signature held
+	// (both webhooks).
+	Payments PaymentIntake
+	// Checkout opens the provider's payment of an order for its shopper.
+	Checkout Checkout
+	// Refund refunds a paid order for an operator.
+	Refund OrderRefund
+	// Controls are the operator's session controls: create, change,
+	// preheat.
+	Controls SessionControls
+	// Audit reads a session's row and the changes made to it.
+	Audit SessionAudit
+	// Reconcile checks a session's stores against the invariants, and
+	// repairs Redis from MySQL.
+	Reconcile Reconciler
+	// Blocklist is the admin's blocklist (MySQL's; admission keeps the
+	// copy every process reads).
+	Blocklist Blocklist
+	// Events is the order events' feed.
+	Events EventFeed
+	// Registrations take reserved sales' registrations.
+	Registrations Registrations
+	// Dependencies are the pings of what the API needs to sell, by name
+	// (mysql, redis, temporal): /readyz and seckill_dependency_up.
+	Dependencies map[string]func(context.Context) error
 }
 
-// Gate is the Redis side the API needs, one small port per concern.
-type Gate interface {
-	admission.Stock       // admission, and its sold-out memory
-	payments.Reservations // the payment intake's view of a QUEUED order
-	LiveStock             // the sold-out watcher and the session views
-	OrderViews            // order polls
-	admission.Tickets     // purchase tickets, used once
-	// Reconcile, and its repair of Redis from MySQL.
-	seckill.RedisSnapshotter
-	seckill.Rebuilder
-	Ping(ctx context.Context) error
-}
-
-// Flow starts and signals order workflows: the starter's start, the
-// shopper's cancel, the payment intake's delivery.
-type Flow interface {
-	payments.Workflows
-	Start(ctx context.Context, req *seckill.OrderRequest) (bool, error)
-	Cancel(ctx context.Context, orderNo, traceID string) error
-	Ping(ctx context.Context) error
-}
-
-// SessionControls are the operator's controls of a session
-// (sessions.Controls): create, change, preheat.
-type SessionControls interface {
-	Create(ctx context.Context, sess *seckill.Session, by *seckill.SessionChange) error
-	Change(ctx context.Context, ch *seckill.SessionChange) (*sessions.Changed, error)
-	Preheat(ctx context.Context, id int64, force bool, traceID string) (*sessions.Preheated, error)
-}
-
-// Config is the API's behaviour; secrets are required.
+// Config is the HTTP server's behaviour; secrets are required.
 type Config struct {
-	// JWTSecret signs what the API issues itself (the dev sign-in) and
-	// keys its tickets and device cookies: SECKILL_JWT_SECRET's first.
-	// RotatedJWTSecrets are the others of a rotation: the tickets and
-	// device cookies an API keyed with one of them still verify.
+	// JWTSecret signs what the API issues itself (the dev sign-in):
+	// SECKILL_JWT_SECRET's first. With RotatedJWTSecrets, the others of a
+	// rotation, it verifies shoppers' tokens when Shoppers is nil
+	// (internal/app keys admission's tickets and device cookies with them).
 	JWTSecret         []byte
 	RotatedJWTSecrets [][]byte
 	// Shoppers verifies shoppers' tokens (nil: HS256 with JWTSecret and
@@ -99,38 +108,15 @@ type Config struct {
 	// alone, as the bootstrap admin); internal/app adds the named tokens
 	// and the identity provider.
 	Operators OperatorAuth
-	// PayTimeout is handed to each order's workflow (15m in production).
-	PayTimeout time.Duration
-	// SweepGrace is how long past its deadline an order may wait before
-	// reconcile calls it stuck (SECKILL_SWEEP_GRACE; the worker's sweep
-	// closes it then); seckill.DefaultSweepGrace when 0.
-	SweepGrace time.Duration
-	// Sessions are the operator's session controls (nil: those admin
-	// routes answer 503).
-	Sessions SessionControls
-	// Registrations take reserved sales' registrations (nil: those
-	// routes answer 503).
-	Registrations Registrations
-	// Starts takes each winner's workflow start, to make it after the
-	// answer: the process's starter, which internal/app builds, runs and
-	// drains. Required.
-	Starts admission.Starts
 	// Door measures the order route; internal/app gives the same one to
 	// the starter, which holds its starts while a burst is answered. The
 	// Server's own when nil.
 	Door *admission.FrontDoor
-	// SessionCacheTTL bounds how stale the in-process session metadata may be.
+	// SessionCacheTTL bounds how stale the public session list may be
+	// (internal/app gives the session cache the same).
 	SessionCacheTTL time.Duration
-	// SoldOutRecheck is how often a process re-reads the stock of sessions
-	// it has flagged sold out (default 200ms).
-	SoldOutRecheck time.Duration
-	// Limits are the admission rate limits; Limiter enforces the User,
-	// IP and Device ones (required when any is on).
-	Limits  Limits
-	Limiter admission.Limiter
-	// Risk is the check before admission: User-Agent rules, the device
-	// limit, the shop's risk service.
-	Risk admission.RiskConfig
+	// Limits are the HTTP server's own rate limits.
+	Limits Limits
 	// DependencyPing is how often the API pings MySQL, Redis and Temporal
 	// for seckill_dependency_up (metrics.DependencyPing when 0; negative:
 	// never, for a test that counts every command a server sees).
@@ -156,12 +142,6 @@ type Config struct {
 	// user) and shows its sign-in on the shop page. Only `seckill dev`
 	// sets it: anyone could buy as anyone.
 	Dev bool
-	// Checkout opens the payment provider's payment of an order for its
-	// shopper (nil: POST /api/v1/orders/{no}/payment answers 503).
-	Checkout Checkout
-	// Refund refunds a paid order for an operator (nil:
-	// POST /admin/v1/orders/{no}/refund answers 503).
-	Refund OrderRefund
 	// StripeEvents, when set, verifies the events of Stripe's webhook
 	// (POST /api/v1/payments/stripe/webhook): only with the stripe
 	// provider.
@@ -175,30 +155,20 @@ type Config struct {
 
 // Server holds the API's dependencies.
 type Server struct {
-	cfg      Config
-	store    Store
-	gate     Gate
-	flow     Flow
-	log      *slog.Logger
-	sessions *sessions.Cache
-	list     *sessionList
-	shop     *shop.Shop
-	global   *fleet.Share
+	cfg    Config
+	svc    Services
+	log    *slog.Logger
+	list   *sessionList
+	shop   *shop.Shop
+	global *fleet.Share
 	// shoppers and operators verify who calls (Config.Shoppers,
 	// Config.Operators).
 	shoppers  ShopperTokens
 	operators OperatorAuth
 	// series caches the metric children of the hot path.
 	series *series
-	// admission decides purchase attempts and hands the winners' starts
-	// to the process's starter.
-	admission *admission.Service
 	// door measures the order route: the front door the starter yields to.
 	door *admission.FrontDoor
-	// intake takes the payments whose webhook signature held.
-	intake *payments.Intake
-	// orders finds orders for their owners, the admin and the intake.
-	orders *orders.Finder
 	// reads limits the public reads per client IP (nil: off).
 	reads *ratelimit.PerAddr
 	// adminFails limits failed admin credentials per client IP (nil: off).
@@ -219,8 +189,9 @@ const (
 // stripeWebhookPath is the route of Stripe's events.
 const stripeWebhookPath = "/api/v1/payments/stripe/webhook"
 
-// New builds the server. It does not listen; call App().Listen.
-func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
+// New builds the server on the services internal/app built. It does not
+// listen; call App().Listen.
+func New(cfg Config, svc Services) (*Server, error) {
 	switch {
 	case len(cfg.JWTSecret) == 0:
 		return nil, errors.New("SECKILL_JWT_SECRET is required")
@@ -228,16 +199,11 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		return nil, errors.New("SECKILL_WEBHOOK_SECRET is required")
 	case cfg.AdminToken == "" && cfg.Operators == nil:
 		return nil, errors.New("SECKILL_ADMIN_TOKEN is required (without Config.Operators it is the only admin)")
-	case cfg.Starts == nil:
-		return nil, errors.New("api: Config.Starts is required (the process's workflow starter)")
-	case (cfg.Limits.User > 0 || cfg.Limits.IP > 0 || cfg.Limits.Device > 0) && cfg.Limiter == nil:
-		return nil, errors.New("per-user and per-IP limits need a Limiter")
+	case svc.Admission == nil:
+		return nil, errors.New("api: Services.Admission is required (the purchase decision)")
 	}
 	if err := clientip.CheckProxies(cfg.ProxyHeader, cfg.TrustedProxies); err != nil {
 		return nil, err
-	}
-	if cfg.PayTimeout <= 0 {
-		cfg.PayTimeout = seckill.DefaultPayTimeout
 	}
 	if cfg.SessionCacheTTL <= 0 {
 		cfg.SessionCacheTTL = time.Second
@@ -255,12 +221,12 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 		cfg.Door = &admission.FrontDoor{}
 	}
 	if cfg.Shoppers == nil {
-		cfg.Shoppers = &auth.Shoppers{Secrets: cfg.jwtSecrets(), Now: cfg.Now}
+		cfg.Shoppers = &auth.Shoppers{Secrets: append([][]byte{cfg.JWTSecret}, cfg.RotatedJWTSecrets...), Now: cfg.Now}
 	}
 	if cfg.Operators == nil {
 		cfg.Operators = &auth.Operators{Bootstrap: cfg.AdminToken, Now: cfg.Now}
 	}
-	s := &Server{cfg: cfg, store: store, gate: gate, flow: flow, log: cfg.Logger, door: cfg.Door,
+	s := &Server{cfg: cfg, svc: svc, log: cfg.Logger, door: cfg.Door,
 		shoppers: cfg.Shoppers, operators: cfg.Operators,
 		global: fleet.NewShare(cfg.Limits.Global, cfg.Fleet, cfg.Metrics, cfg.Logger), series: newSeries(cfg.Metrics)}
 	page, err := shop.New(shop.Options{Dev: cfg.Dev})
@@ -272,26 +238,9 @@ func New(cfg Config, store Store, gate Gate, flow Flow) (*Server, error) {
 	if cfg.Dev {
 		s.log.Warn("dev endpoints are mounted under /dev/v1: anyone can sign in as anyone; never in production")
 	}
-	s.sessions = sessions.NewCache(cfg.SessionCacheTTL, func(ctx context.Context, id int64) (*seckill.Session, error) {
-		sess, _, err := store.Session(ctx, id)
-		return sess, err
-	})
-	s.admission = admission.New(admission.Config{Sessions: s.sessions, Stock: gate, Starts: cfg.Starts,
-		Blocklist: store, Tickets: gate, Risk: cfg.Risk, Secrets: cfg.jwtSecrets(), PayTimeout: cfg.PayTimeout,
-		Limits:         admission.Limits{Limiter: cfg.Limiter, User: cfg.Limits.User, IP: cfg.Limits.IP, Device: cfg.Limits.Device},
-		SoldOutRecheck: cfg.SoldOutRecheck, Now: cfg.Now, Log: cfg.Logger, Metrics: cfg.Metrics})
-	// The intake finds orders as the handlers do (the views, the caches).
-	s.orders = orders.New(gate, store, s.sessions, cfg.PayTimeout)
-	s.intake = &payments.Intake{Ledger: store, Orders: s.orders, Reservations: gate, Workflows: flow,
-		Sessions: s.sessions, PayTimeout: cfg.PayTimeout, Log: cfg.Logger}
 	s.reads = ratelimit.PerSecond(cfg.Limits.Read)
 	s.adminFails = ratelimit.PerMinute(cfg.Limits.AdminFails)
 	return s, nil
-}
-
-// jwtSecrets are SECKILL_JWT_SECRET's secrets, the signing one first.
-func (c *Config) jwtSecrets() [][]byte {
-	return append([][]byte{c.JWTSecret}, c.RotatedJWTSecrets...)
 }
 
 // App returns the Fiber app with every route.
@@ -380,11 +329,6 @@ func (s *Server) Shutdown(ctx context.Context) {
 	}
 }
 
-// dependencies are the pings of what the API needs to sell.
-func (s *Server) dependencies() map[string]func(context.Context) error {
-	return map[string]func(context.Context) error{"mysql": s.store.Ping, "redis": s.gate.Ping, "temporal": s.flow.Ping}
-}
-
 // Drain turns /readyz to 503 for good: the process was told to stop, and
 // a balancer that polls it must take it out while it still serves.
 func (s *Server) Drain() { s.draining.Store(true) }
@@ -396,7 +340,7 @@ func (s *Server) ready(c *fiber.Ctx) error {
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()
-	for name, ping := range s.dependencies() {
+	for name, ping := range s.svc.Dependencies {
 		if err := ping(ctx); err != nil {
 			s.log.Warn("readyz: dependency down", "dependency", name, "error", err)
 			return seckill.Errorf(seckill.EUNAVAILABLE, "%s is not reachable", name)

@@ -13,24 +13,16 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/captcha"
+	"github.com/seckill/seckill/sessions"
 )
 
 // The sold-out fast path next to a bare Fiber handler answering the same
 // JSON, in the same run: the ratio is what matters on a shared machine.
 //
 //	go test ./api/ -run '^$' -bench 'SoldOut|BareFiber' -benchmem
-
-// benchStore serves one session; the sold-out path needs nothing else.
-type benchStore struct {
-	Store
-	s *seckill.Session
-}
-
-func (b benchStore) Session(context.Context, int64) (*seckill.Session, int, error) {
-	return b.s, 0, nil
-}
 
 // runHandler sends the same order request to h in a loop; key, when set,
 // makes each request's Idempotency-Key (a fresh one per request, as the
@@ -69,12 +61,15 @@ func soldOutServer(b *testing.B) (*Server, string) {
 	now := time.Now()
 	sess := &seckill.Session{ID: 1, SKUID: 1, Title: "b", PriceCents: 1, TotalStock: 1, PerUserLimit: 1,
 		StartAt: now.Add(-time.Hour), EndAt: now.Add(time.Hour)}
-	srv, err := New(Config{Starts: noStarts{}, JWTSecret: secret, WebhookSecret: secret, AdminToken: "a",
-		Limits: Limits{Global: 0}, SessionCacheTTL: time.Hour}, benchStore{s: sess}, nil, nil)
+	// The sold-out path needs the session and nothing else.
+	cache := sessions.NewCache(time.Hour, func(context.Context, int64) (*seckill.Session, error) { return sess, nil })
+	adm := admission.New(admission.Config{Sessions: cache, Starts: noStarts{}})
+	srv, err := New(Config{JWTSecret: secret, WebhookSecret: secret, AdminToken: "a",
+		Limits: Limits{Global: 0}, SessionCacheTTL: time.Hour}, Services{Admission: adm, Sessions: cache})
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv.admission.SoldOut.Mark(1)
+	adm.SoldOut.Mark(1)
 	tok, _ := auth.IssueToken(secret, 7, time.Hour, now)
 	return srv, "Bearer " + tok
 }
@@ -91,7 +86,7 @@ func BenchmarkSoldOutFastPath(b *testing.B) {
 func BenchmarkSoldOutFastPathKeyed(b *testing.B) {
 	srv, auth := soldOutServer(b)
 	now := time.Now()
-	srv.admission.SoldOut.Confirm(1, seckill.StockMark{Clock: now.Add(time.Hour), LastKeyedWin: now.Add(-time.Minute)})
+	srv.svc.Admission.SoldOut.Confirm(1, seckill.StockMark{Clock: now.Add(time.Hour), LastKeyedWin: now.Add(-time.Minute)})
 	keys := make([]string, 1<<16)
 	for i := range keys {
 		keys[i] = uuid.Must(uuid.NewV7()).String()

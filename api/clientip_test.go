@@ -10,7 +10,9 @@ import (
 
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/clientip"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/temporal/starter"
 )
 
 // Through the real app: a client that is not a trusted proxy cannot choose
@@ -30,11 +32,11 @@ func TestProxyHeaderFromUntrustedPeerIsIgnored(t *testing.T) {
 	build := func(trusted string) *api.Server {
 		prefixes, err := clientip.ParseProxies(trusted)
 		require.NoError(t, err)
-		srv, err := api.New(api.Config{Starts: refuseStarts{}, JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
-			AdminToken: testenv.AdminToken, Limits: api.Limits{Read: 1}, Logger: e.Log,
-			ProxyHeader: "X-Forwarded-For", TrustedProxies: prefixes}, e.DB, e.Gate, e.Orders)
+		srv, err := app.NewAPI(app.APIConfig{Config: api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
+			AdminToken: testenv.AdminToken, Logger: e.Log,
+			ProxyHeader: "X-Forwarded-For", TrustedProxies: prefixes}, Limits: app.Limits{Read: 1}}, starter.Config{}, e.DB, e.Gate, e.Orders)
 		require.NoError(t, err)
-		return srv
+		return srv.Server
 	}
 
 	untrusted := build("10.0.0.0/8")
@@ -52,7 +54,7 @@ func TestProxyHeaderFromUntrustedPeerIsIgnored(t *testing.T) {
 	require.Equal(t, http.StatusOK, get(trusted, "198.51.100.9, garbage"), "garbage: counted against the proxy")
 	require.Equal(t, http.StatusTooManyRequests, get(trusted, "not-an-ip"), "garbage again: the proxy again")
 
-	_, err := api.New(api.Config{Starts: refuseStarts{}, JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
-		AdminToken: testenv.AdminToken, ProxyHeader: "X-Forwarded-For"}, e.DB, e.Gate, e.Orders)
+	_, err := app.NewAPI(app.APIConfig{Config: api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
+		AdminToken: testenv.AdminToken, ProxyHeader: "X-Forwarded-For"}}, starter.Config{}, e.DB, e.Gate, e.Orders)
 	require.ErrorContains(t, err, "SECKILL_TRUSTED_PROXIES is empty")
 }

@@ -36,7 +36,7 @@ func (s *Server) listEvents(c *fiber.Ctx) error {
 			return seckill.Errorf(seckill.EINVALID, "cursor is not one this API returned (pass next_cursor as it came)")
 		}
 	}
-	events, next, err := s.store.Events(c.UserContext(), after, limit)
+	events, next, err := s.svc.Events.Events(c.UserContext(), after, limit)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/metrics"
@@ -43,7 +42,7 @@ func gauge(t *testing.T, srv *app.API, name string) float64 {
 // secondAPI starts another API process's server in this test, on the same
 // Redis prefix (the same deployment) with its own metrics; stop ends its
 // background loops the way a crash would (no Shutdown, no Leave).
-func secondAPI(t *testing.T, e *testenv.Env, limits api.Limits) (srv *app.API, stop context.CancelFunc) {
+func secondAPI(t *testing.T, e *testenv.Env, limits app.Limits) (srv *app.API, stop context.CancelFunc) {
 	t.Helper()
 	cfg := e.App.APIConfig(false)
 	cfg.Limits, cfg.Metrics = limits, metrics.New()
@@ -59,7 +58,7 @@ func secondAPI(t *testing.T, e *testenv.Env, limits api.Limits) (srv *app.API, s
 // share, recomputed from heartbeats in Redis; a crashed API's share goes
 // back to the others when its heartbeat lapses, a stopped one's at once.
 func TestGlobalLimitIsSharedByTheFleet(t *testing.T) {
-	limits := api.Limits{Global: 100}
+	limits := app.Limits{Global: 100}
 	e := testenv.New(t, testenv.Options{NoWorker: true, Limits: limits})
 	share := func(srv *app.API, want float64) func() error {
 		return func() error {
@@ -134,7 +133,7 @@ func TestGlobalShareHoldsWhenRedisIsDown(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, Temporal: true})
 	fleet := &flakyFleet{size: 4}
 	cfg := e.App.APIConfig(false)
-	cfg.Limits, cfg.Metrics, cfg.Fleet = api.Limits{Global: 100}, metrics.New(), fleet
+	cfg.Limits, cfg.Metrics, cfg.Fleet = app.Limits{Global: 100}, metrics.New(), fleet
 	srv, err := app.NewAPI(cfg, starter.Config{}, e.DB, e.Gate, e.Orders)
 	require.NoError(t, err)
 	ctx, stop := context.WithCancel(context.Background())

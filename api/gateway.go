@@ -14,25 +14,21 @@ import (
 	"github.com/seckill/seckill/ratelimit"
 )
 
-// Blocklist is the blocklist in MySQL; every API keeps a copy in memory
-// (admission's), refreshed every second.
+// Blocklist is the admin's blocklist, in MySQL; every API keeps a copy
+// in memory (admission's), refreshed every second.
 type Blocklist interface {
 	Block(ctx context.Context, userID int64, reason string) error
 	Unblock(ctx context.Context, userID int64) error
-	BlockedUsers(ctx context.Context) ([]int64, error)
 }
 
-// Limits are requests per second; 0 turns a limit off.
+// Limits are the HTTP server's rate limits, in each process's memory
+// (the fleet-wide ones, per user, IP and device, are admission's);
+// requests per second, 0 turns a limit off.
 type Limits struct {
 	// Global is the token bucket in front of everything, in each
 	// process's memory (fleet.Share): the fleet's budget split among the
 	// live APIs when Config.Fleet is set, this process's alone otherwise.
 	Global int
-	// User and IP are fleet-wide, in Redis; so is Device, per device
-	// cookie (RiskConfig), for requests that carry one (admission.Limits).
-	User   int
-	IP     int
-	Device int
 	// Read is per client IP on the public reads (the session list, one
 	// session, order polling), in each process's memory.
 	Read int
@@ -66,7 +62,7 @@ func setRetryAfter(c *fiber.Ctx, d time.Duration) {
 // If Redis cannot answer, the request is refused with UNAVAILABLE: a
 // limit is never skipped.
 func (s *Server) distributedLimits(c *fiber.Ctx, user int64) error {
-	return s.refused(c, s.admission.Limits.Allow(c.UserContext(), user, ratelimit.Key(s.clientIP(c))))
+	return s.refused(c, s.svc.Admission.Limits.Allow(c.UserContext(), user, ratelimit.Key(s.clientIP(c))))
 }
 
 // countDoor is the order route's first handler: it counts the request in
@@ -81,23 +77,22 @@ func (s *Server) countDoor(c *fiber.Ctx) error {
 // soldOutFast answers SOLD_OUT from memory for a session this process saw
 // sell out, before any other work (admission.SoldOut.Fast).
 func (s *Server) soldOutFast(c *fiber.Ctx) error {
-	if s.admission.SoldOut.Any() && s.admission.SoldOut.Fast(c.Params("id"), utils.UnsafeString(c.Request().Header.Peek(HeaderIdempotencyKey))) {
+	if s.svc.Admission.SoldOut.Any() && s.svc.Admission.SoldOut.Fast(c.Params("id"), utils.UnsafeString(c.Request().Header.Peek(HeaderIdempotencyKey))) {
 		c.Set(HeaderLayer, LayerSoldOutMemory)
 		return errSoldOut
 	}
 	return c.Next()
 }
 
-// Start runs the API's background loops until ctx ends: admission's
-// (the blocklist, the sold-out watcher), the fleet's heartbeat, the
-// dependency pings and the front door's samples.
+// Start runs the HTTP server's background loops until ctx ends: the
+// fleet's heartbeat, the dependency pings and the front door's samples
+// (admission's loops are internal/app's, which built it).
 func (s *Server) Start(ctx context.Context) {
-	s.admission.Start(ctx)
 	if s.global != nil {
 		s.global.Start(ctx)
 	}
 	if s.cfg.DependencyPing >= 0 {
-		go s.cfg.Metrics.WatchDependencies(ctx, s.cfg.DependencyPing, s.dependencies())
+		go s.cfg.Metrics.WatchDependencies(ctx, s.cfg.DependencyPing, s.svc.Dependencies)
 	}
 	s.door.Start(ctx)
 }
@@ -109,7 +104,7 @@ func (s *Server) block(c *fiber.Ctx) error {
 		return err
 	}
 	name, role := actor(c)
-	if err := s.store.Block(c.UserContext(), id, fmt.Sprintf("by %s (%s)", name, role)); err != nil {
+	if err := s.svc.Blocklist.Block(c.UserContext(), id, fmt.Sprintf("by %s (%s)", name, role)); err != nil {
 		return err
 	}
 	s.log.Info("user blocked", "trace_id", traceID(c), "user_id", id, "actor", name, "role", role)
@@ -122,7 +117,7 @@ func (s *Server) unblock(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.Unblock(c.UserContext(), id); err != nil {
+	if err := s.svc.Blocklist.Unblock(c.UserContext(), id); err != nil {
 		return err
 	}
 	name, role := actor(c)
@@ -131,7 +126,7 @@ func (s *Server) unblock(c *fiber.Ctx) error {
 }
 
 func (s *Server) blocklistChanged(c *fiber.Ctx, id int64, blocked bool) error {
-	if err := s.admission.RefreshBlocklist(c.UserContext()); err != nil {
+	if err := s.svc.Admission.RefreshBlocklist(c.UserContext()); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{"user_id": id, "blocked": blocked})

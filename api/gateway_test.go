@@ -20,6 +20,7 @@ import (
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redis"
+	"github.com/seckill/seckill/temporal/starter"
 )
 
 // requireStock asserts the session's Redis stock and that the invariants hold.
@@ -57,7 +58,7 @@ func TestBlocklist(t *testing.T) {
 // Retry-After, and a limited request never touches stock.
 func TestRateLimits(t *testing.T) {
 	t.Run("user", func(t *testing.T) {
-		e := testenv.New(t, testenv.Options{NoWorker: true, Limits: api.Limits{User: 2}})
+		e := testenv.New(t, testenv.Options{NoWorker: true, Limits: app.Limits{User: 2}})
 		sess := e.Session(10, 5, 100)
 		tok := e.Token(1)
 		require.Equal(t, http.StatusAccepted, e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil).Status)
@@ -73,7 +74,7 @@ func TestRateLimits(t *testing.T) {
 		require.Equal(t, 7, e.Reconcile(sess.ID).RedisStock, "the limited request took no stock")
 	})
 	t.Run("ip", func(t *testing.T) {
-		e := testenv.New(t, testenv.Options{NoWorker: true, Limits: api.Limits{IP: 3}})
+		e := testenv.New(t, testenv.Options{NoWorker: true, Limits: app.Limits{IP: 3}})
 		sess := e.Session(10, 1, 100)
 		for u := int64(1); u <= 3; u++ {
 			require.Equal(t, http.StatusAccepted, e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(u), nil).Status)
@@ -82,7 +83,7 @@ func TestRateLimits(t *testing.T) {
 		require.Equal(t, 7, e.Reconcile(sess.ID).RedisStock)
 	})
 	t.Run("global, before auth", func(t *testing.T) {
-		e := testenv.New(t, testenv.Options{NoWorker: true, Limits: api.Limits{Global: 2}})
+		e := testenv.New(t, testenv.Options{NoWorker: true, Limits: app.Limits{Global: 2}})
 		sess := e.Session(10, 5, 100)
 		tok := e.Token(1)
 		require.Equal(t, http.StatusAccepted, e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil).Status)
@@ -102,12 +103,12 @@ func TestRedisDownNeverLetsThrough(t *testing.T) {
 	t.Cleanup(func() { dead.Close() })
 	for _, c := range []struct {
 		name   string
-		limits api.Limits
-	}{{"limits on", api.Limits{Global: 1000, User: 5, IP: 50}}, {"limits off", api.Limits{}}} {
+		limits app.Limits
+	}{{"limits on", app.Limits{Global: 1000, User: 5, IP: 50}}, {"limits off", app.Limits{}}} {
 		t.Run(c.name, func(t *testing.T) {
-			srv, err := api.New(api.Config{Starts: refuseStarts{}, JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
-				AdminToken: testenv.AdminToken, Limits: c.limits, Limiter: redis.NewLimiter(dead, "x"), Logger: e.Log},
-				e.DB, redis.New(dead, e.Prefix), e.Orders)
+			srv, err := app.NewAPI(app.APIConfig{Config: api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
+				AdminToken: testenv.AdminToken, Logger: e.Log}, Limits: c.limits, Limiter: redis.NewLimiter(dead, "x")},
+				starter.Config{}, e.DB, redis.New(dead, e.Prefix), e.Orders)
 			require.NoError(t, err)
 			req := httptest.NewRequest("POST", testenv.OrdersPath(sess.ID), nil)
 			req.Header.Set("Authorization", "Bearer "+e.Token(1))

@@ -15,6 +15,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -96,7 +97,7 @@ func TestIdempotencyKeyContract(t *testing.T) {
 // the key runs afresh. A ticket is consumed by its key:
 // the retry with the same key and ticket passes, another key does not.
 func TestIdempotencyKeyPinsOnlyDecisions(t *testing.T) {
-	e := testenv.New(t, testenv.Options{NoWorker: true, Limits: api.Limits{User: 1}})
+	e := testenv.New(t, testenv.Options{NoWorker: true, Limits: app.Limits{User: 1}})
 	sess := e.Session(5, 1, 100)
 	require.Equal(t, http.StatusAccepted, e.BuyWithKey(sess.ID, 1, "a-"+e.Prefix, 1).Status)
 	limited := e.BuyWithKey(sess.ID, 1, "b-"+e.Prefix, 1)
@@ -141,13 +142,13 @@ func TestIdempotencyKeyWithTicket(t *testing.T) {
 
 // countStarts counts the workflow starts the API asks for.
 type countStarts struct {
-	api.Flow
+	app.APIFlow
 	n *atomic.Int32
 }
 
 func (f countStarts) Start(ctx context.Context, req *seckill.OrderRequest) (bool, error) {
 	f.n.Add(1)
-	return f.Flow.Start(ctx, req)
+	return f.APIFlow.Start(ctx, req)
 }
 
 // A replay of a key whose order has started (its pending-start entry is
@@ -163,7 +164,7 @@ func TestIdempotencyReplayNeverRestartsAStartedOrder(t *testing.T) {
 
 func replayNeverRestarts(t *testing.T, stock int) {
 	var starts atomic.Int32
-	e := testenv.New(t, testenv.Options{WrapFlow: func(f api.Flow) api.Flow { return countStarts{f, &starts} }})
+	e := testenv.New(t, testenv.Options{WrapFlow: func(f app.APIFlow) app.APIFlow { return countStarts{f, &starts} }})
 	sess := e.Session(stock, 1, 100)
 	key := "once-" + e.Prefix
 	first := e.BuyWithKey(sess.ID, 1, key, 1)

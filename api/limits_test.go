@@ -11,7 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -79,7 +79,7 @@ func TestEveryShopperRouteIsLimited(t *testing.T) {
 // so is one fetching captcha audio or the order list: 429 with a
 // Retry-After, nothing looked up.
 func TestShopperLoopsAreLimited(t *testing.T) {
-	e := testenv.New(t, testenv.Options{NoWorker: true, Limits: api.Limits{User: 2}})
+	e := testenv.New(t, testenv.Options{NoWorker: true, Limits: app.Limits{User: 2}})
 	sess := e.Session(1, 1, 100)
 	tok := e.Token(77)
 	for _, call := range []struct{ method, path string }{

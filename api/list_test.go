@@ -12,19 +12,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
 // listLoads counts the API's MySQL session list queries.
 type listLoads struct {
-	api.Store
+	app.APIStore
 	n atomic.Int64
 }
 
 func (s *listLoads) OpenSessions(ctx context.Context, now time.Time, limit int) ([]*seckill.Session, error) {
 	s.n.Add(1)
-	return s.Store.OpenSessions(ctx, now, limit)
+	return s.APIStore.OpenSessions(ctx, now, limit)
 }
 
 func createSession(t *testing.T, e *testenv.Env, title string, start, end time.Duration) *seckill.Session {
@@ -97,8 +97,8 @@ func TestSessionList(t *testing.T) {
 // request: concurrent misses share one load.
 func TestSessionListIsServedFromMemory(t *testing.T) {
 	var loads *listLoads
-	e := testenv.New(t, testenv.Options{NoWorker: true, WrapStore: func(s api.Store) api.Store {
-		loads = &listLoads{Store: s}
+	e := testenv.New(t, testenv.Options{NoWorker: true, WrapStore: func(s app.APIStore) app.APIStore {
+		loads = &listLoads{APIStore: s}
 		return loads
 	}})
 	e.Session(10, 1, 100)

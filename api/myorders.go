@@ -69,7 +69,7 @@ func (s *Server) listOrders(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	orders, next, err := s.store.UserOrders(c.UserContext(), userID(c), before, limit)
+	orders, next, err := s.svc.History.UserOrders(c.UserContext(), userID(c), before, limit)
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -67,14 +67,14 @@ func TestListMyOrders(t *testing.T) {
 // heldFlow holds every workflow start until release is closed: orders stay
 // QUEUED, their starts pending.
 type heldFlow struct {
-	api.Flow
+	app.APIFlow
 	release chan struct{}
 }
 
 func (f heldFlow) Start(ctx context.Context, req *seckill.OrderRequest) (bool, error) {
 	select {
 	case <-f.release:
-		return f.Flow.Start(ctx, req)
+		return f.APIFlow.Start(ctx, req)
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
@@ -84,7 +84,7 @@ func (f heldFlow) Start(ctx context.Context, req *seckill.OrderRequest) (bool, e
 // many of its sale wait to be created; once created, it says nothing more.
 func TestQueuedOrderSaysTheBacklog(t *testing.T) {
 	release := make(chan struct{})
-	e := testenv.New(t, testenv.Options{WrapFlow: func(f api.Flow) api.Flow { return heldFlow{Flow: f, release: release} }})
+	e := testenv.New(t, testenv.Options{WrapFlow: func(f app.APIFlow) app.APIFlow { return heldFlow{APIFlow: f, release: release} }})
 	sess := e.Session(5, 1, 100)
 	ctx := context.Background()
 	var nos []string

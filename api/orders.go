@@ -12,11 +12,23 @@ import (
 	"github.com/seckill/seckill/ratelimit"
 )
 
-// OrderViews are the cached views polls read (MySQL only on a miss), and
-// the backlog a QUEUED order's poll shows.
-type OrderViews interface {
-	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
+// OrderFinder finds an order as its owner sees it (orders.Finder): the
+// view polls read, MySQL only on a miss; NOT_FOUND for anyone else's.
+type OrderFinder interface {
+	Find(ctx context.Context, orderNo string, owner int64) (*seckill.Order, error)
+}
+
+// StartBacklog is how many orders of a sale wait for their workflow to
+// create them (the starters' backlog, in Redis): a QUEUED order's poll
+// shows it.
+type StartBacklog interface {
 	Backlog(ctx context.Context, sessionID int64) (int, error)
+}
+
+// OrderCancels ask an order's workflow to close it (the shopper's
+// cancel); NOT_FOUND while no workflow runs for it.
+type OrderCancels interface {
+	Cancel(ctx context.Context, orderNo, traceID string) error
 }
 
 type orderBody struct {
@@ -70,7 +82,7 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	if body.Quantity != nil {
 		qty = *body.Quantity
 	}
-	ans := s.admission.Buy(c.UserContext(), s.caller(c, &admission.Request{SessionID: id, UserID: userID(c),
+	ans := s.svc.Admission.Buy(c.UserContext(), s.caller(c, &admission.Request{SessionID: id, UserID: userID(c),
 		Quantity: qty, IdempotencyKey: key, TraceID: traceID(c)}))
 	if err := s.refused(c, ans); err != nil {
 		return err
@@ -126,14 +138,14 @@ func orderView(o *seckill.Order) orderJSON {
 
 // getOrder: GET /api/v1/orders/{order_no} (owner only).
 func (s *Server) getOrder(c *fiber.Ctx) error {
-	o, err := s.orders.Find(c.UserContext(), c.Params("order_no"), userID(c))
+	o, err := s.svc.Orders.Find(c.UserContext(), c.Params("order_no"), userID(c))
 	if err != nil {
 		return err
 	}
 	v := orderView(o)
 	if o.Status == seckill.StatusQueued {
 		// Best effort: the queue view is a courtesy, the status the answer.
-		if n, err := s.gate.Backlog(c.UserContext(), o.SessionID); err == nil {
+		if n, err := s.svc.Backlog.Backlog(c.UserContext(), o.SessionID); err == nil {
 			v.Queued = n
 		}
 	}
@@ -144,14 +156,14 @@ func (s *Server) getOrder(c *fiber.Ctx) error {
 // workflow closes the order; the answer is 202 with the status as it is now.
 func (s *Server) cancelOrder(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	o, err := s.orders.Find(ctx, c.Params("order_no"), userID(c))
+	o, err := s.svc.Orders.Find(ctx, c.Params("order_no"), userID(c))
 	if err != nil {
 		return err
 	}
 	if o.Status != seckill.StatusWaitPay && o.Status != seckill.StatusQueued {
 		return seckill.Errorf(seckill.ECONFLICT, "order %s is %s and cannot be cancelled", o.OrderNo, o.Status)
 	}
-	if err := s.flow.Cancel(ctx, o.OrderNo, traceID(c)); seckill.ErrorCode(err) == seckill.ENOTFOUND {
+	if err := s.svc.Cancels.Cancel(ctx, o.OrderNo, traceID(c)); seckill.ErrorCode(err) == seckill.ENOTFOUND {
 		return seckill.Errorf(seckill.ECONFLICT, "order %s is not ready to be cancelled yet; retry in a moment", o.OrderNo)
 	} else if err != nil {
 		return err

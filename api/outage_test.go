@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/mysql"
 )
@@ -31,7 +31,7 @@ func TestMySQLOutageIsUnavailable(t *testing.T) {
 	db, err := mysql.Open(context.Background(), cfg.FormatDSN())
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
-	serve(t, e, newServer(t, e, api.Config{}, db))
+	serve(t, e, newServer(t, e, app.APIConfig{}, db))
 	tok := e.Token(1)
 
 	now := time.Now().UTC()

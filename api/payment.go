@@ -19,15 +19,15 @@ type Checkout interface {
 // to pay: 201 with the same payment on every call, 409 once the order can
 // no longer be paid, 404 for anyone else's order.
 func (s *Server) createPayment(c *fiber.Ctx) error {
-	if s.cfg.Checkout == nil {
+	if s.svc.Checkout == nil {
 		return seckill.Errorf(seckill.EUNAVAILABLE, "no payment provider is configured")
 	}
 	ctx := c.UserContext()
-	o, err := s.orders.Find(ctx, c.Params("order_no"), userID(c))
+	o, err := s.svc.Orders.Find(ctx, c.Params("order_no"), userID(c))
 	if err != nil {
 		return err
 	}
-	co, err := s.cfg.Checkout.Open(ctx, o)
+	co, err := s.svc.Checkout.Open(ctx, o)
 	if err != nil {
 		if seckill.ErrorCode(err) == seckill.EUNAVAILABLE {
 			s.log.Warn("checkout not opened", "trace_id", traceID(c), "order_no", o.OrderNo, "error", err)

@@ -9,28 +9,28 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
 // orderReads counts the API's MySQL order reads.
 type orderReads struct {
-	api.Store
+	app.APIStore
 	n atomic.Int64
 }
 
 func (s *orderReads) Order(ctx context.Context, orderNo string) (*seckill.Order, error) {
 	s.n.Add(1)
-	return s.Store.Order(ctx, orderNo)
+	return s.APIStore.Order(ctx, orderNo)
 }
 
 // Polling an order is the hottest read after admission: through QUEUED,
 // WAIT_PAY and PAID it is answered from Redis, without one MySQL read.
 func TestPollNeedsNoMySQL(t *testing.T) {
 	var reads *orderReads
-	e := testenv.New(t, testenv.Options{WrapStore: func(s api.Store) api.Store {
-		reads = &orderReads{Store: s}
+	e := testenv.New(t, testenv.Options{WrapStore: func(s app.APIStore) app.APIStore {
+		reads = &orderReads{APIStore: s}
 		return reads
 	}})
 	sess := e.Session(2, 1, 250)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -20,7 +21,7 @@ import (
 // load comes from one address).
 func TestPublicReadsAreRateLimited(t *testing.T) {
 	testenv.SkipShort(t, "MariaDB and Redis")
-	e := testenv.New(t, testenv.Options{NoWorker: true, Limits: api.Limits{Read: 3}})
+	e := testenv.New(t, testenv.Options{NoWorker: true, Limits: app.Limits{Read: 3}})
 	sess := e.Session(5, 1, 100)
 	tok := e.Token(1)
 	one := fmt.Sprintf("/api/v1/sessions/%d", sess.ID)

@@ -12,18 +12,19 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
 // panicky is a Store with a bug: looking up session 666 panics, with a
 // value that must not pass for a business answer.
-type panicky struct{ api.Store }
+type panicky struct{ app.APIStore }
 
 func (p panicky) Session(ctx context.Context, id int64) (*seckill.Session, int, error) {
 	if id == 666 {
 		panic(seckill.Errorf(seckill.ENOTFOUND, "a bug, not an answer"))
 	}
-	return p.Store.Session(ctx, id)
+	return p.APIStore.Session(ctx, id)
 }
 
 // A panic in a handler answers 500 INTERNAL in the error shape, logs the
@@ -33,7 +34,7 @@ func TestPanicAnswers500AndKeepsServing(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, Temporal: true})
 	sess := e.Session(5, 1, 100)
 	var logs testenv.LogBuffer
-	srv := newServer(t, e, api.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}, panicky{e.DB})
+	srv := newServer(t, e, app.APIConfig{Config: api.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}}, panicky{e.DB})
 	serve(t, e, srv)
 
 	r := e.Do("GET", "/api/v1/sessions/666", "", nil, "X-Request-ID", "trace-of-a-panic")

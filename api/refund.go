@@ -27,7 +27,7 @@ type refundBody struct {
 // REFUNDED. 409 for an order that is not PAID (refunded already included),
 // 422 IDEMPOTENCY_MISMATCH for a key used for another change.
 func (s *Server) refundOrder(c *fiber.Ctx) error {
-	if s.cfg.Refund == nil {
+	if s.svc.Refund == nil {
 		return seckill.Errorf(seckill.EUNAVAILABLE, "refunds are not configured on this API")
 	}
 	key, err := idempotencyKey(c)
@@ -47,13 +47,13 @@ func (s *Server) refundOrder(c *fiber.Ctx) error {
 	ch := &seckill.SessionChange{Action: seckill.ActionRefund, OrderNo: c.Params("order_no"), Reason: *body.Reason,
 		From: s.clientIP(c).String(), RequestID: key, TraceID: traceID(c)}
 	ch.Actor, ch.ActorRole = actor(c)
-	o, applied, err := s.cfg.Refund.Order(c.UserContext(), ch)
+	o, applied, err := s.svc.Refund.Order(c.UserContext(), ch)
 	if err != nil {
 		return err
 	}
 	// The units are back in Redis: a sold-out answer this process
 	// remembers must not turn away the shoppers who could buy them now.
-	s.admission.SoldOut.Clear(o.SessionID)
+	s.svc.Admission.SoldOut.Clear(o.SessionID)
 	s.log.Info("order refund", "trace_id", traceID(c), "order_no", o.OrderNo, "session_id", o.SessionID,
 		"actor", ch.Actor, "role", ch.ActorRole, "request_id", key, "applied", applied, "status", o.Status)
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_no": o.OrderNo, "status": o.Status, "applied": applied})

@@ -41,7 +41,7 @@ func (s *Server) register(c *fiber.Ctx) error {
 		return err
 	}
 	a := &seckill.Attempt{Session: sess, UserID: user, TraceID: traceID(c), Now: s.cfg.Now()}
-	if err := s.refused(c, s.admission.Screen(c.UserContext(), s.caller(c, &admission.Request{}), a)); err != nil {
+	if err := s.refused(c, s.svc.Admission.Screen(c.UserContext(), s.caller(c, &admission.Request{}), a)); err != nil {
 		return err
 	}
 	created, err := desk.Register(c.UserContext(), sess, user)
@@ -115,8 +115,8 @@ func (s *Server) registrantList(c *fiber.Ctx) error {
 
 // registrations is the desk, UNAVAILABLE when the process has none.
 func (s *Server) registrations() (Registrations, error) {
-	if s.cfg.Registrations == nil {
+	if s.svc.Registrations == nil {
 		return nil, seckill.Errorf(seckill.EUNAVAILABLE, "registrations are not configured in this process")
 	}
-	return s.cfg.Registrations, nil
+	return s.svc.Registrations, nil
 }

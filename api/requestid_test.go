@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/temporal"
 )
@@ -24,7 +24,7 @@ import (
 // the start runs after the handler returned, while the connection already
 // carries the next request.
 type delayedStarts struct {
-	api.Flow
+	app.APIFlow
 	delay time.Duration
 	mu    sync.Mutex
 	seen  map[string]string // order number → trace id the start was given
@@ -35,7 +35,7 @@ func (f *delayedStarts) Start(ctx context.Context, req *seckill.OrderRequest) (b
 	f.mu.Lock()
 	f.seen[req.OrderNo] = req.TraceID
 	f.mu.Unlock()
-	return f.Flow.Start(ctx, req)
+	return f.APIFlow.Start(ctx, req)
 }
 
 // Fasthttp reuses a connection's request memory for its next request: a
@@ -50,7 +50,7 @@ func TestRequestIDOutlivesTheRequest(t *testing.T) {
 	logs := &testenv.LogBuffer{}
 	e := testenv.New(t, testenv.Options{
 
-		WrapFlow: func(f api.Flow) api.Flow { slow.Flow = f; return slow },
+		WrapFlow: func(f app.APIFlow) app.APIFlow { slow.APIFlow = f; return slow },
 		Logger:   slog.New(slog.NewJSONHandler(logs, nil)),
 	})
 	sess := e.Session(n, 1, 100)

@@ -17,7 +17,7 @@ const deviceCookieAge = 365 * 24 * time.Hour
 // reaches the cookies of the pages that load) and says its id: the shop
 // page calls it once when it loads.
 func (s *Server) device(c *fiber.Ctx) error {
-	id, err := s.admission.DeviceID(c.Cookies(admission.DeviceCookie))
+	id, err := s.svc.Admission.DeviceID(c.Cookies(admission.DeviceCookie))
 	if err != nil || id == "" {
 		var b [16]byte
 		if _, err := rand.Read(b[:]); err != nil {
@@ -25,7 +25,7 @@ func (s *Server) device(c *fiber.Ctx) error {
 		}
 		id = hex.EncodeToString(b[:])
 	}
-	c.Cookie(&fiber.Cookie{Name: admission.DeviceCookie, Value: s.admission.SignDevice(id), Path: "/", HTTPOnly: true,
+	c.Cookie(&fiber.Cookie{Name: admission.DeviceCookie, Value: s.svc.Admission.SignDevice(id), Path: "/", HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteLaxMode, Secure: c.Protocol() == "https",
 		MaxAge: int(deviceCookieAge.Seconds())})
 	c.Set(fiber.HeaderCacheControl, "no-store")

@@ -54,7 +54,7 @@ func (r *riskService) queries() []seckill.RiskQuery {
 	return append([]seckill.RiskQuery(nil), r.asked...)
 }
 
-func riskEnv(t *testing.T, svc *riskService, fail string, limits api.Limits) *testenv.Env {
+func riskEnv(t *testing.T, svc *riskService, fail string, limits app.Limits) *testenv.Env {
 	srv := httptest.NewServer(svc)
 	t.Cleanup(srv.Close)
 	return testenv.New(t, testenv.Options{Limits: limits, Configure: func(c *app.Config) {
@@ -71,7 +71,7 @@ func riskEnv(t *testing.T, svc *riskService, fail string, limits api.Limits) *te
 // answers that go on leave the invariants whole.
 func TestRiskCheckBeforeAdmission(t *testing.T) {
 	svc := &riskService{deny: map[int64]string{2: "too many accounts on this card"}}
-	e := riskEnv(t, svc, "open", api.Limits{})
+	e := riskEnv(t, svc, "open", app.Limits{})
 	sess := e.Session(5, 1, 100)
 	buy := func(user int64, headers ...string) *testenv.Response {
 		return e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(user), map[string]int{"quantity": 1}, headers...)
@@ -120,7 +120,7 @@ func TestRiskCheckWithoutAnAnswer(t *testing.T) {
 	for _, fail := range []string{"open", "closed"} {
 		t.Run(fail, func(t *testing.T) {
 			svc := &riskService{delay: time.Second}
-			e := riskEnv(t, svc, fail, api.Limits{})
+			e := riskEnv(t, svc, fail, app.Limits{})
 			sess := e.Session(5, 1, 100)
 			r := e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(1), nil, "User-Agent", "shop/1")
 			if fail == "open" {
@@ -139,7 +139,7 @@ func TestRiskCheckWithoutAnAnswer(t *testing.T) {
 // accounts is held to SECKILL_LIMIT_DEVICE_RPS, whichever account it
 // uses.
 func TestDeviceLimit(t *testing.T) {
-	e := riskEnv(t, &riskService{}, "open", api.Limits{Device: 1})
+	e := riskEnv(t, &riskService{}, "open", app.Limits{Device: 1})
 	sess := e.Session(5, 1, 100)
 	pair := strings.SplitN(e.Do("GET", "/api/v1/device", "", nil).Header.Get("Set-Cookie"), ";", 2)[0]
 	buy := func(user int64) *testenv.Response {
@@ -168,7 +168,7 @@ func TestRiskCheckRemembersNoAnswer(t *testing.T) {
 			t.Cleanup(risky.Close)
 			e := testenv.New(t, testenv.Options{NoAPI: true})
 			m := metrics.New()
-			srv := newServer(t, e, api.Config{Metrics: m, Risk: admission.RiskConfig{Checker: &risk.Client{URL: risky.URL},
+			srv := newServer(t, e, app.APIConfig{Config: api.Config{Metrics: m}, Risk: admission.RiskConfig{Checker: &risk.Client{URL: risky.URL},
 				Timeout: 100 * time.Millisecond, FailClosed: closed, NoAnswerHold: time.Hour}}, e.DB)
 			srv.Start(t.Context())
 			serve(t, e, srv)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -51,6 +52,13 @@ func (b *updateSessionBody) update() (*seckill.SessionUpdate, error) {
 		*f.to = &t
 	}
 	return u, nil
+}
+
+// SessionAudit reads a session's row (NOT_FOUND for none) and the
+// changes made to it, oldest first (MySQL).
+type SessionAudit interface {
+	Session(ctx context.Context, id int64) (*seckill.Session, int, error)
+	SessionAudit(ctx context.Context, sessionID int64) ([]seckill.SessionChange, error)
 }
 
 // actor is the authenticated operator, as the audit records them.
@@ -113,10 +121,10 @@ func (s *Server) changeSession(action seckill.SessionAction) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		s.sessions.Forget(id)
+		s.svc.Sessions.Forget(id)
 		out := fiber.Map{"applied": done.Applied}
 		if done.RedisStock != nil {
-			s.admission.SoldOut.Clear(id)
+			s.svc.Admission.SoldOut.Clear(id)
 			out["redis_stock"] = *done.RedisStock
 		}
 		v, err := s.sessionView(ctx, done.Session)
@@ -134,10 +142,10 @@ func (s *Server) sessionAudit(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := s.store.Session(c.UserContext(), id); err != nil {
+	if _, _, err := s.svc.Audit.Session(c.UserContext(), id); err != nil {
 		return err
 	}
-	changes, err := s.store.SessionAudit(c.UserContext(), id)
+	changes, err := s.svc.Audit.SessionAudit(c.UserContext(), id)
 	if err != nil {
 		return err
 	}

@@ -12,26 +12,29 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// SessionRows reads sessions from MySQL: one with its database stock,
-// the open ones for the list, and the audit of its changes.
-type SessionRows interface {
-	Session(ctx context.Context, id int64) (*seckill.Session, int, error)
-	OpenSessions(ctx context.Context, now time.Time, limit int) ([]*seckill.Session, error)
-	SessionAudit(ctx context.Context, sessionID int64) ([]seckill.SessionChange, error)
+// SessionCache gives a session's metadata from the process's memory
+// (sessions.Cache); an operator's change makes it forget the session.
+type SessionCache interface {
+	Get(ctx context.Context, id int64) (*seckill.Session, error)
+	Forget(id int64)
 }
 
-// LiveStock reads a session's stock in Redis: alone (and whether it was
-// preheated), or with Redis's clock and its latest keyed win.
-type LiveStock interface {
+// SessionStock reads a session's stock in Redis, and whether it was
+// preheated.
+type SessionStock interface {
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
-	StockMark(ctx context.Context, sessionID int64) (seckill.StockMark, error)
+}
+
+// SessionListing reads the sessions not yet ended, soonest first (MySQL).
+type SessionListing interface {
+	OpenSessions(ctx context.Context, now time.Time, limit int) ([]*seckill.Session, error)
 }
 
 // sessionJSON is the public shape of a session.
 type sessionJSON = seckill.SessionView
 
 func (s *Server) sessionView(ctx context.Context, sess *seckill.Session) (*sessionJSON, error) {
-	stock, preheated, err := s.gate.Stock(ctx, sess.ID)
+	stock, preheated, err := s.svc.Stock.Stock(ctx, sess.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +57,7 @@ func (s *Server) pathSession(c *fiber.Ctx) (*seckill.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.sessions.Get(c.UserContext(), id)
+	return s.svc.Sessions.Get(c.UserContext(), id)
 }
 
 // getSession: GET /api/v1/sessions/{id} (public).
@@ -122,7 +125,7 @@ func (l *sessionList) get(ctx context.Context) ([]byte, error) {
 // first, each in the shape of GET /api/v1/sessions/{id}.
 func (s *Server) loadSessionList(ctx context.Context) ([]byte, error) {
 	now := s.cfg.Now()
-	sessions, err := s.store.OpenSessions(ctx, now, listLimit)
+	sessions, err := s.svc.Listing.OpenSessions(ctx, now, listLimit)
 	if err != nil {
 		return nil, err
 	}

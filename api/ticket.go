@@ -38,7 +38,7 @@ func (s *Server) issueTicket(c *fiber.Ctx) error {
 		}
 	}
 	exp := s.cfg.Now().Add(ticketTTL)
-	return c.JSON(fiber.Map{"ticket": s.admission.Ticket(id, user, exp), "expires_at": exp.UTC().Truncate(time.Second)})
+	return c.JSON(fiber.Map{"ticket": s.svc.Admission.Ticket(id, user, exp), "expires_at": exp.UTC().Truncate(time.Second)})
 }
 
 // shopperSession is the session of the path and the signed-in shopper
@@ -49,9 +49,9 @@ func (s *Server) shopperSession(c *fiber.Ctx) (*seckill.Session, int64, error) {
 		return nil, 0, err
 	}
 	user := userID(c)
-	if err := s.admission.Blocked(user); err != nil {
+	if err := s.svc.Admission.Blocked(user); err != nil {
 		return nil, 0, err
 	}
-	sess, err := s.sessions.Get(c.UserContext(), id)
+	sess, err := s.svc.Sessions.Get(c.UserContext(), id)
 	return sess, user, err
 }

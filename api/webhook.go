@@ -1,6 +1,8 @@
 package api
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
@@ -57,10 +59,16 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	return s.receivePayment(c, p)
 }
 
+// PaymentIntake takes a payment whose provider's signature held
+// (payments.Intake); nil once it is durably handled.
+type PaymentIntake interface {
+	Receive(ctx context.Context, p *seckill.Payment) error
+}
+
 // receivePayment hands a payment whose provider signature held to the
-// intake (payments.Intake), and answers 200 once it is durably handled.
+// intake, and answers 200 once it is durably handled.
 func (s *Server) receivePayment(c *fiber.Ctx, p *seckill.Payment) error {
-	if err := s.intake.Receive(c.UserContext(), p); err != nil {
+	if err := s.svc.Payments.Receive(c.UserContext(), p); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{"received": true})

@@ -113,12 +113,13 @@ func admissionOnlyAPI(ctx context.Context, spec ServerSpec) (app *fiber.App, cle
 	if spec.RiskURL != "" {
 		rc.Checker = &risk.Client{URL: spec.RiskURL, HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	}
-	srv, err := seckillapp.NewAPI(api.Config{JWTSecret: spec.JWTSecret, WebhookSecret: spec.WebhookSecret, AdminToken: spec.AdminToken,
-		Limits: spec.Limits, Limiter: redis.NewLimiter(rdb, prefix), Risk: rc,
+	srv, err := seckillapp.NewAPI(seckillapp.APIConfig{Config: api.Config{JWTSecret: spec.JWTSecret, WebhookSecret: spec.WebhookSecret,
+		AdminToken: spec.AdminToken,
 		// One log line per winner would cost the baseline what the stack's
 		// WARN level spares the real API.
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		starter.Config{}, scratchStore{Store: db, sessions: sessions}, gate, noStarts{})
+		Limits: spec.Limits, Limiter: redis.NewLimiter(rdb, prefix), Risk: rc},
+		starter.Config{}, scratchStore{APIStore: db, sessions: sessions}, gate, noStarts{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -188,7 +189,7 @@ func outcomeCounts(rs []result) map[string]int {
 // its reconcile, and MySQL has no way to delete a session. The API reads a
 // session once per cache period either way, so admission costs the same.
 type scratchStore struct {
-	api.Store
+	seckillapp.APIStore
 	sessions map[int64]*seckill.Session
 }
 

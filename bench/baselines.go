@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
+	seckillapp "github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/redis"
 )
 
@@ -37,7 +37,7 @@ type BaselineConfig struct {
 	// (empty: that baseline and its ratios are skipped). Limits are the
 	// stack's admission rate limits, which that baseline's API applies too.
 	MySQLDSN string
-	Limits   api.Limits
+	Limits   seckillapp.Limits
 }
 
 func measureBaselines(ctx context.Context, cfg BaselineConfig, pin *PinPlan, cpu *serverCPU, conc, n int, progress io.Writer) (*Baselines, error) {

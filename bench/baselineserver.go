@@ -18,6 +18,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	seckillapp "github.com/seckill/seckill/internal/app"
 )
 
 // The HTTP baselines (bare Fiber, the admission-only API) run as processes
@@ -41,14 +42,14 @@ type ServerSpec struct {
 	Kind string `json:"kind"`
 	// The admission-only API: the stack's secrets, limits and servers, and
 	// the session it sells (from memory, on a scratch Redis prefix).
-	JWTSecret     []byte     `json:"jwt_secret,omitempty"`
-	WebhookSecret []byte     `json:"webhook_secret,omitempty"`
-	AdminToken    string     `json:"admin_token,omitempty"`
-	Limits        api.Limits `json:"limits"`
-	RedisAddr     string     `json:"redis_addr,omitempty"`
-	MySQLDSN      string     `json:"mysql_dsn,omitempty"`
-	Stock         int        `json:"stock,omitempty"`
-	PerUserLimit  int        `json:"per_user_limit,omitempty"`
+	JWTSecret     []byte            `json:"jwt_secret,omitempty"`
+	WebhookSecret []byte            `json:"webhook_secret,omitempty"`
+	AdminToken    string            `json:"admin_token,omitempty"`
+	Limits        seckillapp.Limits `json:"limits"`
+	RedisAddr     string            `json:"redis_addr,omitempty"`
+	MySQLDSN      string            `json:"mysql_dsn,omitempty"`
+	Stock         int               `json:"stock,omitempty"`
+	PerUserLimit  int               `json:"per_user_limit,omitempty"`
 	// RiskURL, when set, turns the risk check on (admission.RiskConfig, its
 	// defaults) against this risk service.
 	RiskURL string `json:"risk_url,omitempty"`

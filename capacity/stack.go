@@ -22,7 +22,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/auth"
 	apiclient "github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/app"
@@ -116,7 +115,7 @@ func newStack(ctx context.Context, cfg Config) (_ *stack, err error) {
 // the dependency pings. The session cache keeps production's 1 s.
 func (s *stack) startAPI() error {
 	cfg := s.app.APIConfig(false)
-	cfg.Limits = api.Limits{User: 5}
+	cfg.Limits = app.Limits{User: 5}
 	cfg.SessionCacheTTL = time.Second
 	cfg.DependencyPing = -1
 	srv, err := app.NewAPI(cfg, starter.Config{}, s.app.DB, s.app.Gate, s.app.Orders())

@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/temporal"
@@ -122,7 +122,7 @@ func TestPaymentBeforeTheStart(t *testing.T) {
 // gatedStarts holds the API's workflow starts: each waits for release
 // before (or after) the real start, so a payment lands in the middle of it.
 type gatedStarts struct {
-	api.Flow
+	app.APIFlow
 	after   bool // hold after the real start instead of before it
 	release chan struct{}
 	mu      sync.Mutex
@@ -135,7 +135,7 @@ func (g *gatedStarts) Start(ctx context.Context, req *seckill.OrderRequest) (boo
 	if !g.after {
 		<-g.release
 	}
-	started, err := g.Flow.Start(ctx, req)
+	started, err := g.APIFlow.Start(ctx, req)
 	if err == nil {
 		g.mu.Lock()
 		g.started[req.OrderNo] = started
@@ -162,7 +162,7 @@ func TestPaymentDuringTheStart(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := &gatedStarts{after: after, release: make(chan struct{}), started: map[string]bool{}}
 			e := testenv.New(t, testenv.Options{
-				WrapFlow: func(f api.Flow) api.Flow { g.Flow = f; return g }})
+				WrapFlow: func(f app.APIFlow) app.APIFlow { g.APIFlow = f; return g }})
 			sess := e.Session(3, 1, 300)
 			tok, no := buyQueued(t, e, sess.ID, 1)
 			if after {
@@ -245,13 +245,13 @@ func TestPaymentRacesTheRelay(t *testing.T) {
 
 // countedStarts counts the payments delivered with signal-with-start.
 type countedStarts struct {
-	api.Flow
+	app.APIFlow
 	n atomic.Int32
 }
 
 func (c *countedStarts) PayWithStart(ctx context.Context, req *seckill.OrderRequest, p *seckill.Payment) error {
 	c.n.Add(1)
-	return c.Flow.PayWithStart(ctx, req, p)
+	return c.APIFlow.PayWithStart(ctx, req, p)
 }
 
 // A payment never starts the workflow of an order that has a row, even when
@@ -261,7 +261,7 @@ func (c *countedStarts) PayWithStart(ctx context.Context, req *seckill.OrderRequ
 // whose view is lost is recorded for refund, the order stays PAID.
 func TestPaymentNeverStartsAnOrderWithARow(t *testing.T) {
 	c := &countedStarts{}
-	e := testenv.New(t, testenv.Options{WrapFlow: func(f api.Flow) api.Flow { c.Flow = f; return c }})
+	e := testenv.New(t, testenv.Options{WrapFlow: func(f app.APIFlow) app.APIFlow { c.APIFlow = f; return c }})
 	sess := e.Session(2, 1, 400)
 	tok, no := buyQueued(t, e, sess.ID, 1)
 	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusWaitPay)

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // WAIT_PAY, payments and a cancel go through, and the invariants hold.
 func TestSaleOnRedisCluster(t *testing.T) {
 	e := testenv.New(t, testenv.Options{RedisServer: testenv.SharedRedisCluster(t).Addr(), PayTimeout: time.Minute,
-		Limits: api.Limits{Global: 10000, User: 50, IP: 10000, Read: 1000}})
+		Limits: app.Limits{Global: 10000, User: 50, IP: 10000, Read: 1000}})
 	const stock, limit = 20, 2
 	sess := e.Session(stock, limit, 700)
 

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/temporal"
@@ -96,7 +96,7 @@ func TestLateAndDuplicatePaymentsAreRefunded(t *testing.T) {
 // lostPayments is the seam for "the workflow never records a signalled
 // payment" (its ApplyPayment gave up, or the run was terminated or lost
 // with its history): the webhook's signal goes nowhere.
-type lostPayments struct{ api.Flow }
+type lostPayments struct{ app.APIFlow }
 
 func (lostPayments) Pay(context.Context, *seckill.Payment) error { return nil }
 
@@ -114,7 +114,7 @@ func TestPaymentNoWorkflowRecordedIsSettled(t *testing.T) {
 	// The lost run must still wait in WAIT_PAY when it is terminated: its
 	// deadline counts from the 202, creation included.
 	e := testenv.New(t, testenv.Options{PayTimeout: 8 * time.Second,
-		WrapFlow: func(f api.Flow) api.Flow { return lostPayments{f} }})
+		WrapFlow: func(f app.APIFlow) app.APIFlow { return lostPayments{f} }})
 	sess := e.Session(4, 1, 500)
 	ctx := context.Background()
 	lost, closed := e.Token(1), e.Token(2)
@@ -160,7 +160,7 @@ func TestPaymentNoWorkflowRecordedIsSettled(t *testing.T) {
 // flakyPayments fails the first signal of each payment as Temporal being
 // unreachable would.
 type flakyPayments struct {
-	api.Flow
+	app.APIFlow
 	mu     sync.Mutex
 	failed map[string]bool
 }
@@ -173,7 +173,7 @@ func (f *flakyPayments) Pay(ctx context.Context, p *seckill.Payment) error {
 	if first {
 		return seckill.Errorf(seckill.EUNAVAILABLE, "order service unavailable, retry shortly")
 	}
-	return f.Flow.Pay(ctx, p)
+	return f.APIFlow.Pay(ctx, p)
 }
 
 // The webhook writes the payment (RECEIVED) before it signals; when the
@@ -181,8 +181,8 @@ func (f *flakyPayments) Pay(ctx context.Context, p *seckill.Payment) error {
 // rather than answered as a replay: the order is paid once, with one
 // payment row.
 func TestWebhookRedeliveryAfterAFailedSignal(t *testing.T) {
-	e := testenv.New(t, testenv.Options{WrapFlow: func(f api.Flow) api.Flow {
-		return &flakyPayments{Flow: f, failed: map[string]bool{}}
+	e := testenv.New(t, testenv.Options{WrapFlow: func(f app.APIFlow) app.APIFlow {
+		return &flakyPayments{APIFlow: f, failed: map[string]bool{}}
 	}})
 	sess := e.Session(2, 1, 700)
 	tok := e.Token(1)
@@ -210,7 +210,7 @@ func TestWebhookRedeliveryAfterAFailedSignal(t *testing.T) {
 // signalled again by the refund relay: the order ends PAID, not closed at
 // its timeout with the money refunded.
 func TestReceivedPaymentIsSignalledAgain(t *testing.T) {
-	e := testenv.New(t, testenv.Options{WrapFlow: func(f api.Flow) api.Flow { return lostPayments{f} }})
+	e := testenv.New(t, testenv.Options{WrapFlow: func(f app.APIFlow) app.APIFlow { return lostPayments{f} }})
 	sess := e.Session(1, 1, 500)
 	ctx := context.Background()
 	tok := e.Token(1)

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/temporal/starter"
 )
@@ -22,7 +22,7 @@ import (
 // heldStarts holds every workflow start until the test lets them go: a
 // Temporal that does not answer yet.
 type heldStarts struct {
-	api.Flow
+	app.APIFlow
 	release chan struct{}
 	mu      sync.Mutex
 	done    int
@@ -34,7 +34,7 @@ func (f *heldStarts) Start(ctx context.Context, req *seckill.OrderRequest) (bool
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
-	started, err := f.Flow.Start(ctx, req)
+	started, err := f.APIFlow.Start(ctx, req)
 	f.mu.Lock()
 	f.done++
 	f.mu.Unlock()
@@ -53,7 +53,7 @@ func (f *heldStarts) finished() int {
 // once Temporal answers, every order reaches WAIT_PAY exactly once.
 func TestWinnersNeverWaitForStarts(t *testing.T) {
 	held := &heldStarts{release: make(chan struct{})}
-	e := testenv.New(t, testenv.Options{WrapFlow: func(f api.Flow) api.Flow { held.Flow = f; return held },
+	e := testenv.New(t, testenv.Options{WrapFlow: func(f app.APIFlow) app.APIFlow { held.APIFlow = f; return held },
 		Starter: starter.Config{CallTimeout: time.Minute}})
 	sess := e.Session(5, 1, 100)
 	var orders []string
@@ -81,7 +81,7 @@ func TestWinnersNeverWaitForStarts(t *testing.T) {
 // a few seconds later, and every order reaches WAIT_PAY exactly once.
 func TestOutboxDrainsDroppedHandoffs(t *testing.T) {
 	held := &heldStarts{release: make(chan struct{})}
-	e := testenv.New(t, testenv.Options{WrapFlow: func(f api.Flow) api.Flow { held.Flow = f; return held },
+	e := testenv.New(t, testenv.Options{WrapFlow: func(f app.APIFlow) app.APIFlow { held.APIFlow = f; return held },
 		Starter: starter.Config{Queue: 1, CallTimeout: time.Minute, Limit: &starter.Limit{Min: 1, Max: 1, Initial: 1}}})
 	sess := e.Session(6, 1, 100)
 	var orders []string

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/temporal/starter"
@@ -97,7 +97,7 @@ func TestRelayReleasesOrphans(t *testing.T) {
 
 // unreachable is an API's Flow whose workflow starts all time out, as
 // when Temporal answers the worker but not this process.
-type unreachable struct{ api.Flow }
+type unreachable struct{ app.APIFlow }
 
 func (unreachable) Start(ctx context.Context, _ *seckill.OrderRequest) (bool, error) {
 	<-ctx.Done()
@@ -110,7 +110,7 @@ func (unreachable) Start(ctx context.Context, _ *seckill.OrderRequest) (bool, er
 // its starter (whose holds, renewed, kept them young for ever).
 func TestStalledAPILeavesItsOrdersToTheRelay(t *testing.T) {
 	e := testenv.New(t, testenv.Options{
-		WrapFlow: func(f api.Flow) api.Flow { return unreachable{f} },
+		WrapFlow: func(f app.APIFlow) app.APIFlow { return unreachable{f} },
 		Starter:  starter.Config{CallTimeout: time.Second, HoldEvery: 500 * time.Millisecond},
 	})
 	sess := e.Session(5, 1, 100)

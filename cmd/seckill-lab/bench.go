@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/bench"
 	"github.com/seckill/seckill/bench/htmlreport"
 	"github.com/seckill/seckill/internal/app"
@@ -107,7 +106,7 @@ Temporal received (draw in the JSON).`,
 				}
 				cfg.Baselines = &bench.BaselineConfig{Exec: exe, RedisAddr: c.RedisAddr, TemporalAddr: c.TemporalAddr,
 					TemporalNamespace: c.TemporalNamespace, NoopWorkflows: noopCount, MySQLDSN: c.MySQLDSN,
-					Limits: api.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS}}
+					Limits: app.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS}}
 			}
 			cfg.TemporalAddr, cfg.TemporalNamespace, cfg.TaskQueue = c.TemporalAddr, c.TemporalNamespace, c.TaskQueue
 			if cfg.Registrations < 0 || cfg.RegistrationWindow < 0 || cfg.Draw < 0 {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -12,7 +13,10 @@ import (
 	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/metrics"
+	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/temporal/starter"
 )
 
@@ -21,21 +25,103 @@ import (
 // queue.
 const OutboxAge = 3 * time.Second
 
-// APIGate is the Redis side of an API process: its handlers', its
-// starter's and its outbox relay's.
-type APIGate interface {
-	api.Gate
-	relay.Gate
+// APIStore is the MySQL side of an API process: what its use cases, its
+// routes and its outbox relay read and write.
+type APIStore interface {
+	payments.Ledger     // the payment intake (and the order finder's rows)
+	admission.Blocklist // the blocklist admission copies into memory
+	api.Blocklist       // the admin's blocklist
+	api.SessionAudit    // the session cache's loads, the admin's audit, the outbox relay's sessions
+	api.SessionListing  // the public list
+	api.OrderHistory    // a shopper's orders
+	api.EventFeed       // the admin's events
+	// Reconcile, and its repair of Redis from MySQL.
+	seckill.DBSnapshotter
+	seckill.HoldingsLister
+	Ping(ctx context.Context) error
 }
 
-// API is one API process: the HTTP server, the starter that starts its
-// winners' workflows after their answer, and the outbox relay that starts
-// the pending ones no starter holds (a full queue, a crashed API).
+// APIGate is the Redis side of an API process: its use cases', its
+// routes', its starter's and its outbox relay's.
+type APIGate interface {
+	admission.Stock       // admission, and its sold-out memory
+	admission.Tickets     // purchase tickets, used once
+	orders.Views          // the order finder's views
+	payments.Reservations // the payment intake's view of a QUEUED order
+	api.SessionStock      // the session views
+	api.StartBacklog      // a QUEUED order's poll
+	relay.Gate            // the outbox relay (and the starter's starts confirmed)
+	// Reconcile, and its repair of Redis from MySQL.
+	seckill.RedisSnapshotter
+	seckill.Rebuilder
+	Ping(ctx context.Context) error
+}
+
+// APIFlow is the Temporal side of an API process: the starter's (and the
+// outbox relay's) starts, the payment intake's delivery, the shopper's
+// cancel.
+type APIFlow interface {
+	starter.Flow
+	payments.Workflows
+	api.OrderCancels
+	Ping(ctx context.Context) error
+}
+
+// APIConfig is an API process's configuration: its HTTP server's
+// (api.Config) and its use cases' settings.
+type APIConfig struct {
+	api.Config
+	// Limits are requests per second, 0 turns one off: Global, Read and
+	// AdminFails are the HTTP server's (they replace api.Config's),
+	// User, IP and Device admission's, enforced by Limiter (required
+	// when any of those is on).
+	Limits  Limits
+	Limiter admission.Limiter
+	// Risk is the check before admission: User-Agent rules, the device
+	// limit, the shop's risk service.
+	Risk admission.RiskConfig
+	// PayTimeout is handed to each order's workflow (15m in production).
+	PayTimeout time.Duration
+	// SweepGrace is how long past its deadline an order may wait before
+	// reconcile calls it stuck (SECKILL_SWEEP_GRACE; the worker's sweep
+	// closes it then); seckill.DefaultSweepGrace when 0.
+	SweepGrace time.Duration
+	// SoldOutRecheck is how often a process re-reads the stock of sessions
+	// it has flagged sold out (default 200ms).
+	SoldOutRecheck time.Duration
+	// Controls are the operator's session controls, Registrations the
+	// reserved sales' desk, Checkout the payment checkout and Refund an
+	// operator's refund (nil: their routes answer 503).
+	Controls      api.SessionControls
+	Registrations api.Registrations
+	Checkout      api.Checkout
+	Refund        api.OrderRefund
+}
+
+// Limits are an API's rate limits, requests per second; 0 turns one off.
+type Limits struct {
+	// Global, Read and AdminFails are the HTTP server's (api.Limits).
+	Global, Read, AdminFails int
+	// User and IP are fleet-wide, in Redis; so is Device, per device
+	// cookie, for requests that carry one (admission.Limits).
+	User, IP, Device int
+}
+
+// API is one API process: the HTTP server, the use cases it calls, the
+// starter that starts its winners' workflows after their answer, and the
+// outbox relay that starts the pending ones no starter holds (a full
+// queue, a crashed API).
 type API struct {
 	*api.Server
 	Starts *starter.Starter
-	outbox *relay.Relay
-	log    *slog.Logger
+	// Admission, Sessions and Orders are the use cases with state of
+	// their own: the purchase decision (its loops run from Start), the
+	// session cache, the order finder.
+	Admission *admission.Service
+	Sessions  *sessions.Cache
+	Orders    *orders.Finder
+	outbox    *relay.Relay
+	log       *slog.Logger
 	// stopStarts ends the starter's loop once Shutdown drained it: the
 	// loop outlives Start's context, since the drain needs it running.
 	startsCtx  context.Context
@@ -56,44 +142,93 @@ func (m *Main) StarterConfig() starter.Config {
 }
 
 // NewAPI assembles an API process on the given adapters (a test passes
-// wrapped ones): one starter and one outbox relay, on the same gate and
-// flow as the handlers, the starter holding its starts while the order
-// route answers a burst (the same FrontDoor).
-func NewAPI(cfg api.Config, sc starter.Config, store api.Store, gate APIGate, flow api.Flow) (*API, error) {
+// wrapped ones): its use cases, one starter and one outbox relay, on the
+// same gate and flow as the handlers, the starter holding its starts
+// while the order route answers a burst (the same FrontDoor).
+func NewAPI(cfg APIConfig, sc starter.Config, store APIStore, gate APIGate, flow APIFlow) (*API, error) {
+	l := cfg.Limits
+	if (l.User > 0 || l.IP > 0 || l.Device > 0) && cfg.Limiter == nil {
+		return nil, errors.New("per-user and per-IP limits need a Limiter")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.New() // one set for the handlers and the starter
+		cfg.Metrics = metrics.New() // one set for the handlers, admission and the starter
 	}
 	if cfg.PayTimeout <= 0 {
 		cfg.PayTimeout = seckill.DefaultPayTimeout // the outbox's orders count from their reservation too
 	}
-	door := cfg.Door
-	if door == nil {
-		door = &admission.FrontDoor{}
+	if cfg.SessionCacheTTL <= 0 {
+		cfg.SessionCacheTTL = time.Second
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Door == nil {
+		cfg.Door = &admission.FrontDoor{}
+	}
+	door := cfg.Door
 	sc.Flow, sc.Gate, sc.Log, sc.Metrics, sc.Name = flow, gate, cfg.Logger, cfg.Metrics, "api"
 	if sc.Busy == nil {
 		sc.Busy = func() bool { return door.Busy(time.Now()) }
 		sc.Settle = admission.DoorSettle
 	}
-	starts := starter.New(sc)
-	cfg.Starts, cfg.Door = starts, door
-	srv, err := api.New(cfg, store, gate, flow)
+	a := &API{Starts: starter.New(sc), log: cfg.Logger}
+	a.Sessions = sessions.NewCache(cfg.SessionCacheTTL, func(ctx context.Context, id int64) (*seckill.Session, error) {
+		sess, _, err := store.Session(ctx, id)
+		return sess, err
+	})
+	a.Admission = admission.New(admission.Config{Sessions: a.Sessions, Stock: gate, Starts: a.Starts,
+		Blocklist: store, Tickets: gate, Risk: cfg.Risk, Secrets: append([][]byte{cfg.JWTSecret}, cfg.RotatedJWTSecrets...),
+		PayTimeout: cfg.PayTimeout, Limits: admission.Limits{Limiter: cfg.Limiter, User: l.User, IP: l.IP, Device: l.Device},
+		SoldOutRecheck: cfg.SoldOutRecheck, Now: cfg.Now, Log: cfg.Logger, Metrics: cfg.Metrics})
+	// The intake finds orders as the handlers do (the views, the caches).
+	a.Orders = orders.New(gate, store, a.Sessions, cfg.PayTimeout)
+	intake := &payments.Intake{Ledger: store, Orders: a.Orders, Reservations: gate, Workflows: flow,
+		Sessions: a.Sessions, PayTimeout: cfg.PayTimeout, Log: cfg.Logger}
+	httpCfg := cfg.Config
+	httpCfg.Limits = api.Limits{Global: l.Global, Read: l.Read, AdminFails: l.AdminFails}
+	srv, err := api.New(httpCfg, api.Services{
+		Admission: a.Admission, Sessions: a.Sessions, Stock: gate, Listing: store,
+		Orders: a.Orders, Backlog: gate, Cancels: flow, History: store, Payments: intake,
+		Checkout: cfg.Checkout, Refund: cfg.Refund,
+		Controls: cfg.Controls, Audit: store, Blocklist: store, Events: store,
+		Reconcile:     reconciler{policy: seckill.ReconcilePolicy{PayTimeout: cfg.PayTimeout, SweepGrace: cfg.SweepGrace}, db: store, rd: gate},
+		Registrations: cfg.Registrations,
+		Dependencies:  map[string]func(context.Context) error{"mysql": store.Ping, "redis": gate.Ping, "temporal": flow.Ping},
+	})
 	if err != nil {
 		return nil, err
 	}
-	a := &API{Server: srv, Starts: starts, log: cfg.Logger}
-	a.outbox = &relay.Relay{Gate: gate, Store: store, Starts: starts, PayTimeout: cfg.PayTimeout,
-		MinAge: OutboxAge, Log: cfg.Logger, Metrics: cfg.Metrics, When: func() bool { return starts.Queued() == 0 }}
+	a.Server = srv
+	a.outbox = &relay.Relay{Gate: gate, Store: store, Starts: a.Starts, PayTimeout: cfg.PayTimeout,
+		MinAge: OutboxAge, Log: cfg.Logger, Metrics: cfg.Metrics, When: func() bool { return a.Starts.Queued() == 0 }}
 	a.startsCtx, a.stopStarts = context.WithCancel(context.Background())
 	return a, nil
 }
 
-// Start runs the server's background loops, the starter and the outbox
-// relay until ctx ends (the starter until Shutdown).
+// reconciler is the admin's reconcile of one session on the API's
+// stores, with the API's policy.
+type reconciler struct {
+	policy seckill.ReconcilePolicy
+	db     APIStore
+	rd     APIGate
+}
+
+func (r reconciler) Reconcile(ctx context.Context, sessionID int64) (*seckill.Report, error) {
+	return r.policy.Reconcile(ctx, r.db, r.rd, sessionID)
+}
+
+func (r reconciler) RepairRedis(ctx context.Context, sessionID int64) (*seckill.Report, *seckill.Repair, error) {
+	return seckill.RepairRedis(ctx, r.db, r.rd, sessionID)
+}
+
+// Start runs admission's loops (the blocklist, the sold-out watcher), the
+// server's, the starter and the outbox relay until ctx ends (the starter
+// until Shutdown).
 func (a *API) Start(ctx context.Context) {
+	a.Admission.Start(ctx)
 	a.Server.Start(ctx)
 	go a.Starts.Run(a.startsCtx)
 	go a.outbox.Run(ctx, time.Second)

@@ -203,9 +203,9 @@ func (m *Main) Orders() *temporal.Orders {
 // APIConfig is the API's configuration from the Config; dev adds the
 // dev-only sign-in (never set by `seckill api`). Only with the sandbox
 // named as the payment provider does the API serve its checkout pages.
-func (m *Main) APIConfig(dev bool) api.Config {
+func (m *Main) APIConfig(dev bool) APIConfig {
 	c := m.Config
-	cfg := api.Config{
+	cfg := APIConfig{Config: api.Config{
 		JWTSecret:             c.SigningJWTSecret(),
 		RotatedJWTSecrets:     c.RotatedJWTSecrets(),
 		Shoppers:              m.Shoppers(),
@@ -213,22 +213,23 @@ func (m *Main) APIConfig(dev bool) api.Config {
 		RotatedWebhookSecrets: c.RotatedWebhookSecrets(),
 		AdminToken:            c.BootstrapToken(),
 		Operators:             m.Operators(),
-		PayTimeout:            c.PayTimeout,
-		SweepGrace:            c.SweepGrace,
-		Limits: api.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS, Device: c.LimitDeviceRPS,
+		Fleet:                 redis.NewFleet(m.Redis, c.RedisPrefix),
+		Captchas:              redis.NewCaptchas(m.Redis, c.RedisPrefix),
+		ProxyHeader:           c.ProxyHeader,
+		TrustedProxies:        c.trusted,
+		Logger:                m.Log,
+		Metrics:               m.Metrics,
+		Dev:                   dev,
+	},
+		PayTimeout: c.PayTimeout,
+		SweepGrace: c.SweepGrace,
+		Limits: Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS, Device: c.LimitDeviceRPS,
 			AdminFails: c.LimitAdminFails},
-		Risk:           c.Risk(),
-		Limiter:        redis.NewLimiter(m.Redis, c.RedisPrefix),
-		Fleet:          redis.NewFleet(m.Redis, c.RedisPrefix),
-		Captchas:       redis.NewCaptchas(m.Redis, c.RedisPrefix),
-		ProxyHeader:    c.ProxyHeader,
-		TrustedProxies: c.trusted,
-		Logger:         m.Log,
-		Metrics:        m.Metrics,
+		Risk:    c.Risk(),
+		Limiter: redis.NewLimiter(m.Redis, c.RedisPrefix),
 	}
-	cfg.Sessions = &sessions.Controls{Store: m.DB, Stock: m.Gate, Lives: m.Orders(), Log: m.Log}
+	cfg.Controls = &sessions.Controls{Store: m.DB, Stock: m.Gate, Lives: m.Orders(), Log: m.Log}
 	cfg.Registrations = &registrations.Desk{Store: m.DB, Set: m.Gate}
-	cfg.Dev = dev
 	cfg.Checkout = m.Checkout()
 	cfg.Refund = &payments.Refund{Store: m.DB, Gate: m.Gate}
 	cfg.StripeEvents, _ = c.stripeEvents() // nil without its secret: APIServer refuses that

@@ -29,7 +29,6 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/activities"
-	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/mysql"
@@ -105,7 +104,7 @@ type Options struct {
 	// TemporalAddr overrides the Temporal server (a drill's own server).
 	TemporalAddr string
 	// Limits are off unless a test sets them.
-	Limits api.Limits
+	Limits app.Limits
 	// Dev mounts the API's dev-only sign-in (what `seckill dev` does).
 	Dev bool
 	// WrapPayments lets a test disturb the payment provider (the Env's
@@ -119,9 +118,9 @@ type Options struct {
 	Configure func(*app.Config)
 	// WrapStore and WrapGate let a test observe or disturb the API's
 	// MySQL store and Redis gate.
-	WrapStore func(api.Store) api.Store
+	WrapStore func(app.APIStore) app.APIStore
 	WrapGate  func(app.APIGate) app.APIGate
-	WrapFlow  func(api.Flow) api.Flow
+	WrapFlow  func(app.APIFlow) app.APIFlow
 	// Starter tunes the API's workflow starter (e.g. a tiny queue).
 	Starter starter.Config
 	// Logger replaces the API's logger (a test reading its log lines).
@@ -309,7 +308,7 @@ func (e *Env) StartWorker() {
 
 func (e *Env) startAPI(o Options) {
 	e.T.Helper()
-	var store api.Store = e.DB
+	var store app.APIStore = e.DB
 	if o.WrapStore != nil {
 		store = o.WrapStore(store)
 	}
@@ -337,7 +336,7 @@ func (e *Env) startAPI(o Options) {
 	if o.WrapGate != nil {
 		gate = o.WrapGate(gate)
 	}
-	var flow api.Flow = e.Orders
+	var flow app.APIFlow = e.Orders
 	if o.WrapFlow != nil {
 		flow = o.WrapFlow(flow)
 	}
