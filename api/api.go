@@ -166,7 +166,7 @@ type Server struct {
 	shoppers  ShopperTokens
 	operators OperatorAuth
 	// series caches the metric children of the hot path.
-	series *series
+	series *metrics.Series
 	// door measures the order route: the front door the starter yields to.
 	door *admission.FrontDoor
 	// reads limits the public reads per client IP (nil: off).
@@ -228,7 +228,7 @@ func New(cfg Config, svc Services) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, svc: svc, log: cfg.Logger, door: cfg.Door,
 		shoppers: cfg.Shoppers, operators: cfg.Operators,
-		global: fleet.NewShare(cfg.Limits.Global, cfg.Fleet, cfg.Metrics, cfg.Logger), series: newSeries(cfg.Metrics)}
+		global: fleet.NewShare(cfg.Limits.Global, cfg.Fleet, cfg.Metrics, cfg.Logger), series: metrics.NewSeries(cfg.Metrics)}
 	page, err := shop.New(shop.Options{Dev: cfg.Dev})
 	if err != nil {
 		return nil, err
