@@ -126,6 +126,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Its start (and the connections it opens) must not count as idle
+	// traffic.
+	if err := s.startsDone(cfg.PayTimeout); err != nil {
+		return nil, err
+	}
+	settle()
 	idleAPI, err := ph.idle(ctx)
 	if err != nil {
 		return nil, err
@@ -145,8 +151,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			orders[i] = acc.OrderNo
 		}
-		settle() // the starter starts the workflows after the answers
-		return nil
+		// The starter starts the workflows after the answers.
+		err := s.startsDone(cfg.PayTimeout)
+		settle()
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -159,6 +167,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			return err
 		})
+		if err == nil {
+			err = s.startsDone(cfg.PayTimeout)
+		}
 		settle()
 		return err
 	})

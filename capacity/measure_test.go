@@ -17,8 +17,10 @@ import (
 // TestMeasure runs the measurement small (10 orders per path) on MariaDB,
 // a redis-server of its own and the Temporal dev server, and checks the
 // counts docs/CAPACITY.md says; `seckill-lab capacity` (scripts/
-// capacity.sh) runs it larger, on a Temporal server whose metrics it reads,
-// and keeps the report.
+// capacity.sh) runs it larger, on a Temporal server of its own whose
+// metrics it reads, and keeps the report. (On a file-backed server of the
+// test's own the starts are slower, the phases longer, and the idle
+// traffic taken off them too coarse for the pins.)
 func TestMeasure(t *testing.T) {
 	testenv.SkipShort(t, "MariaDB, redis-server and the Temporal dev server")
 	var log bytes.Buffer

@@ -43,6 +43,7 @@ type stack struct {
 	dbName    string
 	redisAddr string
 	app       *app.Main
+	api       *app.API
 	baseURL   string
 	secrets   secrets
 	closers   []func() // undone by close, last first
@@ -122,6 +123,7 @@ func (s *stack) startAPI() error {
 	if err != nil {
 		return err
 	}
+	s.api = srv
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -139,6 +141,21 @@ func (s *stack) startAPI() error {
 		srv.Shutdown(ctx)
 		stop()
 	})
+	return nil
+}
+
+// startsDone waits until the API's starter has started every winner's
+// workflow and cleared its pending-start entry: on a loaded Temporal the
+// paced starts outlast any fixed wait. It asks the starter in memory, so
+// the wait adds nothing to the counts.
+func (s *stack) startsDone(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for s.api.Starts.Queued() != 0 || s.api.Starts.InFlight() != 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("workflow starts not done after %s: %d queued, %d in flight", timeout, s.api.Starts.Queued(), s.api.Starts.InFlight())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	return nil
 }
 
