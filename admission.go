@@ -70,4 +70,8 @@ type Admission struct {
 	// Replayed is set when the answer was pinned by an earlier attempt
 	// with the same Idempotency-Key: nothing changed now.
 	Replayed bool
+	// SoldOut is the sale as the step that answered left it, when it left
+	// it without stock (nil otherwise): the sold-out memory's mark known
+	// from the sell-out itself rather than from its next read.
+	SoldOut *StockMark
 }

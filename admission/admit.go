@@ -214,12 +214,17 @@ func (s *Service) Screen(ctx context.Context, r *Request, a *seckill.Attempt) An
 }
 
 // decided is the gate's answer (the script's, or a pin's), remembered
-// when it says the session sold out.
+// when it says the session sold out, with the script's mark of the
+// sell-out: keyed losers are answered from memory from the sell-out on,
+// not from the watcher's next read.
 func (s *Service) decided(a *seckill.Attempt, ans Answer) Answer {
 	ans.Layer = LayerRedis
 	if adm := ans.Admission; adm != nil && adm.Left <= 0 &&
 		(ans.Err == nil || seckill.ErrorCode(ans.Err) == seckill.ESOLDOUT) {
 		s.SoldOut.Mark(a.Session.ID)
+		if adm.SoldOut != nil {
+			s.SoldOut.Confirm(a.Session.ID, *adm.SoldOut)
+		}
 	}
 	return ans
 }

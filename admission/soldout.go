@@ -126,10 +126,12 @@ func (s *SoldOut) Mark(id int64) {
 	s.mu.Unlock()
 }
 
-// Confirm records the watcher's read of a flagged session's stock at zero.
+// Confirm records a read of a flagged session's stock at zero (the
+// watcher's, or the admission script's as it sold out), unless a later one
+// is already recorded: reads arrive out of order from concurrent batches.
 func (s *SoldOut) Confirm(id int64, m seckill.StockMark) {
 	s.mu.Lock()
-	if _, ok := s.ids[id]; ok {
+	if old, ok := s.ids[id]; ok && !old.soldAt.After(m.Clock) {
 		s.ids[id] = keyedMark{soldAt: m.Clock, lastWin: m.LastKeyedWin}
 	}
 	s.mu.Unlock()

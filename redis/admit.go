@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -51,28 +50,31 @@ func (g *Gate) Admit(ctx context.Context, s *seckill.Session, userID int64, qty 
 // An attempt whose outcome is unknown (Redis did not answer within the
 // retries) is UNAVAILABLE: running it again tells.
 func (g *Gate) AdmitAttempt(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error) {
-	var r admitResult
-	if g.Coalesce {
-		r = g.coalescerFor(a.Session.ID).submit(ctx, &admitCall{ctx: ctx, a: a, done: make(chan admitResult, 1)})
-	} else {
-		res, err := g.runAdmit(ctx, a.Session.ID, []*seckill.Attempt{a})
-		if err != nil {
-			r.err = err
-		} else {
-			r = res[0]
-		}
-	}
+	r := g.call(ctx, a)
 	if r.err != nil {
 		return nil, r.err
 	}
 	return g.admission(a, r)
 }
 
+// call runs a through the admission script: coalesced with the session's
+// other attempts (and lookups) when the gate coalesces, alone otherwise.
+func (g *Gate) call(ctx context.Context, a *seckill.Attempt) admitResult {
+	if g.Coalesce {
+		return g.coalescerFor(a.Session.ID).submit(ctx, &admitCall{ctx: ctx, a: a, done: make(chan admitResult, 1)})
+	}
+	res, err := g.runAdmit(ctx, a.Session.ID, []*seckill.Attempt{a})
+	if err != nil {
+		return admitResult{err: err}
+	}
+	return res[0]
+}
+
 // admission turns the script's answer to a into the vocabulary.
 func (g *Gate) admission(a *seckill.Attempt, r admitResult) (*seckill.Admission, error) {
 	s := a.Session
 	replayed := r.orderNo != a.OrderNo
-	adm := &seckill.Admission{OrderNo: r.orderNo, Left: int(r.left), Replayed: replayed}
+	adm := &seckill.Admission{OrderNo: r.orderNo, Left: int(r.left), Replayed: replayed, SoldOut: r.mark}
 	switch r.code {
 	case codeReserved:
 	case codeSoldOut:
@@ -119,35 +121,50 @@ func (g *Gate) admission(a *seckill.Attempt, r admitResult) (*seckill.Admission,
 // would refuse before the script runs (the session is paused, or the sale
 // has ended) but must not contradict an answer the key already got.
 func (g *Gate) Pinned(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error) {
-	return g.pinned(ctx, a, false)
+	return g.pinned(ctx, a)
 }
 
 // PinnedOrRefused is Pinned for a session sold out: a key without a pin
 // gets the refusal the admission script would give it, decided the same
-// way (its time against the stamps, then the shopper's holdings against
-// the limit, then no stock), so that it hears the same answer whichever
-// of the two answers it. Reads only.
+// way (its shopper's holdings against the stamps and the limit, then no
+// stock), so that it hears the same answer whichever of the two answers
+// it. It runs in the admission script as a lookup (no order number: it
+// reads only), coalesced with the session's other calls: the keyed losers
+// of a sell-out's first second cost a share of one round trip each, not
+// one round trip each.
 func (g *Gate) PinnedOrRefused(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error) {
-	return g.pinned(ctx, a, true)
+	if a.IdempotencyKey == "" {
+		return nil, nil
+	}
+	look := *a
+	look.OrderNo = "" // a lookup; whatever was pinned, it is a replay
+	r := g.call(ctx, &look)
+	switch {
+	case r.err != nil:
+		return nil, r.err
+	case r.orderNo == "":
+		// No pin: the refusal, with the mark that says the sale is sold out.
+		adm, err := g.admission(&look, r)
+		if err == nil {
+			err = fmt.Errorf("admission lookup of %s returned code %d", a.TraceID, r.code)
+		}
+		return adm, err
+	}
+	return g.admission(&look, r)
 }
 
-func (g *Gate) pinned(ctx context.Context, a *seckill.Attempt, refuse bool) (*seckill.Admission, error) {
+func (g *Gate) pinned(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error) {
 	if a.IdempotencyKey == "" {
 		return nil, nil
 	}
 	k := g.keys(a.Session.ID)
 	user := strconv.FormatInt(a.UserID, 10)
 	field := "k:" + user + ":" + a.IdempotencyKey
-	// One round trip on the common path (a sold-out flood whose clicks
-	// carry keys): the pin, the stock, and what a refusal is decided by.
-	var pin, stock, held *goredis.StringCmd
-	var stamps *goredis.SliceCmd
+	// One round trip: the pin and the stock.
+	var pin, stock *goredis.StringCmd
 	err := retry(ctx, func(ctx context.Context) error {
 		_, err := g.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			pin, stock = p.HGet(ctx, k.idem, field), p.Get(ctx, k.stock)
-			if refuse {
-				stamps, held = p.HMGet(ctx, k.idem, "f:"+user, "m:reopened"), p.HGet(ctx, k.buyers, user)
-			}
 			return nil
 		})
 		if errors.Is(err, goredis.Nil) {
@@ -159,9 +176,6 @@ func (g *Gate) pinned(ctx context.Context, a *seckill.Attempt, refuse bool) (*se
 		return nil, unavailable(err)
 	}
 	raw, err := pin.Result()
-	if errors.Is(err, goredis.Nil) && refuse {
-		return nil, refusal(a, stamps.Val(), held.Val())
-	}
 	if errors.Is(err, goredis.Nil) {
 		return nil, nil
 	} else if err != nil {
@@ -202,31 +216,6 @@ func (g *Gate) pinned(ctx context.Context, a *seckill.Attempt, refuse bool) (*se
 	return g.admission(&a2, r)
 }
 
-// refusal is the admission script's refusal of a keyed attempt without a
-// pin in a session without stock, decided in admit.lua's order: its
-// shopper's holdings went down since the key's time minus the skew, or
-// are at the limit now: LIMIT_EXCEEDED; otherwise SOLD_OUT.
-func refusal(a *seckill.Attempt, stamps []any, held string) error {
-	since := int64(0)
-	if !a.KeyTime.IsZero() {
-		since = a.KeyTime.UnixMilli()
-	}
-	since -= seckill.KeyClockSkew.Milliseconds()
-	stampedSince := func(v any) bool {
-		s, ok := v.(string)
-		if !ok {
-			return false
-		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		return err == nil && n >= since
-	}
-	limit := seckill.Errorf(seckill.ELIMIT, "at most %d per shopper in this sale", a.Session.PerUserLimit)
-	if h, _ := strconv.Atoi(held); (len(stamps) == 2 && stampedSince(stamps[0])) || h+a.Quantity > a.Session.PerUserLimit {
-		return limit
-	}
-	return errSoldOut
-}
-
 var errSoldOut = seckill.Errorf(seckill.ESOLDOUT, "sold out")
 
 // runAdmit runs the admission script for attempts of one session, retrying
@@ -263,8 +252,22 @@ func (g *Gate) runAdmit(ctx context.Context, sessionID int64, attempts []*seckil
 		}
 		return nil, unavailable(err)
 	}
-	if len(raw) != 5*len(attempts) {
+	if len(raw) != 5*len(attempts)+3 {
 		return nil, fmt.Errorf("admit script returned %d values for %d attempts", len(raw), len(attempts))
+	}
+	var mark *seckill.StockMark
+	m := raw[len(raw)-3:]
+	clock, ok1 := m[0].(int64)
+	stock, ok2 := m[1].(int64)
+	won, ok3 := m[2].(int64)
+	if !ok1 || !ok2 || !ok3 {
+		return nil, fmt.Errorf("admit script returned the mark %v", m)
+	}
+	if stock == 0 {
+		mark = &seckill.StockMark{Clock: time.UnixMilli(clock)}
+		if won > 0 {
+			mark.LastKeyedWin = time.UnixMilli(won)
+		}
 	}
 	out := make([]admitResult, len(attempts))
 	for i := range out {
@@ -277,44 +280,9 @@ func (g *Gate) runAdmit(ctx context.Context, sessionID int64, attempts []*seckil
 		if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
 			return nil, fmt.Errorf("admit script returned %v", v)
 		}
-		out[i] = admitResult{code: admitCode(code), left: left, mask: mask, orderNo: no, resv: resv}
+		out[i] = admitResult{code: admitCode(code), left: left, mask: mask, orderNo: no, resv: resv, mark: mark}
 	}
 	return out, nil
-}
-
-// maskSlots turns the script's slot mask (bit i = slot i+1) into slot numbers.
-func maskSlots(mask int64) []int {
-	var out []int
-	for i := 0; i < seckill.MaxPerUserLimit; i++ {
-		if mask&(1<<i) != 0 {
-			out = append(out, i+1)
-		}
-	}
-	return out
-}
-
-func slotsMask(slots []int) int64 {
-	var m int64
-	for _, s := range slots {
-		m |= 1 << (s - 1)
-	}
-	return m
-}
-
-// Concurrent admissions of one session are coalesced into one script call
-// (group commit, as databases batch fsyncs): while a call is in flight, the
-// attempts that arrive queue up and go together in the next one. An idle
-// gate adds no wait (a lone attempt goes at once); a busy one pays one round
-// trip per batch instead of one per attempt. The script decides each
-// attempt in arrival order exactly as if it ran alone.
-
-// maxAdmitBatch bounds one script call (Redis runs it without interruption).
-const maxAdmitBatch = 256
-
-type admitCall struct {
-	ctx  context.Context
-	a    *seckill.Attempt
-	done chan admitResult
 }
 
 // admitCode is admit.lua's verdict on one attempt, as the script numbers
@@ -337,90 +305,29 @@ type admitResult struct {
 	code          admitCode
 	left, mask    int64
 	orderNo, resv string
-	err           error
+	// mark is the sale as the call left it, when without stock (nil
+	// otherwise): the sold-out memory's mark from the sell-out itself.
+	mark *seckill.StockMark
+	err  error
 }
 
-type coalescer struct {
-	g         *Gate
-	sessionID int64
-	mu        sync.Mutex
-	queue     []*admitCall
-	busy      bool
-}
-
-func (g *Gate) coalescerFor(sessionID int64) *coalescer {
-	if c, ok := g.coalescers.Load(sessionID); ok {
-		return c.(*coalescer)
-	}
-	c, _ := g.coalescers.LoadOrStore(sessionID, &coalescer{g: g, sessionID: sessionID})
-	return c.(*coalescer)
-}
-
-// submit queues one attempt and waits for its result.
-func (c *coalescer) submit(ctx context.Context, call *admitCall) admitResult {
-	c.mu.Lock()
-	c.queue = append(c.queue, call)
-	if !c.busy {
-		c.busy = true
-		go c.drain()
-	}
-	c.mu.Unlock()
-	select {
-	case r := <-call.done:
-		return r
-	case <-ctx.Done():
-		// The attempt may still run with its batch (unless the batch sees
-		// the caller gone first and leaves it out); its reservation then
-		// has a pending-start entry, and the relay makes it an order. The
-		// outcome is unknown: never claim it was refused.
-		return admitResult{err: unknownOutcome(ctx.Err())}
-	}
-}
-
-// drain sends the queue in batches until it is empty.
-func (c *coalescer) drain() {
-	for {
-		c.mu.Lock()
-		if len(c.queue) == 0 {
-			c.busy = false
-			c.mu.Unlock()
-			return
-		}
-		n := min(len(c.queue), maxAdmitBatch)
-		batch := c.queue[:n:n]
-		c.queue = c.queue[n:]
-		c.mu.Unlock()
-		c.run(batch)
-	}
-}
-
-func (c *coalescer) run(batch []*admitCall) {
-	// Callers that gave up while queued are left out: their attempt then
-	// certainly did not run, and a retry with the same key runs afresh.
-	live := batch[:0:0]
-	for _, call := range batch {
-		if call.ctx.Err() == nil {
-			live = append(live, call)
+// maskSlots turns the script's slot mask (bit i = slot i+1) into slot numbers.
+func maskSlots(mask int64) []int {
+	var out []int
+	for i := 0; i < seckill.MaxPerUserLimit; i++ {
+		if mask&(1<<i) != 0 {
+			out = append(out, i+1)
 		}
 	}
-	if len(live) == 0 {
-		return
+	return out
+}
+
+func slotsMask(slots []int) int64 {
+	var m int64
+	for _, s := range slots {
+		m |= 1 << (s - 1)
 	}
-	// Not the callers' contexts: a batch serves many callers.
-	ctx, cancel := context.WithTimeout(context.Background(), admitBudget)
-	defer cancel()
-	attempts := make([]*seckill.Attempt, len(live))
-	for i, call := range live {
-		attempts[i] = call.a
-	}
-	res, err := c.g.runAdmit(ctx, c.sessionID, attempts)
-	for i, call := range live {
-		if err != nil {
-			call.done <- admitResult{err: err}
-			continue
-		}
-		call.done <- res[i]
-	}
+	return m
 }
 
 // ReservationRecord is a reservation as a session's resv hash stores it

@@ -8,9 +8,14 @@
 --       right may (a draw), then n groups of 9: user id,
 --       quantity, per-user limit, order number, now (unix ms), trace id,
 --       idempotency key ('' for none), body fingerprint, the key's time
---       (unix ms, 0 for a key that carries none)
+--       (unix ms, 0 for a key that carries none); an attempt with no order
+--       number and a key is a lookup (redis.Gate.PinnedOrRefused): its
+--       pin, or the refusal the script would give it, deciding nothing
 -- Returns 5n values, per attempt {code, stock left, slot mask, order
--- number, reservation}; code 0 = reserved, -1 = sold out, -2 = over the
+-- number, reservation}, then the mark of the sale as the call leaves it
+-- {clock (unix ms), stock (-1: not preheated), latest keyed win (unix ms,
+-- 0: none)}, as stockmark.lua reads it: a call that sold the sale out
+-- tells the API's sold-out memory at once (admission.SoldOut); code 0 = reserved, -1 = sold out, -2 = over the
 -- per-user limit, -3 = not preheated, -4 = order number taken by another
 -- purchase, -5 = idempotency key reused with another body, -6 = a key
 -- stamped ahead of Redis's clock by more than the skew, -7 = a reserved
@@ -113,7 +118,22 @@ local function stampedSince(v, since)
   return v and tonumber(v) >= since
 end
 
+-- lookup answers a keyed attempt in a sale known to be sold out, reading
+-- only: its pin, else the refusal admit would give it there (redis.refusal
+-- decides the same way): its shopper's holdings went down since the key's
+-- time minus the skew, or are at the limit now: -2; otherwise -1.
+local function lookup(user, qty, limit, key, fp, kt)
+  local pinned = redis.call('HGET', KEYS[5], 'k:' .. user .. ':' .. key)
+  if pinned then return replayKey(pinned, fp) end
+  if stampedSince(redis.call('HGET', KEYS[5], 'f:' .. user), kt - skew) or
+      tonumber(redis.call('HGET', KEYS[2], user) or '0') + qty > limit then
+    return -2, stockNow(), 0, '', ''
+  end
+  return -1, stockNow(), 0, '', ''
+end
+
 local function admit(user, qty, limit, orderNo, now, trace, key, fp, kt)
+  if orderNo == '' and key ~= '' then return lookup(user, qty, limit, key, fp, kt) end
   local kfield
   if key ~= '' then
     kfield = 'k:' .. user .. ':' .. key
@@ -173,4 +193,7 @@ for i = 0, n - 1 do
   out[#out + 1] = no
   out[#out + 1] = resv
 end
+out[#out + 1] = clock
+out[#out + 1] = tonumber(redis.call('GET', KEYS[1]) or '-1')
+out[#out + 1] = tonumber(redis.call('HGET', KEYS[5], 'm:won') or '0')
 return out

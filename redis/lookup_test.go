@@ -1,0 +1,91 @@
+package redis_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+)
+
+// The call that sells a sale out says so with Redis's clock and the latest
+// keyed win (the mark the sold-out memory would otherwise wait for from its
+// watcher's next read); a call that leaves stock says nothing.
+func TestSellOutCarriesItsMark(t *testing.T) {
+	e, sess := gateEnv(t, 2, 1)
+	ctx := context.Background()
+	before := time.Now().Add(-time.Second)
+	first, err := e.Gate.AdmitAttempt(ctx, keyed(t, sess, 1, "1-a", v7(t, time.Now())))
+	require.NoError(t, err)
+	require.Nil(t, first.SoldOut, "one unit left")
+	last, err := e.Gate.AdmitAttempt(ctx, keyed(t, sess, 2, "1-b", v7(t, time.Now())))
+	require.NoError(t, err)
+	require.NotNil(t, last.SoldOut, "the last unit sold")
+	m := *last.SoldOut
+	require.Zero(t, m.Stock)
+	require.WithinRange(t, m.Clock, before, time.Now().Add(time.Second))
+	require.Equal(t, m.Clock, m.LastKeyedWin, "the last win was keyed, in this call")
+	watcher, err := e.Gate.StockMark(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, watcher.LastKeyedWin, m.LastKeyedWin, "the watcher's read says the same")
+
+	lost, err := e.Gate.AdmitAttempt(ctx, attempt(sess, 3, 1, "1-c", ""))
+	require.Equal(t, seckill.ESOLDOUT, seckill.ErrorCode(err))
+	require.NotNil(t, lost.SoldOut, "a refusal in a sold-out sale carries the mark too")
+}
+
+// PinnedOrRefused, a lookup run in the admission script coalesced with
+// the session's other calls, gives what the script gives a keyed attempt
+// in a sold-out sale, deciding nothing: the winner's key its order, a key
+// reused with another body IDEMPOTENCY_MISMATCH, a shopper at the limit
+// LIMIT_EXCEEDED, everyone else SOLD_OUT; with units back on sale it
+// still reserves nothing.
+func TestLookupAnswersAsTheScript(t *testing.T) {
+	e, sess := gateEnv(t, 1, 1)
+	ctx := context.Background()
+	winKey := v7(t, time.Now())
+	won, err := e.Gate.AdmitAttempt(ctx, keyed(t, sess, 7, "1-won", winKey))
+	require.NoError(t, err)
+
+	look := func(user int64, qty int, key string) (*seckill.Admission, error) {
+		a := keyed(t, sess, user, "1-look", key)
+		a.Quantity, a.Fingerprint = qty, map[int]string{1: "1", 2: "2"}[qty]
+		return e.Gate.PinnedOrRefused(ctx, a)
+	}
+	var wg sync.WaitGroup
+	for range 50 { // concurrent lookups share script calls
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			adm, err := look(7, 1, winKey)
+			require.NoError(t, err)
+			require.Equal(t, won.OrderNo, adm.OrderNo)
+			require.True(t, adm.Replayed)
+			require.NotNil(t, adm.Reservation, "its start is still pending")
+		}()
+	}
+	wg.Wait()
+	_, err = look(7, 2, winKey)
+	require.Equal(t, seckill.EIDEMPOTENCY, seckill.ErrorCode(err))
+	_, err = look(7, 1, v7(t, time.Now()))
+	require.Equal(t, seckill.ELIMIT, seckill.ErrorCode(err), "user 7 holds the limit")
+	_, err = look(8, 1, v7(t, time.Now()))
+	require.Equal(t, seckill.ESOLDOUT, seckill.ErrorCode(err))
+	_, err = look(8, 1, "not-a-uuid")
+	require.Equal(t, seckill.ESOLDOUT, seckill.ErrorCode(err))
+	none, err := e.Gate.PinnedOrRefused(ctx, attempt(sess, 8, 1, "", ""))
+	require.NoError(t, err)
+	require.Nil(t, none, "no key, nothing to look up")
+
+	n, err := e.Gate.Release(ctx, sess.ID, won.OrderNo)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = look(7, 1, v7(t, time.Now()))
+	require.Equal(t, seckill.ELIMIT, seckill.ErrorCode(err), "user 7's holdings went down after the key's time minus the skew")
+	_, err = look(9, 1, v7(t, time.Now()))
+	require.Equal(t, seckill.ESOLDOUT, seckill.ErrorCode(err), "a lookup never reserves")
+	requireStockAndReservations(t, e, sess.ID, 1, 0)
+}
