@@ -25,11 +25,12 @@ import (
 	"github.com/seckill/seckill/temporal/starter"
 )
 
-// The admission-only API's sales: the measured one, and one it sells first
-// to warm up.
+// The admission-only API's sales: the measured one, one it sells first
+// to warm up, and the measured one without keys (--keys).
 const (
 	measuredSession = 1
 	warmupSession   = 2
+	unkeyedSession  = 3
 )
 
 // admissionOnlyBaseline sends the burst of a step at level (same shoppers,
@@ -38,8 +39,10 @@ const (
 // process of its own (admissionOnlyAPI). The same burst first sells a
 // sale of its own, unmeasured: the stack's API has served bursts before
 // (the warm-up step, the rounds before), a fresh process has not, and its
-// winners' latency swung several-fold from round to round.
-func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, level int, riskURL string) (*AdmissionOnly, error) {
+// winners' latency swung several-fold from round to round. With --keys
+// the burst is keyed, and the same burst without keys sells a third sale
+// beside it (AdmissionOnly.Unkeyed), the two in turn first by round.
+func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, level, round int, riskURL string) (*AdmissionOnly, error) {
 	b := cfg.Baselines
 	srv, err := startBaselineServer(ctx, b.Exec, cfg.Pin.frontPrefix(), ServerSpec{Kind: ServerAdmissionOnly,
 		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, AdminToken: cfg.AdminToken, Limits: b.Limits,
@@ -55,14 +58,34 @@ func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, 
 	} else {
 		r.step.Concurrency = level
 	}
-	r.burst(ctx, level, "admission-only warm-up", cfg.Keys, cfg.Users*cfg.PerUser)
-	r.step.SessionID = measuredSession
-	results, dur := r.burst(ctx, level, "admission-only burst", cfg.Keys, cfg.Users*cfg.PerUser)
-	p := percentiles(results, OutAccepted)
-	if p.Count == 0 {
-		return nil, fmt.Errorf("admission-only: no request of %d was accepted (%v)", len(results), outcomeCounts(results))
+	n := cfg.Users * cfg.PerUser
+	r.burst(ctx, level, "admission-only warm-up", cfg.Keys, n)
+	measure := func(session int64, keyed bool, name string) (*AdmissionOnly, error) {
+		r.step.SessionID = session
+		results, dur := r.burst(ctx, level, name, keyed, n)
+		p := percentiles(results, OutAccepted)
+		if p.Count == 0 {
+			return nil, fmt.Errorf("admission-only: no request of %d was accepted (%v)", len(results), outcomeCounts(results))
+		}
+		return &AdmissionOnly{RequestsPerSecond: float64(len(results)) / dur.Seconds(), AcceptedP50: p.P50, AcceptedP99: p.P99,
+			RefusedP50: refusals(results).P50, Losers: afterSellOut(results, dur)}, nil
 	}
-	return &AdmissionOnly{RequestsPerSecond: float64(len(results)) / dur.Seconds(), AcceptedP50: p.P50, AcceptedP99: p.P99}, nil
+	if !cfg.Keys {
+		return measure(measuredSession, false, "admission-only burst")
+	}
+	var keyed, plain *AdmissionOnly
+	for i := range 2 {
+		if (i+round)%2 == 0 {
+			keyed, err = measure(measuredSession, true, "admission-only burst, keyed")
+		} else {
+			plain, err = measure(unkeyedSession, false, "admission-only burst, no keys")
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	keyed.Unkeyed = plain
+	return keyed, nil
 }
 
 // admissionOnlyAPI builds the real API (api.New) on the stack's MySQL and
@@ -101,7 +124,7 @@ func admissionOnlyAPI(ctx context.Context, spec ServerSpec) (app *fiber.App, cle
 	}
 	now := time.Now().UTC()
 	sessions := map[int64]*seckill.Session{}
-	for _, id := range []int64{warmupSession, measuredSession} {
+	for _, id := range []int64{warmupSession, measuredSession, unkeyedSession} {
 		sess := &seckill.Session{ID: id, SKUID: 7000, Title: "bench admission-only", PriceCents: priceCents,
 			TotalStock: spec.Stock, PerUserLimit: spec.PerUserLimit, StartAt: now.Add(-time.Second), EndAt: now.Add(time.Hour)}
 		if _, err := gate.Preheat(ctx, sess.ID, sess.TotalStock); err != nil {

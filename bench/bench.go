@@ -220,17 +220,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if cfg.Baselines.MySQLDSN != "" {
 				level := steps[len(steps)-1]
 				fmt.Fprintf(cfg.Progress, "baseline: admission only, the same burst at %d through an API with no order tier (a process of its own)\n", level)
-				if b.AdmissionOnly, err = admissionOnlyBaseline(ctx, cfg, shoppers, level, ""); err != nil {
+				if b.AdmissionOnly, err = admissionOnlyBaseline(ctx, cfg, shoppers, level, n, ""); err != nil {
 					return nil, fmt.Errorf("admission-only baseline: %w", err)
 				}
 				fmt.Fprintf(cfg.Progress, "baseline: admission only %.0f req/s, winners' p50 %.1f ms, p99 %.1f ms\n",
 					b.AdmissionOnly.RequestsPerSecond, b.AdmissionOnly.AcceptedP50, b.AdmissionOnly.AcceptedP99)
+				if u := b.AdmissionOnly.Unkeyed; u != nil {
+					fmt.Fprintf(cfg.Progress, "baseline: admission only without keys %.0f req/s, refusals' p50 %.1f ms (keyed %.1f ms)\n",
+						u.RequestsPerSecond, u.RefusedP50, b.AdmissionOnly.RefusedP50)
+				}
 				if cfg.Risk {
 					url, stop, err := allowAll()
 					if err != nil {
 						return nil, err
 					}
-					b.AdmissionOnlyRisk, err = admissionOnlyBaseline(ctx, cfg, shoppers, level, url)
+					b.AdmissionOnlyRisk, err = admissionOnlyBaseline(ctx, cfg, shoppers, level, n, url)
 					stop()
 					if err != nil {
 						return nil, fmt.Errorf("admission-only baseline with the risk check: %w", err)

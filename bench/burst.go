@@ -24,7 +24,8 @@ type result struct {
 }
 
 // burst sends n requests of the shoppers, shuffled, at the level's load
-// (keyed: each with a fresh Idempotency-Key, a UUIDv7), and returns every
+// (keyed: each with a fresh Idempotency-Key, a UUIDv7 stamped as it is
+// sent), and returns every
 // request's result and the wall time.
 func (r *stepRunner) burst(ctx context.Context, level int, name string, keyed bool, n int) ([]result, time.Duration) {
 	order := make([]int, n)
@@ -35,14 +36,6 @@ func (r *stepRunner) burst(ctx context.Context, level int, name string, keyed bo
 	path := fmt.Sprintf("/api/v1/sessions/%d/orders", r.step.SessionID)
 	body := []byte(fmt.Sprintf(`{"quantity":%d}`, r.cfg.Quantity))
 	results := make([]result, n)
-	var keys []string
-	if keyed {
-		// Made before the clock starts: the load driver shares the CPUs.
-		keys = make([]string, n)
-		for i := range keys {
-			keys[i] = uuid.Must(uuid.NewV7()).String()
-		}
-	}
 	var sent, done atomic.Int64
 	if r.cfg.Rate <= 0 {
 		r.c.warm(level)
@@ -52,7 +45,10 @@ func (r *stepRunner) burst(ctx context.Context, level int, name string, keyed bo
 	one := func(i int) {
 		var header []string
 		if keyed {
-			header = []string{api.HeaderIdempotencyKey, keys[i]}
+			// Stamped as it is sent, as the shop page stamps a click's
+			// key: in a sale's first second most keys are stamped before
+			// its last win plus the clock skew, and may have won.
+			header = []string{api.HeaderIdempotencyKey, uuid.Must(uuid.NewV7()).String()}
 		}
 		results[i] = r.purchase(path, r.shoppers[order[i]], body, start, header...)
 		done.Add(1)

@@ -68,7 +68,7 @@ func minMax(vs []float64) (lo, hi float64) {
 // medianBaselines is the baseline of each kind, median over the rounds
 // (the admission-only one over the rounds that measured it).
 func medianBaselines(bs []*Baselines) *Baselines {
-	var f, l, t, tBefore, tAfter, tCPU, tShare, aRPS, a50, a99, rRPS, r50, r99 []float64
+	var f, l, t, tBefore, tAfter, tCPU, tShare, aRPS, a50, a99, aRef, uRPS, uRef, rRPS, r50, r99 []float64
 	for _, b := range bs {
 		if b == nil {
 			continue
@@ -82,6 +82,10 @@ func medianBaselines(bs []*Baselines) *Baselines {
 		}
 		if a := b.AdmissionOnly; a != nil {
 			aRPS, a50, a99 = append(aRPS, a.RequestsPerSecond), append(a50, a.AcceptedP50), append(a99, a.AcceptedP99)
+			aRef = append(aRef, a.RefusedP50)
+			if u := a.Unkeyed; u != nil {
+				uRPS, uRef = append(uRPS, u.RequestsPerSecond), append(uRef, u.RefusedP50)
+			}
 		}
 		if a := b.AdmissionOnlyRisk; a != nil {
 			rRPS, r50, r99 = append(rRPS, a.RequestsPerSecond), append(r50, a.AcceptedP50), append(r99, a.AcceptedP99)
@@ -98,7 +102,11 @@ func medianBaselines(bs []*Baselines) *Baselines {
 		m.TemporalNoopCPUMs, m.TemporalNoopShare = medianOf(tCPU), medianOf(tShare)
 	}
 	if len(aRPS) > 0 {
-		m.AdmissionOnly = &AdmissionOnly{RequestsPerSecond: medianOf(aRPS), AcceptedP50: medianOf(a50), AcceptedP99: medianOf(a99)}
+		m.AdmissionOnly = &AdmissionOnly{RequestsPerSecond: medianOf(aRPS), AcceptedP50: medianOf(a50), AcceptedP99: medianOf(a99),
+			RefusedP50: medianOf(aRef)}
+		if len(uRPS) > 0 {
+			m.AdmissionOnly.Unkeyed = &AdmissionOnly{RequestsPerSecond: medianOf(uRPS), RefusedP50: medianOf(uRef)}
+		}
 	}
 	if len(rRPS) > 0 {
 		m.AdmissionOnlyRisk = &AdmissionOnly{RequestsPerSecond: medianOf(rRPS), AcceptedP50: medianOf(r50), AcceptedP99: medianOf(r99)}

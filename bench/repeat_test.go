@@ -3,6 +3,7 @@ package bench
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -56,12 +57,45 @@ func TestStepRatiosAndMedianBaselines(t *testing.T) {
 		"burst_vs_admission_only": 0.5, "accept_p50_vs_admission_only": 2, "accept_p99_vs_admission_only": 1.5}, r)
 	p50, ok := RatioByKey("accept_p50_vs_admission_only")
 	require.True(t, ok)
-	require.True(t, p50.Met(1.5)) // an upper bound
-	require.False(t, p50.Met(1.6))
+	require.True(t, p50.Met(1.3)) // an upper bound
+	require.False(t, p50.Met(1.4))
 	fiber, _ := RatioByKey("admission_vs_fiber")
 	require.True(t, fiber.Met(0.5)) // a lower bound
 	require.False(t, fiber.Met(math.NaN()))
 	require.Empty(t, stepRatios(Step{}, nil))
+}
+
+// With keys: the keyed burst against the unkeyed one beside it in the
+// admission-only API, the losers from the sell-out on, and the sold-out
+// bursts against the Fiber handler measured between their slices.
+func TestKeyedRatios(t *testing.T) {
+	b := &Baselines{FiberRPS: 1000, AdmissionOnly: &AdmissionOnly{RequestsPerSecond: 450, RefusedP50: 13.7,
+		Losers: &Losers{PerSecond: 400}, Unkeyed: &AdmissionOnly{RequestsPerSecond: 1000, RefusedP50: 4.1, Losers: &Losers{PerSecond: 800}}}}
+	r := stepRatios(Step{SoldOutThroughput: 600, SoldOutKeyedThroughput: 300, SoldOutFiberThroughput: 750,
+		Losers: &Losers{PerSecond: 900}}, b)
+	for k, v := range map[string]float64{"burst_keyed_vs_unkeyed": 0.45, "losers_keyed_vs_unkeyed": 0.5,
+		"refused_p50_keyed_vs_unkeyed": 13.7 / 4.1, "losers_vs_fiber": 0.9, "soldout_vs_fiber": 0.8,
+		"soldout_keyed_vs_fiber": 0.4, "soldout_keyed_vs_unkeyed": 0.5} {
+		require.InDelta(t, v, r[k], 1e-9, k)
+	}
+	refused, _ := RatioByKey("refused_p50_keyed_vs_unkeyed")
+	require.False(t, refused.Met(r["refused_p50_keyed_vs_unkeyed"]))
+	b.AdmissionOnly.Unkeyed = nil
+	require.NotContains(t, stepRatios(Step{}, b), "burst_keyed_vs_unkeyed", "--keys=false: no pair")
+}
+
+// The losers are the requests sent from the last win's answer on.
+func TestAfterSellOut(t *testing.T) {
+	ms := time.Millisecond
+	rs := []result{{at: 0, latency: 5 * ms, outcome: OutAccepted}, {at: 10 * ms, latency: 10 * ms, outcome: OutAccepted},
+		{at: 15 * ms, latency: 1 * ms, outcome: OutSoldOutRedis}, {at: 20 * ms, latency: 2 * ms, outcome: OutSoldOutMemory},
+		{at: 50 * ms, latency: 4 * ms, outcome: OutSoldOutMemory}}
+	l := afterSellOut(rs, 120*ms)
+	require.Equal(t, 2, l.Count)
+	require.InDelta(t, 2/0.1, l.PerSecond, 1e-9)
+	require.Equal(t, 4.0, l.P50)
+	require.Nil(t, afterSellOut(rs[2:], 120*ms), "never sold out")
+	require.Equal(t, 2.0, refusals(rs).P50)
 }
 
 // The no-op baseline run after the steps joins the one before them: the

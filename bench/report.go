@@ -93,6 +93,15 @@ type Step struct {
 	// many of its answers came from memory.
 	SoldOutKeyedThroughput float64 `json:"soldout_keyed_throughput,omitempty"`
 	SoldOutKeyedFromMemory int     `json:"soldout_keyed_from_memory,omitempty"`
+	// SoldOutFiberThroughput is requests/s of the bare Fiber handler (a
+	// process of its own) in slices interleaved with the sold-out burst's
+	// (with --baselines): the ceiling measured under the same load as the
+	// sold-out answers (the order tier creating the step's orders, whatever
+	// else runs on the machine), which the sold-out ratios divide by.
+	SoldOutFiberThroughput float64 `json:"soldout_fiber_throughput,omitempty"`
+	// Losers are the burst's requests sent from its sell-out on, as the
+	// burst sent them (with keys under --keys).
+	Losers *Losers `json:"losers_after_sell_out,omitempty"`
 	// Latency per outcome (accepted, soldout_memory, soldout_redis, limit,
 	// rate_limited, error), milliseconds.
 	Latency map[string]Percentiles `json:"latency_ms"`
@@ -258,8 +267,18 @@ type Baselines struct {
 // with api.New on the stack's MySQL and Redis (a scratch key prefix), whose
 // order starts do nothing. What the real burst loses against it is what
 // the order tier (the starter, Temporal, the worker) costs the front door.
+//
+// With --keys its burst is keyed as the step's is, and the same burst
+// without keys runs beside it on a sale of its own in the same process
+// (Unkeyed; the two alternate which goes first from round to round): what
+// the key costs, the order tier left out.
 type AdmissionOnly struct {
 	RequestsPerSecond float64 `json:"requests_per_second"`
 	AcceptedP50       float64 `json:"accepted_p50_ms"`
 	AcceptedP99       float64 `json:"accepted_p99_ms"`
+	// RefusedP50 is the refusals' p50; Losers the requests sent from the
+	// sell-out on.
+	RefusedP50 float64        `json:"refused_p50_ms,omitempty"`
+	Losers     *Losers        `json:"losers_after_sell_out,omitempty"`
+	Unkeyed    *AdmissionOnly `json:"unkeyed,omitempty"`
 }

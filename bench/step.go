@@ -83,41 +83,67 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 	r.step.Throughput = float64(len(results)) / dur.Seconds()
 	r.tally(results)
 
+	r.step.Losers = afterSellOut(results, dur)
+
 	// The same burst again, now that the session is sold out: the fast
 	// path. With --keys, half of it without keys and half with a fresh key
-	// on every request, in alternating slices: the orders being created
-	// meanwhile take CPU from both alike. Both measure a sale that has
-	// been sold out for a moment: every API has read the sell-out, and the
-	// keys are stamped more than the clock skew after the last win (in the
-	// first second after a sell-out a keyed loser costs one Redis read).
+	// on every request; with --baselines, the bare Fiber handler too: in
+	// alternating slices, so that the orders being created meanwhile (and
+	// whatever else runs on the machine) take CPU from each alike, and the
+	// sold-out ratios compare answers measured under the same load (a
+	// Fiber figure measured before the step, on a quieter machine, made
+	// soldout_vs_fiber swing from 0.37 to 0.93 between runs). Both measure
+	// a sale that has been sold out for a moment: every API has read the
+	// sell-out, and the keys are stamped more than the clock skew after
+	// the last win (Losers measure the first second).
 	if wait := time.Until(r.burstStart.Add(time.Duration(r.step.TimeToSellOutSeconds*float64(time.Second)) +
 		seckill.KeyClockSkew + 500*time.Millisecond)); wait > 0 {
 		time.Sleep(wait)
 	}
-	n := r.cfg.Users * r.cfg.PerUser
-	if !r.cfg.Keys {
-		again, dur := r.burst(ctx, level, "sold-out burst", false, n)
-		r.step.SoldOutThroughput = float64(len(again)) / dur.Seconds()
-		r.step.Latency["soldout_burst"] = percentiles(again, "")
-	} else {
-		const slices = 2
-		var plain, keyed []result
-		var plainDur, keyedDur time.Duration
-		for i := range 2 * slices {
-			// U K K U: neither half always goes first.
-			if (i+i/2)%2 == 0 {
-				rs, d := r.burst(ctx, level, "sold-out burst", false, n/(2*slices))
-				plain, plainDur = append(plain, rs...), plainDur+d
-			} else {
-				rs, d := r.burst(ctx, level, "sold-out burst, keyed", true, n/(2*slices))
-				keyed, keyedDur = append(keyed, rs...), keyedDur+d
-			}
+	type slice struct {
+		name  string
+		keyed bool
+		c     *httpClient // nil: the stack's
+		rs    []result
+		dur   time.Duration
+	}
+	slices := []*slice{{name: "sold-out burst"}}
+	if r.cfg.Keys {
+		slices = append(slices, &slice{name: "sold-out burst, keyed", keyed: true})
+	}
+	if b := r.cfg.Baselines; b != nil {
+		srv, err := startBaselineServer(ctx, b.Exec, r.cfg.Pin.frontPrefix(), ServerSpec{Kind: ServerFiber})
+		if err != nil {
+			return nil, fmt.Errorf("bare Fiber beside the sold-out burst: %w", err)
 		}
-		r.step.SoldOutThroughput = float64(len(plain)) / plainDur.Seconds()
-		r.step.Latency["soldout_burst"] = percentiles(plain, "")
-		r.step.SoldOutKeyedThroughput = float64(len(keyed)) / keyedDur.Seconds()
-		r.step.Latency["soldout_keyed_burst"] = percentiles(keyed, "")
-		r.step.SoldOutKeyedFromMemory = outcomeCounts(keyed)[OutSoldOutMemory]
+		defer srv.stop()
+		slices = append(slices, &slice{name: "bare Fiber beside it", c: newLoadClient("http://" + srv.addr)})
+	}
+	const turns = 2
+	stack := r.c
+	for i := range turns * len(slices) {
+		// U K F K F U: no kind always goes first.
+		sl := slices[(i+i/len(slices))%len(slices)]
+		if sl.c != nil {
+			r.c = sl.c
+		}
+		rs, d := r.burst(ctx, level, sl.name, sl.keyed, r.cfg.Users*r.cfg.PerUser/(turns*len(slices)))
+		r.c = stack
+		sl.rs, sl.dur = append(sl.rs, rs...), sl.dur+d
+	}
+	for _, sl := range slices {
+		perSec := float64(len(sl.rs)) / sl.dur.Seconds()
+		switch {
+		case sl.c != nil:
+			r.step.SoldOutFiberThroughput = perSec
+		case sl.keyed:
+			r.step.SoldOutKeyedThroughput = perSec
+			r.step.Latency["soldout_keyed_burst"] = percentiles(sl.rs, "")
+			r.step.SoldOutKeyedFromMemory = outcomeCounts(sl.rs)[OutSoldOutMemory]
+		default:
+			r.step.SoldOutThroughput = perSec
+			r.step.Latency["soldout_burst"] = percentiles(sl.rs, "")
+		}
 	}
 
 	won := accepted(results)

@@ -109,6 +109,10 @@ func WriteTable(w io.Writer, r *Report) error {
 		if a := b.AdmissionOnly; a != nil {
 			fmt.Fprintf(w, "  admission only (the same burst, order tier off): %.0f req/s, winners' accept p50 %.1f ms, p99 %.1f ms\n",
 				a.RequestsPerSecond, a.AcceptedP50, a.AcceptedP99)
+			if u := a.Unkeyed; u != nil {
+				fmt.Fprintf(w, "  admission only, keyed | without keys: %.0f | %.0f req/s, refusals' p50 %.1f | %.1f ms\n",
+					a.RequestsPerSecond, u.RequestsPerSecond, a.RefusedP50, u.RefusedP50)
+			}
 		}
 		for _, rt := range Ratios {
 			if v, ok := r.Ratios[rt.Key]; ok {

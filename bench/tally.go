@@ -130,3 +130,48 @@ func timeline(rs []result) []Bucket {
 	}
 	return out
 }
+
+// Losers are the requests of a burst sent from its sell-out on (the last
+// win's answer): the flood of losers in the sale's first second, which a
+// sold-out burst sent a second later does not see.
+type Losers struct {
+	Count     int     `json:"count"`
+	PerSecond float64 `json:"per_second"`
+	P50       float64 `json:"p50_ms"`
+	P99       float64 `json:"p99_ms"`
+}
+
+// afterSellOut measures the requests of a burst of wall time dur sent from
+// its last win's answer on; nil when the burst never sold out, or sold out
+// at its end.
+func afterSellOut(rs []result, dur time.Duration) *Losers {
+	var soldOut time.Duration
+	for _, x := range rs {
+		if x.outcome == OutAccepted {
+			soldOut = max(soldOut, x.at+x.latency)
+		}
+	}
+	var after []result
+	for _, x := range rs {
+		if x.at >= soldOut {
+			after = append(after, x)
+		}
+	}
+	span := dur - soldOut
+	if soldOut == 0 || len(after) == 0 || span <= 0 {
+		return nil
+	}
+	p := percentiles(after, "")
+	return &Losers{Count: len(after), PerSecond: float64(len(after)) / span.Seconds(), P50: p.P50, P99: p.P99}
+}
+
+// refusals are the percentiles of a burst's answers other than accepted.
+func refusals(rs []result) Percentiles {
+	var out []result
+	for _, x := range rs {
+		if x.outcome != OutAccepted {
+			out = append(out, x)
+		}
+	}
+	return percentiles(out, "")
+}
