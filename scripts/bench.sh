@@ -17,6 +17,14 @@
 #      closes each measured alone (--pay-after-creation):
 #      bench-report-5k.{json,html}.
 #
+# Every purchase carries a fresh UUIDv7 Idempotency-Key stamped as it is
+# sent, as the shop page sends them (--keys); each round also runs the
+# admission-only API's burst without keys beside the keyed one, and the
+# sold-out burst with and without keys between slices of bare Fiber: the
+# table and bench-report.json give the keyed and unkeyed figures side by
+# side (burst_keyed_vs_unkeyed, losers_keyed_vs_unkeyed,
+# refused_p50_keyed_vs_unkeyed, soldout_vs_fiber, soldout_keyed_vs_fiber).
+#
 # Then it stops what it started. Extra arguments go to both runs of
 # `seckill-lab bench`.
 #
