@@ -145,11 +145,26 @@ type Losers struct {
 // its last win's answer on; nil when the burst never sold out, or sold out
 // at its end.
 func afterSellOut(rs []result, dur time.Duration) *Losers {
+	after, soldOut := lost(rs)
+	span := dur - soldOut
+	if soldOut == 0 || len(after) == 0 || span <= 0 {
+		return nil
+	}
+	p := percentiles(after, "")
+	return &Losers{Count: len(after), PerSecond: float64(len(after)) / span.Seconds(), P50: p.P50, P99: p.P99}
+}
+
+// lost returns the requests of a burst sent from its last win's answer on,
+// and when that was (0: no win).
+func lost(rs []result) ([]result, time.Duration) {
 	var soldOut time.Duration
 	for _, x := range rs {
 		if x.outcome == OutAccepted {
 			soldOut = max(soldOut, x.at+x.latency)
 		}
+	}
+	if soldOut == 0 {
+		return nil, 0
 	}
 	var after []result
 	for _, x := range rs {
@@ -157,12 +172,7 @@ func afterSellOut(rs []result, dur time.Duration) *Losers {
 			after = append(after, x)
 		}
 	}
-	span := dur - soldOut
-	if soldOut == 0 || len(after) == 0 || span <= 0 {
-		return nil
-	}
-	p := percentiles(after, "")
-	return &Losers{Count: len(after), PerSecond: float64(len(after)) / span.Seconds(), P50: p.P50, P99: p.P99}
+	return after, soldOut
 }
 
 // refusals are the percentiles of a burst's answers other than accepted.
