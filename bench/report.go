@@ -269,9 +269,8 @@ type Baselines struct {
 // the order tier (the starter, Temporal, the worker) costs the front door.
 //
 // With --keys its burst is keyed as the step's is, and the same burst
-// without keys runs beside it on a sale of its own in the same process
-// (Unkeyed; the two alternate which goes first from round to round): what
-// the key costs, the order tier left out.
+// without keys runs beside it in the same process (Unkeyed; two bursts of
+// each, in pairOrder): what the key costs, the order tier left out.
 type AdmissionOnly struct {
 	RequestsPerSecond float64 `json:"requests_per_second"`
 	AcceptedP50       float64 `json:"accepted_p50_ms"`
