@@ -27,6 +27,7 @@ import (
 	"github.com/seckill/seckill/internal/buildinfo"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/ratelimit"
+	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/shop"
 )
 
@@ -158,7 +159,7 @@ type Server struct {
 	cfg    Config
 	svc    Services
 	log    *slog.Logger
-	list   *sessionList
+	views  *sessions.Views
 	shop   *shop.Shop
 	global *fleet.Share
 	// shoppers and operators verify who calls (Config.Shoppers,
@@ -234,7 +235,7 @@ func New(cfg Config, svc Services) (*Server, error) {
 		return nil, err
 	}
 	s.shop = page
-	s.list = &sessionList{ttl: cfg.SessionCacheTTL, load: s.loadSessionList}
+	s.views = &sessions.Views{Stock: svc.Stock, Open: svc.Listing, TTL: cfg.SessionCacheTTL, Now: cfg.Now}
 	if cfg.Dev {
 		s.log.Warn("dev endpoints are mounted under /dev/v1: anyone can sign in as anyone; never in production")
 	}
