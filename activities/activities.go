@@ -60,6 +60,7 @@ type Activities struct {
 // CreateOrder creates the order row (WAIT_PAY, or FAILED when MySQL refuses
 // the stock or the user's slots) and caches its view for polls.
 func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (CreateOrderResult, error) {
+	ctx = seckill.WithTraceID(ctx, in.Request.TraceID)
 	l := logger(ctx, in.Request.OrderNo, in.Request.TraceID)
 	o, err := a.Store.CreateOrder(ctx, &in.Request, in.PayDeadline)
 	if err != nil {
@@ -83,6 +84,7 @@ func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (Crea
 
 // ApplyPayment records a payment: PAID, or a refund to come.
 func (a *Activities) ApplyPayment(ctx context.Context, p seckill.Payment) (PaymentResult, error) {
+	ctx = seckill.WithTraceID(ctx, p.TraceID)
 	return a.applyPayment(ctx, logger(ctx, p.OrderNo, p.TraceID), p)
 }
 
@@ -147,6 +149,7 @@ func (a *Activities) release(ctx context.Context, l log.Logger, sessionID int64,
 // exactly-once: a retry finds the order CLOSED already (no stock moves
 // twice) and the reservation released already (0 units).
 func (a *Activities) CloseAndRelease(ctx context.Context, in CloseOrderInput) (CloseAndReleaseResult, error) {
+	ctx = seckill.WithTraceID(ctx, in.Request.TraceID)
 	closed, released, err := a.CloseLost(ctx, logger(ctx, in.Request.OrderNo, in.Request.TraceID), in)
 	if err != nil {
 		return CloseAndReleaseResult{}, err

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
 )
 
 const headerRequestID = "X-Request-ID"
@@ -30,6 +32,7 @@ func requestID(c *fiber.Ctx) error {
 		id = newTraceID()
 	}
 	c.Locals(headerRequestID, id)
+	c.SetUserContext(seckill.WithTraceID(c.UserContext(), id))
 	c.Set(headerRequestID, id)
 	return c.Next()
 }

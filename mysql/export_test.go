@@ -78,3 +78,9 @@ func (db *DB) ExplainDueEventsForTest(ctx context.Context) (keys map[string]stri
 	}
 	return keys, rowsOfE, nil
 }
+
+// RawForTest runs a statement through GORM, as the store's own do.
+func (db *DB) RawForTest(ctx context.Context, sql string, args ...any) error {
+	var n int64
+	return db.gorm.WithContext(ctx).Raw(sql, args...).Scan(&n).Error
+}

@@ -67,7 +67,7 @@ func Connect(ctx context.Context, c *Config, withTemporal bool) (*Main, error) {
 	m := &Main{Config: c, Log: c.Logger(), Metrics: metrics.New(),
 		Policy: seckill.ReconcilePolicy{PayTimeout: c.PayTimeout, SweepGrace: c.SweepGrace, PreheatLead: c.PreheatLead}}
 	var err error
-	if m.DB, err = mysql.Open(ctx, c.MySQLDSN); err != nil {
+	if m.DB, err = c.openMySQL(ctx, m.Log); err != nil {
 		return nil, err
 	}
 	m.Redis = redis.NewAdmissionClient(c.Redis())
@@ -98,12 +98,27 @@ func Connect(ctx context.Context, c *Config, withTemporal bool) (*Main, error) {
 // ConnectMySQL is Connect for the commands that need MySQL alone
 // (migrate, the drill's referee, the refund tools).
 func ConnectMySQL(ctx context.Context, c *Config) (*Main, error) {
+	log := c.Logger()
+	db, err := c.openMySQL(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	return &Main{Config: c, DB: db, Log: log}, nil
+}
+
+// openMySQL opens the store, its slow statements logged at warn with the
+// trace id of the request or order they ran for.
+func (c *Config) openMySQL(ctx context.Context, log *slog.Logger) (*mysql.DB, error) {
 	db, err := mysql.Open(ctx, c.MySQLDSN)
 	if err != nil {
 		return nil, err
 	}
-	return &Main{Config: c, DB: db, Log: c.Logger()}, nil
+	db.LogSlowQueries(mysql.SlowQueries{Log: log, Threshold: c.MySQLSlow, TraceID: traceID})
+	return db, nil
 }
+
+// traceID is the trace id a context carries, for the logs of the stores.
+func traceID(ctx context.Context) string { return seckill.TraceIDFrom(ctx) }
 
 // Close closes what Connect or ConnectMySQL opened.
 func (m *Main) Close() {

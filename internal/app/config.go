@@ -33,6 +33,8 @@ import (
 // come from that package (defaultConfig), so each is defined once.
 type Config struct {
 	MySQLDSN string `env:"SECKILL_MYSQL_DSN" envDefault:"root:@tcp(127.0.0.1:3306)/seckill?parseTime=true" secret:"true"`
+	// MySQLSlow logs the statements slower than this at warn; 0: none.
+	MySQLSlow time.Duration `env:"SECKILL_MYSQL_SLOW" envDefault:"200ms"`
 	// RedisAddr is one address (a single node), a comma-separated list
 	// (Redis Cluster seeds) or, with RedisMaster, the Sentinels' addresses:
 	// go-redis's universal client rules (see Redis).
@@ -225,6 +227,9 @@ func LoadConfig() (*Config, error) {
 	}
 	if c.DrainDelay < 0 {
 		return nil, errors.New("SECKILL_DRAIN_DELAY must be 0 (stop at once) or a positive duration")
+	}
+	if c.MySQLSlow < 0 {
+		return nil, errors.New("SECKILL_MYSQL_SLOW must be 0 (no slow-query log) or a positive duration")
 	}
 	if err := c.checkRisk(); err != nil {
 		return nil, err
