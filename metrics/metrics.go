@@ -103,6 +103,10 @@ type Metrics struct {
 	Events          *prometheus.GaugeVec
 	EventsDelivered prometheus.Counter
 	EventFailures   *prometheus.CounterVec
+	// SessionChanges counts the operators' session changes applied, by
+	// action (pause, resume, add_stock, end, update): the dashboard's
+	// annotations of a sale's controls (the audit rows hold the details).
+	SessionChanges *prometheus.CounterVec
 
 	observed map[string]bool // session ids with sale series
 }
@@ -214,13 +218,29 @@ func New() *Metrics {
 		EventFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_event_failures_total", Help: "Order event deliveries that failed, by what followed: pending (retried after a backoff) or parked.",
 		}, []string{"state"}),
+		SessionChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_session_changes_total", Help: "Operators' session changes applied (replays of a request not counted), by action: pause, resume, add_stock, end, update.",
+		}, []string{"action"}),
 	}
-	m.Registry.MustRegister(m.Refunds, m.RefundFailures, m.Events, m.EventsDelivered, m.EventFailures)
+	// Every action's series from the start at 0: increase() sees the
+	// first change (a series born at 1 would hide it).
+	for _, a := range []seckill.SessionAction{seckill.ActionPause, seckill.ActionResume, seckill.ActionAddStock, seckill.ActionEnd, seckill.ActionUpdate} {
+		m.SessionChanges.WithLabelValues(string(a))
+	}
+	m.Registry.MustRegister(m.Refunds, m.RefundFailures, m.Events, m.EventsDelivered, m.EventFailures, m.SessionChanges)
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Admissions, m.RedisAdmit, m.RedisCommands, m.RedisErrors, m.WorkflowStart,
 		m.WorkflowStartFailures, m.StarterInFlight, m.StarterLimit, m.StarterQueue, m.StarterDropped, m.RiskChecks, m.StarterYielding, m.DependencyUp, m.FleetSize, m.GlobalShare, m.RelayBacklog, m.RelayOldest, m.RelayActions, m.SweepActions, m.Orders, m.Stock, m.Drift,
 		m.Stuck, m.Problems, m.InFlight, m.ReconcileRuns, buildInfo(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// SessionChanged counts a session change applied; a nil Metrics counts
+// nothing.
+func (m *Metrics) SessionChanged(action seckill.SessionAction) {
+	if m != nil {
+		m.SessionChanges.WithLabelValues(string(action)).Inc()
+	}
 }
 
 // buildInfo is the constant 1 labelled with this binary's build, so a

@@ -54,6 +54,10 @@ type Controls struct {
 	Log   *slog.Logger
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Applied, when set, is told the action of each change the store
+	// applied (not a replay of its request): the metric the dashboard
+	// marks a sale's controls with.
+	Applied func(seckill.SessionAction)
 }
 
 // Create stores a new session and starts its life, which preheats it
@@ -94,6 +98,9 @@ func (c *Controls) Change(ctx context.Context, ch *seckill.SessionChange) (*Chan
 		return nil, err
 	}
 	out := &Changed{Session: sess, Applied: applied}
+	if applied && c.Applied != nil {
+		c.Applied(ch.Action)
+	}
 	if ch.Action == seckill.ActionUpdate || ch.Action == seckill.ActionEnd {
 		// The session's life moves its preheat and retirement. Not fatal:
 		// the change is made; the life reads the session again at its

@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/sessions"
 )
 
@@ -50,6 +52,8 @@ func newControls(t *testing.T) (*testenv.Env, *sessions.Controls, *lives) {
 // however often its request is retried; an end tells the session's life.
 func TestControlsCreateAndChange(t *testing.T) {
 	e, c, l := newControls(t)
+	m := metrics.New()
+	c.Applied = m.SessionChanged
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	l.down = true
@@ -87,6 +91,9 @@ func TestControlsCreateAndChange(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, done.RedisStock)
 	require.Equal(t, []int64{sess.ID}, l.changed)
+	require.Equal(t, 1.0, testutil.ToFloat64(m.SessionChanges.WithLabelValues("add_stock")), "the replay is not counted")
+	require.Equal(t, 1.0, testutil.ToFloat64(m.SessionChanges.WithLabelValues("end")))
+	require.Equal(t, 0.0, testutil.ToFloat64(m.SessionChanges.WithLabelValues("pause")))
 	e.RequireInvariants(sess.ID)
 }
 

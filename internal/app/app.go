@@ -243,7 +243,7 @@ func (m *Main) APIConfig(dev bool) APIConfig {
 		Risk:    c.Risk(),
 		Limiter: redis.NewLimiter(m.Redis, c.RedisPrefix),
 	}
-	cfg.Controls = &sessions.Controls{Store: m.DB, Stock: m.Gate, Lives: m.Orders(), Log: m.Log}
+	cfg.Controls = &sessions.Controls{Store: m.DB, Stock: m.Gate, Lives: m.Orders(), Log: m.Log, Applied: m.Metrics.SessionChanged}
 	cfg.Registrations = &registrations.Desk{Store: m.DB, Set: m.Gate}
 	cfg.Checkout = m.Checkout()
 	cfg.Refund = &payments.Refund{Store: m.DB, Gate: m.Gate}
