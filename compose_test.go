@@ -449,10 +449,11 @@ type promConfig struct {
 
 type grafanaDatasources struct {
 	Datasources []struct {
-		UID      string `yaml:"uid"`
-		Type     string `yaml:"type"`
-		URL      string `yaml:"url"`
-		JSONData struct {
+		UID       string `yaml:"uid"`
+		Type      string `yaml:"type"`
+		IsDefault bool   `yaml:"isDefault"`
+		URL       string `yaml:"url"`
+		JSONData  struct {
 			TimeInterval string `yaml:"timeInterval"`
 		} `yaml:"jsonData"`
 	} `yaml:"datasources"`
@@ -572,6 +573,11 @@ func TestComposeMonitoring(t *testing.T) {
 	require.Equal(t, "file", provider.Providers[0].Type)
 	require.Contains(t, mounts(t, graf), "./deploy/grafana/dashboards:"+provider.Providers[0].Options.Path+":ro",
 		"the dashboard provider reads the mounted dashboards directory")
+	// The file is provisioned as it is imported elsewhere: its
+	// ${datasource} variable takes the default data source, this one.
+	require.True(t, ds.Datasources[0].IsDefault, "the dashboard's data source variable falls back to the default data source")
+	require.Equal(t, provider.Providers[0].Options.Path+"/seckill.json", env(graf, "GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"),
+		"the home dashboard is the provisioned file")
 }
 
 // dashboardPanel is a Grafana panel or row (rows may nest their panels).
@@ -596,23 +602,48 @@ type dashboardTarget struct {
 }
 
 // The hand-written dashboard: it parses, keeps its uid (links and the home
-// dashboard use it), has unique panel ids, uses the provisioned data
-// source, and every seckill_* metric it queries is one the code registers
-// (a renamed metric would otherwise leave an empty panel).
+// dashboard use it), has unique panel ids, and every seckill_* metric it
+// queries is one the code registers (a renamed metric would otherwise
+// leave an empty panel). It imports into any Grafana: every panel, query,
+// variable and annotation reads the ${datasource} variable (a Prometheus
+// data source chosen at import through __inputs, the default one where
+// Compose provisions the same file unchanged), and no data source uid is
+// written anywhere else.
 func TestComposeGrafanaDashboard(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("deploy", "grafana", "dashboards", "seckill.json"))
 	require.NoError(t, err)
 	var dash struct {
-		UID        string           `json:"uid"`
-		Title      string           `json:"title"`
-		Refresh    string           `json:"refresh"`
-		Panels     []dashboardPanel `json:"panels"`
+		Inputs []struct {
+			Name     string `json:"name"`
+			Type     string `json:"type"`
+			PluginID string `json:"pluginId"`
+		} `json:"__inputs"`
+		Requires []struct {
+			Type string `json:"type"`
+			ID   string `json:"id"`
+		} `json:"__requires"`
+		UID         string           `json:"uid"`
+		Title       string           `json:"title"`
+		Refresh     string           `json:"refresh"`
+		Panels      []dashboardPanel `json:"panels"`
+		Annotations struct {
+			List []struct {
+				Name       string       `json:"name"`
+				BuiltIn    int          `json:"builtIn"`
+				Datasource *dashboardDS `json:"datasource"`
+				Expr       string       `json:"expr"`
+			} `json:"list"`
+		} `json:"annotations"`
 		Templating struct {
 			List []struct {
 				Name       string          `json:"name"`
+				Type       string          `json:"type"`
 				Datasource *dashboardDS    `json:"datasource"`
 				Query      json.RawMessage `json:"query"`
 				Definition string          `json:"definition"`
+				Current    struct {
+					Value string `json:"value"`
+				} `json:"current"`
 			} `json:"list"`
 		} `json:"templating"`
 	}
@@ -620,11 +651,43 @@ func TestComposeGrafanaDashboard(t *testing.T) {
 	require.Equal(t, "seckill", dash.UID)
 	require.Equal(t, "5s", dash.Refresh)
 
-	var ds grafanaDatasources
-	readYAML(t, "deploy/grafana/provisioning/datasources/prometheus.yml", &ds)
-	require.Len(t, ds.Datasources, 1)
-	uid := ds.Datasources[0].UID
-	require.NotEmpty(t, uid, "the provisioned data source has a fixed uid for the dashboard to use")
+	// Importable: one Prometheus input, the plugins it needs, and the
+	// variable every query reads, set to the input at import.
+	const uid = "${datasource}"
+	require.Len(t, dash.Inputs, 1)
+	require.Equal(t, "DS_PROMETHEUS", dash.Inputs[0].Name)
+	require.Equal(t, "datasource", dash.Inputs[0].Type)
+	require.Equal(t, "prometheus", dash.Inputs[0].PluginID)
+	requires := map[string]bool{}
+	for _, r := range dash.Requires {
+		requires[r.Type+"/"+r.ID] = true
+	}
+	require.True(t, requires["grafana/grafana"] && requires["datasource/prometheus"], "__requires names Grafana and the Prometheus plugin: %v", requires)
+	require.NotEmpty(t, dash.Templating.List)
+	dsVar := dash.Templating.List[0]
+	require.Equal(t, "datasource", dsVar.Name, "the data source variable comes first: the others query through it")
+	require.Equal(t, "datasource", dsVar.Type)
+	require.JSONEq(t, `"prometheus"`, string(dsVar.Query))
+	require.Equal(t, "${DS_PROMETHEUS}", dsVar.Current.Value, "the import's choice")
+	// No uid but the variable's, the dashboard's own and Grafana's built-in
+	// annotations: a fixed data source uid would tie the file to one Grafana.
+	for _, m := range regexp.MustCompile(`"uid":\s*"([^"]*)"`).FindAllStringSubmatch(string(raw), -1) {
+		if m[1] != uid && m[1] != dash.UID && m[1] != "-- Grafana --" {
+			assert.Fail(t, "fixed data source uid", "seckill.json names the uid %q: use %s", m[1], uid)
+		}
+	}
+	// The session controls are marked on every panel, from the metric the
+	// API counts them in.
+	var controls bool
+	for _, a := range dash.Annotations.List {
+		if a.BuiltIn == 1 {
+			continue
+		}
+		require.NotNil(t, a.Datasource, "annotation %s names its data source", a.Name)
+		require.Equal(t, uid, a.Datasource.UID, "annotation %s", a.Name)
+		controls = controls || strings.Contains(a.Expr, "seckill_session_changes_total")
+	}
+	require.True(t, controls, "an annotation marks the session controls (pause, resume, add stock, end)")
 
 	registered := registeredMetrics(t)
 
@@ -644,7 +707,7 @@ func TestComposeGrafanaDashboard(t *testing.T) {
 			}
 		}
 	}
-	for _, v := range dash.Templating.List {
+	for _, v := range dash.Templating.List[1:] {
 		require.NotNil(t, v.Datasource, "variable %s names its data source", v.Name)
 		require.Equal(t, uid, v.Datasource.UID, "variable %s", v.Name)
 		checkExpr("variable "+v.Name, v.Definition+" "+string(v.Query))
@@ -667,12 +730,12 @@ func TestComposeGrafanaDashboard(t *testing.T) {
 				require.NotNil(t, p.Datasource, "panel %q names its data source", p.Title)
 			}
 			if p.Datasource != nil {
-				require.Equal(t, uid, p.Datasource.UID, "panel %q uses the provisioned data source", p.Title)
+				require.Equal(t, uid, p.Datasource.UID, "panel %q reads the data source variable", p.Title)
 			}
 			for _, tg := range p.Targets {
 				require.NotEmpty(t, tg.Expr, "panel %q has an empty query", p.Title)
 				if tg.Datasource != nil {
-					require.Equal(t, uid, tg.Datasource.UID, "panel %q: query uses the provisioned data source", p.Title)
+					require.Equal(t, uid, tg.Datasource.UID, "panel %q: query reads the data source variable", p.Title)
 				}
 				checkExpr("panel "+strconv.Quote(p.Title), tg.Expr)
 			}
@@ -681,6 +744,9 @@ func TestComposeGrafanaDashboard(t *testing.T) {
 	}
 	walk(dash.Panels)
 	require.NotEmpty(t, ids)
+	for _, a := range dash.Annotations.List {
+		checkExpr("annotation "+a.Name, a.Expr)
+	}
 }
 
 // The operators' UIs are not open doors (docs/OPERATIONS.md, "Exposing the
