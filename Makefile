@@ -41,7 +41,7 @@ temporal: ## start the Temporal dev server (in memory, Web UI on :8233) unless o
 temporal-stop: ## stop the dev server `make temporal` started (never one it found running)
 	@$(TEMPORAL) stop
 
-.PHONY: temporal-bins temporal-durable temporal-durable-stop stripe-mock promtool helm deps-test
+.PHONY: temporal-bins temporal-durable temporal-durable-stop stripe-mock promtool prometheus helm deps-test
 
 # The durable server's binaries, from the modules pinned in tools/go.mod
 # (`go build` is a no-op when they are up to date).
@@ -69,6 +69,11 @@ deps-test: # the services and Debian packages make test needs (scripts/deps.sh)
 promtool: ## build bin/promtool (pinned in tools/promtool/go.mod)
 	$(GO) build -o bin/promtool -modfile=tools/promtool/go.mod github.com/prometheus/prometheus/cmd/promtool
 
+# prometheus, the server `make stack` runs (scripts/stack.sh builds it), from
+# the same pinned module as promtool. A big build: no other target needs it.
+prometheus: ## build bin/prometheus (pinned in tools/promtool/go.mod)
+	$(GO) build -o bin/prometheus -modfile=tools/promtool/go.mod github.com/prometheus/prometheus/cmd/prometheus
+
 # helm, for the chart (deploy/helm/seckill) and its test (chart_test.go
 # finds bin/helm first). Its own modfile, as promtool's.
 helm: ## build bin/helm (pinned in tools/helm/go.mod)
@@ -89,7 +94,7 @@ stripe-mock: ## build bin/stripe-mock (pinned in tools/stripe-mock/go.mod)
 	$(GO) build -o bin/stripe-mock -modfile=tools/stripe-mock/go.mod github.com/stripe/stripe-mock
 clean: temporal-durable-stop
 
-stack: ## the production topology here: Redis Cluster, durable Temporal (PostgreSQL), 2 workers, 2 APIs behind HAProxy on :8080, the Temporal UI behind HAProxy with a password on :8405
+stack: ## the production topology here: Redis Cluster, durable Temporal (PostgreSQL), 2 workers, 2 APIs behind HAProxy on :8080, the Temporal UI behind HAProxy with a password on :8405, Prometheus on 127.0.0.1:9090
 	scripts/deps.sh stack
 	scripts/stack.sh start
 

@@ -97,3 +97,43 @@ func TestAlertRules(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, n, 10)
 }
+
+// The Prometheus `make stack` runs (scripts/stack.sh) loads: its
+// configuration holds for Prometheus itself, loads the same tested rules
+// as Compose's and scrapes the same jobs (the APIs, the workers, the
+// Temporal server) from the target files the script writes in .stack/.
+func TestStackPrometheusConfig(t *testing.T) {
+	promtool(t, "check", "config", "stack.yml")
+	type config struct {
+		RuleFiles     []string `yaml:"rule_files"`
+		ScrapeConfigs []struct {
+			JobName     string `yaml:"job_name"`
+			FileSDFiles []struct {
+				Files []string `yaml:"files"`
+			} `yaml:"file_sd_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	var stack, compose config
+	readYAML(t, "deploy/prometheus/stack.yml", &stack)
+	readYAML(t, "deploy/prometheus/prometheus.yml", &compose)
+	require.Equal(t, compose.RuleFiles, stack.RuleFiles, "the stack loads the tested alerting rules")
+	script, err := os.ReadFile("scripts/stack.sh")
+	require.NoError(t, err)
+	var jobs, composeJobs []string
+	for _, sc := range stack.ScrapeConfigs {
+		jobs = append(jobs, sc.JobName)
+		require.Len(t, sc.FileSDFiles, 1, "job %s", sc.JobName)
+		for _, f := range sc.FileSDFiles[0].Files {
+			written := strings.TrimPrefix(f, "../../")
+			require.True(t, strings.HasPrefix(written, ".stack/prometheus/"), "job %s reads %s: the stack's files live in .stack", sc.JobName, f)
+			require.Contains(t, string(script), `>"$dir/prometheus/`+strings.TrimPrefix(written, ".stack/prometheus/")+`"`,
+				"scripts/stack.sh writes %s", written)
+		}
+	}
+	for _, sc := range compose.ScrapeConfigs {
+		composeJobs = append(composeJobs, sc.JobName)
+	}
+	require.ElementsMatch(t, composeJobs, jobs, "the stack scrapes what Compose scrapes")
+	require.Contains(t, string(script), "--config.file=deploy/prometheus/stack.yml")
+	require.Contains(t, string(script), "--enable-feature=exemplar-storage")
+}

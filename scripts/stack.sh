@@ -6,9 +6,13 @@
 # stack's own), two workers, two APIs, and HAProxy in front of the APIs
 # (deploy/haproxy/haproxy.cfg), health-checked on /readyz; a second HAProxy
 # (deploy/haproxy/ui.cfg) is the Temporal Web UI's door, with HTTP basic
-# authentication (the UI itself listens on 127.0.0.1 only). The stack runs
-# no Grafana. Loopback only, unless STACK_UI_HOST says otherwise for the
-# UI's door.
+# authentication (the UI itself listens on 127.0.0.1 only); Prometheus
+# (bin/prometheus, pinned in tools/promtool/go.mod) scrapes the APIs, the
+# workers and the Temporal server with the tested alerting rules loaded
+# (deploy/prometheus/stack.yml), its data in .stack/prometheus. The stack
+# runs no Grafana: import deploy/grafana/dashboards/seckill.json into
+# yours. Loopback only, unless STACK_UI_HOST says otherwise for the UI's
+# door.
 #
 #   scripts/stack.sh start    start it all, print the URLs and the secrets
 #   scripts/stack.sh stop     stop exactly what start started (by PID)
@@ -16,7 +20,7 @@
 #
 # Env: STACK_PORT (the balancer's port, 8080; the APIs take +1 and +2, the
 # workers' ops endpoints +11 and +12, HAProxy's stats page +324, the
-# Temporal UI's door +325), STACK_UI_HOST (the address of that door,
+# Temporal UI's door +325, Prometheus +1010), STACK_UI_HOST (the address of that door,
 # 127.0.0.1; 0.0.0.0 to reach it from elsewhere), SECKILL_UI_USER (its
 # login, ops), SECKILL_UI_PASSWORD (its password; without it a random one,
 # printed once), SECKILL_UI_TLS_CERT (a PEM: the door speaks HTTPS),
@@ -35,6 +39,9 @@ apis=("127.0.0.1:$((port + 1))" "127.0.0.1:$((port + 2))")
 workers=("127.0.0.1:$((port + 11))" "127.0.0.1:$((port + 12))")
 ui="${STACK_UI_HOST:-127.0.0.1}:$((port + 325))"
 temporal_ui="127.0.0.1:${TEMPORAL_DURABLE_UI_PORT:-8933}"
+prom="127.0.0.1:$((port + 1010))"
+# The durable server's metrics port (deploy/temporal/temporal.yaml).
+temporal_metrics="127.0.0.1:${TEMPORAL_METRICS_PORT:-$((${TEMPORAL_DURABLE_PORT:-7933} + 1067))}"
 export TEMPORAL_TLS_DIR="${TEMPORAL_TLS_DIR-$dir/temporal-tls}"
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
@@ -103,7 +110,7 @@ start() {
   mkdir -p "$dir"
   trap 'echo "stack: start failed; stopping what started" >&2; stop' ERR
 
-  make --no-print-directory -s build
+  make --no-print-directory -s build prometheus
 
   # Redis Cluster and Temporal: ours unless they already run.
   if ! scripts/redis-cluster.sh status >/dev/null 2>&1; then
@@ -181,6 +188,18 @@ start() {
     sleep 0.2
   done
   [ "$code" = 401 ] || { echo "stack: the Temporal UI's door answers $code without a password, not 401" >&2; false; }
+
+  # Prometheus: the targets of deploy/prometheus/stack.yml, as this
+  # stack's ports say; exemplars kept (the APIs' latency buckets carry a
+  # request's trace id).
+  mkdir -p "$dir/prometheus"
+  targets() { printf -- '- targets: [%s]\n' "$(printf '"%s",' "$@" | sed 's/,$//')"; }
+  targets "${apis[@]}" >"$dir/prometheus/api.yml"
+  targets "${workers[@]}" >"$dir/prometheus/worker.yml"
+  targets "$temporal_metrics" >"$dir/prometheus/temporal.yml"
+  spawn prometheus bin/prometheus --config.file=deploy/prometheus/stack.yml \
+    --storage.tsdb.path="$dir/prometheus/data" --web.listen-address="$prom" --enable-feature=exemplar-storage
+  wait_ready prometheus "http://$prom/-/ready"
   trap - ERR
   # With the password (on curl's stdin, not its command line): the UI
   # itself, which may still be starting.
@@ -196,6 +215,7 @@ stack: running (stop it with make stack-stop)
   shop and API (HAProxy)   http://$lb
   Temporal Web UI          $scheme://$ui  (HAProxy; user $ui_user, password $shown)
   HAProxy stats            http://$stats
+  Prometheus               http://$prom  (alerts: http://$prom/alerts; targets: http://$prom/targets)
   APIs                     http://${apis[0]}  http://${apis[1]}
   workers' metrics         http://${workers[0]}/metrics  http://${workers[1]}/metrics
   Redis Cluster            $SECKILL_REDIS_ADDR
