@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -59,4 +60,33 @@ func grepSeckill(text string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// The HTTP latency histogram links its buckets to requests: scraped in
+// OpenMetrics (as Prometheus asks), a bucket carries the trace id of a
+// request it counted as an exemplar; the plain text format has none.
+func TestLatencyExemplars(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true})
+	sess := e.Session(1, 1, 100)
+	require.Equal(t, 200, e.Do("GET", fmt.Sprintf("/api/v1/sessions/%d", sess.ID), "", nil, "X-Request-ID", "exemplar-trace-1").Status)
+
+	req, err := http.NewRequest("GET", e.BaseURL+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Contains(t, resp.Header.Get("Content-Type"), "application/openmetrics-text")
+	var found bool
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, `seckill_http_request_duration_seconds_bucket{route="/api/v1/sessions/:id"`) &&
+			strings.Contains(l, `# {trace_id="exemplar-trace-1"}`) {
+			found = true
+		}
+	}
+	require.True(t, found, "no exemplar with the request's trace id in:\n%s", grepSeckill(string(body)))
+
+	require.NotContains(t, string(e.Do("GET", "/metrics", "", nil).Raw), "trace_id=", "the text format carries no exemplars")
 }

@@ -23,7 +23,7 @@ func (s *Server) observe(c *fiber.Ctx) error {
 		route = "unmatched"
 	}
 	status := c.Response().StatusCode()
-	s.series.Answer(route, c.Method(), status, time.Since(start))
+	s.series.Answer(route, c.Method(), status, time.Since(start), traceID(c))
 	if layer := c.Response().Header.Peek(HeaderLayer); len(layer) > 0 {
 		s.series.Admission(layer, status, c.Response().Body())
 	}

@@ -326,9 +326,11 @@ func (m *Metrics) WatchDependencies(ctx context.Context, interval time.Duration,
 	tick.Every(ctx, interval, check)
 }
 
-// Handler serves the registry in the Prometheus text format.
+// Handler serves the registry in the Prometheus text format, or in
+// OpenMetrics to a scraper that asks for it: the format that carries the
+// latency histograms' exemplars (a request's trace id in its bucket).
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{EnableOpenMetrics: true})
 }
 
 // Since returns the seconds elapsed since t, for Observe.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,22 +20,47 @@ type Series struct {
 	// requests by route+method+status, durations by route, admissions by
 	// layer+outcome.
 	requests   map[[3]string]prometheus.Counter
-	durations  map[string]prometheus.Observer
+	durations  map[string]*latency
 	admissions map[string]prometheus.Counter
 }
 
 // NewSeries is an empty cache of m's HTTP series.
 func NewSeries(m *Metrics) *Series {
 	return &Series{m: m, requests: map[[3]string]prometheus.Counter{},
-		durations: map[string]prometheus.Observer{}, admissions: map[string]prometheus.Counter{}}
+		durations: map[string]*latency{}, admissions: map[string]prometheus.Counter{}}
+}
+
+// exemplarEvery is how often a route's latency carries an exemplar, the
+// trace id of one request in its bucket (a link from a slow bucket to that
+// request's logs and trace). Prometheus keeps one exemplar per bucket and
+// scrape, and each costs an allocation: one per route this often is what a
+// scrape could keep anyway, never one per request of a sale.
+const exemplarEvery = 100 * time.Millisecond
+
+// latency is a route's histogram child and when it last took an exemplar
+// (unix nanoseconds).
+type latency struct {
+	obs  prometheus.Observer
+	last atomic.Int64
+}
+
+func (l *latency) observe(d time.Duration, traceID string) {
+	now := time.Now().UnixNano()
+	last := l.last.Load()
+	if ex, ok := l.obs.(prometheus.ExemplarObserver); ok && traceID != "" &&
+		now-last >= int64(exemplarEvery) && l.last.CompareAndSwap(last, now) {
+		ex.ObserveWithExemplar(d.Seconds(), prometheus.Labels{"trace_id": traceID})
+		return
+	}
+	l.obs.Observe(d.Seconds())
 }
 
 // Answer records one HTTP answer: by route pattern (never the raw path,
 // which would explode the label set), method and status, and its handling
-// time by route.
-func (s *Series) Answer(route, method string, status int, d time.Duration) {
+// time by route, with traceID (the request's) as an exemplar now and then.
+func (s *Series) Answer(route, method string, status int, d time.Duration, traceID string) {
 	s.request(route, methodLabel(method), statusLabel(status)).Inc()
-	s.duration(route).Observe(d.Seconds())
+	s.duration(route).observe(d, traceID)
 }
 
 // Admission records an admission's answer by the layer that decided it
@@ -62,12 +88,12 @@ func (s *Series) request(route, method, status string) prometheus.Counter {
 	return c
 }
 
-func (s *Series) duration(route string) prometheus.Observer {
+func (s *Series) duration(route string) *latency {
 	s.mu.RLock()
 	o, ok := s.durations[route]
 	s.mu.RUnlock()
 	if !ok {
-		o = s.m.HTTPDuration.WithLabelValues(route)
+		o = &latency{obs: s.m.HTTPDuration.WithLabelValues(route)}
 		s.mu.Lock()
 		s.durations[route] = o
 		s.mu.Unlock()
