@@ -18,7 +18,11 @@ type Attempt struct {
 	// the first run did and changes nothing.
 	OrderNo string
 	TraceID string
-	Now     time.Time
+	// SpanID is the purchase's span when it is traced (hex, "" when
+	// not): the reservation keeps it, so that the order's workflow starts
+	// under it whenever the start is made.
+	SpanID string
+	Now    time.Time
 	// IdempotencyKey, when set, pins the attempt's answer for the whole
 	// sale: every later attempt of the same user in the same session with
 	// the same key gets that answer (and order number) instead of running.

@@ -208,6 +208,9 @@ type Reservation struct {
 	Slots      []int     `json:"slots"`
 	ReservedAt time.Time `json:"reserved_at"`
 	TraceID    string    `json:"trace_id"`
+	// SpanID is the traced purchase's span (Attempt.SpanID): the
+	// workflow's start continues the trace under it.
+	SpanID string `json:"span_id,omitempty"`
 }
 
 // Order is the view of one order that shoppers, ops and tests read.

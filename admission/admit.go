@@ -115,6 +115,8 @@ type Request struct {
 	// gate may pin it after the handler stopped waiting.
 	IdempotencyKey string
 	TraceID        string
+	// SpanID is the purchase's span when it is traced (Attempt.SpanID).
+	SpanID string
 	// What the front door knows of the caller: its address (LimitIP the
 	// one its per-IP limit counts against), its User-Agent, its device
 	// cookie and ticket as sent ("" when none). Read during Buy only.
@@ -163,7 +165,7 @@ func (s *Service) Buy(ctx context.Context, r *Request) Answer {
 	if err != nil {
 		return Answer{Err: err}
 	}
-	a := &seckill.Attempt{Session: sess, UserID: r.UserID, Quantity: r.Quantity, TraceID: r.TraceID, Now: s.Now(),
+	a := &seckill.Attempt{Session: sess, UserID: r.UserID, Quantity: r.Quantity, TraceID: r.TraceID, SpanID: r.SpanID, Now: s.Now(),
 		IdempotencyKey: r.IdempotencyKey, Fingerprint: strconv.Itoa(r.Quantity)}
 	a.KeyTime, _ = KeyTime(r.IdempotencyKey)
 	if ans, pinned := s.Window(ctx, a); pinned {

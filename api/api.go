@@ -263,7 +263,7 @@ func (s *Server) App() *fiber.App {
 		// IP comes from clientIP, which checks the peer first.
 	})
 	s.limitBodies(app)
-	app.Use(requestID, s.observe, s.recoverPanics())
+	app.Use(s.traceRequest, s.observe, s.recoverPanics())
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(buildinfo.Healthy()) })
 	app.Get("/readyz", s.ready)

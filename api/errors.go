@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/tracing"
 )
 
 // statusOf is the one mapping from error codes to HTTP statuses.
@@ -89,7 +90,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	if trace == "" {
 		// Fasthttp refused the request (e.g. body too large) before the
 		// request-id middleware ran.
-		trace = newTraceID()
+		trace = tracing.NewSpanContext().TraceID().String()
 		c.Set(headerRequestID, trace)
 	}
 	if status >= 500 {

@@ -83,7 +83,10 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 		qty = *body.Quantity
 	}
 	ans := s.svc.Admission.Buy(c.UserContext(), s.caller(c, &admission.Request{SessionID: id, UserID: userID(c),
-		Quantity: qty, IdempotencyKey: key, TraceID: traceID(c)}))
+		Quantity: qty, IdempotencyKey: key, TraceID: traceID(c), SpanID: spanID(c)}))
+	if ans.Admission != nil {
+		c.Locals(localOrderNo, ans.Admission.OrderNo)
+	}
 	if err := s.refused(c, ans); err != nil {
 		return err
 	}

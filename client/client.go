@@ -94,8 +94,9 @@ func (c *Client) WithToken(token string) *Client {
 
 type requestIDKey struct{}
 
-// WithRequestID returns a context whose requests carry X-Request-ID id
-// (the API echoes it and logs under it); without one the API makes its own.
+// WithRequestID returns a context whose requests carry X-Request-ID id.
+// The API keeps it on the request's span; its own X-Request-ID answer is
+// the request's trace id (Meta.RequestID), which its logs carry.
 func WithRequestID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, requestIDKey{}, id)
 }

@@ -31,6 +31,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/signature"
+	"github.com/seckill/seckill/tracing"
 )
 
 // Name is the provider's name (SECKILL_PAYMENT_PROVIDER=http).
@@ -62,7 +63,7 @@ type Provider struct {
 
 // New returns the provider of the adapter c names.
 func New(c Config) (*Provider, error) {
-	p := &Provider{secret: c.Secret, http: &http.Client{Timeout: c.Timeout}}
+	p := &Provider{secret: c.Secret, http: &http.Client{Timeout: c.Timeout, Transport: tracing.Transport(nil)}}
 	if p.http.Timeout <= 0 {
 		p.http.Timeout = DefaultTimeout
 	}

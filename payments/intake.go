@@ -5,7 +5,10 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/tracing"
 )
 
 // Ledger is the MySQL side of the intake: the payments and the order rows.
@@ -82,6 +85,11 @@ func (in *Intake) Receive(ctx context.Context, p *seckill.Payment) error {
 	o, err := in.Orders.Find(ctx, p.OrderNo, 0)
 	if err != nil {
 		return err
+	}
+	// The webhook's trace is the provider's call, not the purchase's: it
+	// links to the purchase's trace (the order's trace id).
+	if l, ok := tracing.LinkTo(o.TraceID); ok {
+		trace.SpanFromContext(ctx).AddLink(l)
 	}
 	// Written before the signal: the signal lives only in the workflow's
 	// history, and a workflow that cannot record the payment (MySQL down

@@ -30,6 +30,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/tracing"
 )
 
 // Name is the provider's name (SECKILL_PAYMENT_PROVIDER=stripe).
@@ -81,7 +82,7 @@ func New(c Config) (*Provider, error) {
 		p.timeout = DefaultTimeout
 	}
 	cfg := &stripe.BackendConfig{
-		HTTPClient: &http.Client{Timeout: p.timeout},
+		HTTPClient: &http.Client{Timeout: p.timeout, Transport: tracing.Transport(nil)},
 		// One call is one request: the callers retry with their own
 		// backoff (the checkout's client, the workflow's activities), and
 		// a retry inside would outlive their deadlines.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -104,7 +105,7 @@ func (g *Gate) admission(a *seckill.Attempt, r admitResult) (*seckill.Admission,
 	switch {
 	case !replayed:
 		// What the script just wrote, without reading it back.
-		adm.Reservation = ReservationRecord{UserID: a.UserID, Quantity: a.Quantity, Mask: r.mask, At: a.Now, TraceID: a.TraceID}.
+		adm.Reservation = ReservationRecord{UserID: a.UserID, Quantity: a.Quantity, Mask: r.mask, At: a.Now, TraceID: a.TraceID, SpanID: a.SpanID}.
 			Reservation(s.ID, a.OrderNo)
 	case r.resv != "":
 		resv, err := parseReservation(s.ID, r.orderNo, r.resv)
@@ -238,7 +239,7 @@ func (g *Gate) runAdmit(ctx context.Context, sessionID int64, attempts []*seckil
 			kt = a.KeyTime.UnixMilli()
 		}
 		args = append(args, a.UserID, a.Quantity, a.Session.PerUserLimit, a.OrderNo, a.Now.UnixMilli(),
-			a.TraceID, a.IdempotencyKey, a.Fingerprint, kt)
+			ReservationRecord{TraceID: a.TraceID, SpanID: a.SpanID}.trace(), a.IdempotencyKey, a.Fingerprint, kt)
 	}
 	var raw []any
 	err := retry(ctx, func(ctx context.Context) error {
@@ -344,17 +345,33 @@ type ReservationRecord struct {
 	// At is when it was reserved, to the millisecond.
 	At      time.Time
 	TraceID string
+	// SpanID is the traced purchase's span, stored after the trace id
+	// as "<trace id>/<span id>" when there is one.
+	SpanID string
 }
 
 // NewReservationRecord is the record of r.
 func NewReservationRecord(r *seckill.Reservation) ReservationRecord {
-	return ReservationRecord{UserID: r.UserID, Quantity: r.Quantity, Mask: slotsMask(r.Slots), At: r.ReservedAt, TraceID: r.TraceID}
+	return ReservationRecord{UserID: r.UserID, Quantity: r.Quantity, Mask: slotsMask(r.Slots), At: r.ReservedAt, TraceID: r.TraceID, SpanID: r.SpanID}
 }
 
 // Encode is the record as the scripts store it.
 func (r ReservationRecord) Encode() string {
-	return fmt.Sprintf("%d|%d|%d|%d|%s", r.UserID, r.Quantity, r.Mask, r.At.UnixMilli(), r.TraceID)
+	return fmt.Sprintf("%d|%d|%d|%d|%s", r.UserID, r.Quantity, r.Mask, r.At.UnixMilli(), r.trace())
 }
+
+// trace is the record's last field: the trace id, and the span's after a
+// slash when there is one.
+func (r ReservationRecord) trace() string {
+	if r.SpanID == "" {
+		return r.TraceID
+	}
+	return r.TraceID + "/" + r.SpanID
+}
+
+// spanSuffix is a span id after the trace id of the W3C shape, as trace
+// writes it (a trace id of older records is any token: left whole).
+var spanSuffix = regexp.MustCompile(`^([0-9a-f]{32})/([0-9a-f]{16})$`)
 
 // ParseReservationRecord decodes what Encode or admit.lua wrote.
 func ParseReservationRecord(raw string) (ReservationRecord, error) {
@@ -369,14 +386,18 @@ func ParseReservationRecord(raw string) (ReservationRecord, error) {
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return ReservationRecord{}, fmt.Errorf("reservation record %q: %w", raw, err)
 	}
-	return ReservationRecord{UserID: user, Quantity: qty, Mask: mask, At: time.UnixMilli(ms).UTC(), TraceID: f[4]}, nil
+	rec := ReservationRecord{UserID: user, Quantity: qty, Mask: mask, At: time.UnixMilli(ms).UTC(), TraceID: f[4]}
+	if m := spanSuffix.FindStringSubmatch(f[4]); m != nil {
+		rec.TraceID, rec.SpanID = m[1], m[2]
+	}
+	return rec, nil
 }
 
 // Reservation is the record as the reservation of order orderNo in session sessionID.
 func (r ReservationRecord) Reservation(sessionID int64, orderNo string) *seckill.Reservation {
 	return &seckill.Reservation{
 		OrderNo: orderNo, SessionID: sessionID, UserID: r.UserID, Quantity: r.Quantity,
-		Slots: maskSlots(r.Mask), ReservedAt: time.UnixMilli(r.At.UnixMilli()).UTC(), TraceID: r.TraceID,
+		Slots: maskSlots(r.Mask), ReservedAt: time.UnixMilli(r.At.UnixMilli()).UTC(), TraceID: r.TraceID, SpanID: r.SpanID,
 	}
 }
 

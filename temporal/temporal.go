@@ -28,6 +28,9 @@ import (
 func Dial(ctx context.Context, opts client.Options, logger *slog.Logger, metrics client.MetricsHandler) (client.Client, error) {
 	opts.Logger = log.NewStructuredLogger(logger)
 	opts.MetricsHandler = metrics
+	if err := traced(&opts); err != nil {
+		return nil, err
+	}
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("temporal %s (namespace %s, %s): %w%s", opts.HostPort, opts.Namespace, transport(opts), err, dialHint(opts))
@@ -82,7 +85,7 @@ func NewOrders(c client.Client, taskQueue string) *Orders {
 // already existed (a relay or retry raced the API): that is the detection of
 // a duplicate start, not an error.
 func (o *Orders) Start(ctx context.Context, req *seckill.OrderRequest) (started bool, err error) {
-	return o.startOnce(ctx, o.startOptions(req), workflows.OrderWorkflowName, *req)
+	return o.startOnce(purchaseContext(ctx, req), o.startOptions(req), workflows.OrderWorkflowName, *req)
 }
 
 // startOnce starts a workflow whose options refuse a second run of its ID

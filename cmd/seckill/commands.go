@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/cli"
 	"github.com/seckill/seckill/mysql"
+	"github.com/seckill/seckill/tracing"
 )
 
 func migrateCmd() *cobra.Command {
@@ -79,6 +80,11 @@ func apiCmd() *cobra.Command {
 			if err := preflightProvider(); err != nil {
 				return err
 			}
+			stop, err := startTracing(cmd.Context(), tracing.ServiceAPI)
+			if err != nil {
+				return err
+			}
+			defer stop()
 			return withApp(cmd.Context(), cli.AllSecrets, true, func(m *app.Main) error {
 				return m.RunAPI(cmd.Context())
 			})
@@ -98,6 +104,11 @@ func workerCmd() *cobra.Command {
 			if err := preflightDrawKey(); err != nil {
 				return err
 			}
+			stop, err := startTracing(cmd.Context(), tracing.ServiceWorker)
+			if err != nil {
+				return err
+			}
+			defer stop()
 			return withApp(cmd.Context(), cli.AllSecrets, true, func(m *app.Main) error {
 				if err := serveWorkerHTTP(cmd.Context(), m.Config.WorkerHTTPAddr, m); err != nil {
 					return err
@@ -141,6 +152,11 @@ func devCmd() *cobra.Command {
 				c.DrawKey = randomHex(32)
 			}
 			ctx := cmd.Context()
+			stop, err := startTracing(ctx, tracing.ServiceDev)
+			if err != nil {
+				return err
+			}
+			defer stop()
 			m, err := app.Connect(ctx, c, true)
 			if err != nil {
 				return err

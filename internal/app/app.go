@@ -73,6 +73,10 @@ func Connect(ctx context.Context, c *Config, withTemporal bool) (*Main, error) {
 	m.Redis = redis.NewAdmissionClient(c.Redis())
 	redis.Instrument(m.Redis, m.Metrics)
 	m.Gate = redis.New(m.Redis, c.RedisPrefix)
+	if err := m.trace(); err != nil {
+		m.Close()
+		return nil, err
+	}
 	if err := m.Gate.Load(ctx); err != nil {
 		m.Close()
 		return nil, fmt.Errorf("redis %s: %w", c.RedisAddr, err)
@@ -323,7 +327,7 @@ func (m *Main) EventsRelay() *relay.Events {
 		attempts = seckill.DefaultEventAttempts // a Config built by hand
 	}
 	return &relay.Events{Store: m.DB, URL: c.EventsURL, Secret: []byte(c.EventsSecret), UnsentRetention: c.EventsUnsent,
-		Retry: seckill.EventRetry(attempts), Log: m.Log, Metrics: m.Metrics}
+		Retry: seckill.EventRetry(attempts), Log: m.Log, Metrics: m.Metrics, Client: eventsClient()}
 }
 
 // observeTail is how long after its end a session stays in the sale

@@ -26,6 +26,7 @@ import (
 	"github.com/seckill/seckill/risk"
 	"github.com/seckill/seckill/sandbox"
 	"github.com/seckill/seckill/temporal/starter"
+	"github.com/seckill/seckill/tracing"
 )
 
 // Config is read from the environment; the defaults serve a local machine.
@@ -327,7 +328,7 @@ func (c *Config) Risk() admission.RiskConfig {
 	}
 	if c.RiskURL != "" {
 		r.Checker = &risk.Client{URL: c.RiskURL, Secret: []byte(c.RiskSecret), HTTP: &http.Client{
-			Transport: &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}}}
+			Transport: tracing.Transport(&http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute})}}
 	}
 	return r
 }
@@ -493,5 +494,5 @@ func LocalURL(addr string) string {
 
 // Logger is the process's JSON logger at SECKILL_LOG_LEVEL.
 func (c *Config) Logger() *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: c.LogLevel}))
+	return slog.New(tracing.LogHandler(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: c.LogLevel})))
 }

@@ -1,0 +1,35 @@
+package temporal
+
+import (
+	"go.temporal.io/sdk/client"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+
+	"context"
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/tracing"
+)
+
+// traced adds the SDK's OpenTelemetry interceptor to opts when tracing is
+// on: starts and signals carry the caller's trace context in the
+// workflow's headers, and every worker made on the client (it is a worker
+// interceptor too) continues it in the workflow, its activities and its
+// local activities.
+func traced(opts *client.Options) error {
+	if !tracing.Enabled() {
+		return nil
+	}
+	i, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{})
+	if err != nil {
+		return err
+	}
+	opts.Interceptors = append(opts.Interceptors, i)
+	return nil
+}
+
+// purchaseContext is ctx under the purchase's span that req's reservation
+// recorded, unless ctx has a span of its own: a start made after the
+// answer (the API's starter) or much later (the relay, from the
+// pending-start entry) is a step of the purchase's trace.
+func purchaseContext(ctx context.Context, req *seckill.OrderRequest) context.Context {
+	return tracing.WithParent(ctx, req.TraceID, req.SpanID)
+}
