@@ -3,7 +3,8 @@
 # MariaDB (127.0.0.1:3306, root, no password), Redis (127.0.0.1:6379) and
 # PostgreSQL are started when installed but down, chromium and haproxy are
 # Debian's packages (scripts/deps.sh), and the Temporal servers,
-# stripe-mock, promtool and helm are pinned Go modules (tools/) built into bin/.
+# stripe-mock, promtool, helm and jaeger are pinned Go modules (tools/) built
+# into bin/.
 
 GO       ?= go
 PKGS     := ./...
@@ -41,7 +42,7 @@ temporal: ## start the Temporal dev server (in memory, Web UI on :8233) unless o
 temporal-stop: ## stop the dev server `make temporal` started (never one it found running)
 	@$(TEMPORAL) stop
 
-.PHONY: temporal-bins temporal-durable temporal-durable-stop stripe-mock promtool prometheus helm deps-test
+.PHONY: temporal-bins temporal-durable temporal-durable-stop stripe-mock promtool prometheus helm jaeger deps-test
 
 # The durable server's binaries, from the modules pinned in tools/go.mod
 # (`go build` is a no-op when they are up to date).
@@ -59,7 +60,7 @@ temporal-durable-stop: ## stop the durable server `make temporal-durable` starte
 
 # The drill and the ops-query tests also run on durable servers of their own
 # (internal/testenv.StartDurableTemporalServer): they fail without these.
-test: deps-test temporal-bins stripe-mock promtool helm
+test: deps-test temporal-bins stripe-mock promtool helm jaeger
 
 deps-test: # the services and Debian packages make test needs (scripts/deps.sh)
 	scripts/deps.sh test
@@ -79,6 +80,13 @@ prometheus: ## build bin/prometheus (pinned in tools/promtool/go.mod)
 helm: ## build bin/helm (pinned in tools/helm/go.mod)
 	$(GO) build -o bin/helm -modfile=tools/helm/go.mod helm.sh/helm/v4/cmd/helm
 
+# jaeger, the tracing backend of make stack and make dev TRACES=1, and of
+# the test that follows one purchase's trace (cmd/seckill's
+# TestOnePurchaseIsOneTrace finds bin/jaeger). A big build: only the
+# targets that need it build it. Its own modfile, as promtool's.
+jaeger: ## build bin/jaeger (pinned in tools/jaeger/go.mod)
+	$(GO) build -o bin/jaeger -modfile=tools/jaeger/go.mod github.com/jaegertracing/jaeger/cmd/jaeger
+
 CHART := deploy/helm/seckill
 
 chart: helm ## lint and render deploy/helm/seckill with the default values and the production example
@@ -94,16 +102,23 @@ stripe-mock: ## build bin/stripe-mock (pinned in tools/stripe-mock/go.mod)
 	$(GO) build -o bin/stripe-mock -modfile=tools/stripe-mock/go.mod github.com/stripe/stripe-mock
 clean: temporal-durable-stop
 
-stack: ## the production topology here: Redis Cluster, durable Temporal (PostgreSQL), 2 workers, 2 APIs behind HAProxy on :8080, the Temporal UI behind HAProxy with a password on :8405, Prometheus on 127.0.0.1:9090
+stack: jaeger ## the production topology here: Redis Cluster, durable Temporal (PostgreSQL), 2 workers, 2 APIs behind HAProxy on :8080, the Temporal UI behind HAProxy with a password on :8405, Prometheus on 127.0.0.1:9090, Jaeger's UI on :16686
 	scripts/deps.sh stack
 	scripts/stack.sh start
 
 stack-stop: ## stop what `make stack` started
 	scripts/stack.sh stop
 
-dev: build temporal ## migrations, API on :8080, worker and a demo session in one process
+# TRACES=1: traces to a Jaeger of its own (scripts/jaeger.sh), UI on :16686.
+TRACES ?=
+dev: build temporal $(if $(filter 1,$(TRACES)),jaeger) ## migrations, API on :8080, worker and a demo session in one process; TRACES=1 traces it into Jaeger (UI :16686)
 	scripts/deps.sh dev
+ifeq ($(TRACES),1)
+	scripts/jaeger.sh start
+	env $$(scripts/jaeger.sh env) bin/seckill dev
+else
 	bin/seckill dev
+endif
 
 # package/FuzzName: a target that names no fuzz test fails (go test alone
 # would only warn and pass).

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -87,6 +89,7 @@ type closeCall struct {
 	req    *seckill.OrderRequest
 	reason string
 	done   chan closeResult
+	trace  trace.SpanContext // as createCall's
 }
 
 type closeResult struct {
@@ -97,7 +100,7 @@ type closeResult struct {
 
 // batchClose queues one close and waits for its batch.
 func (db *DB) batchClose(ctx context.Context, req *seckill.OrderRequest, reason string) (seckill.Status, bool, error) {
-	call := &closeCall{req: req, reason: reason, done: make(chan closeResult, 1)}
+	call := &closeCall{req: req, reason: reason, done: make(chan closeResult, 1), trace: trace.SpanContextFromContext(ctx)}
 	db.closes.add(req.SessionID, call)
 	select {
 	case r := <-call.done:
@@ -110,7 +113,7 @@ func (db *DB) batchClose(ctx context.Context, req *seckill.OrderRequest, reason 
 }
 
 func (db *DB) runCloses(calls []*closeCall) {
-	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	ctx, cancel := context.WithTimeout(trace.ContextWithSpanContext(context.Background(), calls[0].trace), batchTimeout)
 	defer cancel()
 	if len(calls) > 1 {
 		results, err := db.closeBatch(ctx, calls)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill"
@@ -121,6 +123,9 @@ type createCall struct {
 	req      *seckill.OrderRequest
 	deadline time.Time
 	done     chan createResult
+	// trace is the caller's span: the batch's statements are spans of
+	// its first call's trace.
+	trace trace.SpanContext
 }
 
 type createResult struct {
@@ -130,7 +135,7 @@ type createResult struct {
 
 // batchCreate queues one order and waits for its batch.
 func (db *DB) batchCreate(ctx context.Context, req *seckill.OrderRequest, deadline time.Time) (*seckill.Order, error) {
-	call := &createCall{req: req, deadline: deadline, done: make(chan createResult, 1)}
+	call := &createCall{req: req, deadline: deadline, done: make(chan createResult, 1), trace: trace.SpanContextFromContext(ctx)}
 	db.creates.add(req.SessionID, call)
 	select {
 	case r := <-call.done:
@@ -143,7 +148,7 @@ func (db *DB) batchCreate(ctx context.Context, req *seckill.OrderRequest, deadli
 }
 
 func (db *DB) runCreates(calls []*createCall) {
-	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	ctx, cancel := context.WithTimeout(trace.ContextWithSpanContext(context.Background(), calls[0].trace), batchTimeout)
 	defer cancel()
 	if len(calls) == 1 {
 		o, err := db.createOne(ctx, calls[0].req, calls[0].deadline)

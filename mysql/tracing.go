@@ -44,8 +44,8 @@ const spanKey = "otel:span"
 func startSpan(tracer trace.Tracer, database string) func(*gorm.DB) {
 	return func(tx *gorm.DB) {
 		ctx := tx.Statement.Context
-		if !trace.SpanFromContext(ctx).IsRecording() {
-			return // no trace to add to: a statement costs no span
+		if !trace.SpanContextFromContext(ctx).IsSampled() {
+			return // no traced call: a statement costs no span
 		}
 		ctx, span := tracer.Start(ctx, "mysql "+tx.Statement.Table, trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(semconv.DBSystemNameMySQL, semconv.DBNamespace(database)))

@@ -9,10 +9,11 @@
 # authentication (the UI itself listens on 127.0.0.1 only); Prometheus
 # (bin/prometheus, pinned in tools/promtool/go.mod) scrapes the APIs, the
 # workers and the Temporal server with the tested alerting rules loaded
-# (deploy/prometheus/stack.yml), its data in .stack/prometheus. The stack
-# runs no Grafana: import deploy/grafana/dashboards/seckill.json into
-# yours. Loopback only, unless STACK_UI_HOST says otherwise for the UI's
-# door.
+# (deploy/prometheus/stack.yml), its data in .stack/prometheus; Jaeger
+# (scripts/jaeger.sh: bin/jaeger's memory store, UI :16686), which every
+# process sends its traces to. The stack runs no Grafana: import
+# deploy/grafana/dashboards/seckill.json into yours. Loopback only, unless
+# STACK_UI_HOST says otherwise for the UI's door.
 #
 #   scripts/stack.sh start    start it all, print the URLs and the secrets
 #   scripts/stack.sh stop     stop exactly what start started (by PID)
@@ -121,11 +122,17 @@ start() {
     scripts/temporal-server.sh start
     touch "$dir/started-temporal"
   fi
-  # Exported for every process below: SECKILL_REDIS_ADDR, and Temporal's
-  # own TEMPORAL_ADDRESS and TEMPORAL_TLS_* (the client certificate).
+  # Jaeger: ours unless one answers (a pid file only when ours, which
+  # stop stops with the rest).
+  JAEGER_PID="$dir/jaeger.pid" JAEGER_LOG="$dir/jaeger.log" scripts/jaeger.sh start
+  # Exported for every process below: SECKILL_REDIS_ADDR, Temporal's own
+  # TEMPORAL_ADDRESS and TEMPORAL_TLS_* (the client certificate), and the
+  # OTEL_* variables that send traces to Jaeger (service names seckill-api
+  # and seckill-worker).
   set -a
   eval "$(scripts/redis-cluster.sh env)"
   eval "$(scripts/temporal-server.sh env)"
+  eval "$(scripts/jaeger.sh env)"
   set +a
 
   # Secrets of this stack's own, kept for the operator's curl commands.
@@ -214,6 +221,7 @@ start() {
 stack: running (stop it with make stack-stop)
   shop and API (HAProxy)   http://$lb
   Temporal Web UI          $scheme://$ui  (HAProxy; user $ui_user, password $shown)
+  Jaeger (traces)          http://127.0.0.1:16686
   HAProxy stats            http://$stats
   Prometheus               http://$prom  (alerts: http://$prom/alerts; targets: http://$prom/targets)
   APIs                     http://${apis[0]}  http://${apis[1]}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+)
+
+// jaegerTrace is a trace as Jaeger's query API answers it.
+type jaegerTrace struct {
+	TraceID string `json:"traceID"`
+	Spans   []struct {
+		OperationName string `json:"operationName"`
+		ProcessID     string `json:"processID"`
+		Tags          []struct {
+			Key   string `json:"key"`
+			Value any    `json:"value"`
+		} `json:"tags"`
+	} `json:"spans"`
+	Processes map[string]struct {
+		ServiceName string `json:"serviceName"`
+	} `json:"processes"`
+}
+
+// startJaeger runs bin/jaeger (make jaeger) on loopback ports of its own,
+// its memory store, OTLP over HTTP and the query API only; it returns the
+// OTLP endpoint and the query API's base URL. Skips when bin/jaeger was not
+// built (make test builds it).
+func startJaeger(t *testing.T) (otlp, query string) {
+	bin, err := filepath.Abs("../../bin/jaeger")
+	require.NoError(t, err)
+	if _, err := os.Stat(bin); err != nil {
+		t.Skip("bin/jaeger is not built (make jaeger)")
+	}
+	otlpAddr, queryAddr, queryGRPC := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
+	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`service:
+  extensions: [jaeger_storage, jaeger_query]
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [batch]
+      exporters: [jaeger_storage_exporter]
+  telemetry:
+    metrics:
+      level: none
+extensions:
+  jaeger_storage:
+    backends:
+      mem:
+        memory:
+          max_traces: 10000
+  jaeger_query:
+    storage:
+      traces: mem
+    http:
+      endpoint: %s
+    grpc:
+      endpoint: %s
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: %s
+processors:
+  batch:
+exporters:
+  jaeger_storage_exporter:
+    trace_storage: mem
+`, queryAddr, queryGRPC, otlpAddr)), 0o600))
+	log, err := os.Create(filepath.Join(t.TempDir(), "jaeger.log"))
+	require.NoError(t, err)
+	cmd := exec.Command(bin, "--config", cfg)
+	cmd.Stdout, cmd.Stderr = log, log
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(log.Name())
+			t.Logf("jaeger's log:\n%s", b)
+		}
+	})
+	query = "http://" + queryAddr
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(query + "/api/services")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 60*time.Second, 200*time.Millisecond, "jaeger's query API")
+	return "http://" + otlpAddr, query
+}
+
+// One purchase is one trace, from the click to the MySQL row: with every
+// process pointed at a real Jaeger, the trace the answer's X-Request-ID
+// names has the API's purchase span, the workflow's start, the worker's
+// OrderWorkflow and its steps, MySQL's statements and Redis's commands,
+// under the services seckill-api and seckill-worker. Found as an operator
+// would: the API's traces in Jaeger's query API, the one with that id.
+func TestOnePurchaseIsOneTrace(t *testing.T) {
+	testenv.SkipShort(t, "MariaDB, Redis, Temporal and Jaeger")
+	otlp, query := startJaeger(t)
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true, Temporal: true})
+	sess := e.Session(5, 1, 100)
+	// Not eager: the API hosts no worker, so the workflow's steps are the
+	// worker process's.
+	env := e.ProcessEnv("OTEL_EXPORTER_OTLP_ENDPOINT="+otlp, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_BSP_SCHEDULE_DELAY=100", "SECKILL_EAGER_START=false")
+	e.Spawn(env, "worker")
+	_, base := e.SpawnAPI(env)
+	e.BaseURL = base
+
+	r := e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(3), nil)
+	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	traceID, orderNo := r.Header.Get("X-Request-ID"), r.Str("order_no")
+	e.WaitStatus(e.Token(3), orderNo, 60*time.Second, seckill.StatusWaitPay)
+
+	want := []string{
+		"seckill-api: POST /api/v1/sessions/:id/orders",
+		"seckill-api: StartWorkflow:OrderWorkflow",
+		"seckill-worker: RunWorkflow:OrderWorkflow",
+		"seckill-worker: RunActivity:CreateOrder",
+		"seckill-worker: mysql INSERT",
+		"seckill-api: redis",
+		"seckill-worker: redis",
+	}
+	e.Eventually(60*time.Second, "the purchase's trace in Jaeger", func() error {
+		resp, err := http.Get(query + "/api/traces?service=seckill-api&limit=100&lookback=1h")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Data []jaegerTrace `json:"data"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			return err
+		}
+		for _, tr := range body.Data {
+			if tr.TraceID != traceID {
+				continue
+			}
+			seen := map[string]bool{}
+			var orderTagged bool
+			for _, s := range tr.Spans {
+				svc := tr.Processes[s.ProcessID].ServiceName
+				seen[svc+": "+s.OperationName] = true
+				tags := map[string]any{}
+				for _, tag := range s.Tags {
+					tags[tag.Key] = tag.Value
+				}
+				if tags["db.system.name"] == "mysql" && strings.HasPrefix(s.OperationName, "INSERT") {
+					seen[svc+": mysql INSERT"] = true
+				}
+				if tags["db.system"] == "redis" {
+					seen[svc+": redis"] = true
+				}
+				if tags["seckill.order_no"] == orderNo && tags["seckill.admission.verdict"] == "ACCEPTED" {
+					orderTagged = true
+				}
+			}
+			for _, w := range want {
+				if !seen[w] {
+					return fmt.Errorf("trace %s has no span %q yet (has %v)", traceID, w, seen)
+				}
+			}
+			if !orderTagged {
+				return fmt.Errorf("no span of trace %s names order %s and its verdict", traceID, orderNo)
+			}
+			return nil
+		}
+		return fmt.Errorf("no trace %s among seckill-api's %d", traceID, len(body.Data))
+	})
+}
