@@ -51,11 +51,11 @@ var pairOrder = []struct {
 // winners' latency swung several-fold from round to round. With --keys
 // the burst is keyed, and the same burst without keys runs beside it
 // (AdmissionOnly.Unkeyed): two of each, in pairOrder.
-func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, level, round int, riskURL string) (*AdmissionOnly, error) {
+func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, level, round int, riskURL string, tr *Tracing) (*AdmissionOnly, error) {
 	b := cfg.Baselines
 	srv, err := startBaselineServer(ctx, b.Exec, cfg.Pin.frontPrefix(), ServerSpec{Kind: ServerAdmissionOnly,
 		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, AdminToken: cfg.AdminToken, Limits: b.Limits,
-		RedisAddr: b.RedisAddr, MySQLDSN: b.MySQLDSN, Stock: cfg.Stock, PerUserLimit: cfg.Limit, RiskURL: riskURL})
+		RedisAddr: b.RedisAddr, MySQLDSN: b.MySQLDSN, Stock: cfg.Stock, PerUserLimit: cfg.Limit, RiskURL: riskURL, Tracing: tr})
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +164,13 @@ func admissionOnlyAPI(ctx context.Context, spec ServerSpec) (app *fiber.App, cle
 	undo = append(undo, func() { db.Close() })
 	rdb := redis.NewAdmissionClient(redis.Server{Addrs: redis.ParseAddrs(spec.RedisAddr)}) // the stack API's settings
 	undo = append(undo, func() { rdb.Close() })
+	if spec.Tracing != nil {
+		stop, err := spec.Tracing.start(ctx, db, rdb)
+		if err != nil {
+			return nil, nil, err
+		}
+		undo = append(undo, stop)
+	}
 	prefix := "bench-admission-" + strconv.Itoa(rand.IntN(1<<30))
 	undo = append(undo, func() { _ = redis.DeletePrefix(context.Background(), rdb, prefix) })
 	gate := redis.New(rdb, prefix)

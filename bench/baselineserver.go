@@ -53,6 +53,9 @@ type ServerSpec struct {
 	// RiskURL, when set, turns the risk check on (admission.RiskConfig, its
 	// defaults) against this risk service.
 	RiskURL string `json:"risk_url,omitempty"`
+	// Tracing, when set, traces the admission-only API (its requests and
+	// Redis calls) to an OTLP endpoint (tracing.go).
+	Tracing *Tracing `json:"tracing,omitempty"`
 }
 
 // serverReady is the one line a baseline server writes on its stdout.

@@ -84,6 +84,10 @@ type Config struct {
 	// check on, against a risk service in the bench process that allows
 	// everyone (Baselines.AdmissionOnlyRisk, risk_vs_admission_only).
 	Risk bool
+	// Tracing runs the admission-only baseline twice more, traced with
+	// every request sampled and with 1 % (Baselines.AdmissionOnlyTraced,
+	// AdmissionOnlySampled; tracing_*_vs_admission_only).
+	Tracing bool
 	// Registrations, when positive, runs a reserved sale after the rounds
 	// (Report.Reserved): that many distinct shoppers register through the
 	// API at the run's concurrency, then the run's shoppers buy at its
@@ -220,7 +224,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if cfg.Baselines.MySQLDSN != "" {
 				level := steps[len(steps)-1]
 				fmt.Fprintf(cfg.Progress, "baseline: admission only, the same burst at %d through an API with no order tier (a process of its own)\n", level)
-				if b.AdmissionOnly, err = admissionOnlyBaseline(ctx, cfg, shoppers, level, n, ""); err != nil {
+				if b.AdmissionOnly, err = admissionOnlyBaseline(ctx, cfg, shoppers, level, n, "", nil); err != nil {
 					return nil, fmt.Errorf("admission-only baseline: %w", err)
 				}
 				fmt.Fprintf(cfg.Progress, "baseline: admission only %.0f req/s, winners' p50 %.1f ms, p99 %.1f ms\n",
@@ -234,13 +238,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					if err != nil {
 						return nil, err
 					}
-					b.AdmissionOnlyRisk, err = admissionOnlyBaseline(ctx, cfg, shoppers, level, n, url)
+					b.AdmissionOnlyRisk, err = admissionOnlyBaseline(ctx, cfg, shoppers, level, n, url, nil)
 					stop()
 					if err != nil {
 						return nil, fmt.Errorf("admission-only baseline with the risk check: %w", err)
 					}
 					fmt.Fprintf(cfg.Progress, "baseline: admission only with the risk check %.0f req/s, winners' p50 %.1f ms, p99 %.1f ms\n",
 						b.AdmissionOnlyRisk.RequestsPerSecond, b.AdmissionOnlyRisk.AcceptedP50, b.AdmissionOnlyRisk.AcceptedP99)
+				}
+				if cfg.Tracing {
+					if err := tracedBaselines(ctx, cfg, shoppers, level, n, b); err != nil {
+						return nil, err
+					}
 				}
 			}
 			round.Baselines = b

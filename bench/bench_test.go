@@ -46,6 +46,7 @@ func TestBenchSmallRun(t *testing.T) {
 	cfg.Baselines = &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
 		TemporalNamespace: "default", NoopWorkflows: 20, MySQLDSN: e.DSN, Exec: testenv.LabBinary(t)}
 	cfg.TemporalAddr, cfg.TemporalNamespace, cfg.CostSample, cfg.Captchas, cfg.Keys, cfg.Risk = e.TemporalAddr, "default", 2, 12, true, true
+	cfg.Tracing = true
 	runRefundRelay(t, e)
 	rep := runBench(t, cfg)
 	require.Len(t, rep.Steps, 2)
@@ -96,6 +97,8 @@ func TestBenchSmallRun(t *testing.T) {
 	require.Positive(t, rep.Baselines.AdmissionOnly.RequestsPerSecond)
 	require.Positive(t, rep.Baselines.AdmissionOnly.AcceptedP50)
 	require.Positive(t, rep.Baselines.AdmissionOnly.AcceptedP99)
+	require.NotNil(t, rep.Baselines.AdmissionOnlyTraced, "--tracing: traced, all sampled")
+	require.NotNil(t, rep.Baselines.AdmissionOnlySampled, "--tracing: traced, 1 % sampled")
 	for _, k := range bench.RatioKeys {
 		if k == "orders_vs_temporal_noop_cpu" {
 			// Shoppers paid while the orders were created: the server's
@@ -175,6 +178,7 @@ func TestBenchRepeat(t *testing.T) {
 	cfg.Baselines = &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
 		TemporalNamespace: "default", NoopWorkflows: 10, MySQLDSN: e.DSN, Exec: testenv.LabBinary(t)}
 	cfg.Repeat, cfg.RedisAOF, cfg.Warmup, cfg.Keys, cfg.Risk = 2, bench.AOFModes, true, true, true
+	cfg.Tracing = true
 	rep := runBench(t, cfg)
 	require.Len(t, rep.Steps, 2)
 	require.Len(t, rep.Repeats, 2)

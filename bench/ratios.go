@@ -87,6 +87,12 @@ var Ratios = []Ratio{
 			}
 			return div(b.AdmissionOnlyRisk.RequestsPerSecond, b.AdmissionOnly.RequestsPerSecond)
 		}},
+	{Key: "tracing_always_vs_admission_only", Name: "Traced (all sampled) vs admission only",
+		Meaning: "the admission-only burst traced to an OTLP endpoint with every request sampled (its span and its Redis calls') against the same burst untraced: what tracing everything costs the front door (--tracing)",
+		Target:  0.5, of: vsUntraced(func(b *Baselines) *AdmissionOnly { return b.AdmissionOnlyTraced })},
+	{Key: "tracing_1pct_vs_admission_only", Name: "Traced (1 % sampled) vs admission only",
+		Meaning: "the same with 1 % of the requests sampled (parentbased_traceidratio 0.01), the setting for a sale: within 0.9× of untraced (--tracing)",
+		Target:  0.9, of: vsUntraced(func(b *Baselines) *AdmissionOnly { return b.AdmissionOnlySampled })},
 	{Key: "accept_p50_vs_admission_only", Name: "Winners' p50 vs admission only",
 		Meaning: "winners' accept p50 against the same burst with the order tier switched off: a winner's answer must not wait for Temporal",
 		Target:  1.3, AtMost: true, of: vsAdmissionOnly(func(s Step) float64 { return s.Latency[OutAccepted].P50 },

@@ -111,5 +111,7 @@ func medianBaselines(bs []*Baselines) *Baselines {
 	if len(rRPS) > 0 {
 		m.AdmissionOnlyRisk = &AdmissionOnly{RequestsPerSecond: medianOf(rRPS), AcceptedP50: medianOf(r50), AcceptedP99: medianOf(r99)}
 	}
+	m.AdmissionOnlyTraced = medianAdmission(bs, func(b *Baselines) *AdmissionOnly { return b.AdmissionOnlyTraced })
+	m.AdmissionOnlySampled = medianAdmission(bs, func(b *Baselines) *AdmissionOnly { return b.AdmissionOnlySampled })
 	return m
 }

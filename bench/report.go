@@ -260,6 +260,10 @@ type Baselines struct {
 	AdmissionOnly *AdmissionOnly `json:"admission_only,omitempty"`
 	// AdmissionOnlyRisk is the same with the risk check on (--risk).
 	AdmissionOnlyRisk *AdmissionOnly `json:"admission_only_risk,omitempty"`
+	// AdmissionOnlyTraced and AdmissionOnlySampled are the same traced,
+	// every request sampled and 1 % of them (--tracing).
+	AdmissionOnlyTraced  *AdmissionOnly `json:"admission_only_traced,omitempty"`
+	AdmissionOnlySampled *AdmissionOnly `json:"admission_only_sampled,omitempty"`
 }
 
 // AdmissionOnly is the admission-only baseline: the last step's burst (same
