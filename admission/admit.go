@@ -320,7 +320,7 @@ func (s *Service) accept(a *seckill.Attempt, adm *seckill.Admission) {
 	} else {
 		// One line per winner (bounded by the stock, unlike the losers):
 		// where following a purchase by its trace id starts.
-		s.Log.Info("order accepted", "trace_id", a.TraceID, "order_no", adm.OrderNo, "session_id", a.Session.ID,
+		s.Log.Info("order accepted", "trace_id", a.TraceID, "span_id", a.SpanID, "order_no", adm.OrderNo, "session_id", a.Session.ID,
 			"user_id", a.UserID, "quantity", a.Quantity)
 	}
 	if adm.Reservation == nil {
