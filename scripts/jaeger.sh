@@ -26,10 +26,14 @@ start() {
   fi
   [ -x bin/jaeger ] || { echo "jaeger: bin/jaeger is missing (make jaeger)" >&2; exit 1; }
   mkdir -p "$(dirname "$log")" "$(dirname "$pidfile")"
-  # No configuration: the all-in-one's own, whose every port (its other
-  # receivers', its health check's, its metrics') listens on
-  # JAEGER_LISTEN_HOST.
-  JAEGER_LISTEN_HOST=127.0.0.1 nohup bin/jaeger >"$log" 2>&1 &
+  # No configuration: the all-in-one's own, whose ports (its receivers',
+  # its health check's, its metrics') listen on JAEGER_LISTEN_HOST; the
+  # UI's and query API's would listen on every interface: --set keeps
+  # them on loopback too.
+  JAEGER_LISTEN_HOST=127.0.0.1 nohup bin/jaeger \
+    --set=extensions.jaeger_query.http.endpoint=127.0.0.1:16686 \
+    --set=extensions.jaeger_query.grpc.endpoint=127.0.0.1:16685 \
+    >"$log" 2>&1 &
   echo $! >"$pidfile"
   for _ in $(seq 1 150); do
     answers && { echo "jaeger: started; UI $ui (log $log)"; return 0; }
