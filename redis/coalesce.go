@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/seckill/seckill"
 )
 
@@ -89,8 +91,9 @@ func (c *coalescer) run(batch []*admitCall) {
 	if len(live) == 0 {
 		return
 	}
-	// Not the callers' contexts: a batch serves many callers.
-	ctx, cancel := context.WithTimeout(context.Background(), admitBudget)
+	// Not the callers' contexts: a batch serves many callers. Its script
+	// call is a span of its first caller's trace.
+	ctx, cancel := context.WithTimeout(trace.ContextWithSpanContext(context.Background(), trace.SpanContextFromContext(live[0].ctx)), admitBudget)
 	defer cancel()
 	attempts := make([]*seckill.Attempt, len(live))
 	for i, call := range live {

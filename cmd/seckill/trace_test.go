@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +55,8 @@ func startJaeger(t *testing.T) (otlp, query string) {
       exporters: [jaeger_storage_exporter]
   telemetry:
     metrics:
+      level: none
+    traces:
       level: none
 extensions:
   jaeger_storage:
@@ -109,7 +112,8 @@ exporters:
 // names has the API's purchase span, the workflow's start, the worker's
 // OrderWorkflow and its steps, MySQL's statements and Redis's commands,
 // under the services seckill-api and seckill-worker. Found as an operator
-// would: the API's traces in Jaeger's query API, the one with that id.
+// would: among seckill-api's purchases in Jaeger's query API
+// (/api/traces?service=seckill-api&operation=…), the one with that id.
 func TestOnePurchaseIsOneTrace(t *testing.T) {
 	testenv.SkipShort(t, "MariaDB, Redis, Temporal and Jaeger")
 	otlp, query := startJaeger(t)
@@ -127,6 +131,9 @@ func TestOnePurchaseIsOneTrace(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
 	traceID, orderNo := r.Header.Get("X-Request-ID"), r.Str("order_no")
 	e.WaitStatus(e.Token(3), orderNo, 60*time.Second, seckill.StatusWaitPay)
+	// Paid, the workflow ends: its RunWorkflow span ends and is exported.
+	require.Equal(t, http.StatusOK, e.Pay(orderNo, "pay-"+orderNo, "evt-"+orderNo, 100).Status)
+	e.WaitStatus(e.Token(3), orderNo, 60*time.Second, seckill.StatusPaid)
 
 	want := []string{
 		"seckill-api: POST /api/v1/sessions/:id/orders",
@@ -138,7 +145,8 @@ func TestOnePurchaseIsOneTrace(t *testing.T) {
 		"seckill-worker: redis",
 	}
 	e.Eventually(60*time.Second, "the purchase's trace in Jaeger", func() error {
-		resp, err := http.Get(query + "/api/traces?service=seckill-api&limit=100&lookback=1h")
+		resp, err := http.Get(query + "/api/traces?service=seckill-api&lookback=1h&limit=20&operation=" +
+			url.QueryEscape("POST /api/v1/sessions/:id/orders"))
 		if err != nil {
 			return err
 		}
@@ -182,6 +190,6 @@ func TestOnePurchaseIsOneTrace(t *testing.T) {
 			}
 			return nil
 		}
-		return fmt.Errorf("no trace %s among seckill-api's %d", traceID, len(body.Data))
+		return fmt.Errorf("no trace %s among seckill-api's %d purchases", traceID, len(body.Data))
 	})
 }
