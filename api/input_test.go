@@ -86,11 +86,18 @@ func TestAdmissionRejectsBadInput(t *testing.T) {
 	})
 	requireUntouched(t, e, sess)
 
-	// X-Request-ID answers the request's trace id (W3C shape), never the
-	// client's own X-Request-ID: logs and traces join on it.
+	// A sane X-Request-ID is echoed; the error body's trace_id is the
+	// request's OpenTelemetry trace id (logs and traces join on it), which
+	// the answer's X-Request-ID names when the client sent none (or an
+	// insane one).
 	r := e.Do("POST", "/api/v1/sessions/424242/orders", tok, nil, "X-Request-ID", "client-trace-1")
-	require.Regexp(t, "^[0-9a-f]{32}$", r.Header.Get("X-Request-ID"))
-	require.Equal(t, r.Header.Get("X-Request-ID"), r.Str("trace_id"))
+	require.Equal(t, "client-trace-1", r.Header.Get("X-Request-ID"))
+	require.Regexp(t, "^[0-9a-f]{32}$", r.Str("trace_id"))
+	for _, sent := range []string{"", "a b", strings.Repeat("x", 65)} {
+		r = e.Do("POST", "/api/v1/sessions/424242/orders", tok, nil, "X-Request-ID", sent)
+		require.Regexp(t, "^[0-9a-f]{32}$", r.Header.Get("X-Request-ID"), "sent %q", sent)
+		require.Equal(t, r.Header.Get("X-Request-ID"), r.Str("trace_id"))
+	}
 }
 
 // The sale window: 425 before, 410 after, from process memory.

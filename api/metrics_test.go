@@ -68,7 +68,9 @@ func grepSeckill(text string) string {
 func TestLatencyExemplars(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoWorker: true})
 	sess := e.Session(1, 1, 100)
-	require.Equal(t, 200, e.Do("GET", fmt.Sprintf("/api/v1/sessions/%d", sess.ID), "", nil, "X-Request-ID", "exemplar-trace-1").Status)
+	r := e.Do("GET", fmt.Sprintf("/api/v1/sessions/%d", sess.ID), "", nil)
+	require.Equal(t, 200, r.Status)
+	trace := r.Header.Get("X-Request-ID")
 
 	req, err := http.NewRequest("GET", e.BaseURL+"/metrics", nil)
 	require.NoError(t, err)
@@ -82,7 +84,7 @@ func TestLatencyExemplars(t *testing.T) {
 	var found bool
 	for _, l := range strings.Split(string(body), "\n") {
 		if strings.HasPrefix(l, `seckill_http_request_duration_seconds_bucket{route="/api/v1/sessions/:id"`) &&
-			strings.Contains(l, `# {trace_id="exemplar-trace-1"}`) {
+			strings.Contains(l, `# {trace_id="`+trace+`"}`) {
 			found = true
 		}
 	}

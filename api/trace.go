@@ -60,9 +60,10 @@ func (s *Server) traceRequest(c *fiber.Ctx) error {
 	// The stores' logs (a slow query) read the id from the context.
 	c.SetUserContext(seckill.WithTraceID(ctx, id))
 	c.Locals(headerRequestID, id)
-	// A client's own X-Request-ID is echoed (the API's contract), copied:
-	// fasthttp reuses the request's memory once the handler returns.
-	if v := c.Get(headerRequestID); v != "" {
+	// A client's own X-Request-ID is echoed when it is a sane token (the
+	// API's contract), copied: fasthttp reuses the request's memory once
+	// the handler returns. Otherwise the answer names the trace.
+	if v := c.Get(headerRequestID); saneRequestID(v) {
 		c.Set(headerRequestID, utils.CopyString(v))
 	} else {
 		c.Set(headerRequestID, id)
@@ -144,4 +145,20 @@ func tracePurchase(c *fiber.Ctx, span trace.Span, status int) {
 	if no, ok := c.Locals(localOrderNo).(string); ok {
 		span.SetAttributes(attribute.String("seckill.order_no", no))
 	}
+}
+
+// saneRequestID is a client's X-Request-ID worth echoing: 1–64 characters
+// of a token (letters, digits, - _ . :), nothing a log or a header could
+// be made to carry.
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		b := id[i]
+		if !(b == '-' || b == '_' || b == '.' || b == ':' || (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z')) {
+			return false
+		}
+	}
+	return true
 }

@@ -95,8 +95,8 @@ func (c *Client) WithToken(token string) *Client {
 type requestIDKey struct{}
 
 // WithRequestID returns a context whose requests carry X-Request-ID id.
-// The API keeps it on the request's span; its own X-Request-ID answer is
-// the request's trace id (Meta.RequestID), which its logs carry.
+// The API echoes it (Meta.RequestID) and keeps it on the request's span;
+// its logs and error bodies carry the request's trace id (Error.TraceID).
 func WithRequestID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, requestIDKey{}, id)
 }
@@ -107,7 +107,8 @@ type Meta struct {
 	Header     http.Header
 }
 
-// RequestID is the answer's X-Request-ID (the trace id of the request).
+// RequestID is the answer's X-Request-ID: the one the request sent, else
+// the request's trace id.
 func (m Meta) RequestID() string { return m.Header.Get(HeaderRequestID) }
 
 // Layer is the admission layer that decided a purchase (X-Seckill-Layer:
