@@ -186,16 +186,23 @@ func noopWorkflow(ctx workflow.Context) error {
 
 func noopActivity(context.Context) error { return nil }
 
-// temporalBaseline starts k no-op workflows (eager start, a worker in this
-// process) and returns how many completed per second, from the first
-// completion to the last: the pace, without the first round trip's ramp
-// (the order tier's rate is timed the same way, Step.CreationPerSecond).
+// temporalBaseline runs k no-op workflows (Noops) on a client of its own.
 func temporalBaseline(ctx context.Context, cfg BaselineConfig, conc, k int) (float64, error) {
 	c, err := client.DialContext(ctx, client.Options{HostPort: cfg.TemporalAddr, Namespace: cfg.TemporalNamespace})
 	if err != nil {
 		return 0, err
 	}
 	defer c.Close()
+	return Noops(ctx, c, conc, k)
+}
+
+// Noops starts k no-op workflows, conc at a time, with eager start and a
+// worker on c in this process, and returns how many completed per second,
+// from the first completion to the last: the pace, without the first round
+// trip's ramp (the order tier's rate is timed the same way,
+// Step.CreationPerSecond). It is the Temporal baseline of the bench's rate
+// ratios, and the capacity model counts what one costs the server.
+func Noops(ctx context.Context, c client.Client, conc, k int) (float64, error) {
 	queue := "bench-noop-" + strconv.Itoa(rand.IntN(1<<30))
 	w := sdkworker.New(c, queue, sdkworker.Options{})
 	w.RegisterWorkflowWithOptions(noopWorkflow, workflow.RegisterOptions{Name: "BenchNoopWorkflow"})

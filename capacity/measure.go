@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/bench"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/temporal"
 )
@@ -292,6 +293,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	err = ph.measure(ctx, "timeout", n, idleAll, func() error {
 		err := s.waitStatus(ctx, timedOut, seckill.StatusClosed, 2*cfg.PayTimeout)
+		settle()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// The Temporal baseline of the bench's rate ratios (bench.Noops: one
+	// local activity in the first task, which comes back on the eager
+	// start, then done), counted like the orders: what a create or a close
+	// costs the server beyond it (docs/BENCHMARKS.md, "What a close costs").
+	err = ph.measure(ctx, "temporal_noop", n, idleAll, func() error {
+		_, err := bench.Noops(ctx, s.app.Temporal, 8, n)
 		settle()
 		return err
 	})
