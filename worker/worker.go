@@ -94,8 +94,14 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, refunds
 		// started by its payment, every task moved off the sticky queue)
 		// wait a minute. The autoscaling balancer keeps the normal queue
 		// polled (drill.TestDrillPaymentRacesTimeoutThroughAStall).
+		// Never fewer than 8 per queue: scaled down to the default one
+		// while no task came, a poller rarely waits on the partition a
+		// payment's, cancel's or fired timer's task lands on, and matching
+		// writes the task to its backlog and reads it back (`seckill-lab
+		// capacity`: 0.4 – 0.9 backlog writes per paid or cancelled order
+		// with the default, 0 – 0.08 with 8; docs/BENCHMARKS.md).
 		WorkflowTaskPollerBehavior: sdkworker.NewPollerBehaviorAutoscaling(sdkworker.PollerBehaviorAutoscalingOptions{
-			InitialNumberOfPollers: 8, MaximumNumberOfPollers: 8,
+			InitialNumberOfPollers: 8, MinimumNumberOfPollers: 8, MaximumNumberOfPollers: 8,
 		}),
 		MaxConcurrentActivityTaskPollers: 8,
 	})
