@@ -4,17 +4,30 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/expiring"
 )
 
 // clockSkew is the leeway allowed on exp/nbf/iat between our clock and the
 // token issuer's.
 const clockSkew = 5 * time.Second
+
+// A verified HS256 token is remembered for at most verifiedTTL (and never
+// past its exp), at most maxVerified of them: a shopper of a burst clicks
+// again and again with the same token, and decoding its claims was the
+// largest cost left of a keyed loser (docs/BENCHMARKS.md). Only verified
+// tokens go in, so a flood of forged ones costs a verification each, as
+// without the cache, and evicts nothing that is in use.
+const (
+	verifiedTTL = time.Minute
+	maxVerified = 1 << 15
+)
 
 // IssueToken returns a shopper JWT (HS256) for userID valid for ttl.
 func IssueToken(secret []byte, userID int64, ttl time.Duration, now time.Time) (string, error) {
@@ -44,12 +57,20 @@ type Shoppers struct {
 
 	// once builds, on the first token, what every token is checked with
 	// (the fields are read-only from then on): no per-request slices.
-	once    sync.Once
-	methods []string
-	hsKeys  jwt.VerificationKeySet
+	once     sync.Once
+	methods  []string
+	hsKeys   jwt.VerificationKeySet
+	verified *expiring.Map[string, int64]
 }
 
 // Verify checks a shopper's token and returns its user id.
+//
+// Our own (HS256) tokens are remembered once verified: the secrets are
+// read once, at the first token, and a rotation is a restart with a new
+// SECKILL_JWT_SECRET, so a remembered token was signed by a secret this
+// process still accepts. The login service's tokens are verified every
+// time: its JWKS changes under a running process, and a retired key must
+// vouch for nothing from its retirement on.
 func (v *Shoppers) Verify(token string) (int64, error) {
 	v.once.Do(func() {
 		v.methods = []string{jwt.SigningMethodHS256.Alg()}
@@ -59,7 +80,12 @@ func (v *Shoppers) Verify(token string) (int64, error) {
 		for _, s := range v.Secrets {
 			v.hsKeys.Keys = append(v.hsKeys.Keys, s)
 		}
+		v.verified = expiring.New[string, int64](maxVerified)
 	})
+	now := clock(v.Now)()
+	if id, ok := v.verified.Get(token, now); ok {
+		return id, nil
+	}
 	var claims jwt.RegisteredClaims
 	t, err := jwt.ParseWithClaims(token, &claims, v.key,
 		jwt.WithValidMethods(v.methods),
@@ -78,6 +104,16 @@ func (v *Shoppers) Verify(token string) (int64, error) {
 	id, err := strconv.ParseInt(claims.Subject, 10, 64)
 	if err != nil || id <= 0 {
 		return 0, seckill.Errorf(seckill.EUNAUTHORIZED, "token sub must be a positive decimal user id")
+	}
+	if t.Method.Alg() == jwt.SigningMethodHS256.Alg() {
+		// Accepted until exp plus the leeway, as the parser would; the
+		// token is copied because the caller's string may be a view of a
+		// request buffer that is reused.
+		until := now.Add(verifiedTTL)
+		if exp := claims.ExpiresAt.Add(clockSkew); exp.Before(until) {
+			until = exp
+		}
+		v.verified.Put(strings.Clone(token), id, until)
 	}
 	return id, nil
 }

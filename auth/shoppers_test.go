@@ -103,6 +103,8 @@ func TestShopperTokensFollowTheLoginsKeyRotation(t *testing.T) {
 		_, err := v.Verify(p.Sign("2026-12", testenv.Claims("1", now, nil)))
 		return err == nil
 	}, 5*time.Second, 20*time.Millisecond, "the rotated key is fetched on its first unknown kid")
+	// The very token verified above (RS256 signatures are deterministic):
+	// a verifier that remembered it would let it pass.
 	_, err = v.Verify(p.Sign("2026-11", testenv.Claims("1", now, nil)))
 	require.Equal(t, seckill.EUNAUTHORIZED, seckill.ErrorCode(err), "a retired key vouches for nothing")
 
@@ -139,4 +141,45 @@ func signAs(p *testenv.IdP, key, kid string, c jwt.MapClaims) string {
 	tok := jwt.NewWithClaims(jwt.SigningMethodES256, c)
 	tok.Header["kid"] = kid
 	return p.SignWith(tok, key)
+}
+
+func TestARememberedTokenExpiresWithItsExp(t *testing.T) {
+	secret := []byte("secret")
+	clk := time.Unix(1_800_000_000, 0)
+	v := &auth.Shoppers{Secrets: [][]byte{secret}, Now: func() time.Time { return clk }}
+	tok, err := auth.IssueToken(secret, 42, 30*time.Second, clk)
+	require.NoError(t, err)
+	id, err := v.Verify(tok)
+	require.NoError(t, err)
+	require.EqualValues(t, 42, id)
+
+	// Within the leeway past exp the token still passes, as the parser
+	// lets it; at exp plus the leeway it is refused although remembered.
+	clk = clk.Add(34 * time.Second)
+	_, err = v.Verify(tok)
+	require.NoError(t, err)
+	clk = clk.Add(time.Second)
+	_, err = v.Verify(tok)
+	require.Equal(t, seckill.EUNAUTHORIZED, seckill.ErrorCode(err))
+	require.ErrorContains(t, err, "token expired")
+}
+
+func TestARotatedOutSecretsRememberedTokenIsRefused(t *testing.T) {
+	oldSecret, newSecret := []byte("old-secret"), []byte("new-secret")
+	now := time.Now()
+	tok, err := auth.IssueToken(oldSecret, 42, time.Hour, now)
+	require.NoError(t, err)
+	during := &auth.Shoppers{Secrets: [][]byte{newSecret, oldSecret}}
+	_, err = during.Verify(tok)
+	require.NoError(t, err, "the old secret still verifies during the rotation")
+
+	// The secrets are read at the first token: ending a rotation is a
+	// restart with SECKILL_JWT_SECRET holding the new secret alone, and
+	// the new process remembers nothing the old one verified.
+	during.Secrets = [][]byte{newSecret}
+	_, err = during.Verify(tok)
+	require.NoError(t, err, "a running verifier keeps the secrets it started with")
+	after := &auth.Shoppers{Secrets: [][]byte{newSecret}}
+	_, err = after.Verify(tok)
+	require.Equal(t, seckill.EUNAUTHORIZED, seckill.ErrorCode(err))
 }
