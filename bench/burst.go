@@ -37,6 +37,12 @@ func (r *stepRunner) burst(ctx context.Context, level int, name string, keyed bo
 	body := []byte(fmt.Sprintf(`{"quantity":%d}`, r.cfg.Quantity))
 	results := make([]result, n)
 	var sent, done atomic.Int64
+	// The sale's page, read once before the clock starts, as shoppers read
+	// it before the sale opens: the stack's API loads a session it has not
+	// seen from MySQL, and every request of the burst's first wave (all of
+	// its winners) waited for that load, which the admission-only API,
+	// whose sessions are in memory, never made them wait for.
+	_, _, _, _ = r.c.do("GET", fmt.Sprintf("/api/v1/sessions/%d", r.step.SessionID), "", nil)
 	if r.cfg.Rate <= 0 {
 		r.c.warm(level)
 	}
