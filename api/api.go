@@ -80,6 +80,9 @@ type Services struct {
 	Blocklist Blocklist
 	// Events is the order events' feed.
 	Events EventFeed
+	// Backoffice is the operators' reads of orders (their list, one
+	// order's record, a sale's export); nil: those routes answer 503.
+	Backoffice OrderRecords
 	// Registrations take reserved sales' registrations.
 	Registrations Registrations
 	// Dependencies are the pings of what the API needs to sell, by name
@@ -152,6 +155,12 @@ type Config struct {
 	CheckoutPages http.Handler
 	// Now is the clock (tests pin it); time.Now when nil.
 	Now func() time.Time
+	// WorkflowLink, when set, is the address of an order's workflow in
+	// Temporal's Web UI (GET /admin/v1/orders/{order_no} shows it).
+	WorkflowLink func(orderNo string) string
+	// CORSOrigins are the origins whose pages may call the shopper
+	// routes from the browser (with credentials); empty: same origin only.
+	CORSOrigins []string
 }
 
 // Server holds the API's dependencies.
@@ -176,6 +185,9 @@ type Server struct {
 	adminFails *ratelimit.PerAddr
 	// draining is set by Drain: /readyz answers 503 from then on.
 	draining atomic.Bool
+	// exportPage is how many orders the export reads at a time
+	// (defaultExportPage when 0; tests make it small).
+	exportPage int
 }
 
 // bodyLimit caps request bodies: every request of this API is a few
@@ -272,6 +284,9 @@ func (s *Server) App() *fiber.App {
 	s.shop.Mount(app)
 
 	v1 := app.Group("/api/v1")
+	if len(s.cfg.CORSOrigins) > 0 {
+		v1.Use(s.cors)
+	}
 	v1.Get("/sessions", s.readLimit, s.listSessions)
 	v1.Get("/sessions/:id", s.readLimit, s.getSession)
 	v1.Get("/device", s.readLimit, s.device)
@@ -309,6 +324,9 @@ func (s *Server) App() *fiber.App {
 	admin.Get("/sessions/:id/audit", s.authorize, s.sessionAudit)
 	admin.Post("/orders/:order_no/refund", s.authorize, s.refundOrder)
 	admin.Get("/events", s.authorize, s.listEvents)
+	admin.Get("/orders", s.authorize, s.adminOrders)
+	admin.Get("/orders/export", s.authorize, s.exportOrders)
+	admin.Get("/orders/:order_no", s.authorize, s.adminOrder)
 	admin.Put("/blocklist/:user_id", s.authorize, s.block)
 	admin.Delete("/blocklist/:user_id", s.authorize, s.unblock)
 	if s.cfg.Dev {

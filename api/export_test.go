@@ -26,3 +26,6 @@ func AccessRulesForTest() map[string]AccessRule {
 	}
 	return out
 }
+
+// SetExportPageForTest makes the order export read n orders at a time.
+func SetExportPageForTest(s *Server, n int) { s.exportPage = n }

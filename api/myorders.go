@@ -63,16 +63,28 @@ func (s *Server) listOrders(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var before int64
-	if raw := c.Query("cursor"); raw != "" {
-		if before, err = parseOrdersCursor(raw); err != nil {
-			return err
-		}
+	before, err := queryCursor(c)
+	if err != nil {
+		return err
 	}
 	orders, next, err := s.svc.History.UserOrders(c.UserContext(), userID(c), before, limit)
 	if err != nil {
 		return err
 	}
+	return sendOrderPage(c, orders, next)
+}
+
+// queryCursor is the ?cursor= of an order list (0: the first page).
+func queryCursor(c *fiber.Ctx) (int64, error) {
+	if raw := c.Query("cursor"); raw != "" {
+		return parseOrdersCursor(raw)
+	}
+	return 0, nil
+}
+
+// sendOrderPage answers a page of an order list: {orders, next_cursor},
+// next_cursor absent on the last page (next 0).
+func sendOrderPage(c *fiber.Ctx, orders []*seckill.Order, next int64) error {
 	out := struct {
 		Orders     []orderJSON `json:"orders"`
 		NextCursor string      `json:"next_cursor,omitempty"`

@@ -246,6 +246,13 @@ func (c *Client) do(ctx context.Context, r request) (Meta, error) {
 	}
 	defer resp.Body.Close()
 	m := Meta{StatusCode: resp.StatusCode, Header: resp.Header}
+	if w, ok := r.out.(io.Writer); ok && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		// A streamed answer (an export) goes on as it comes.
+		if _, err := io.Copy(w, resp.Body); err != nil {
+			return m, fmt.Errorf("seckill api: %s %s: reading the answer: %w", r.method, r.path, err)
+		}
+		return m, nil
+	}
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return m, fmt.Errorf("seckill api: %s %s: reading the answer: %w", r.method, r.path, err)

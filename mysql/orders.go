@@ -147,22 +147,5 @@ func (db *DB) OverdueOrders(ctx context.Context, before time.Time, limit int) ([
 // id to continue after (0 when there is no more). Rows are ordered by id,
 // which grows with creation.
 func (db *DB) UserOrders(ctx context.Context, userID, before int64, limit int) ([]*seckill.Order, int64, error) {
-	q := db.gorm.WithContext(ctx).Where("user_id = ?", userID)
-	if before > 0 {
-		q = q.Where("id < ?", before)
-	}
-	var rows []orderRow
-	if err := q.Order("id DESC").Limit(limit + 1).Find(&rows).Error; err != nil {
-		return nil, 0, err
-	}
-	var next int64
-	if len(rows) > limit {
-		rows = rows[:limit]
-		next = rows[limit-1].ID
-	}
-	out := make([]*seckill.Order, len(rows))
-	for i := range rows {
-		out[i] = rows[i].domain()
-	}
-	return out, next, nil
+	return db.FindOrders(ctx, seckill.OrderFilter{UserID: userID}, before, limit)
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/seckill/seckill/client"
 )
 
-// ordersCmd is what an operator does to one order through the admin API:
-// today, refund a paid one.
+// ordersCmd is what operators do with orders through the admin API: read
+// them (list, show, export) and refund a paid one.
 func ordersCmd() *cobra.Command {
 	var (
 		base   string
@@ -18,7 +18,7 @@ func ordersCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "orders",
-		Short: "Operate on one order through the admin API: refund",
+		Short: "Orders through the admin API: list, show, export (viewer), refund (operator)",
 	}
 	refund := &cobra.Command{
 		Use:   "refund <order_no> --reason R",
@@ -57,5 +57,6 @@ answers the first refund (applied: false) and never sends a second one.`,
 	f.StringVar(&base, "api", "http://127.0.0.1:8080", "base URL of the running API")
 	f.StringVar(&opts.RequestID, "request-id", "", `idempotency key of the refund (default "refund:<order_no>")`)
 	cmd.AddCommand(refund)
+	cmd.AddCommand(orderReadCmds(&base)...)
 	return cmd
 }

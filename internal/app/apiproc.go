@@ -35,6 +35,7 @@ type APIStore interface {
 	api.SessionListing  // the public list
 	api.OrderHistory    // a shopper's orders
 	api.EventFeed       // the admin's events
+	api.OrderRecords    // the admin's order list, record and export
 	// Reconcile, and its repair of Redis from MySQL.
 	seckill.DBSnapshotter
 	seckill.HoldingsLister
@@ -193,7 +194,7 @@ func NewAPI(cfg APIConfig, sc starter.Config, store APIStore, gate APIGate, flow
 		Admission: a.Admission, Sessions: a.Sessions, Stock: gate, Listing: store,
 		Orders: a.Orders, Backlog: gate, Cancels: flow, History: store, Payments: intake,
 		Checkout: cfg.Checkout, Refund: cfg.Refund,
-		Controls: cfg.Controls, Audit: store, Blocklist: store, Events: store,
+		Controls: cfg.Controls, Audit: store, Blocklist: store, Events: store, Backoffice: store,
 		Reconcile:     reconciler{policy: seckill.ReconcilePolicy{PayTimeout: cfg.PayTimeout, SweepGrace: cfg.SweepGrace}, db: store, rd: gate},
 		Registrations: cfg.Registrations,
 		Dependencies:  map[string]func(context.Context) error{"mysql": store.Ping, "redis": gate.Ping, "temporal": flow.Ping},

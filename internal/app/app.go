@@ -239,6 +239,7 @@ func (m *Main) APIConfig(dev bool) APIConfig {
 		Logger:                m.Log,
 		Metrics:               m.Metrics,
 		Dev:                   dev,
+		WorkflowLink:          c.workflowLink(c.TemporalNamespace),
 	},
 		PayTimeout: c.PayTimeout,
 		SweepGrace: c.SweepGrace,
@@ -251,6 +252,7 @@ func (m *Main) APIConfig(dev bool) APIConfig {
 	cfg.Registrations = &registrations.Desk{Store: m.DB, Set: m.Gate}
 	cfg.Checkout = m.Checkout()
 	cfg.Refund = &payments.Refund{Store: m.DB, Gate: m.Gate}
+	cfg.CORSOrigins, _ = c.origins()       // checked by LoadConfig
 	cfg.StripeEvents, _ = c.stripeEvents() // nil without its secret: APIServer refuses that
 	if c.PaymentProvider == SandboxProvider {
 		cfg.CheckoutPages = m.Provider()

@@ -169,6 +169,7 @@ type Config struct {
 	// refund) authenticate with; SECKILL_ADMIN_TOKEN when unset.
 	OperatorToken string     `env:"SECKILL_OPERATOR_TOKEN" secret:"true"`
 	LogLevel      slog.Level `env:"SECKILL_LOG_LEVEL" envDefault:"INFO"`
+	Web
 
 	// trusted is TrustedProxies parsed.
 	trusted []netip.Prefix
@@ -254,6 +255,9 @@ func LoadConfig() (*Config, error) {
 		return nil, err
 	}
 	if _, err := c.drawKey(); err != nil {
+		return nil, err
+	}
+	if err := c.checkWeb(); err != nil {
 		return nil, err
 	}
 	return &c, nil

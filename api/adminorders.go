@@ -1,0 +1,176 @@
+package api
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/csv"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+)
+
+// OrderRecords are the operators' reads of orders: a filtered list, newest
+// first, and everything known of one order.
+type OrderRecords interface {
+	FindOrders(ctx context.Context, f seckill.OrderFilter, before int64, limit int) ([]*seckill.Order, int64, error)
+	OrderRecord(ctx context.Context, orderNo string) (*seckill.OrderRecord, error)
+}
+
+// Page sizes of GET /admin/v1/orders, and the page the export reads at a
+// time: what bounds its memory, however many orders the sale has.
+const (
+	defaultAdminOrdersPage = 100
+	maxAdminOrdersPage     = 1000
+	defaultExportPage      = 1000
+)
+
+// orderFilter decodes ?session_id=&user_id=&status=&from=&to= (times
+// RFC 3339; from inclusive, to exclusive).
+func orderFilter(c *fiber.Ctx) (seckill.OrderFilter, error) {
+	var f seckill.OrderFilter
+	for name, dst := range map[string]*int64{"session_id": &f.SessionID, "user_id": &f.UserID} {
+		if raw := c.Query(name); raw != "" {
+			n, err := strconv.ParseInt(raw, 10, 64)
+			if err != nil || n < 1 {
+				return f, seckill.Errorf(seckill.EINVALID, "%s must be a positive integer", name)
+			}
+			*dst = n
+		}
+	}
+	if raw := c.Query("status"); raw != "" {
+		if !slices.Contains(seckill.Statuses, seckill.Status(raw)) {
+			return f, seckill.Errorf(seckill.EINVALID, "status must be one of %v", seckill.Statuses)
+		}
+		f.Status = seckill.Status(raw)
+	}
+	for name, dst := range map[string]*time.Time{"from": &f.From, "to": &f.To} {
+		if raw := c.Query(name); raw != "" {
+			t, err := time.Parse(time.RFC3339Nano, raw)
+			if err != nil {
+				return f, seckill.Errorf(seckill.EINVALID, "%s must be an RFC 3339 time (2026-01-02T15:04:05Z)", name)
+			}
+			*dst = t
+		}
+	}
+	if !f.From.IsZero() && !f.To.IsZero() && f.From.After(f.To) {
+		return f, seckill.Errorf(seckill.EINVALID, "from is after to")
+	}
+	return f, nil
+}
+
+// adminOrders: GET /admin/v1/orders[?session_id=&user_id=&status=&from=&to=&limit=&cursor=],
+// the orders newest first, paged like the shopper's list (an opaque
+// cursor; next_cursor absent on the last page).
+func (s *Server) adminOrders(c *fiber.Ctx) error {
+	f, err := orderFilter(c)
+	if err != nil {
+		return err
+	}
+	limit, err := queryLimit(c, defaultAdminOrdersPage, maxAdminOrdersPage)
+	if err != nil {
+		return err
+	}
+	before, err := queryCursor(c)
+	if err != nil {
+		return err
+	}
+	if s.svc.Backoffice == nil {
+		return seckill.Errorf(seckill.EUNAVAILABLE, "the order records are not available on this server")
+	}
+	orders, next, err := s.svc.Backoffice.FindOrders(c.UserContext(), f, before, limit)
+	if err != nil {
+		return err
+	}
+	return sendOrderPage(c, orders, next)
+}
+
+// adminOrder: GET /admin/v1/orders/{order_no}, the order with its history,
+// payments, refunds and events, and its workflow in Temporal's Web UI when
+// Config.WorkflowLink is set.
+func (s *Server) adminOrder(c *fiber.Ctx) error {
+	if s.svc.Backoffice == nil {
+		return seckill.Errorf(seckill.EUNAVAILABLE, "the order records are not available on this server")
+	}
+	rec, err := s.svc.Backoffice.OrderRecord(c.UserContext(), c.Params("order_no"))
+	if err != nil {
+		return err
+	}
+	out := struct {
+		orderJSON
+		History     []seckill.OrderChange   `json:"history"`
+		Payments    []seckill.PaymentRecord `json:"payments"`
+		Refunds     []seckill.RefundState   `json:"refunds"`
+		Events      []seckill.Event         `json:"events"`
+		WorkflowURL string                  `json:"workflow_url,omitempty"`
+	}{orderJSON: orderView(rec.Order), History: rec.History, Payments: rec.Payments, Refunds: rec.Refunds, Events: rec.Events}
+	if s.cfg.WorkflowLink != nil {
+		out.WorkflowURL = s.cfg.WorkflowLink(rec.Order.OrderNo)
+	}
+	return c.JSON(out)
+}
+
+// exportHeader is the export's header row.
+var exportHeader = []string{"order_no", "session_id", "sku_id", "user_id", "quantity", "amount_cents", "status",
+	"created_at", "updated_at", "pay_deadline"}
+
+// exportOrders: GET /admin/v1/orders/export?session_id=N, a sale's orders
+// as CSV (RFC 4180, a header row, newest first), streamed a page at a time
+// so a million orders cost one page of memory. The status is sent before
+// the rows: a store failure midway ends the body early (logged), and the
+// rows sent are whole.
+func (s *Server) exportOrders(c *fiber.Ctx) error {
+	f, err := orderFilter(c)
+	if err != nil {
+		return err
+	}
+	if f.SessionID == 0 {
+		return seckill.Errorf(seckill.EINVALID, "session_id is required")
+	}
+	if s.svc.Backoffice == nil {
+		return seckill.Errorf(seckill.EUNAVAILABLE, "the order records are not available on this server")
+	}
+	store, log, trace, page := s.svc.Backoffice, s.log, traceID(c), cmp.Or(s.exportPage, defaultExportPage)
+	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
+	c.Set(fiber.HeaderContentDisposition, `attachment; filename="orders-session-`+strconv.FormatInt(f.SessionID, 10)+`.csv"`)
+	// The writer runs after the handler returned (c is gone by then): it
+	// keeps only what it needs, and its own context.
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		out := csv.NewWriter(w)
+		_ = out.Write(exportHeader)
+		var before int64
+		for {
+			orders, next, err := store.FindOrders(context.Background(), f, before, page)
+			if err != nil {
+				log.Error("order export stopped: the store failed", "trace_id", trace, "session_id", f.SessionID, "error", err)
+				break
+			}
+			for _, o := range orders {
+				_ = out.Write(exportRow(o))
+			}
+			out.Flush()
+			if out.Error() != nil || next == 0 {
+				break
+			}
+			before = next
+		}
+		out.Flush()
+	})
+	return nil
+}
+
+func exportRow(o *seckill.Order) []string {
+	stamp := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	return []string{o.OrderNo, strconv.FormatInt(o.SessionID, 10), strconv.FormatInt(o.SKUID, 10),
+		strconv.FormatInt(o.UserID, 10), strconv.Itoa(o.Quantity), strconv.FormatInt(o.AmountCents, 10),
+		string(o.Status), stamp(o.CreatedAt), stamp(o.UpdatedAt), stamp(o.PayDeadline)}
+}
