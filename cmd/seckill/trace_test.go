@@ -36,13 +36,13 @@ type jaegerTrace struct {
 
 // startJaeger runs bin/jaeger (make jaeger) on loopback ports of its own,
 // its memory store, OTLP over HTTP and the query API only; it returns the
-// OTLP endpoint and the query API's base URL. Skips when bin/jaeger was not
+// OTLP endpoint and the query API's base URL. Fails when bin/jaeger was not
 // built (make test builds it).
 func startJaeger(t *testing.T) (otlp, query string) {
 	bin, err := filepath.Abs("../../bin/jaeger")
 	require.NoError(t, err)
 	if _, err := os.Stat(bin); err != nil {
-		t.Skip("bin/jaeger is not built (make jaeger)")
+		t.Fatal("bin/jaeger is not built: make jaeger (make test builds it)")
 	}
 	otlpAddr, queryAddr, queryGRPC := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
 	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
