@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/captcha"
 	"github.com/seckill/seckill/metrics"
 )
 
@@ -57,6 +58,9 @@ type Config struct {
 	Blocklist Blocklist
 	// Tickets remembers the purchase tickets used.
 	Tickets Tickets
+	// Captchas keeps the answers of the captchas of sessions that require
+	// one (every API process shares it); nil: such sessions answer 503.
+	Captchas captcha.Store
 	// Limits are the fleet's rate limits of a shopper's calls.
 	Limits Limits
 	// Risk is the check before admission.

@@ -28,12 +28,6 @@ const TicketHeader = "X-Seckill-Ticket"
 // (derivedKeys).
 const ticketPurpose = "seckill purchase ticket v1"
 
-// Ticket is a purchase ticket for userID in sessionID, valid until exp,
-// signed with the current key.
-func (s *Service) Ticket(sessionID, userID int64, exp time.Time) string {
-	return makeTicket(s.ticketKeys[0], sessionID, userID, exp)
-}
-
 // makeTicket returns "<session>.<user>.<exp unix>.<nonce>.<mac>" in base64url.
 func makeTicket(key []byte, sessionID, userID int64, exp time.Time) string {
 	n := make([]byte, 12)

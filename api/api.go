@@ -21,7 +21,6 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/auth"
-	"github.com/seckill/seckill/captcha"
 	"github.com/seckill/seckill/clientip"
 	"github.com/seckill/seckill/fleet"
 	"github.com/seckill/seckill/internal/buildinfo"
@@ -32,56 +31,32 @@ import (
 )
 
 // Services are what the routes call, built by internal/app and handed
-// in: the use cases (admission, the session cache, the order finder, the
-// payment intake, the operator's controls, the registration desk, the
-// payment checkout and refund) and, for each route group, a port declared
-// next to its handlers with only the calls they make. New builds none of
-// them. Admission is required; without Controls, Registrations, Checkout
-// or Refund their routes answer 503.
+// in: the use cases, and for each route group a port declared next to its
+// handlers with only the calls they make. New builds none of them.
+// Admission is required; without Controls, Registrations, Checkout,
+// Refund or Backoffice their routes answer 503.
 type Services struct {
-	// Admission decides purchases (the order route), and holds what the
-	// front door asks before it: the sold-out memory, the fleet's rate
-	// limits (shopperLimits), the blocklist's copy, tickets and device
-	// cookies.
+	// Admission decides purchases, and what the front door asks before
+	// them: the sold-out memory, the fleet's rate limits, the blocklist's
+	// copy, tickets, captchas and device cookies.
 	Admission *admission.Service
-	// Sessions is the process's session cache (the session reads, the
-	// checks before a ticket, a captcha or a registration).
-	Sessions SessionCache
-	// Stock is a session's live stock, in its view.
-	Stock SessionStock
-	// Listing reads the sessions not yet ended, for the public list.
-	Listing SessionListing
-	// Orders finds an order for its owner (polls, cancels, checkouts).
-	Orders OrderFinder
-	// Backlog is how many orders of a sale wait for their workflow (a
-	// QUEUED order's poll).
-	Backlog StartBacklog
-	// Cancels asks an order's workflow to close it (the shopper's cancel).
-	Cancels OrderCancels
-	// History pages through a shopper's orders.
-	History OrderHistory
+	Sessions  SessionCache
+	Stock     SessionStock
+	Listing   SessionListing
+	Orders    OrderFinder
+	Backlog   StartBacklog
+	Cancels   OrderCancels
+	History   OrderHistory
 	// Payments takes in the payments whose provider's signature held
 	// (both webhooks).
-	Payments PaymentIntake
-	// Checkout opens the provider's payment of an order for its shopper.
-	Checkout Checkout
-	// Refund refunds a paid order for an operator.
-	Refund OrderRefund
-	// Controls are the operator's session controls: create, change,
-	// preheat.
-	Controls SessionControls
-	// Audit reads a session's row and the changes made to it.
-	Audit SessionAudit
-	// Reconcile checks a session's stores against the invariants, and
-	// repairs Redis from MySQL.
-	Reconcile Reconciler
-	// Blocklist is the admin's blocklist (MySQL's; admission keeps the
-	// copy every process reads).
-	Blocklist Blocklist
-	// Events is the order events' feed.
-	Events EventFeed
-	// Backoffice is the operators' reads of orders (their list, one
-	// order's record, a sale's export); nil: those routes answer 503.
+	Payments   PaymentIntake
+	Checkout   Checkout
+	Refund     OrderRefund
+	Controls   SessionControls
+	Audit      SessionAudit
+	Reconcile  Reconciler
+	Blocklist  Blocklist
+	Events     EventFeed
 	Backoffice OrderRecords
 	// Registrations take reserved sales' registrations.
 	Registrations Registrations
@@ -125,9 +100,6 @@ type Config struct {
 	// for seckill_dependency_up (metrics.DependencyPing when 0; negative:
 	// never, for a test that counts every command a server sees).
 	DependencyPing time.Duration
-	// Captchas keeps the answers of the captchas of sessions that require
-	// one (every API process shares it); nil: such sessions answer 503.
-	Captchas captcha.Store
 	// Fleet, when set, makes Limits.Global the budget of every API process
 	// of the deployment together, split among the live ones (see
 	// fleet.Share); nil: Limits.Global is this process's alone.
@@ -161,6 +133,23 @@ type Config struct {
 	// CORSOrigins are the origins whose pages may call the shopper
 	// routes from the browser (with credentials); empty: same origin only.
 	CORSOrigins []string
+}
+
+// Limits are the HTTP server's rate limits, in each process's memory
+// (the fleet-wide ones, per user, IP and device, are admission's);
+// requests per second, 0 turns a limit off.
+type Limits struct {
+	// Global is the token bucket in front of everything, in each
+	// process's memory (fleet.Share): the fleet's budget split among the
+	// live APIs when Config.Fleet is set, this process's alone otherwise.
+	Global int
+	// Read is per client IP on the public reads (the session list, one
+	// session, order polling), in each process's memory.
+	Read int
+	// AdminFails is how many failed admin credentials a client IP may
+	// send a minute, in each process's memory; past it the admin API
+	// answers it 429 before looking at its credential (ratelimit.PerMinute).
+	AdminFails int
 }
 
 // Server holds the API's dependencies.
@@ -338,6 +327,19 @@ func (s *Server) App() *fiber.App {
 		return seckill.Errorf(seckill.ENOTFOUND, "no route %s %s", c.Method(), c.Path())
 	})
 	return app
+}
+
+// Start runs the HTTP server's background loops until ctx ends: the
+// fleet's heartbeat, the dependency pings and the front door's samples
+// (admission's loops are internal/app's, which built it).
+func (s *Server) Start(ctx context.Context) {
+	if s.global != nil {
+		s.global.Start(ctx)
+	}
+	if s.cfg.DependencyPing >= 0 {
+		go s.cfg.Metrics.WatchDependencies(ctx, s.cfg.DependencyPing, s.svc.Dependencies)
+	}
+	s.door.Start(ctx)
 }
 
 // Shutdown leaves the fleet, so the other APIs take this one's share of

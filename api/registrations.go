@@ -6,7 +6,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/admission"
 )
 
 // Registrations take a reserved sale's registrations
@@ -19,15 +18,14 @@ type Registrations interface {
 
 // register: POST /api/v1/sessions/{id}/registrations. The checks a
 // first-come sale makes at its start run here instead, hours before it,
-// where a second is cheap: the blocklist, the risk check, and the ticket
-// (with its captcha) when the sale requires one; the route's
+// where a second is cheap (admission.Service.MayRegister); the route's
 // shopperLimits hold each shopper and address to the rate limits.
 func (s *Server) register(c *fiber.Ctx) error {
 	desk, err := s.registrations()
 	if err != nil {
 		return err
 	}
-	sess, user, err := s.shopperSession(c)
+	r, err := s.shopperRequest(c)
 	if err != nil {
 		return err
 	}
@@ -35,16 +33,11 @@ func (s *Server) register(c *fiber.Ctx) error {
 	if err := decodeStrict(c.Body(), &none, true); err != nil {
 		return err
 	}
-	// The desk decides again; asked here first so that a registration out
-	// of its window spends no ticket and no risk-service call.
-	if err := sess.CanRegister(s.cfg.Now()); err != nil {
+	sess, ans := s.svc.Admission.MayRegister(c.UserContext(), r)
+	if err := s.refused(c, ans); err != nil {
 		return err
 	}
-	a := &seckill.Attempt{Session: sess, UserID: user, TraceID: traceID(c), Now: s.cfg.Now()}
-	if err := s.refused(c, s.svc.Admission.Screen(c.UserContext(), s.caller(c, &admission.Request{}), a)); err != nil {
-		return err
-	}
-	created, err := desk.Register(c.UserContext(), sess, user)
+	created, err := desk.Register(c.UserContext(), sess, r.UserID)
 	if err != nil {
 		return err
 	}

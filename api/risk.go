@@ -1,31 +1,26 @@
 package api
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
 	"github.com/seckill/seckill/admission"
 )
 
 // deviceCookieAge is how long a browser keeps its device id.
 const deviceCookieAge = 365 * 24 * time.Hour
 
-// device: GET /api/v1/device. Sets the device cookie (admission.DeviceCookie) (keeping a valid
-// one's id, signed again with the current key: a rotation's new secret
-// reaches the cookies of the pages that load) and says its id: the shop
-// page calls it once when it loads.
+// device: GET /api/v1/device. Sets the device cookie (admission.Service.Device:
+// a valid one's id signed again with the current key, so a rotation's new
+// secret reaches the cookies of the pages that load) and says its id: the
+// shop page calls it once when it loads.
 func (s *Server) device(c *fiber.Ctx) error {
-	id, err := s.svc.Admission.DeviceID(c.Cookies(admission.DeviceCookie))
-	if err != nil || id == "" {
-		var b [16]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return err
-		}
-		id = hex.EncodeToString(b[:])
+	id, signed, err := s.svc.Admission.Device(c.Cookies(admission.DeviceCookie))
+	if err != nil {
+		return err
 	}
-	c.Cookie(&fiber.Cookie{Name: admission.DeviceCookie, Value: s.svc.Admission.SignDevice(id), Path: "/", HTTPOnly: true,
+	c.Cookie(&fiber.Cookie{Name: admission.DeviceCookie, Value: signed, Path: "/", HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteLaxMode, Secure: c.Protocol() == "https",
 		MaxAge: int(deviceCookieAge.Seconds())})
 	c.Set(fiber.HeaderCacheControl, "no-store")

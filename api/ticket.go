@@ -1,57 +1,78 @@
 package api
 
 import (
-	"time"
-
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/admission"
 )
 
-// ticketTTL is how long a purchase ticket is valid: long enough to click,
-// too short to stockpile.
-const ticketTTL = 60 * time.Second
+// The steps before a purchase, each decided by admission: the handlers
+// here decode the request and encode its answer.
 
-// issueTicket: POST /api/v1/sessions/{id}/ticket (shopper, inside the sale window).
-func (s *Server) issueTicket(c *fiber.Ctx) error {
-	sess, user, err := s.shopperSession(c)
-	if err != nil {
-		return err
-	}
-	id := sess.ID
-	// A reserved sale checks its shoppers when they register: its tickets
-	// are for the registration window, a first-come sale's for its own.
-	open := admission.Open
-	if sess.Registers() {
-		open = (*seckill.Session).CanRegister
-	}
-	if err := open(sess, s.cfg.Now()); err != nil {
-		return err
-	}
-	if err := s.distributedLimits(c, user); err != nil {
-		return err
-	}
-	if sess.RequireCaptcha {
-		if err := s.checkCaptcha(c, id, user); err != nil {
-			return err
-		}
-	}
-	exp := s.cfg.Now().Add(ticketTTL)
-	return c.JSON(fiber.Map{"ticket": s.svc.Admission.Ticket(id, user, exp), "expires_at": exp.UTC().Truncate(time.Second)})
+// ticketBody is the body of POST /api/v1/sessions/{id}/ticket: the
+// captcha's answer, for a session that requires one.
+type ticketBody struct {
+	CaptchaID     *string `json:"captcha_id"`
+	CaptchaAnswer *string `json:"captcha_answer"`
 }
 
-// shopperSession is the session of the path and the signed-in shopper
-// asking about it, refused at once when the shopper is blocked.
-func (s *Server) shopperSession(c *fiber.Ctx) (*seckill.Session, int64, error) {
+// issueTicket: POST /api/v1/sessions/{id}/ticket, a purchase ticket
+// (admission.Service.IssueTicket). The body is read only for a session
+// that requires a captcha.
+func (s *Server) issueTicket(c *fiber.Ctx) error {
+	r, err := s.shopperRequest(c)
+	if err != nil {
+		return err
+	}
+	tk, ans := s.svc.Admission.IssueTicket(c.UserContext(), r, func() (string, string, error) {
+		var b ticketBody
+		if err := decodeStrict(c.Body(), &b, false); err != nil {
+			return "", "", err
+		}
+		if b.CaptchaID == nil || b.CaptchaAnswer == nil {
+			return "", "", seckill.Errorf(seckill.EINVALID, "this session requires a captcha: send captcha_id and captcha_answer (POST /api/v1/sessions/%d/captcha)", r.SessionID)
+		}
+		return *b.CaptchaID, *b.CaptchaAnswer, nil
+	})
+	if err := s.refused(c, ans); err != nil {
+		return err
+	}
+	return c.JSON(tk)
+}
+
+// newCaptcha: POST /api/v1/sessions/{id}/captcha, a captcha for a session
+// that requires one (admission.Service.NewCaptcha).
+func (s *Server) newCaptcha(c *fiber.Ctx) error {
+	r, err := s.shopperRequest(c)
+	if err != nil {
+		return err
+	}
+	cc, ans := s.svc.Admission.NewCaptcha(c.UserContext(), r)
+	if err := s.refused(c, ans); err != nil {
+		return err
+	}
+	return c.JSON(cc)
+}
+
+// captchaAudio: GET /api/v1/captchas/{captcha_id}/audio, the captcha read
+// aloud, for its own shopper only.
+func (s *Server) captchaAudio(c *fiber.Ctx) error {
+	wav, err := s.svc.Admission.CaptchaAudio(c.UserContext(), c.Params("captcha_id"), userID(c))
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set(fiber.HeaderContentType, "audio/wav")
+	return c.Send(wav)
+}
+
+// shopperRequest is what admission is asked of on a shopper's route of a
+// session: the session, the shopper and what the front door knows of them.
+func (s *Server) shopperRequest(c *fiber.Ctx) (*admission.Request, error) {
 	id, err := pathID(c, "id")
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	user := userID(c)
-	if err := s.svc.Admission.Blocked(user); err != nil {
-		return nil, 0, err
-	}
-	sess, err := s.svc.Sessions.Get(c.UserContext(), id)
-	return sess, user, err
+	return s.caller(c, &admission.Request{SessionID: id, UserID: userID(c), TraceID: traceID(c)}), nil
 }

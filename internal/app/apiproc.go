@@ -12,6 +12,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/captcha"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/payments"
@@ -78,6 +79,9 @@ type APIConfig struct {
 	// when any of those is on).
 	Limits  Limits
 	Limiter admission.Limiter
+	// Captchas keeps the answers of the captchas of sessions that require
+	// one (every API process shares it); nil: such sessions answer 503.
+	Captchas captcha.Store
 	// Risk is the check before admission: User-Agent rules, the device
 	// limit, the shop's risk service.
 	Risk admission.RiskConfig
@@ -181,7 +185,7 @@ func NewAPI(cfg APIConfig, sc starter.Config, store APIStore, gate APIGate, flow
 		return sess, err
 	})
 	a.Admission = admission.New(admission.Config{Sessions: a.Sessions, Stock: gate, Starts: a.Starts,
-		Blocklist: store, Tickets: gate, Risk: cfg.Risk, Secrets: append([][]byte{cfg.JWTSecret}, cfg.RotatedJWTSecrets...),
+		Blocklist: store, Tickets: gate, Captchas: cfg.Captchas, Risk: cfg.Risk, Secrets: append([][]byte{cfg.JWTSecret}, cfg.RotatedJWTSecrets...),
 		PayTimeout: cfg.PayTimeout, Limits: admission.Limits{Limiter: cfg.Limiter, User: l.User, IP: l.IP, Device: l.Device},
 		SoldOutRecheck: cfg.SoldOutRecheck, Now: cfg.Now, Log: cfg.Logger, Metrics: cfg.Metrics})
 	// The intake finds orders as the handlers do (the views, the caches).

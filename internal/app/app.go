@@ -233,7 +233,6 @@ func (m *Main) APIConfig(dev bool) APIConfig {
 		AdminToken:            c.BootstrapToken(),
 		Operators:             m.Operators(),
 		Fleet:                 redis.NewFleet(m.Redis, c.RedisPrefix),
-		Captchas:              redis.NewCaptchas(m.Redis, c.RedisPrefix),
 		ProxyHeader:           c.ProxyHeader,
 		TrustedProxies:        c.trusted,
 		Logger:                m.Log,
@@ -245,8 +244,9 @@ func (m *Main) APIConfig(dev bool) APIConfig {
 		SweepGrace: c.SweepGrace,
 		Limits: Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS, Device: c.LimitDeviceRPS,
 			AdminFails: c.LimitAdminFails},
-		Risk:    c.Risk(),
-		Limiter: redis.NewLimiter(m.Redis, c.RedisPrefix),
+		Risk:     c.Risk(),
+		Limiter:  redis.NewLimiter(m.Redis, c.RedisPrefix),
+		Captchas: redis.NewCaptchas(m.Redis, c.RedisPrefix),
 	}
 	cfg.Controls = &sessions.Controls{Store: m.DB, Stock: m.Gate, Lives: m.Orders(), Log: m.Log, Applied: m.Metrics.SessionChanged}
 	cfg.Registrations = &registrations.Desk{Store: m.DB, Set: m.Gate}
