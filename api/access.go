@@ -2,12 +2,17 @@ package api
 
 import (
 	"context"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/ratelimit"
 )
 
 // access is who may call a route: nobody in particular, a shopper, the
@@ -224,4 +229,54 @@ func (s *Server) shopper(c *fiber.Ctx) error {
 func userID(c *fiber.Ctx) int64 {
 	id, _ := c.Locals(localUser).(int64)
 	return id
+}
+
+// countDoor is the order route's first handler: it counts the request in
+// and out of the front door, whatever answers it (the memory, a limit, the
+// script).
+func (s *Server) countDoor(c *fiber.Ctx) error {
+	s.door.Enter()
+	defer s.door.Leave()
+	return c.Next()
+}
+
+// globalLimit is the global token bucket (this process's share of it), the
+// first thing an admission meets.
+func (s *Server) globalLimit(c *fiber.Ctx) error {
+	if s.global != nil && !s.global.Allow() {
+		c.Set(HeaderLayer, LayerGlobalLimit)
+		return rateLimited(c, time.Second)
+	}
+	return c.Next()
+}
+
+// soldOutFast answers SOLD_OUT from memory for a session this process saw
+// sell out, before any other work (admission.SoldOut.Fast).
+func (s *Server) soldOutFast(c *fiber.Ctx) error {
+	if s.svc.Admission.SoldOut.Any() && s.svc.Admission.SoldOut.Fast(c.Params("id"), utils.UnsafeString(c.Request().Header.Peek(HeaderIdempotencyKey))) {
+		c.Set(HeaderLayer, LayerSoldOutMemory)
+		return errSoldOut
+	}
+	return c.Next()
+}
+
+// shopperLimits applies the fleet's per-user and per-IP limits
+// (admission's) to a shopper's call that costs the stores or the payment
+// provider. If Redis cannot answer, the call is refused UNAVAILABLE: a
+// limit is never skipped.
+func (s *Server) shopperLimits(c *fiber.Ctx) error {
+	if err := s.refused(c, s.svc.Admission.Limits.Allow(c.UserContext(), userID(c), ratelimit.Key(s.clientIP(c)))); err != nil {
+		return err
+	}
+	return c.Next()
+}
+
+func rateLimited(c *fiber.Ctx, retryAfter time.Duration) error {
+	setRetryAfter(c, retryAfter)
+	return admission.ErrRateLimited
+}
+
+// setRetryAfter says, in whole seconds (at least one), when to retry.
+func setRetryAfter(c *fiber.Ctx, d time.Duration) {
+	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Max(1, math.Ceil(d.Seconds())))))
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -245,4 +246,46 @@ func queryBool(c *fiber.Ctx, name string) (bool, error) {
 		return false, seckill.Errorf(seckill.EINVALID, "%s must be true or false", name)
 	}
 	return v, nil
+}
+
+// Blocklist is the admin's blocklist, in MySQL; every API keeps a copy
+// in memory (admission's), refreshed every second.
+type Blocklist interface {
+	Block(ctx context.Context, userID int64, reason string) error
+	Unblock(ctx context.Context, userID int64) error
+}
+
+// block: PUT /admin/v1/blocklist/{user_id}.
+func (s *Server) block(c *fiber.Ctx) error {
+	id, err := pathID(c, "user_id")
+	if err != nil {
+		return err
+	}
+	name, role := actor(c)
+	if err := s.svc.Blocklist.Block(c.UserContext(), id, fmt.Sprintf("by %s (%s)", name, role)); err != nil {
+		return err
+	}
+	s.log.Info("user blocked", "trace_id", traceID(c), "user_id", id, "actor", name, "role", role)
+	return s.blocklistChanged(c, id, true)
+}
+
+// unblock: DELETE /admin/v1/blocklist/{user_id}.
+func (s *Server) unblock(c *fiber.Ctx) error {
+	id, err := pathID(c, "user_id")
+	if err != nil {
+		return err
+	}
+	if err := s.svc.Blocklist.Unblock(c.UserContext(), id); err != nil {
+		return err
+	}
+	name, role := actor(c)
+	s.log.Info("user unblocked", "trace_id", traceID(c), "user_id", id, "actor", name, "role", role)
+	return s.blocklistChanged(c, id, false)
+}
+
+func (s *Server) blocklistChanged(c *fiber.Ctx, id int64, blocked bool) error {
+	if err := s.svc.Admission.RefreshBlocklist(c.UserContext()); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"user_id": id, "blocked": blocked})
 }

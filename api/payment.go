@@ -38,15 +38,6 @@ func (s *Server) createPayment(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(co)
 }
 
-// shopperLimits applies the per-user and per-IP limits to a shopper's
-// call that costs the stores or the payment provider.
-func (s *Server) shopperLimits(c *fiber.Ctx) error {
-	if err := s.distributedLimits(c, userID(c)); err != nil {
-		return err
-	}
-	return c.Next()
-}
-
 // mountCheckoutPages serves the sandbox provider's hosted checkout pages,
 // when it is the provider, under their path (sandbox.CheckoutPath).
 func (s *Server) mountCheckoutPages(app *fiber.App) {

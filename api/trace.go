@@ -28,42 +28,22 @@ const headerRequestID = "X-Request-ID"
 // join on it.
 //
 // An incoming W3C traceparent is continued only from a trusted proxy
-// (Config.TrustedProxies, the peers whose client-IP header is believed):
-// anyone else could pick the trace id their requests are logged under,
-// or force sampling. From any other peer a new trace starts, with the
-// incoming one as a link. A client's X-Request-ID is echoed in the answer
+// (Config.TrustedProxies, the peers whose client-IP header is believed;
+// tracing.StartServer). A client's X-Request-ID is echoed in the answer
 // and kept on the span (http.request.header.x-request-id), but it is no
 // trace id: the error body's trace_id and the logs carry the trace's.
-//
-// With tracing off the tracer is a no-op and records nothing; the request
-// still gets ids of the W3C shape (tracing.NewSpanContext), or the
-// trusted parent's trace id.
 func (s *Server) traceRequest(c *fiber.Ctx) error {
-	ctx := c.UserContext()
-	h := fastHeaders{c}
-	var opts []trace.SpanStartOption
-	if incoming := traceContext.Extract(ctx, h); trace.SpanContextFromContext(incoming).IsValid() {
+	ctx, span, id := tracing.StartServer(c.UserContext(), fastHeaders{c}, func() bool {
 		peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
-		if clientip.Trusted(peer.Unmap(), s.cfg.TrustedProxies) {
-			ctx = incoming
-		} else {
-			opts = append(opts, trace.WithLinks(trace.LinkFromContext(incoming)))
-		}
-	}
-	ctx, span := tracing.Tracer().Start(ctx, c.Method(), append(opts, trace.WithSpanKind(trace.SpanKindServer))...)
-	sc := span.SpanContext()
-	if !sc.IsValid() {
-		sc = tracing.NewSpanContext()
-		ctx = trace.ContextWithSpanContext(ctx, sc)
-	}
-	id := sc.TraceID().String()
+		return clientip.Trusted(peer.Unmap(), s.cfg.TrustedProxies)
+	}, c.Method())
 	// The stores' logs (a slow query) read the id from the context.
 	c.SetUserContext(seckill.WithTraceID(ctx, id))
 	c.Locals(headerRequestID, id)
 	// A client's own X-Request-ID is echoed when it is a sane token (the
 	// API's contract), copied: fasthttp reuses the request's memory once
 	// the handler returns. Otherwise the answer names the trace.
-	if v := c.Get(headerRequestID); saneRequestID(v) {
+	if v := c.Get(headerRequestID); tracing.SaneRequestID(v) {
 		c.Set(headerRequestID, utils.CopyString(v))
 	} else {
 		c.Set(headerRequestID, id)
@@ -92,10 +72,6 @@ func (s *Server) traceRequest(c *fiber.Ctx) error {
 	}
 	return err
 }
-
-// traceContext reads W3C traceparent (and tracestate), whatever the
-// process's global propagators are.
-var traceContext propagation.TraceContext
 
 // traceID is the request's trace id (hex), as its X-Request-ID answers.
 func traceID(c *fiber.Ctx) string {
@@ -145,20 +121,4 @@ func tracePurchase(c *fiber.Ctx, span trace.Span, status int) {
 	if no, ok := c.Locals(localOrderNo).(string); ok {
 		span.SetAttributes(attribute.String("seckill.order_no", no))
 	}
-}
-
-// saneRequestID is a client's X-Request-ID worth echoing: 1–64 characters
-// of a token (letters, digits, - _ . :), nothing a log or a header could
-// be made to carry.
-func saneRequestID(id string) bool {
-	if id == "" || len(id) > 64 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		b := id[i]
-		if !(b == '-' || b == '_' || b == '.' || b == ':' || (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z')) {
-			return false
-		}
-	}
-	return true
 }
