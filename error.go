@@ -24,8 +24,11 @@ const (
 	ECONFLICT    = "CONFLICT"
 	EAMOUNT      = "AMOUNT_MISMATCH"
 	EIDEMPOTENCY = "IDEMPOTENCY_MISMATCH"
-	ETOOLARGE    = "PAYLOAD_TOO_LARGE"
-	EINTERNAL    = "INTERNAL"
+	// EOUTOFRANGE: well-formed values the operation cannot take, such as
+	// a sale window that ends before it starts, or in the past.
+	EOUTOFRANGE = "OUT_OF_RANGE"
+	ETOOLARGE   = "PAYLOAD_TOO_LARGE"
+	EINTERNAL   = "INTERNAL"
 )
 
 // Error is an application error with a code from the list above and a

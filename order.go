@@ -58,7 +58,7 @@ func OrderNoSession(orderNo string) (int64, bool) {
 // when a QUEUED order is paid), the relay and the sweep all build it here,
 // so an order started by any of them is the same order.
 func NewOrderRequest(r Reservation, sess *Session, payTimeout time.Duration) *OrderRequest {
-	req := &OrderRequest{Reservation: r, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: payTimeout}
+	req := &OrderRequest{Reservation: r, SKUID: sess.SKUID, PriceCents: sess.PriceCents, Currency: sess.Currency, PayTimeout: payTimeout}
 	if payTimeout > 0 && !r.ReservedAt.IsZero() {
 		req.PayBy = r.ReservedAt.Add(payTimeout)
 	}

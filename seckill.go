@@ -178,7 +178,7 @@ func (s *Session) Validate() error {
 	case s.StartAt.IsZero() || s.EndAt.IsZero():
 		return Errorf(EINVALID, "start_at and end_at are required (RFC 3339)")
 	case !s.EndAt.After(s.StartAt):
-		return Errorf(EINVALID, "end_at must be after start_at")
+		return Errorf(EOUTOFRANGE, "end_at must be after start_at")
 	}
 	return s.validateMode()
 }
@@ -215,15 +215,19 @@ type Reservation struct {
 
 // Order is the view of one order that shoppers, ops and tests read.
 type Order struct {
-	OrderNo     string    `json:"order_no"`
-	SessionID   int64     `json:"session_id"`
-	SKUID       int64     `json:"sku_id"`
-	UserID      int64     `json:"user_id"`
-	Quantity    int       `json:"quantity"`
-	AmountCents int64     `json:"amount_cents"`
-	Status      Status    `json:"status"`
-	CreatedAt   time.Time `json:"created_at"`
-	PayDeadline time.Time `json:"pay_deadline"`
+	OrderNo     string `json:"order_no"`
+	SessionID   int64  `json:"session_id"`
+	SKUID       int64  `json:"sku_id"`
+	UserID      int64  `json:"user_id"`
+	Quantity    int    `json:"quantity"`
+	AmountCents int64  `json:"amount_cents"`
+	// Currency is what AmountCents is in, the session's (ISO 4217, lower
+	// case); absent on orders made before orders carried it.
+	Currency string `json:"currency,omitempty"`
+	Status   Status `json:"status"`
+	// Times a view does not know yet are absent from its JSON, never zero.
+	CreatedAt   time.Time `json:"created_at,omitzero"`
+	PayDeadline time.Time `json:"pay_deadline,omitzero"`
 	TraceID     string    `json:"-"`
 	// UpdatedAt is when the row last changed (created, paid, closed):
 	// cached views never go back to an older one, and the shopper (and
@@ -264,6 +268,9 @@ type OrderRequest struct {
 	SKUID      int64         `json:"sku_id"`
 	PriceCents int64         `json:"price_cents"`
 	PayTimeout time.Duration `json:"pay_timeout"`
+	// Currency is the session's (absent in the inputs of orders reserved
+	// before orders carried it).
+	Currency string `json:"currency,omitempty"`
 	// PayBy is the pay deadline: PayTimeout after the reservation, the
 	// moment the shopper won and from which a QUEUED order is payable, not
 	// after the workflow started. A backlog of starts therefore never
@@ -282,7 +289,7 @@ func (r *OrderRequest) AmountCents() int64 { return r.PriceCents * int64(r.Quant
 func (r *OrderRequest) Order(status Status, payDeadline time.Time) *Order {
 	return &Order{
 		OrderNo: r.OrderNo, SessionID: r.SessionID, SKUID: r.SKUID, UserID: r.UserID,
-		Quantity: r.Quantity, AmountCents: r.AmountCents(), Status: status,
+		Quantity: r.Quantity, AmountCents: r.AmountCents(), Currency: r.Currency, Status: status,
 		CreatedAt: r.ReservedAt, PayDeadline: payDeadline, TraceID: r.TraceID,
 	}
 }

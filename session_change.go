@@ -57,6 +57,10 @@ type SessionChange struct {
 	// RequestID makes the change idempotent: a retry with the same id (the
 	// Idempotency-Key, else the request's trace id) applies it once.
 	RequestID string `json:"request_id"`
+	// Fingerprint, on a create whose RequestID is the client's
+	// Idempotency-Key, is its body's: a retry with the same key and body
+	// gets the sale the key created; another body, IDEMPOTENCY_MISMATCH.
+	Fingerprint string `json:"fingerprint,omitempty"`
 	// TraceID is the request's trace id: the ledger rows the change
 	// writes carry it (absent in older audit rows).
 	TraceID string `json:"trace_id,omitempty"`

@@ -36,9 +36,6 @@ var (
 // place to read who may do what. authorize enforces it, a route missing
 // here is refused to everyone, and TestEveryRouteHasAnAccessRule fails
 // for it. GET routes answer HEAD under the same rule.
-//
-// One rule sits in a handler because it depends on the query:
-// reconcile's ?repair=true rewrites Redis, so it needs an admin.
 var routeAccess = map[string]access{
 	"GET /healthz":    publicRoute,
 	"GET /readyz":     publicRoute,
@@ -78,6 +75,7 @@ var routeAccess = map[string]access{
 	"POST /admin/v1/sessions":                needAdmin,
 	"PATCH /admin/v1/sessions/:id":           needAdmin,
 	"POST /admin/v1/sessions/:id/preheat":    needAdmin,
+	"POST /admin/v1/sessions/:id/repair":     needAdmin,
 	"PUT /admin/v1/blocklist/:user_id":       needAdmin,
 	"DELETE /admin/v1/blocklist/:user_id":    needAdmin,
 

@@ -2,6 +2,9 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -138,8 +141,19 @@ func (s *Server) createSession(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
 	by := &seckill.SessionChange{From: s.clientIP(c).String(), RequestID: traceID(c), TraceID: traceID(c)}
 	by.Actor, by.ActorRole = actor(c)
+	if key != "" {
+		// The body as decoded, not as sent: the same fields in another
+		// order or spacing are the same request.
+		canonical, _ := json.Marshal(body)
+		sum := sha256.Sum256(canonical)
+		by.RequestID, by.Fingerprint = key, hex.EncodeToString(sum[:])
+	}
 	if err := controls.Create(c.UserContext(), sess, by); err != nil {
 		return err
 	}
@@ -202,25 +216,29 @@ type Reconciler interface {
 	RepairRedis(ctx context.Context, sessionID int64) (*seckill.Report, *seckill.Repair, error)
 }
 
-// reconcile: GET /admin/v1/sessions/{id}/reconcile[?repair=true].
+// reconcile: GET /admin/v1/sessions/{id}/reconcile, the report; it never
+// changes anything (the repair is its own route).
 func (s *Server) reconcile(c *fiber.Ctx) error {
 	id, err := pathID(c, "id")
 	if err != nil {
 		return err
 	}
-	repair, err := queryBool(c, "repair")
+	r, err := s.svc.Reconcile.Reconcile(c.UserContext(), id)
 	if err != nil {
 		return err
 	}
-	if !repair {
-		r, err := s.svc.Reconcile.Reconcile(c.UserContext(), id)
-		if err != nil {
-			return err
-		}
-		return c.JSON(r)
+	return c.JSON(r)
+}
+
+// repair: POST /admin/v1/sessions/{id}/repair, Redis rebuilt from MySQL
+// (seckill.RepairRedis), and the report after it.
+func (s *Server) repair(c *fiber.Ctx) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
 	}
-	// A repair rewrites Redis: an admin's, though reading is a viewer's.
-	if err := s.allow(c, seckill.RoleAdmin); err != nil {
+	var none struct{}
+	if err := decodeStrict(c.Body(), &none, true); err != nil {
 		return err
 	}
 	r, rep, err := s.svc.Reconcile.RepairRedis(c.UserContext(), id)

@@ -25,7 +25,7 @@ func TestAdminSessionLifecycle(t *testing.T) {
 
 	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", "", body), 401, "UNAUTHENTICATED", "operator credential")
 	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", "not-the-token", body), 401, "UNAUTHENTICATED", "operator credential")
-	for field, bad := range map[string]any{"stock": 0, "per_user_limit": 99, "price_cents": -1, "start_at": "tomorrow", "end_at": start,
+	for field, bad := range map[string]any{"stock": 0, "per_user_limit": 99, "price_cents": -1, "start_at": "tomorrow",
 		"currency": "EUR", "title": "", "sku_id": "9"} {
 		b := map[string]any{}
 		for k, v := range body {
@@ -44,6 +44,20 @@ func TestAdminSessionLifecycle(t *testing.T) {
 	}
 	free["price_cents"] = 0
 	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", admin, free), 400, "INVALID_ARGUMENT", "free items")
+	// A window that ends before it starts, or has ended already, is well
+	// formed but cannot be a sale: 422, and nothing is created.
+	for what, end := range map[string]string{"before its start": time.Now().UTC().Add(-time.Hour).Format(time.RFC3339),
+		"in the past": time.Now().UTC().Add(-time.Second / 2).Format(time.RFC3339)} {
+		b := map[string]any{}
+		for k, v := range body {
+			b[k] = v
+		}
+		b["end_at"] = end
+		if what == "in the past" {
+			b["start_at"] = time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)
+		}
+		testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", admin, b), 422, "OUT_OF_RANGE", "end_at")
+	}
 	missing := map[string]any{"sku_id": 9}
 	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", admin, missing), 400, "INVALID_ARGUMENT", `"title" is required`)
 
@@ -55,6 +69,11 @@ func TestAdminSessionLifecycle(t *testing.T) {
 	id := created.ID
 	require.Equal(t, "Phone", created.Title)
 	require.Equal(t, "eur", created.Currency, "priced in its own currency")
+	require.Equal(t, seckill.ModeFirstCome, created.Mode, "the create answers the sale as a read shows it")
+	plain := e.Do("POST", "/admin/v1/sessions", admin, body)
+	require.Equal(t, 201, plain.Status, "%s", plain.Raw)
+	require.Equal(t, "usd", plain.Str("currency"), "a sale without its own currency shows the deployment's")
+	require.Equal(t, "first_come", plain.Str("mode"))
 	require.Equal(t, 0, created.RemainingStock, "not preheated yet")
 	path := fmt.Sprintf("/admin/v1/sessions/%d", id)
 

@@ -132,16 +132,17 @@ func TestExportOrders(t *testing.T) {
 	require.True(t, strings.HasPrefix(r.Header.Get("Content-Type"), "text/csv"), r.Header.Get("Content-Type"))
 	rows, err := csv.NewReader(bytes.NewReader(r.Raw)).ReadAll()
 	require.NoError(t, err)
-	require.Equal(t, []string{"order_no", "session_id", "sku_id", "user_id", "quantity", "amount_cents", "status",
-		"created_at", "updated_at", "pay_deadline"}, rows[0])
+	require.Equal(t, []string{"order_no", "session_id", "sku_id", "user_id", "quantity", "amount_cents", "currency",
+		"status", "created_at", "updated_at", "pay_deadline"}, rows[0])
 	seen := map[string]bool{}
 	for _, row := range rows[1:] {
 		require.False(t, seen[row[0]], "order %s exported twice", row[0])
 		seen[row[0]] = true
 		require.Equal(t, itoa(sess.ID), row[1])
 		require.Equal(t, "150", row[5])
-		require.Equal(t, string(seckill.StatusWaitPay), row[6])
-		_, err := time.Parse(time.RFC3339Nano, row[9])
+		require.Equal(t, "usd", row[6], "the order carries its sale's currency")
+		require.Equal(t, string(seckill.StatusWaitPay), row[7])
+		_, err := time.Parse(time.RFC3339Nano, row[10])
 		require.NoError(t, err, "pay_deadline of a WAIT_PAY order")
 	}
 	require.Equal(t, want, seen, "every order of the sale, once")

@@ -26,7 +26,6 @@ import (
 	"github.com/seckill/seckill/internal/buildinfo"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/ratelimit"
-	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/shop"
 )
 
@@ -41,8 +40,7 @@ type Services struct {
 	// copy, tickets, captchas and device cookies.
 	Admission *admission.Service
 	Sessions  SessionCache
-	Stock     SessionStock
-	Listing   SessionListing
+	Views     SessionViews
 	Orders    OrderFinder
 	Backlog   StartBacklog
 	Cancels   OrderCancels
@@ -91,9 +89,6 @@ type Config struct {
 	// the starter, which holds its starts while a burst is answered. The
 	// Server's own when nil.
 	Door *admission.FrontDoor
-	// SessionCacheTTL bounds how stale the public session list may be
-	// (internal/app gives the session cache the same).
-	SessionCacheTTL time.Duration
 	// Limits are the HTTP server's own rate limits.
 	Limits Limits
 	// DependencyPing is how often the API pings MySQL, Redis and Temporal
@@ -157,7 +152,6 @@ type Server struct {
 	cfg    Config
 	svc    Services
 	log    *slog.Logger
-	views  *sessions.Views
 	shop   *shop.Shop
 	global *fleet.Share
 	// shoppers and operators verify who calls (Config.Shoppers,
@@ -207,9 +201,6 @@ func New(cfg Config, svc Services) (*Server, error) {
 	if err := clientip.CheckProxies(cfg.ProxyHeader, cfg.TrustedProxies); err != nil {
 		return nil, err
 	}
-	if cfg.SessionCacheTTL <= 0 {
-		cfg.SessionCacheTTL = time.Second
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -236,7 +227,6 @@ func New(cfg Config, svc Services) (*Server, error) {
 		return nil, err
 	}
 	s.shop = page
-	s.views = &sessions.Views{Stock: svc.Stock, Open: svc.Listing, TTL: cfg.SessionCacheTTL, Now: cfg.Now}
 	if cfg.Dev {
 		s.log.Warn("dev endpoints are mounted under /dev/v1: anyone can sign in as anyone; never in production")
 	}
@@ -305,6 +295,7 @@ func (s *Server) App() *fiber.App {
 	admin.Post("/sessions", s.authorize, s.createSession)
 	admin.Post("/sessions/:id/preheat", s.authorize, s.preheat)
 	admin.Get("/sessions/:id/reconcile", s.authorize, s.reconcile)
+	admin.Post("/sessions/:id/repair", s.authorize, s.repair)
 	admin.Patch("/sessions/:id", s.authorize, s.changeSession(seckill.ActionUpdate))
 	admin.Post("/sessions/:id/pause", s.authorize, s.changeSession(seckill.ActionPause))
 	admin.Post("/sessions/:id/resume", s.authorize, s.changeSession(seckill.ActionResume))

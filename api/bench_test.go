@@ -74,7 +74,7 @@ func soldOutServer(b *testing.B) (*Server, string) {
 	cache := sessions.NewCache(time.Hour, func(context.Context, int64) (*seckill.Session, error) { return sess, nil })
 	adm := admission.New(admission.Config{Sessions: cache, Starts: noStarts{}})
 	srv, err := New(Config{JWTSecret: secret, WebhookSecret: secret, AdminToken: "a",
-		Limits: Limits{Global: 0}, SessionCacheTTL: time.Hour}, Services{Admission: adm, Sessions: cache})
+		Limits: Limits{Global: 0}}, Services{Admission: adm, Sessions: cache})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func BenchmarkSoldOutKeyedFirstSecond(b *testing.B) {
 	cache := sessions.NewCache(time.Hour, func(context.Context, int64) (*seckill.Session, error) { return sess, nil })
 	svc := admission.New(admission.Config{Sessions: cache, Stock: gate, Starts: noStarts{}})
 	srv, err := New(Config{JWTSecret: secret, WebhookSecret: secret, AdminToken: "a",
-		Limits: Limits{Global: 0}, SessionCacheTTL: time.Hour}, Services{Admission: svc, Sessions: cache})
+		Limits: Limits{Global: 0}}, Services{Admission: svc, Sessions: cache})
 	if err != nil {
 		b.Fatal(err)
 	}

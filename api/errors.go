@@ -26,6 +26,7 @@ var statusOf = map[string]int{
 	seckill.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	seckill.EAMOUNT:       http.StatusUnprocessableEntity,
 	seckill.EIDEMPOTENCY:  http.StatusUnprocessableEntity,
+	seckill.EOUTOFRANGE:   http.StatusUnprocessableEntity,
 	seckill.ENOTSTARTED:   http.StatusTooEarly,
 	seckill.ERATELIMITED:  http.StatusTooManyRequests,
 	seckill.EUNAVAILABLE:  http.StatusServiceUnavailable,

@@ -21,10 +21,10 @@ const (
 )
 
 // listEvents: GET /admin/v1/events[?cursor=C&limit=N], the order events in
-// feed order (docs/events.md). next_cursor is always there: passed back,
-// it gives the events after this page, and while there are none yet it
-// comes back unchanged, so a consumer polls with it. The cursor is the
-// feed position (decimal); an empty one is the feed's start.
+// feed order (docs/events.md). next_cursor, passed back, gives the events
+// after this page; like every list's, it is absent at the end (a page
+// without events): the consumer polls again with the cursor it has. The
+// cursor is the feed position (decimal); an empty one is the feed's start.
 func (s *Server) listEvents(c *fiber.Ctx) error {
 	limit, err := queryLimit(c, defaultEventsPage, maxEventsPage)
 	if err != nil {
@@ -40,8 +40,11 @@ func (s *Server) listEvents(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if events == nil {
-		events = []seckill.Event{}
+	out := fiber.Map{"events": events}
+	if len(events) == 0 {
+		out["events"] = []seckill.Event{}
+	} else {
+		out["next_cursor"] = strconv.FormatInt(next, 10)
 	}
-	return c.JSON(fiber.Map{"events": events, "next_cursor": strconv.FormatInt(next, 10)})
+	return c.JSON(out)
 }

@@ -50,6 +50,8 @@ func TestBlocklist(t *testing.T) {
 	require.Equal(t, 200, e.Do("DELETE", "/admin/v1/blocklist/66", testenv.AdminToken, nil).Status)
 	r := e.Do("POST", testenv.OrdersPath(sess.ID), tok, nil)
 	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	// The 202 says where its order will be (RFC 9110 §15.3.3).
+	require.Equal(t, "/api/v1/orders/"+r.Str("order_no"), r.Header.Get("Location"))
 	e.WaitStatus(tok, r.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
 	e.RequireInvariants(sess.ID)
 }

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -90,20 +89,19 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	if err := s.refused(c, ans); err != nil {
 		return err
 	}
+	c.Location("/api/v1/orders/" + ans.Admission.OrderNo)
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_no": ans.Admission.OrderNo, "status": seckill.StatusQueued})
 }
 
 var errSoldOut = seckill.Errorf(seckill.ESOLDOUT, "sold out")
 
-// orderJSON is the public shape of an order: the order's own fields, but
-// pay_deadline is null for an order that has none (FAILED: the zero time
-// is not a deadline).
+// orderJSON is the public shape of an order: the order's own fields (an
+// absent time omitted, never zero), and on a QUEUED order's poll how many
+// orders of its sale wait for their workflow to create them, this one
+// included (the starters' backlog): the shop's "N orders are being
+// created".
 type orderJSON struct {
 	*seckill.Order
-	PayDeadline *time.Time `json:"pay_deadline"`
-	// Queued, on a QUEUED order's poll: how many orders of its sale wait
-	// for their workflow to create them, this one included (the starters'
-	// backlog): the shop's "N orders are being created".
 	Queued int `json:"queued,omitempty"`
 }
 
@@ -130,14 +128,7 @@ func (s *Server) refused(c *fiber.Ctx, ans admission.Answer) error {
 	return ans.Err
 }
 
-func orderView(o *seckill.Order) orderJSON {
-	v := orderJSON{Order: o}
-	if !o.PayDeadline.IsZero() {
-		d := o.PayDeadline
-		v.PayDeadline = &d
-	}
-	return v
-}
+func orderView(o *seckill.Order) orderJSON { return orderJSON{Order: o} }
 
 // getOrder: GET /api/v1/orders/{order_no} (owner only).
 func (s *Server) getOrder(c *fiber.Ctx) error {

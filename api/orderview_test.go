@@ -12,8 +12,8 @@ import (
 )
 
 // The public order shape: every field of the order under its contract
-// name, pay_deadline null for an order without one, updated_at only once
-// the row exists, internal fields never.
+// name, an absent time (pay_deadline, updated_at before the row exists)
+// omitted rather than zero or null, internal fields never.
 func TestOrderViewJSON(t *testing.T) {
 	created := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	o := &seckill.Order{
@@ -34,7 +34,7 @@ func TestOrderViewJSON(t *testing.T) {
 	assert.Equal(t, map[string]any{
 		"order_no": "7-abc", "session_id": 7.0, "sku_id": 70.0, "user_id": 3.0, "quantity": 2.0,
 		"amount_cents": 1998.0, "status": "QUEUED", "created_at": "2026-12-01T10:00:00Z",
-		"pay_deadline": nil, "queued": 12.0,
+		"queued": 12.0,
 	}, m)
 
 	o.Status, o.PayDeadline, o.UpdatedAt = seckill.StatusWaitPay, created.Add(15*time.Minute), created.Add(time.Second)
@@ -42,5 +42,6 @@ func TestOrderViewJSON(t *testing.T) {
 	assert.Equal(t, "2026-12-01T10:15:00Z", m["pay_deadline"])
 	assert.Equal(t, "2026-12-01T10:00:01Z", m["updated_at"])
 	assert.Equal(t, "WAIT_PAY", m["status"])
+	assert.NotContains(t, decode(orderView(&seckill.Order{OrderNo: "7-x", Status: seckill.StatusFailed})), "created_at")
 	assert.NotContains(t, m, "queued")
 }

@@ -47,7 +47,7 @@ func TestSessionChangesRejectBadInput(t *testing.T) {
 	require.NoError(t, err)
 	lpath := fmt.Sprintf("/admin/v1/sessions/%d", later.ID)
 	testenv.RequireError(t, e.Do("PATCH", lpath, admin, map[string]any{"per_user_limit": 0}), 400, "INVALID_ARGUMENT", "per_user_limit")
-	testenv.RequireError(t, e.Do("PATCH", lpath, admin, map[string]any{"end_at": time.Now().Format(time.RFC3339)}), 400, "INVALID_ARGUMENT", "end_at must be after")
+	testenv.RequireError(t, e.Do("PATCH", lpath, admin, map[string]any{"end_at": time.Now().Format(time.RFC3339)}), 422, "OUT_OF_RANGE", "end_at must be after")
 	title, price := "Later, cheaper", int64(700)
 	ch, err := cl.UpdateSession(ctx, later.ID, &seckill.SessionUpdate{Title: &title, PriceCents: &price}, client.ChangeOptions{})
 	require.NoError(t, err)

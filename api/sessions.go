@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -16,20 +15,16 @@ type SessionCache interface {
 	Forget(id int64)
 }
 
-// SessionStock reads a session's stock in Redis, and whether it was
-// preheated.
-type SessionStock interface {
-	Stock(ctx context.Context, sessionID int64) (int, bool, error)
-}
-
-// SessionListing reads the sessions not yet ended, soonest first (MySQL).
-type SessionListing interface {
-	OpenSessions(ctx context.Context, now time.Time, limit int) ([]*seckill.Session, error)
+// SessionViews are sessions as shoppers see them (sessions.Views): one
+// with its stock and state, and the public list.
+type SessionViews interface {
+	View(ctx context.Context, sess *seckill.Session) (*seckill.SessionView, error)
+	List(ctx context.Context) ([]byte, error)
 }
 
 // sessionView is sess as a shopper sees it (sessions.Views).
 func (s *Server) sessionView(ctx context.Context, sess *seckill.Session) (*seckill.SessionView, error) {
-	return s.views.View(ctx, sess)
+	return s.svc.Views.View(ctx, sess)
 }
 
 // pathSession is the session the path's {id} names.
@@ -57,7 +52,7 @@ func (s *Server) getSession(c *fiber.Ctx) error {
 // listSessions: GET /api/v1/sessions (public). The answer may be up to a
 // second old; shared caches may keep it that long too.
 func (s *Server) listSessions(c *fiber.Ctx) error {
-	body, err := s.views.List(c.UserContext())
+	body, err := s.svc.Views.List(c.UserContext())
 	if err != nil {
 		return err
 	}

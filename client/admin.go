@@ -75,7 +75,7 @@ func (c *Client) Reconcile(ctx context.Context, sessionID int64) (*seckill.Repor
 }
 
 // Repair corrects a session's Redis state from MySQL when that is safe
-// (admin, reconcile?repair=true) and returns the report after it and what
+// (admin, POST /admin/v1/sessions/{id}/repair) and returns the report after it and what
 // changed.
 func (c *Client) Repair(ctx context.Context, sessionID int64) (*seckill.Report, *seckill.Repair, error) {
 	var v struct {
@@ -83,7 +83,7 @@ func (c *Client) Repair(ctx context.Context, sessionID int64) (*seckill.Report, 
 		Repair *seckill.Repair `json:"repair"`
 	}
 	v.Report = &seckill.Report{}
-	if err := c.get(ctx, fmt.Sprintf("/admin/v1/sessions/%d/reconcile?repair=true", sessionID), c.AdminToken, &v); err != nil {
+	if err := c.post(ctx, fmt.Sprintf("/admin/v1/sessions/%d/repair", sessionID), c.AdminToken, nil, &v); err != nil {
 		return nil, nil, err
 	}
 	return v.Report, v.Repair, nil

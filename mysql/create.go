@@ -50,7 +50,7 @@ func (db *DB) createOne(ctx context.Context, req *seckill.OrderRequest, payDeadl
 	deadline := columnTime(payDeadline)
 	row := orderRow{
 		OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
-		Quantity: req.Quantity, AmountCents: req.AmountCents(), Status: string(seckill.StatusWaitPay),
+		Quantity: req.Quantity, AmountCents: req.AmountCents(), Currency: req.Currency, Status: string(seckill.StatusWaitPay),
 		Reason: ReasonCreated, TraceID: req.TraceID, PayDeadline: &deadline, CreatedAt: now, UpdatedAt: now,
 	}
 	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -102,7 +102,7 @@ func (db *DB) createFailed(ctx context.Context, req *seckill.OrderRequest, reaso
 	now := db.now()
 	row := orderRow{
 		OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
-		Quantity: req.Quantity, AmountCents: req.AmountCents(), Status: string(seckill.StatusFailed),
+		Quantity: req.Quantity, AmountCents: req.AmountCents(), Currency: req.Currency, Status: string(seckill.StatusFailed),
 		Reason: reason, TraceID: req.TraceID, CreatedAt: now, UpdatedAt: now,
 	}
 	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -213,7 +213,7 @@ func (db *DB) createBatch(ctx context.Context, calls []*createCall) ([]createRes
 			deadline := columnTime(c.deadline)
 			row := orderRow{
 				OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
-				Quantity: req.Quantity, AmountCents: req.AmountCents(), Status: string(seckill.StatusWaitPay),
+				Quantity: req.Quantity, AmountCents: req.AmountCents(), Currency: req.Currency, Status: string(seckill.StatusWaitPay),
 				Reason: ReasonCreated, TraceID: req.TraceID, PayDeadline: &deadline, CreatedAt: now, UpdatedAt: now,
 			}
 			if err := tx.Create(&row).Error; err != nil {

@@ -64,6 +64,17 @@ type sessionAuditRow struct {
 
 func (sessionAuditRow) TableName() string { return "session_audit" }
 
+// sessionCreateKeyRow is the sale an Idempotency-Key created, with its
+// body's fingerprint.
+type sessionCreateKeyRow struct {
+	RequestID   string `gorm:"primaryKey"`
+	SessionID   int64
+	Fingerprint string
+	CreatedAt   time.Time
+}
+
+func (sessionCreateKeyRow) TableName() string { return "session_create_keys" }
+
 func (r *sessionRow) domain() *seckill.Session {
 	s := &seckill.Session{
 		ID: r.ID, SKUID: r.SKUID, Title: r.Title, PriceCents: r.PriceCents, Currency: r.Currency,
@@ -114,6 +125,7 @@ type orderRow struct {
 	UserID      int64
 	Quantity    int
 	AmountCents int64
+	Currency    string
 	Status      string
 	Reason      string
 	TraceID     string
@@ -127,7 +139,7 @@ func (orderRow) TableName() string { return "orders" }
 func (r *orderRow) domain() *seckill.Order {
 	o := &seckill.Order{
 		OrderNo: r.OrderNo, SessionID: r.SessionID, SKUID: r.SKUID, UserID: r.UserID,
-		Quantity: r.Quantity, AmountCents: r.AmountCents, Status: seckill.Status(r.Status),
+		Quantity: r.Quantity, AmountCents: r.AmountCents, Currency: r.Currency, Status: seckill.Status(r.Status),
 		CreatedAt: r.CreatedAt.UTC(), TraceID: r.TraceID, UpdatedAt: r.UpdatedAt.UTC(),
 	}
 	if r.PayDeadline != nil {

@@ -17,11 +17,16 @@ import (
 //
 // by, when not nil, is the operator who creates it: recorded as the first
 // row of the session's audit ledger (ActionCreate), in the same
-// transaction.
+// transaction. With a Fingerprint, by.RequestID is the client's
+// Idempotency-Key: a retry fills s with the sale the key created instead
+// of creating another.
 func (db *DB) CreateSession(ctx context.Context, s *seckill.Session, by *seckill.SessionChange) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
+	// The session as stored, defaults included: the create's answer shows
+	// it as a read does.
+	s.Mode, s.RequireTicket = cmp.Or(s.Mode, seckill.ModeFirstCome), s.RequireTicket || s.RequireCaptcha
 	now := db.now()
 	row := sessionRow{
 		SKUID: s.SKUID, Title: s.Title, PriceCents: s.PriceCents, Currency: s.Currency,
@@ -31,7 +36,13 @@ func (db *DB) CreateSession(ctx context.Context, s *seckill.Session, by *seckill
 		RightTTLSeconds: s.RightTTLSeconds,
 		CreatedAt:       now, UpdatedAt: now,
 	}
-	return db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	keyed := by != nil && by.Fingerprint != ""
+	if keyed {
+		if done, err := db.createdBefore(ctx, s, by); done || err != nil {
+			return err
+		}
+	}
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
@@ -40,8 +51,40 @@ func (db *DB) CreateSession(ctx context.Context, s *seckill.Session, by *seckill
 			return nil
 		}
 		by.SessionID, by.Action, by.At = row.ID, seckill.ActionCreate, now
+		if keyed {
+			if err := tx.Create(&sessionCreateKeyRow{RequestID: by.RequestID, SessionID: row.ID,
+				Fingerprint: by.Fingerprint, CreatedAt: now}).Error; err != nil {
+				return err
+			}
+		}
 		return audit(tx, by)
 	})
+	if keyed && isDuplicate(err) {
+		// A concurrent create with the same key committed first: this one
+		// rolled back whole, and answers with that one's sale.
+		if done, err := db.createdBefore(ctx, s, by); done || err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// createdBefore fills s with the sale by's Idempotency-Key created, if
+// any (done); IDEMPOTENCY_MISMATCH when the key came with another body.
+func (db *DB) createdBefore(ctx context.Context, s *seckill.Session, by *seckill.SessionChange) (done bool, err error) {
+	var keys []sessionCreateKeyRow
+	if err := db.gorm.WithContext(ctx).Where("request_id = ?", by.RequestID).Limit(1).Find(&keys).Error; err != nil || len(keys) == 0 {
+		return false, err
+	}
+	if keys[0].Fingerprint != by.Fingerprint {
+		return false, seckill.Errorf(seckill.EIDEMPOTENCY, "Idempotency-Key %q created session %d with another body", by.RequestID, keys[0].SessionID)
+	}
+	sess, _, err := db.Session(ctx, keys[0].SessionID)
+	if err != nil {
+		return false, err
+	}
+	*s = *sess
+	return true, nil
 }
 
 // Session returns one session and its current database stock.

@@ -18,7 +18,7 @@ type Pages interface {
 }
 
 // ExportHeader is the header row of an export.
-var ExportHeader = []string{"order_no", "session_id", "sku_id", "user_id", "quantity", "amount_cents", "status",
+var ExportHeader = []string{"order_no", "session_id", "sku_id", "user_id", "quantity", "amount_cents", "currency", "status",
 	"created_at", "updated_at", "pay_deadline"}
 
 // Export writes the orders f selects to w as CSV (RFC 4180, a header row,
@@ -57,5 +57,5 @@ func exportRow(o *seckill.Order) []string {
 	}
 	return []string{o.OrderNo, strconv.FormatInt(o.SessionID, 10), strconv.FormatInt(o.SKUID, 10),
 		strconv.FormatInt(o.UserID, 10), strconv.Itoa(o.Quantity), strconv.FormatInt(o.AmountCents, 10),
-		string(o.Status), stamp(o.CreatedAt), stamp(o.UpdatedAt), stamp(o.PayDeadline)}
+		o.Currency, string(o.Status), stamp(o.CreatedAt), stamp(o.UpdatedAt), stamp(o.PayDeadline)}
 }

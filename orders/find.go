@@ -105,7 +105,7 @@ func (f *Finder) Find(ctx context.Context, orderNo string, owner int64) (*seckil
 		if err != nil {
 			return nil, err
 		}
-		o.SKUID, o.AmountCents = sess.SKUID, sess.PriceCents*int64(o.Quantity)
+		o.SKUID, o.AmountCents, o.Currency = sess.SKUID, sess.PriceCents*int64(o.Quantity), sess.Currency
 		if o.PayDeadline.IsZero() {
 			// A QUEUED order is payable already, and its deadline counts
 			// from the reservation (seckill.NewOrderRequest): the shopper

@@ -54,6 +54,9 @@ type Controls struct {
 	Log   *slog.Logger
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Currency is the deployment's (SECKILL_CURRENCY): a session created
+	// without its own is priced in it from then on, and so are its orders.
+	Currency string
 	// Applied, when set, is told the action of each change the store
 	// applied (not a replay of its request): the metric the dashboard
 	// marks a sale's controls with.
@@ -67,6 +70,12 @@ type Controls struct {
 // by is the operator's request (who, from where, its trace), the first
 // row of the session's audit ledger.
 func (c *Controls) Create(ctx context.Context, sess *seckill.Session, by *seckill.SessionChange) error {
+	if !sess.EndAt.IsZero() && !sess.EndAt.After(c.now()) {
+		return seckill.Errorf(seckill.EOUTOFRANGE, "end_at %s is in the past: a sale must end in the future", sess.EndAt.Format(time.RFC3339))
+	}
+	if sess.Currency == "" {
+		sess.Currency = c.Currency
+	}
 	if err := c.Store.CreateSession(ctx, sess, by); err != nil {
 		return err
 	}

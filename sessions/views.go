@@ -32,6 +32,9 @@ type Views struct {
 	}
 	TTL time.Duration
 	Now func() time.Time
+	// Currency is the deployment's (SECKILL_CURRENCY): a session without
+	// its own is shown in it, never without one.
+	Currency string
 
 	group   singleflight.Group
 	mu      sync.RWMutex
@@ -54,6 +57,11 @@ func (v *Views) View(ctx context.Context, sess *seckill.Session) (*seckill.Sessi
 		if state == seckill.SessionActive || state == seckill.SessionSoldOut {
 			state = seckill.SessionPreparing
 		}
+	}
+	if sess.Currency == "" && v.Currency != "" {
+		own := *sess // the cache's copy is shared: the view gets its own
+		own.Currency = v.Currency
+		sess = &own
 	}
 	return &seckill.SessionView{Session: sess, RemainingStock: stock, State: state}, nil
 }

@@ -29,14 +29,14 @@ const OutboxAge = 3 * time.Second
 // APIStore is the MySQL side of an API process: what its use cases, its
 // routes and its outbox relay read and write.
 type APIStore interface {
-	payments.Ledger     // the payment intake (and the order finder's rows)
-	admission.Blocklist // the blocklist admission copies into memory
-	api.Blocklist       // the admin's blocklist
-	api.SessionAudit    // the session cache's loads, the admin's audit, the outbox relay's sessions
-	api.SessionListing  // the public list
-	api.OrderHistory    // a shopper's orders
-	api.EventFeed       // the admin's events
-	api.OrderRecords    // the admin's order list, record and export
+	payments.Ledger                                                                         // the payment intake (and the order finder's rows)
+	admission.Blocklist                                                                     // the blocklist admission copies into memory
+	api.Blocklist                                                                           // the admin's blocklist
+	api.SessionAudit                                                                        // the session cache's loads, the admin's audit, the outbox relay's sessions
+	OpenSessions(ctx context.Context, now time.Time, limit int) ([]*seckill.Session, error) // the public list
+	api.OrderHistory                                                                        // a shopper's orders
+	api.EventFeed                                                                           // the admin's events
+	api.OrderRecords                                                                        // the admin's order list, record and export
 	// Reconcile, and its repair of Redis from MySQL.
 	seckill.DBSnapshotter
 	seckill.HoldingsLister
@@ -46,13 +46,13 @@ type APIStore interface {
 // APIGate is the Redis side of an API process: its use cases', its
 // routes', its starter's and its outbox relay's.
 type APIGate interface {
-	admission.Stock       // admission, and its sold-out memory
-	admission.Tickets     // purchase tickets, used once
-	orders.Views          // the order finder's views
-	payments.Reservations // the payment intake's view of a QUEUED order
-	api.SessionStock      // the session views
-	api.StartBacklog      // a QUEUED order's poll
-	relay.Gate            // the outbox relay (and the starter's starts confirmed)
+	admission.Stock                                                // admission, and its sold-out memory
+	admission.Tickets                                              // purchase tickets, used once
+	orders.Views                                                   // the order finder's views
+	payments.Reservations                                          // the payment intake's view of a QUEUED order
+	Stock(ctx context.Context, sessionID int64) (int, bool, error) // the session views' stock
+	api.StartBacklog                                               // a QUEUED order's poll
+	relay.Gate                                                     // the outbox relay (and the starter's starts confirmed)
 	// Reconcile, and its repair of Redis from MySQL.
 	seckill.RedisSnapshotter
 	seckill.Rebuilder
@@ -77,8 +77,14 @@ type APIConfig struct {
 	// AdminFails are the HTTP server's (they replace api.Config's),
 	// User, IP and Device admission's, enforced by Limiter (required
 	// when any of those is on).
-	Limits  Limits
-	Limiter admission.Limiter
+	// SessionCacheTTL is how stale a session's metadata and the public
+	// session list may be in each process (a second when 0).
+	SessionCacheTTL time.Duration
+	// Currency is the deployment's (SECKILL_CURRENCY): the sessions
+	// without their own are shown in it.
+	Currency string
+	Limits   Limits
+	Limiter  admission.Limiter
 	// Captchas keeps the answers of the captchas of sessions that require
 	// one (every API process shares it); nil: such sessions answer 503.
 	Captchas captcha.Store
@@ -195,7 +201,8 @@ func NewAPI(cfg APIConfig, sc starter.Config, store APIStore, gate APIGate, flow
 	httpCfg := cfg.Config
 	httpCfg.Limits = api.Limits{Global: l.Global, Read: l.Read, AdminFails: l.AdminFails}
 	srv, err := api.New(httpCfg, api.Services{
-		Admission: a.Admission, Sessions: a.Sessions, Stock: gate, Listing: store,
+		Admission: a.Admission, Sessions: a.Sessions,
+		Views:  &sessions.Views{Stock: gate, Open: store, TTL: cfg.SessionCacheTTL, Now: cfg.Now, Currency: cfg.Currency},
 		Orders: a.Orders, Backlog: gate, Cancels: flow, History: store, Payments: intake,
 		Checkout: cfg.Checkout, Refund: cfg.Refund,
 		Controls: cfg.Controls, Audit: store, Blocklist: store, Events: store, Backoffice: store,

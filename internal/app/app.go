@@ -244,11 +244,13 @@ func (m *Main) APIConfig(dev bool) APIConfig {
 		SweepGrace: c.SweepGrace,
 		Limits: Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS, Device: c.LimitDeviceRPS,
 			AdminFails: c.LimitAdminFails},
+		Currency: c.currency(),
 		Risk:     c.Risk(),
 		Limiter:  redis.NewLimiter(m.Redis, c.RedisPrefix),
 		Captchas: redis.NewCaptchas(m.Redis, c.RedisPrefix),
 	}
-	cfg.Controls = &sessions.Controls{Store: m.DB, Stock: m.Gate, Lives: m.Orders(), Log: m.Log, Applied: m.Metrics.SessionChanged}
+	cfg.Controls = &sessions.Controls{Store: m.DB, Stock: m.Gate, Lives: m.Orders(), Log: m.Log, Applied: m.Metrics.SessionChanged,
+		Currency: c.currency()}
 	cfg.Registrations = &registrations.Desk{Store: m.DB, Set: m.Gate}
 	cfg.Checkout = m.Checkout()
 	cfg.Refund = &payments.Refund{Store: m.DB, Gate: m.Gate}

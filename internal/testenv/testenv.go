@@ -371,7 +371,9 @@ func (e *Env) startAPI(o Options) {
 func (e *Env) Session(stock, perUserLimit int, priceCents int64) *seckill.Session {
 	e.T.Helper()
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	s := &seckill.Session{SKUID: 42, Title: "test sale", PriceCents: priceCents, TotalStock: stock,
+	// Priced in a currency of its own, as every sale is since the create
+	// fills in the deployment's.
+	s := &seckill.Session{SKUID: 42, Title: "test sale", PriceCents: priceCents, Currency: "usd", TotalStock: stock,
 		PerUserLimit: perUserLimit, StartAt: now.Add(-time.Second), EndAt: now.Add(time.Hour)}
 	ctx := context.Background()
 	if err := e.DB.CreateSession(ctx, s, nil); err != nil {
