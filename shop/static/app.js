@@ -44,6 +44,7 @@
     PAYLOAD_TOO_LARGE: "That request was too large.",
     AMOUNT_MISMATCH: "The payment amount did not match the order; it was not applied.",
     IDEMPOTENCY_MISMATCH: "This purchase was already sent with other details. Click Buy again to make a new one.",
+    OUT_OF_RANGE: "That cannot be done with these values. Please check them and try again.",
     INTERNAL: "Something went wrong on our side. Please try again.",
     NETWORK: "Cannot reach the shop. Check your connection; the page keeps trying."
   };
