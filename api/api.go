@@ -259,6 +259,7 @@ func (s *Server) App() *fiber.App {
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(buildinfo.Healthy()) })
 	app.Get("/readyz", s.ready)
 	app.Get("/metrics", adaptor.HTTPHandler(s.cfg.Metrics.Handler()))
+	app.Get("/openapi.json", s.readLimit, s.openAPI)
 
 	s.shop.Mount(app)
 

@@ -106,7 +106,7 @@ func (e *Env) Do(method, path, auth string, body any, headers ...string) *Respon
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := httpClient.Do(req)
+	resp, err := e.http.Do(req)
 	if err != nil {
 		e.T.Errorf("%s %s: %v", method, path, err)
 		return &Response{}
@@ -121,7 +121,7 @@ func (e *Env) Do(method, path, auth string, body any, headers ...string) *Respon
 // Client returns a client of the Env's API with the admin token and the
 // webhook secret; Shopper one that acts as a user.
 func (e *Env) Client() *client.Client {
-	return &client.Client{BaseURL: e.BaseURL, HTTP: httpClient, AdminToken: AdminToken, WebhookSecret: WebhookSecret}
+	return &client.Client{BaseURL: e.BaseURL, HTTP: e.http, AdminToken: AdminToken, WebhookSecret: WebhookSecret}
 }
 
 // OperatorToken makes a named operator token of role in the Env's

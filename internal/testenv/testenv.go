@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -88,6 +89,9 @@ type Env struct {
 	API             *app.API
 	BaseURL         string
 	Log             *slog.Logger
+
+	// http sends Do's and the clients' requests (checkAnswers).
+	http *http.Client
 }
 
 // Options tune an Env.
@@ -184,6 +188,7 @@ func New(t testing.TB, o Options) *Env {
 	defer cancel()
 	name := randomName()
 	e := &Env{T: t, Prefix: "test-" + name, TaskQueue: "test-" + name, Provider: &sandbox.Provider{Secret: WebhookSecret}}
+	e.checkAnswers()
 	if testing.Verbose() {
 		e.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	} else {
