@@ -21,6 +21,7 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -85,7 +86,7 @@ func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (Crea
 // ApplyPayment records a payment: PAID, or a refund to come.
 func (a *Activities) ApplyPayment(ctx context.Context, p seckill.Payment) (PaymentResult, error) {
 	ctx = seckill.WithTraceID(ctx, p.TraceID)
-	return a.applyPayment(ctx, logger(ctx, p.OrderNo, p.TraceID), p)
+	return a.applyPayment(ctx, log.With(logger(ctx, p.OrderNo, p.TraceID), "payment_trace_id", p.TraceID), p)
 }
 
 func (a *Activities) applyPayment(ctx context.Context, l log.Logger, p seckill.Payment) (PaymentResult, error) {
@@ -193,9 +194,16 @@ func (a *Activities) publish(ctx context.Context, l log.Logger, orderNo string) 
 }
 
 // logger is the activity's logger (workflow and activity ids, attempt)
-// with the order number and the purchase's trace id on every line.
+// with the order number and a trace id on every line: traceID, or, when
+// the step is traced, the step's span and the trace it is in (the
+// purchase's), so a line joins its span. (The SDK's logger logs without
+// the context, so tracing.LogHandler cannot add them.)
 func logger(ctx context.Context, orderNo, traceID string) log.Logger {
-	return log.With(activity.GetLogger(ctx), "order_no", orderNo, "trace_id", traceID)
+	l := log.With(activity.GetLogger(ctx), "order_no", orderNo)
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		return log.With(l, "trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
+	}
+	return log.With(l, "trace_id", traceID)
 }
 
 // failed logs a failed step with its trace id and classifies the error:

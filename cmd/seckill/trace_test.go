@@ -22,6 +22,7 @@ import (
 type jaegerTrace struct {
 	TraceID string `json:"traceID"`
 	Spans   []struct {
+		SpanID        string `json:"spanID"`
 		OperationName string `json:"operationName"`
 		ProcessID     string `json:"processID"`
 		Tags          []struct {
@@ -113,7 +114,9 @@ exporters:
 // OrderWorkflow and its steps, MySQL's statements and Redis's commands,
 // under the services seckill-api and seckill-worker. Found as an operator
 // would: among seckill-api's purchases in Jaeger's query API
-// (/api/traces?service=seckill-api&operation=…), the one with that id.
+// (/api/traces?service=seckill-api&operation=…), the one with that id. The
+// worker's log line of the payment joins it: its trace_id, and the span_id
+// of the step that logged it.
 func TestOnePurchaseIsOneTrace(t *testing.T) {
 	testenv.SkipShort(t, "MariaDB, Redis, Temporal and Jaeger")
 	otlp, query := startJaeger(t)
@@ -122,8 +125,8 @@ func TestOnePurchaseIsOneTrace(t *testing.T) {
 	// Not eager: the API hosts no worker, so the workflow's steps are the
 	// worker process's.
 	env := e.ProcessEnv("OTEL_EXPORTER_OTLP_ENDPOINT="+otlp, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
-		"OTEL_BSP_SCHEDULE_DELAY=100", "SECKILL_EAGER_START=false")
-	e.Spawn(env, "worker")
+		"OTEL_BSP_SCHEDULE_DELAY=100", "SECKILL_EAGER_START=false", "SECKILL_LOG_LEVEL=INFO")
+	worker := e.Spawn(env, "worker")
 	_, base := e.SpawnAPI(env)
 	e.BaseURL = base
 
@@ -140,10 +143,12 @@ func TestOnePurchaseIsOneTrace(t *testing.T) {
 		"seckill-api: StartWorkflow:OrderWorkflow",
 		"seckill-worker: RunWorkflow:OrderWorkflow",
 		"seckill-worker: RunActivity:CreateOrder",
+		"seckill-worker: RunActivity:ApplyPayment",
 		"seckill-worker: mysql INSERT",
 		"seckill-api: redis",
 		"seckill-worker: redis",
 	}
+	spans := map[string]bool{}
 	e.Eventually(60*time.Second, "the purchase's trace in Jaeger", func() error {
 		resp, err := http.Get(query + "/api/traces?service=seckill-api&lookback=1h&limit=20&operation=" +
 			url.QueryEscape("POST /api/v1/sessions/:id/orders"))
@@ -164,6 +169,7 @@ func TestOnePurchaseIsOneTrace(t *testing.T) {
 			seen := map[string]bool{}
 			var orderTagged bool
 			for _, s := range tr.Spans {
+				spans[s.SpanID] = true
 				svc := tr.Processes[s.ProcessID].ServiceName
 				seen[svc+": "+s.OperationName] = true
 				tags := map[string]any{}
@@ -192,4 +198,16 @@ func TestOnePurchaseIsOneTrace(t *testing.T) {
 		}
 		return fmt.Errorf("no trace %s among seckill-api's %d purchases", traceID, len(body.Data))
 	})
+
+	var logged struct {
+		TraceID string `json:"trace_id"`
+		SpanID  string `json:"span_id"`
+	}
+	for _, line := range strings.Split(worker.Output(), "\n") {
+		if strings.Contains(line, `"msg":"payment applied"`) {
+			require.NoError(t, json.Unmarshal([]byte(line), &logged), line)
+		}
+	}
+	require.Equal(t, traceID, logged.TraceID, "the worker's log line of the payment names the purchase's trace")
+	require.True(t, spans[logged.SpanID], "its span_id %q is a span of the trace (logs and traces join)", logged.SpanID)
 }
