@@ -2,22 +2,32 @@ package seckill
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 )
 
-// This file is the order events out: what fulfilment, notifications and
-// finance learn of an order's life. An event is recorded in the same
-// transaction as the status change it tells of, sequenced into one
-// gap-free feed (GET /admin/v1/events), and delivered as a signed webhook
-// (docs/events.md).
+// This file is the events out: what fulfilment, notifications and
+// finance learn of an order's life and of a draw's registrations. An event
+// is recorded in the same transaction as the change it tells of,
+// sequenced into one gap-free feed (GET /admin/v1/events), and delivered
+// as a signed webhook (docs/events.md).
 
-// EventType names what happened to an order.
+// EventAPIVersion is the shape of the events recorded now: every event
+// carries the version it was recorded with, so a consumer pins the shape
+// it reads. A change of an event's body (the order's or the
+// registration's JSON included) takes a new date.
+const EventAPIVersion = "2026-12-05"
+
+// EventType names what happened to an order or a registration.
 type EventType string
 
-// The event types: one per status an order's change can reach that
+// The order event types: one per status an order's change can reach that
 // someone outside the sale acts on.
 const (
-	EventOrderPaid EventType = "order.paid"
+	// EventOrderCreated: the order's row exists, WAIT_PAY, with its
+	// pay_deadline (the "pay by" a shopper is told).
+	EventOrderCreated EventType = "order.created"
+	EventOrderPaid    EventType = "order.paid"
 	// EventOrderRefundPending: the money is going back (an operator's
 	// refund, or a payment that came after the close). It goes out when
 	// the order changes, not when the provider confirms, because an
@@ -30,10 +40,23 @@ const (
 	EventOrderFailed        EventType = "order.failed"
 )
 
+// The registration event types, of a draw sale's registrants.
+const (
+	// EventRegistrationWon: a right to buy granted, at the draw or passed
+	// on from a lapsed one, until the registration's right_until.
+	EventRegistrationWon EventType = "registration.won"
+	// EventRegistrationLost: the sale's passing is over and the
+	// registrant bought nothing (sent only with SECKILL_EVENTS_LOST=1:
+	// one per such registrant, a million for a million).
+	EventRegistrationLost EventType = "registration.lost"
+)
+
 // EventFor returns the event a change to status emits; false when a change
-// to it emits none (WAIT_PAY: nothing to act on yet).
+// to it emits none.
 func EventFor(status Status) (EventType, bool) {
 	switch status {
+	case StatusWaitPay:
+		return EventOrderCreated, true
 	case StatusPaid:
 		return EventOrderPaid, true
 	case StatusRefundPending:
@@ -48,19 +71,35 @@ func EventFor(status Status) (EventType, bool) {
 	return "", false
 }
 
-// Event is one order event, as the feed lists it and the webhook sends it.
+// Event is one event, as the feed lists it and the webhook sends it: of
+// an order (Order) or of a registration (Registration).
 type Event struct {
 	// ID is stable and unique: a receiver deduplicates by it (delivery
 	// is at least once).
 	ID   string    `json:"event_id"`
 	Type EventType `json:"type"`
+	// APIVersion is the shape of the event as recorded (EventAPIVersion
+	// then).
+	APIVersion string `json:"api_version"`
 	// At is when the change happened (its ledger row's time).
 	At time.Time `json:"at"`
 	// Order is the order's JSON (an Order) as of the change, kept as
 	// recorded: a later change of the Order type never rewrites history.
-	Order json.RawMessage `json:"order"`
-	// OrderNo is the order the event is of (also inside Order); not sent.
+	Order json.RawMessage `json:"order,omitempty"`
+	// Registration is a registration event's registration (a
+	// Registration) as of the change, kept as recorded.
+	Registration json.RawMessage `json:"registration,omitempty"`
+	// OrderNo is the order the event is of (also inside Order), or a
+	// registration event's RegistrationEventKey: what the delivery orders
+	// by. Not sent.
 	OrderNo string `json:"-"`
+}
+
+// RegistrationEventKey is what a registration's events are ordered by,
+// as an order's are by its number: one registration's events go out one
+// at a time, in order.
+func RegistrationEventKey(sessionID, userID int64) string {
+	return "registration:" + strconv.FormatInt(sessionID, 10) + ":" + strconv.FormatInt(userID, 10)
 }
 
 // DefaultEventAttempts is how many failed deliveries park an event

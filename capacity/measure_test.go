@@ -55,9 +55,10 @@ func checkCounts(t *testing.T, rep *capacity.Report) {
 	// Losers never reach MySQL; a winner's admission neither (the session
 	// comes from memory, refreshed once a second per process).
 	assert.Less(t, rep.Phase("admission_winner").Per["mysql"]["rows_inserted"], noise)
-	// Rows: the order, its slot and a ledger row; a payment, a ledger row
-	// and its order event; a ledger row, its event and the slot freed.
-	pin("create", "mysql", "rows_inserted", 3)
+	// Rows: the order, its slot, a ledger row and its order.created; a
+	// payment, a ledger row and its order event; a ledger row, its event
+	// and the slot freed.
+	pin("create", "mysql", "rows_inserted", 4)
 	pin("paid", "mysql", "rows_inserted", 3)
 	pin("cancel", "mysql", "rows_inserted", 2)
 	pin("cancel", "mysql", "rows_deleted", 1)

@@ -62,8 +62,10 @@ func receiveEvents(t *testing.T, e *testenv.Env) func() []seckill.Event {
 }
 
 // A real sale with the events out: one order is paid, another times out;
-// the worker's events relay delivers order.paid and order.closed to the
-// receiver, signed, each once, with the order as it became.
+// the worker's events relay delivers to the receiver, signed, each once,
+// with the order as it became and the events' API version: order.created
+// (WAIT_PAY, with its pay_deadline) for each order, then order.paid and
+// order.closed.
 func TestOrderEventsOfASale(t *testing.T) {
 	e := testenv.New(t, testenv.Options{PayTimeout: 2 * time.Second})
 	sess := e.Session(3, 1, 900)
@@ -78,20 +80,28 @@ func TestOrderEventsOfASale(t *testing.T) {
 	e.WaitStatus(payer, paidNo, 20*time.Second, seckill.StatusPaid)
 	e.WaitStatus(idler, idleNo, 20*time.Second, seckill.StatusClosed)
 
-	e.Eventually(20*time.Second, "both events at the receiver", func() error {
-		if got := received(); len(got) != 2 {
+	e.Eventually(20*time.Second, "the four events at the receiver", func() error {
+		if got := received(); len(got) != 4 {
 			return fmt.Errorf("%d events: %v", len(got), got)
 		}
 		return nil
 	})
 	byOrder := map[string]seckill.Order{}
-	types := map[string]seckill.EventType{}
+	types := map[string][]seckill.EventType{}
 	for _, ev := range received() {
+		require.Equal(t, seckill.EventAPIVersion, ev.APIVersion)
 		var o seckill.Order
 		require.NoError(t, json.Unmarshal(ev.Order, &o))
-		byOrder[o.OrderNo], types[o.OrderNo] = o, ev.Type
+		byOrder[o.OrderNo], types[o.OrderNo] = o, append(types[o.OrderNo], ev.Type)
+		if ev.Type == seckill.EventOrderCreated {
+			require.Equal(t, seckill.StatusWaitPay, o.Status)
+			require.False(t, o.PayDeadline.IsZero(), "pay by")
+		}
 	}
-	require.Equal(t, map[string]seckill.EventType{paidNo: seckill.EventOrderPaid, idleNo: seckill.EventOrderClosed}, types)
+	require.Equal(t, map[string][]seckill.EventType{
+		paidNo: {seckill.EventOrderCreated, seckill.EventOrderPaid},
+		idleNo: {seckill.EventOrderCreated, seckill.EventOrderClosed},
+	}, types, "each order's events in order, each once")
 	require.Equal(t, seckill.StatusPaid, byOrder[paidNo].Status)
 	require.Equal(t, int64(900), byOrder[paidNo].AmountCents)
 	require.Equal(t, seckill.StatusClosed, byOrder[idleNo].Status)
@@ -169,7 +179,7 @@ func TestOperatorRefundIsAnnouncedBeforeTheMoneyMoves(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
 	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)
-	until("order.paid out", seckill.EventOrderPaid)
+	until("order.paid out", seckill.EventOrderCreated, seckill.EventOrderPaid)
 
 	r := e.Do("POST", "/admin/v1/orders/"+no+"/refund", e.OperatorToken("alice", seckill.RoleOperator),
 		map[string]string{"reason": "customer cancelled"}, "Idempotency-Key", "refund-"+payment)
@@ -187,7 +197,7 @@ func TestOperatorRefundIsAnnouncedBeforeTheMoneyMoves(t *testing.T) {
 		}
 		return nil
 	})
-	until("order.refund_pending out while the provider holds the refund", seckill.EventOrderPaid, seckill.EventOrderRefundPending)
+	until("order.refund_pending out while the provider holds the refund", seckill.EventOrderCreated, seckill.EventOrderPaid, seckill.EventOrderRefundPending)
 	require.Equal(t, "REFUND_PENDING", e.Do("GET", "/api/v1/orders/"+no, tok, nil).Str("status"))
 
 	require.Error(t, e.Temporal.GetWorkflow(ctx, temporal.RefundWorkflowID(payment), "").Get(ctx, nil), "the run failed")
@@ -198,7 +208,7 @@ func TestOperatorRefundIsAnnouncedBeforeTheMoneyMoves(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusRefunded)
-	until("order.refunded out last", seckill.EventOrderPaid, seckill.EventOrderRefundPending, seckill.EventOrderRefunded)
+	until("order.refunded out last", seckill.EventOrderCreated, seckill.EventOrderPaid, seckill.EventOrderRefundPending, seckill.EventOrderRefunded)
 	rep := e.RequireInvariants(sess.ID)
 	require.Equal(t, 1, rep.Orders[seckill.StatusRefunded])
 	require.Equal(t, 2, rep.DBStock)

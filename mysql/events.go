@@ -15,8 +15,9 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// The order events out (seckill.Event, docs/events.md): recorded with the
+// The events out (seckill.Event, docs/events.md): recorded with the
 // change they tell of, sequenced into the feed, delivered by the relay.
+// A registration's events (registrationevents.go) share the table.
 
 // orderChange is one status change of an order, as recordChange writes it: its
 // ledger row and the order as the change left it.
@@ -47,7 +48,7 @@ func recordChange(tx *gorm.DB, changes ...orderChange) error {
 			return err
 		}
 		events = append(events, &eventRow{Type: string(typ), OrderNo: c.ledger.OrderNo,
-			OrderJSON: string(snapshot), CreatedAt: c.ledger.CreatedAt})
+			OrderJSON: string(snapshot), APIVersion: seckill.EventAPIVersion, CreatedAt: c.ledger.CreatedAt})
 	}
 	if err := tx.Create(ledgers).Error; err != nil {
 		return err
@@ -58,13 +59,17 @@ func recordChange(tx *gorm.DB, changes ...orderChange) error {
 	return tx.Create(events).Error
 }
 
+// eventRow is one event. OrderNo is what its delivery is ordered by (the
+// order's number, or seckill.RegistrationEventKey), OrderJSON the order's
+// or the registration's JSON.
 type eventRow struct {
-	ID        int64 `gorm:"primaryKey"`
-	Seq       *int64
-	Type      string
-	OrderNo   string
-	OrderJSON string `gorm:"column:order_json"`
-	CreatedAt time.Time
+	ID         int64 `gorm:"primaryKey"`
+	Seq        *int64
+	Type       string
+	OrderNo    string
+	OrderJSON  string `gorm:"column:order_json"`
+	APIVersion string `gorm:"column:api_version"`
+	CreatedAt  time.Time
 	// DeliveredAt is when the push was done with the event: delivered,
 	// or let go without an endpoint (Unsent, see LetUnsentEventsGo).
 	DeliveredAt *time.Time
@@ -85,8 +90,14 @@ func (eventRow) TableName() string { return "order_events" }
 const eventIDPrefix = "evt_"
 
 func (r *eventRow) domain() seckill.Event {
-	return seckill.Event{ID: eventIDPrefix + strconv.FormatInt(r.ID, 10), Type: seckill.EventType(r.Type),
-		At: r.CreatedAt.UTC(), Order: json.RawMessage(r.OrderJSON), OrderNo: r.OrderNo}
+	e := seckill.Event{ID: eventIDPrefix + strconv.FormatInt(r.ID, 10), Type: seckill.EventType(r.Type),
+		APIVersion: r.APIVersion, At: r.CreatedAt.UTC(), OrderNo: r.OrderNo}
+	if strings.HasPrefix(r.Type, registrationEventPrefix) {
+		e.Registration = json.RawMessage(r.OrderJSON)
+	} else {
+		e.Order = json.RawMessage(r.OrderJSON)
+	}
+	return e
 }
 
 func (r *eventRow) state() *seckill.EventState {

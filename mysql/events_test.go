@@ -41,10 +41,13 @@ func feed(t *testing.T, e *testenv.Env) []seckill.Event {
 	}
 }
 
-// Each change to PAID, CLOSED (a close and a tombstone), FAILED (a single
-// refusal and refusals in a batch), REFUND_PENDING (a late payment) and
-// REFUNDED emits exactly one event, with the order as the change left it;
-// WAIT_PAY emits none; a change that rolls back leaves no event.
+// Each change to WAIT_PAY (a created order, alone or in a batch; a retried
+// create makes none), PAID, CLOSED (a close and a tombstone), FAILED (a
+// single refusal and refusals in a batch), REFUND_PENDING (a late payment)
+// and REFUNDED emits exactly one event, with the order as the change left
+// it and the events' API version; an order's events come in the order of
+// its changes, order.created first; a change that rolls back leaves no
+// event.
 func TestEventsRecordedWithTheirChange(t *testing.T) {
 	e, sess := store(t, 2, 1)
 	ctx := context.Background()
@@ -54,8 +57,10 @@ func TestEventsRecordedWithTheirChange(t *testing.T) {
 		require.NoError(t, err)
 		return req
 	}
-	create("1-paid", 1, 1)
-	_, _, err := e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: "evt-p", PaymentID: "pay-p", OrderNo: "1-paid", AmountCents: 100})
+	paid := create("1-paid", 1, 1)
+	_, err := e.DB.CreateOrder(ctx, paid, time.Now().Add(time.Minute)) // the activity retried: no second event
+	require.NoError(t, err)
+	_, _, err = e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: "evt-p", PaymentID: "pay-p", OrderNo: "1-paid", AmountCents: 100})
 	require.NoError(t, err)
 	closed := create("1-closed", 2, 1)
 	_, _, err = e.DB.CloseOrder(ctx, closed, "pay_timeout")
@@ -64,11 +69,12 @@ func TestEventsRecordedWithTheirChange(t *testing.T) {
 	require.NoError(t, err)
 	create("1-big", 4, 2) // 1 unit left: refused, FAILED
 	// Eight orders of one user's one slot at once: one takes it, seven fail
-	// (in one batch transaction when they arrive together).
-	counts := createConcurrently(t, e, 8, time.Minute, func(i int) *seckill.OrderRequest {
-		return request(sess, fmt.Sprintf("1-slot%d", i), 5, 1, 1)
+	// (in one batch transaction when they arrive together); each comes
+	// twice, as a retried activity's would, in the same batch or the next.
+	counts := createConcurrently(t, e, 16, time.Minute, func(i int) *seckill.OrderRequest {
+		return request(sess, fmt.Sprintf("1-slot%d", i%8), 5, 1, 1)
 	})
-	require.Equal(t, map[seckill.Status]int{seckill.StatusWaitPay: 1, seckill.StatusFailed: 7}, counts)
+	require.Equal(t, map[seckill.Status]int{seckill.StatusWaitPay: 2, seckill.StatusFailed: 14}, counts, "each call sees its order")
 	// The closed order is paid late and refunded.
 	_, _, err = e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: "evt-l", PaymentID: "pay-l", OrderNo: "1-closed", AmountCents: 100})
 	require.NoError(t, err)
@@ -92,19 +98,32 @@ func TestEventsRecordedWithTheirChange(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, ev.Type, typ, "the snapshot is the order as the change left it")
 		require.False(t, ev.At.IsZero())
+		require.Equal(t, seckill.EventAPIVersion, ev.APIVersion)
+		require.Nil(t, ev.Registration)
+		if ev.Type == seckill.EventOrderCreated {
+			require.False(t, o.PayDeadline.IsZero(), "order.created says when to pay by")
+		}
 	}
-	failed := 0
+	failed, slotted := 0, 0
 	for no, types := range byOrder {
-		if types[0] == seckill.EventOrderFailed {
+		switch types[0] {
+		case seckill.EventOrderFailed:
 			require.Equal(t, []seckill.EventType{seckill.EventOrderFailed}, types, no)
 			failed++
+		case seckill.EventOrderCreated:
+			if no != "1-paid" && no != "1-closed" {
+				require.Equal(t, []seckill.EventType{seckill.EventOrderCreated}, types, no)
+				slotted++
+			}
 		}
 	}
 	require.Equal(t, 8, failed, "1-big and seven of the slot's orders")
-	require.Equal(t, []seckill.EventType{seckill.EventOrderPaid}, byOrder["1-paid"])
-	require.Equal(t, []seckill.EventType{seckill.EventOrderClosed, seckill.EventOrderRefundPending, seckill.EventOrderRefunded}, byOrder["1-closed"])
+	require.Equal(t, 1, slotted, "one of the slot's orders, created once")
+	require.Equal(t, []seckill.EventType{seckill.EventOrderCreated, seckill.EventOrderPaid}, byOrder["1-paid"])
+	require.Equal(t, []seckill.EventType{seckill.EventOrderCreated, seckill.EventOrderClosed, seckill.EventOrderRefundPending,
+		seckill.EventOrderRefunded}, byOrder["1-closed"])
 	require.Equal(t, []seckill.EventType{seckill.EventOrderClosed}, byOrder["1-tomb"])
-	require.Len(t, events, 13)
+	require.Len(t, events, 16)
 
 	// The last snapshot of an order is its row as stored, to the millisecond.
 	last := events[len(events)-1]
@@ -130,7 +149,7 @@ func TestEventsRecordedWithTheirChange(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seckill.StatusWaitPay, o.Status)
 	sequenceAll(t, e)
-	require.Len(t, feed(t, e), 13)
+	require.Len(t, feed(t, e), 16)
 	changes, err := e.DB.EventfulChangesForTest(ctx)
 	require.NoError(t, err)
 	require.Equal(t, byOrder, changes, "one event per eventful ledger row")
@@ -222,7 +241,7 @@ func TestEventFeedUnderConcurrentWriters(t *testing.T) {
 	for _, types := range changes {
 		total += len(types)
 	}
-	require.Equal(t, writers*perWriter*5/3, total)
+	require.Equal(t, writers*perWriter*8/3, total, "order.created and the changes after it")
 	require.Equal(t, total, len(read), "every event once")
 	seen := map[string]bool{}
 	byOrder := map[string][]seckill.EventType{}

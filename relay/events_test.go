@@ -26,12 +26,12 @@ import (
 var eventSecret = []byte("test-events-secret")
 
 // receiver is the events' receiver: it checks each delivery's signature,
-// answers fail(order_no, attempt) (0: 200), and records what it took and
+// answers fail(order_no, type, attempt) (0: 200), and records what it took and
 // how many deliveries of one event overlapped.
 type receiver struct {
 	t    *testing.T
 	mu   sync.Mutex
-	fail func(orderNo string, attempt int) int
+	fail func(orderNo string, typ seckill.EventType, attempt int) int
 	// slow delays each answer.
 	slow     time.Duration
 	attempts map[string][]time.Time // by event id
@@ -67,7 +67,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	time.Sleep(rc.slow)
 	code := 0
 	if fail != nil {
-		code = fail(o.OrderNo, attempt)
+		code = fail(o.OrderNo, ev.Type, attempt)
 	}
 	rc.mu.Lock()
 	rc.inFlight[ev.ID]--
@@ -92,9 +92,10 @@ func (rc *receiver) tries(eventID string) []time.Time {
 	return append([]time.Time(nil), rc.attempts[eventID]...)
 }
 
-// orders makes order events: each name's order is created and then paid
-// ("paid-…"), closed ("closed-…"), or closed, paid late and refunded
-// ("refunded-…": three events, closed, refund_pending, refunded).
+// orders makes order events: each name's order is created (order.created)
+// and then paid ("paid-…"), closed ("closed-…"), or closed, paid late and
+// refunded ("refunded-…": three more events, closed, refund_pending,
+// refunded).
 func orders(t *testing.T, e *testenv.Env, sess *seckill.Session, names ...string) {
 	ctx := context.Background()
 	for i, name := range names {
@@ -125,8 +126,9 @@ func eventsRelay(e *testenv.Env, url string, m *metrics.Metrics) *relay.Events {
 		Retry: seckill.Retry{First: 200 * time.Millisecond, Max: 400 * time.Millisecond, Attempts: 3}}
 }
 
-// Delivery: each event once, signed, with its type and the order as the
-// change left it; nothing is sent twice.
+// Delivery: each event once, signed, with its type, its API version and
+// the order as the change left it; an order's events one pass after
+// another, in order; nothing is sent twice.
 func TestEventRelayDelivers(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
 	sess := e.Session(5, 1, 700)
@@ -134,27 +136,28 @@ func TestEventRelayDelivers(t *testing.T) {
 	orders(t, e, sess, "paid-a", "closed-b")
 	m := metrics.New()
 	r := eventsRelay(e, srv.URL, m)
-	n, err := r.Pass(context.Background())
-	require.NoError(t, err)
-	require.Equal(t, 2, n)
-	n, err = r.Pass(context.Background())
-	require.NoError(t, err)
-	require.Zero(t, n)
+	for _, want := range []int{2, 2, 0} { // the orders' heads, then the events behind them
+		n, err := r.Pass(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, want, n)
+	}
 	took := rc.taken()
-	require.Len(t, took, 2)
-	types := map[string]seckill.EventType{}
+	require.Len(t, took, 4)
+	types := map[string][]seckill.EventType{}
 	for _, ev := range took {
-		types[ev.OrderNo] = ev.Type
+		types[ev.OrderNo] = append(types[ev.OrderNo], ev.Type)
 		require.Regexp(t, `^evt_\d+$`, ev.ID)
+		require.Equal(t, seckill.EventAPIVersion, ev.APIVersion)
 		require.WithinDuration(t, time.Now(), ev.At, time.Minute)
 		var o seckill.Order
 		require.NoError(t, json.Unmarshal(ev.Order, &o))
 		require.Equal(t, int64(700), o.AmountCents)
 	}
-	require.Equal(t, map[string]seckill.EventType{
-		fmt.Sprintf("%d-paid-a", sess.ID): seckill.EventOrderPaid, fmt.Sprintf("%d-closed-b", sess.ID): seckill.EventOrderClosed,
+	require.Equal(t, map[string][]seckill.EventType{
+		fmt.Sprintf("%d-paid-a", sess.ID):   {seckill.EventOrderCreated, seckill.EventOrderPaid},
+		fmt.Sprintf("%d-closed-b", sess.ID): {seckill.EventOrderCreated, seckill.EventOrderClosed},
 	}, types)
-	require.Equal(t, 2.0, testutil.ToFloat64(m.EventsDelivered))
+	require.Equal(t, 4.0, testutil.ToFloat64(m.EventsDelivered))
 	require.Equal(t, 0.0, testutil.ToFloat64(m.Events.WithLabelValues(seckill.EventPending)))
 }
 
@@ -171,10 +174,13 @@ func TestEventRelayRetriesParksAndKeepsOrderPerOrder(t *testing.T) {
 	flaky, dead := fmt.Sprintf("%d-closed-flaky", sess.ID), fmt.Sprintf("%d-refunded-dead", sess.ID)
 	var mu sync.Mutex
 	healed := false
-	rc.fail = func(orderNo string, attempt int) int {
+	// The receiver takes every order.created; it fails the flaky order's
+	// next event twice, the dead one's until healed.
+	rc.fail = func(orderNo string, typ seckill.EventType, attempt int) int {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
+		case typ == seckill.EventOrderCreated:
 		case orderNo == flaky && attempt <= 2, orderNo == dead && !healed:
 			return http.StatusInternalServerError
 		}
@@ -207,8 +213,8 @@ func TestEventRelayRetriesParksAndKeepsOrderPerOrder(t *testing.T) {
 		return nil
 	})
 	orders(t, e, sess, "paid-later") // another order goes on meanwhile
-	e.Eventually(10*time.Second, "the later order's event", func() error {
-		if n := len(rc.taken()); n != 2 {
+	e.Eventually(10*time.Second, "the later order's events", func() error {
+		if n := len(rc.taken()); n != 5 { // three created, flaky's closed, the later's paid
 			return fmt.Errorf("%d taken", n)
 		}
 		return nil
@@ -226,7 +232,7 @@ func TestEventRelayRetriesParksAndKeepsOrderPerOrder(t *testing.T) {
 
 	var flakyID string
 	for _, ev := range rc.taken() {
-		if ev.OrderNo == flaky {
+		if ev.OrderNo == flaky && ev.Type == seckill.EventOrderClosed {
 			flakyID = ev.ID
 		}
 	}
@@ -246,7 +252,7 @@ func TestEventRelayRetriesParksAndKeepsOrderPerOrder(t *testing.T) {
 	mu.Unlock()
 	require.NoError(t, e.DB.RetryEvent(ctx, parked.ID))
 	e.Eventually(10*time.Second, "the parked event and the ones behind it, delivered", func() error {
-		if n := len(rc.taken()); n != 5 {
+		if n := len(rc.taken()); n != 8 {
 			return fmt.Errorf("%d taken", n)
 		}
 		if st := states(); len(st) != 0 { // the last delivery recorded after the receiver took it
@@ -255,7 +261,7 @@ func TestEventRelayRetriesParksAndKeepsOrderPerOrder(t *testing.T) {
 		return nil
 	})
 	took := rc.taken()
-	require.Equal(t, []string{parked.ID, behind[0].ID, behind[1].ID}, []string{took[2].ID, took[3].ID, took[4].ID}, "in the order of the changes")
+	require.Equal(t, []string{parked.ID, behind[0].ID, behind[1].ID}, []string{took[5].ID, took[6].ID, took[7].ID}, "in the order of the changes")
 	require.Error(t, e.DB.RetryEvent(ctx, parked.ID), "delivered: nothing to retry")
 }
 
@@ -278,7 +284,7 @@ func TestEventRelaysShareTheWork(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for len(rc.taken()) < len(names) {
+			for len(rc.taken()) < 2*len(names) { // order.created and order.closed
 				_, err := r.Pass(context.Background())
 				require.NoError(t, err)
 			}
@@ -291,7 +297,7 @@ func TestEventRelaysShareTheWork(t *testing.T) {
 		require.False(t, seen[ev.ID], "%s twice", ev.ID)
 		seen[ev.ID] = true
 	}
-	require.Len(t, seen, len(names))
+	require.Len(t, seen, 2*len(names))
 }
 
 // Without a URL nobody receives the events: those that waited longer than
@@ -326,13 +332,13 @@ func TestEventsWithoutAURLAreLetGoAfterTheRetention(t *testing.T) {
 		byOrder[strings.TrimPrefix(st.OrderNo, fmt.Sprint(sess.ID))] += string(st.Type) + " " + st.State + ";"
 	}
 	require.Equal(t, map[string]string{
-		"-paid-parked":  "order.paid parked;",
-		"-closed-young": "order.closed pending;",
-		"-paid-young":   "order.paid pending;",
+		"-paid-parked":  "order.created parked;order.paid parked;",
+		"-closed-young": "order.created pending;order.closed pending;",
+		"-paid-young":   "order.created pending;order.paid pending;",
 	}, byOrder, "the old order's three events let go")
 	all, _, err := e.DB.Events(ctx, 0, 100)
 	require.NoError(t, err)
-	require.Len(t, all, 6, "the feed keeps every event")
+	require.Len(t, all, 10, "the feed keeps every event")
 
 	rc, srv := newReceiver(t)
 	r.URL = srv.URL
@@ -342,5 +348,5 @@ func TestEventsWithoutAURLAreLetGoAfterTheRetention(t *testing.T) {
 	for _, ev := range rc.taken() {
 		took = append(took, strings.TrimPrefix(ev.OrderNo, fmt.Sprint(sess.ID)))
 	}
-	require.ElementsMatch(t, []string{"-closed-young", "-paid-young"}, took, "a URL set later gets the events younger than the retention")
+	require.ElementsMatch(t, []string{"-closed-young", "-paid-young"}, took, "a URL set later gets the events younger than the retention (their heads first)")
 }
