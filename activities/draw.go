@@ -24,6 +24,7 @@ type DrawStore interface {
 		liveStock func(context.Context) (int, error)) ([]seckill.DrawEntry, error)
 	RightsToLoad(ctx context.Context, sessionID int64, now time.Time) ([]seckill.DrawEntry, error)
 	RightsLoaded(ctx context.Context, sessionID int64, entries []seckill.DrawEntry) error
+	RecordLostEvents(ctx context.Context, sessionID int64, limit int) (int, error)
 }
 
 // drawBatch is how many entries one INSERT writes.
@@ -182,6 +183,46 @@ func (a *Sessions) PassRights(ctx context.Context, id int64) (int, error) {
 			"loaded_after_a_failed_pass", len(pending)-len(granted))
 	}
 	return len(granted), nil
+}
+
+// lostPage is how many registration.lost events one transaction writes.
+const lostPage = 1000
+
+// RecordLost writes a drawn sale's registration.lost events once its
+// passing is over, one per registrant without an order, when the worker
+// is told to (SECKILL_EVENTS_LOST=1); nothing otherwise, or for a sale
+// not drawn. A reservation still becoming an order (in flight, or waiting
+// for its start) is a buyer, not a loser: it is waited for (a retryable
+// failure). Page by page, each page's cursor moved with its events, so a
+// retry or a crash resumes where it was and writes none twice.
+func (a *Sessions) RecordLost(ctx context.Context, id int64) error {
+	if !a.LostEvents {
+		return nil
+	}
+	s, _, err := a.Store.Session(ctx, id)
+	if err != nil || s.Mode != seckill.ModeDraw || !s.Drawn() {
+		return classify(err)
+	}
+	r, err := a.Policy.Reconcile(ctx, a.Store, a.Gate, id)
+	if err != nil {
+		return classify(err)
+	}
+	if r.InFlight > 0 || r.PendingStarts > 0 {
+		return seckill.Errorf(seckill.EUNAVAILABLE, "session %d: %d reservations are still becoming orders", id, r.InFlight+r.PendingStarts)
+	}
+	total := 0
+	for {
+		n, err := a.Store.RecordLostEvents(ctx, id, lostPage)
+		if err != nil {
+			return classify(err)
+		}
+		if n == 0 {
+			activity.GetLogger(ctx).Info("registration.lost events recorded", "session_id", id, "events", total)
+			return nil
+		}
+		total += n
+		activity.RecordHeartbeat(ctx, total)
+	}
 }
 
 // redisNow is Redis's clock: a right lapses by it, in the admission

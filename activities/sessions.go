@@ -44,6 +44,10 @@ type Sessions struct {
 	// SECKILL_DRAW_KEY (the API's embedded worker), which never polls
 	// the draw's task queue.
 	DrawKey *seckill.DrawKey
+	// LostEvents: a drawn sale's end records a registration.lost event per
+	// registrant who bought nothing (SECKILL_EVENTS_LOST=1; a million
+	// events for a million registrants, so off by default).
+	LostEvents bool
 }
 
 // LoadSession returns the session as MySQL has it now (its window may have

@@ -27,6 +27,7 @@ const (
 	RetireSessionName  = "RetireSession"
 	DrawSessionName    = "DrawSession"
 	PassRightsName     = "PassRights"
+	RecordLostName     = "RecordLost"
 
 	CommitDrawName         = "CommitDraw"
 	PublishRegistrantsName = "PublishRegistrants"

@@ -138,12 +138,28 @@ func (db *DB) RecordDrawEntries(ctx context.Context, sessionID int64, first int,
 }
 
 // GrantDrawRights grants the first n positions a right until until, where
-// none was granted (a re-run grants nothing new), and returns those n
-// entries as recorded: the caller writes them to Redis.
+// none was granted (a re-run grants nothing new), with a registration.won
+// event for each right it grants, and returns those n entries as
+// recorded: the caller writes them to Redis.
 func (db *DB) GrantDrawRights(ctx context.Context, sessionID int64, n int, until time.Time) ([]seckill.DrawEntry, error) {
 	g := db.gorm.WithContext(ctx)
-	if err := g.Model(&drawEntryRow{}).Where("session_id = ? AND position <= ? AND right_until IS NULL", sessionID, n).
-		Update("right_until", until.UTC()).Error; err != nil {
+	err := g.Transaction(func(tx *gorm.DB) error {
+		var todo []drawEntryRow
+		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).
+			Where("session_id = ? AND position <= ? AND right_until IS NULL", sessionID, n).Find(&todo).Error; err != nil || len(todo) == 0 {
+			return err
+		}
+		u := columnTime(until)
+		if err := tx.Model(&drawEntryRow{}).Where("session_id = ? AND position <= ? AND right_until IS NULL", sessionID, n).
+			Update("right_until", u).Error; err != nil {
+			return err
+		}
+		for i := range todo {
+			todo[i].RightUntil = &u
+		}
+		return recordWon(tx, sessionID, todo, db.now())
+	})
+	if err != nil {
 		return nil, err
 	}
 	return db.drawEntries(g.Where("session_id = ? AND position <= ?", sessionID, n))
@@ -183,7 +199,7 @@ const usableRight = `e.session_id = ? AND e.right_until > ? AND NOT EXISTS
 // positions waiting: with the session row locked (two passes never race),
 // it counts the usable rights and reads the live stock (liveStock, Redis),
 // and grants the next max(0, stock − usable) waiting positions, in order, a
-// right until now+ttl. Each position is granted once (right_until is set
+// right until now+ttl, each with its registration.won event. Each position is granted once (right_until is set
 // only where NULL). It returns the granted entries; the caller writes
 // them to Redis and marks them loaded (RightsToLoad, RightsLoaded). A
 // paused sale passes nothing; a pass that grants bumps rights_version.
@@ -224,6 +240,7 @@ func (db *DB) PassRights(ctx context.Context, sessionID int64, now time.Time, tt
 			return err
 		}
 		until := now.Add(ttl).UTC()
+		var won []drawEntryRow
 		for _, e := range next {
 			res := tx.Model(&drawEntryRow{}).Where("session_id = ? AND position = ? AND right_until IS NULL", sessionID, e.Position).
 				Update("right_until", until)
@@ -233,10 +250,14 @@ func (db *DB) PassRights(ctx context.Context, sessionID int64, now time.Time, tt
 			if res.RowsAffected == 1 {
 				e.RightUntil = &until
 				granted = append(granted, e.domain())
+				won = append(won, e)
 			}
 		}
 		if len(granted) == 0 {
 			return nil
+		}
+		if err := recordWon(tx, sessionID, won, db.now()); err != nil {
+			return err
 		}
 		return tx.Model(&sessionRow{}).Where("id = ?", sessionID).UpdateColumn("rights_version", gorm.Expr("rights_version + 1")).Error
 	})

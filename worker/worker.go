@@ -57,6 +57,7 @@ func RegisterSessions(r Registry, sessions *activities.Sessions) {
 	r.RegisterActivityWithOptions(sessions.RetireSession, activity.RegisterOptions{Name: activities.RetireSessionName})
 	r.RegisterActivityWithOptions(sessions.DrawSession, activity.RegisterOptions{Name: activities.DrawSessionName})
 	r.RegisterActivityWithOptions(sessions.PassRights, activity.RegisterOptions{Name: activities.PassRightsName})
+	r.RegisterActivityWithOptions(sessions.RecordLost, activity.RegisterOptions{Name: activities.RecordLostName})
 	r.RegisterActivityWithOptions(sessions.PublishRegistrants, activity.RegisterOptions{Name: activities.PublishRegistrantsName})
 }
 

@@ -129,6 +129,9 @@ func SessionWorkflow(ctx workflow.Context, in SessionLife) error {
 	if err := sleepUntil(func() time.Time { return sess.EndAt }); err != nil {
 		return err
 	}
+	if sess.Mode == seckill.ModeDraw && workflow.GetVersion(ctx, lostChange, workflow.DefaultVersion, 1) == 1 {
+		recordLost(ctx, in)
+	}
 	for {
 		var retired bool
 		if err := workflow.ExecuteActivity(ctx, sessionSteps.RetireSession, in.SessionID, in.RetainAfter).Get(ctx, &retired); err != nil {
@@ -152,6 +155,10 @@ const drawChange = "draw"
 // after the preheat, so that the sale's mode decides the draw as it is at
 // the start rather than as the workflow first read it.
 const modeAtStartChange = "mode-at-start"
+
+// lostChange is the GetVersion id of the registration.lost events at a
+// draw's end.
+const lostChange = "lost-events"
 
 // drawRetryChange is the GetVersion id of trying a failed draw again.
 const drawRetryChange = "draw-retry"
@@ -275,4 +282,20 @@ func drawAndPass(ctx workflow.Context, in SessionLife, sess *seckill.Session, se
 		}
 	}
 	return nil
+}
+
+// recordLost records a drawn sale's registration.lost events at its end
+// (RecordLost: nothing unless the worker is told to). A million
+// registrants take minutes, with heartbeats; a failure (reservations that
+// never became orders within the retries) is logged, and the sale retires
+// as ever.
+func recordLost(ctx workflow.Context, in SessionLife) {
+	lctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 30 * time.Second, MaximumAttempts: 30},
+	})
+	if err := workflow.ExecuteActivity(lctx, sessionSteps.RecordLost, in.SessionID).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Error("registration.lost events not recorded", "session_id", in.SessionID, "error", err)
+	}
 }

@@ -200,7 +200,7 @@ func (m *Main) Worker() sdkworker.Worker {
 // the draw with the draw key, when this process holds it).
 func (m *Main) Sessions() *activities.Sessions {
 	key, _ := m.Config.drawKey() // checked by LoadConfig
-	return &activities.Sessions{Store: m.DB, Gate: m.Gate, Policy: m.Policy, DrawKey: key}
+	return &activities.Sessions{Store: m.DB, Gate: m.Gate, Policy: m.Policy, DrawKey: key, LostEvents: m.Config.EventsLost}
 }
 
 // DrawWorker is the worker of the steps that need the draw key, on the

@@ -125,6 +125,9 @@ type Config struct {
 	EventsSecret   string        `env:"SECKILL_EVENTS_SECRET" secret:"true"`
 	EventsAttempts int           `env:"SECKILL_EVENTS_ATTEMPTS"` // seckill.DefaultEventAttempts
 	EventsUnsent   time.Duration `env:"SECKILL_EVENTS_UNSENT_RETENTION" envDefault:"72h"`
+	// EventsLost: a draw sale's end records a registration.lost event per
+	// registrant who bought nothing (a million for a million registrants).
+	EventsLost     bool          `env:"SECKILL_EVENTS_LOST" envDefault:"false"`
 	ReconcileEvery time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"1m"`
 	EagerStart     bool          `env:"SECKILL_EAGER_START" envDefault:"true"`
 	// StarterYield is how long the API's starter may hold an order's
