@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"io"
 	"slices"
 	"strconv"
 	"time"
@@ -114,6 +115,18 @@ func (s *Server) adminOrder(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
+// pageDeadline moves the connection's write deadline on before each
+// write of a streamed answer (a page of the export).
+type pageDeadline struct {
+	w      io.Writer
+	extend func()
+}
+
+func (p pageDeadline) Write(b []byte) (int, error) {
+	p.extend()
+	return p.w.Write(b)
+}
+
 // exportOrders: GET /admin/v1/orders/export?session_id=N, a sale's orders
 // as CSV, streamed (orders.Export). The status is sent before the rows: a
 // store failure midway ends the body early (logged).
@@ -132,9 +145,14 @@ func (s *Server) exportOrders(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="orders-session-`+strconv.FormatInt(f.SessionID, 10)+`.csv"`)
 	// The writer runs after the handler returned (c is gone by then): it
-	// keeps only what it needs, and its own context.
+	// keeps only what it needs, and its own context. The answer's write
+	// timeout is the server's for each page, not for the whole export: a
+	// million orders take longer than one answer may, a client that stops
+	// reading is still let go.
+	conn, window := c.Context().Conn(), cmp.Or(s.writeTimeout, writeTimeout)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		if err := orders.Export(context.Background(), w, store, f, page); err != nil {
+		out := pageDeadline{w: w, extend: func() { _ = conn.SetWriteDeadline(time.Now().Add(window)) }}
+		if err := orders.Export(context.Background(), out, store, f, page); err != nil {
 			log.Error("order export stopped", "trace_id", trace, "session_id", f.SessionID, "error", err)
 		}
 	})

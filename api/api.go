@@ -7,6 +7,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -171,6 +172,9 @@ type Server struct {
 	// exportPage is how many orders the export reads at a time
 	// (defaultExportPage when 0; tests make it small).
 	exportPage int
+	// writeTimeout bounds writing an answer (writeTimeout when 0; tests
+	// make it short); a streamed export gets it again with every page.
+	writeTimeout time.Duration
 }
 
 // bodyLimit caps request bodies: every request of this API is a few
@@ -181,6 +185,10 @@ const (
 	bodyLimit       = 8 << 10
 	stripeBodyLimit = 256 << 10
 )
+
+// writeTimeout bounds writing an answer: a client that reads nothing for
+// that long is let go.
+const writeTimeout = 10 * time.Second
 
 // stripeWebhookPath is the route of Stripe's events.
 const stripeWebhookPath = "/api/v1/payments/stripe/webhook"
@@ -243,7 +251,7 @@ func (s *Server) App() *fiber.App {
 		DisableStartupMessage: true,
 		ErrorHandler:          s.errorHandler,
 		ReadTimeout:           10 * time.Second,
-		WriteTimeout:          10 * time.Second,
+		WriteTimeout:          cmp.Or(s.writeTimeout, writeTimeout),
 		// One spelling per route: /METRICS, /Admin/v1/… and /healthz/ are
 		// no route, so an edge rule on a path cannot be dodged by case or
 		// a trailing slash (Fiber, like the edge, routes the path as sent:
