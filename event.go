@@ -93,6 +93,9 @@ type Event struct {
 	// registration event's RegistrationEventKey: what the delivery orders
 	// by. Not sent.
 	OrderNo string `json:"-"`
+	// TraceID is the order's trace (the purchase's), which its delivery's
+	// span links to; "" for a registration's. Not sent.
+	TraceID string `json:"-"`
 }
 
 // RegistrationEventKey is what a registration's events are ordered by,

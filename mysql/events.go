@@ -47,7 +47,7 @@ func recordChange(tx *gorm.DB, changes ...orderChange) error {
 		if err != nil {
 			return err
 		}
-		events = append(events, &eventRow{Type: string(typ), OrderNo: c.ledger.OrderNo,
+		events = append(events, &eventRow{Type: string(typ), OrderNo: c.ledger.OrderNo, TraceID: c.order.TraceID,
 			OrderJSON: string(snapshot), APIVersion: seckill.EventAPIVersion, CreatedAt: c.ledger.CreatedAt})
 	}
 	if err := tx.Create(ledgers).Error; err != nil {
@@ -69,7 +69,10 @@ type eventRow struct {
 	OrderNo    string
 	OrderJSON  string `gorm:"column:order_json"`
 	APIVersion string `gorm:"column:api_version"`
-	CreatedAt  time.Time
+	// TraceID is the order's (the purchase's trace), for its delivery's
+	// span to link to.
+	TraceID   string
+	CreatedAt time.Time
 	// DeliveredAt is when the push was done with the event: delivered,
 	// or let go without an endpoint (Unsent, see LetUnsentEventsGo).
 	DeliveredAt *time.Time
@@ -91,7 +94,7 @@ const eventIDPrefix = "evt_"
 
 func (r *eventRow) domain() seckill.Event {
 	e := seckill.Event{ID: eventIDPrefix + strconv.FormatInt(r.ID, 10), Type: seckill.EventType(r.Type),
-		APIVersion: r.APIVersion, At: r.CreatedAt.UTC(), OrderNo: r.OrderNo}
+		APIVersion: r.APIVersion, At: r.CreatedAt.UTC(), OrderNo: r.OrderNo, TraceID: r.TraceID}
 	if strings.HasPrefix(r.Type, registrationEventPrefix) {
 		e.Registration = json.RawMessage(r.OrderJSON)
 	} else {

@@ -12,10 +12,15 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/tick"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/signature"
+	"github.com/seckill/seckill/tracing"
 )
 
 // EventStore is the MySQL side of the events relay (MySQL is the outbox:
@@ -194,8 +199,22 @@ func (r *Events) deliver(ctx context.Context, ev *seckill.Event) bool {
 	return false
 }
 
-// send POSTs one event, signed, and wants a 2xx answer.
-func (r *Events) send(ctx context.Context, ev *seckill.Event) error {
+// send POSTs one event, signed, and wants a 2xx answer. The delivery is
+// a span of the relay's own trace, linked to the order's (the purchase's):
+// from an order's trace ops find what fulfilment was told, and when.
+func (r *Events) send(ctx context.Context, ev *seckill.Event) (err error) {
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.String("seckill.event_id", ev.ID), attribute.String("seckill.event_type", string(ev.Type)))}
+	if l, ok := tracing.LinkTo(ev.TraceID); ok {
+		opts = append(opts, trace.WithLinks(l), trace.WithAttributes(attribute.String("seckill.order_no", ev.OrderNo)))
+	}
+	ctx, span := tracing.Tracer().Start(ctx, "send "+string(ev.Type), opts...)
+	defer func() {
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return err
