@@ -162,12 +162,9 @@ const (
 // keyed request is answered from memory or from its pin (a read), never
 // by the script.
 func (s *Service) Buy(ctx context.Context, r *Request) Answer {
-	if s.blocked.has(r.UserID) {
-		return Answer{Err: ErrBlocked, Layer: LayerBlocklist}
-	}
-	sess, err := s.Sessions.Get(ctx, r.SessionID)
-	if err != nil {
-		return Answer{Err: err}
+	sess, ans := s.shopperSession(ctx, r)
+	if ans.Err != nil {
+		return ans
 	}
 	a := &seckill.Attempt{Session: sess, UserID: r.UserID, Quantity: r.Quantity, TraceID: r.TraceID, SpanID: r.SpanID, Now: s.Now(),
 		IdempotencyKey: r.IdempotencyKey, Fingerprint: strconv.Itoa(r.Quantity)}
@@ -199,7 +196,7 @@ func (s *Service) Buy(ctx context.Context, r *Request) Answer {
 		}
 	}
 	t0 := time.Now()
-	ans := s.Admit(ctx, a)
+	ans = s.Admit(ctx, a)
 	s.Metrics.RedisAdmit.Observe(metrics.Since(t0))
 	return s.decided(a, ans)
 }
