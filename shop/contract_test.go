@@ -119,33 +119,31 @@ func collectProperties(v any, into map[string]bool) {
 // jsExpr is the JavaScript expression at src[i:], up to the first ",", ")"
 // or ";" outside brackets and strings.
 func jsExpr(src string, i int) string {
-	depth, quote := 0, byte(0)
-	for j := i; j < len(src); j++ {
-		c := src[j]
-		switch {
-		case quote != 0:
-			if c == '\\' {
-				j++
-			} else if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '(' || c == '[' || c == '{':
-			depth++
-		case depth > 0 && (c == ')' || c == ']' || c == '}'):
-			depth--
-		case depth == 0 && (c == ',' || c == ')' || c == ';'):
-			return strings.TrimSpace(src[i:j])
-		}
+	end := len(src)
+	if j := topLevel(src[i:], ",);"); j >= 0 {
+		end = i + j
 	}
-	return strings.TrimSpace(src[i:])
+	return strings.TrimSpace(src[i:end])
 }
 
 // splitTop splits expr at sep outside brackets and strings.
 func splitTop(expr string, sep byte) []string {
 	var out []string
-	depth, quote, start := 0, byte(0), 0
+	for {
+		j := topLevel(expr, string(sep))
+		if j < 0 {
+			return append(out, expr)
+		}
+		out = append(out, expr[:j])
+		expr = expr[j+1:]
+	}
+}
+
+// topLevel is the index of the first byte of expr that is one of stops
+// outside brackets and strings (a closing bracket that closes nothing
+// counts as outside), -1 when there is none.
+func topLevel(expr, stops string) int {
+	depth, quote := 0, byte(0)
 	for j := 0; j < len(expr); j++ {
 		c := expr[j]
 		switch {
@@ -157,16 +155,15 @@ func splitTop(expr string, sep byte) []string {
 			}
 		case c == '"' || c == '\'':
 			quote = c
+		case depth == 0 && strings.IndexByte(stops, c) >= 0:
+			return j
 		case c == '(' || c == '[' || c == '{':
 			depth++
-		case c == ')' || c == ']' || c == '}':
+		case depth > 0 && (c == ')' || c == ']' || c == '}'):
 			depth--
-		case depth == 0 && c == sep:
-			out = append(out, expr[start:j])
-			start = j + 1
 		}
 	}
-	return append(out, expr[start:])
+	return -1
 }
 
 var (
