@@ -162,16 +162,22 @@ func TestDrawSale(t *testing.T) {
 	again := e.BuyWithKey(sess.ID, winners[0], testenv.KeyAt(time.Now()), 1)
 	testenv.RequireError(t, again, http.StatusForbidden, "NOT_ELIGIBLE", "once each")
 	// winners[2] lets its right lapse: its unit passes to waiting[0], once.
+	// The pass grants in MySQL, then loads Redis: wait for both.
+	var rights map[string]string
 	e.Eventually(time.Duration(ttl+10)*time.Second, "the lapsed right passes to the next position", func() error {
 		es, err := e.DB.DrawEntries(ctx, sess.ID)
 		if err == nil && es[stock].RightUntil.IsZero() {
 			err = fmt.Errorf("position %d has no right yet", stock+1)
 		}
 		entries = es
+		if err == nil {
+			rights, err = e.Gate.Rights(ctx, sess.ID)
+		}
+		if _, ok := rights[strconv.FormatInt(waiting[0], 10)]; err == nil && !ok {
+			err = fmt.Errorf("position %d's right is not in Redis yet", stock+1)
+		}
 		return err
 	})
-	rights, err := e.Gate.Rights(ctx, sess.ID)
-	require.NoError(t, err)
 	require.Equal(t, strconv.FormatInt(entries[stock].RightUntil.UnixMilli(), 10), rights[strconv.FormatInt(waiting[0], 10)])
 	require.Equal(t, "LOST", status(winners[2]).Str("status"), "a right lapsed unused")
 	require.Equal(t, "WON", status(waiting[0]).Str("status"))
