@@ -13,6 +13,9 @@ type Attempt struct {
 	Session  *Session
 	UserID   int64
 	Quantity int
+	// SKUID is the item bought in a sale of several items (0 in a
+	// single-SKU sale).
+	SKUID int64
 	// OrderNo is the number the units are reserved under if the attempt
 	// wins. Running the same attempt again (same order number) answers as
 	// the first run did and changes nothing.

@@ -53,12 +53,14 @@ func OrderNoSession(orderNo string) (int64, bool) {
 }
 
 // NewOrderRequest is the workflow input of a reserved order: the
-// reservation, the session's SKU and price as they are now, and the pay
+// reservation, its item's SKU and price as they are now, and the pay
 // timeout, counted from the reservation (PayBy). The API (at admission and
 // when a QUEUED order is paid), the relay and the sweep all build it here,
 // so an order started by any of them is the same order.
 func NewOrderRequest(r Reservation, sess *Session, payTimeout time.Duration) *OrderRequest {
-	req := &OrderRequest{Reservation: r, SKUID: sess.SKUID, PriceCents: sess.PriceCents, Currency: sess.Currency, PayTimeout: payTimeout}
+	it, price := itemOf(sess, r.SKUID)
+	r.SKUID = it
+	req := &OrderRequest{Reservation: r, PriceCents: price, Currency: sess.Currency, PayTimeout: payTimeout}
 	if payTimeout > 0 && !r.ReservedAt.IsZero() {
 		req.PayBy = r.ReservedAt.Add(payTimeout)
 	}
@@ -77,10 +79,26 @@ func (o *Order) Request() *OrderRequest {
 		sess.PriceCents = o.AmountCents / int64(o.Quantity)
 	}
 	r := Reservation{OrderNo: o.OrderNo, SessionID: o.SessionID, UserID: o.UserID, Quantity: o.Quantity,
-		ReservedAt: o.CreatedAt, TraceID: o.TraceID}
+		ReservedAt: o.CreatedAt, TraceID: o.TraceID, SKUID: o.SKUID}
 	req := NewOrderRequest(r, sess, 0)
 	req.PayBy = o.PayDeadline
 	return req
+}
+
+// itemOf is the SKU and unit price of item skuID of sess: the sale's own
+// when it sells one item (whatever skuID says), the named item's in a
+// sale of several. An item the sale no longer lists keeps its SKU, at
+// price 0: the order is still made and closed, and never payable.
+func itemOf(sess *Session, skuID int64) (int64, int64) {
+	if !sess.Several() {
+		return sess.SKUID, sess.PriceCents
+	}
+	for _, it := range sess.Items {
+		if it.SKUID == skuID {
+			return it.SKUID, it.PriceCents
+		}
+	}
+	return skuID, 0
 }
 
 // OrderRows reads order rows (MySQL, the truth).

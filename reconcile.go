@@ -30,6 +30,9 @@ type DBSnapshot struct {
 	Overdue int
 	// Registrants counts the session's registrations (a reserved sale).
 	Registrants int
+	// ItemStock and ItemHeld are a sale of several items' DBStock and
+	// HeldQty by SKU (nil for a single-SKU sale).
+	ItemStock, ItemHeld map[int64]int
 }
 
 // RedisSnapshot is what the Redis gate holds for one session, read at one
@@ -49,6 +52,10 @@ type RedisSnapshot struct {
 	MarkMismatches int
 	// Registrants counts the set admission checks in a reserved sale.
 	Registrants int
+	// Items is a sale of several items' stock by SKU, and ReservedItem
+	// the item of each live reservation (empty for a single-SKU sale).
+	Items        map[int64]int
+	ReservedItem map[string]int64
 }
 
 // Snapshotters read the two sides of a session for Reconcile. Each side is
@@ -101,8 +108,21 @@ type Report struct {
 	Registrants *RegistrantCounts `json:"registrants,omitempty"`
 	// DrawLateSeconds is how long a draw sale has been on sale without
 	// its draw, during which nobody may buy (absent once drawn).
-	DrawLateSeconds float64  `json:"draw_late_seconds,omitempty"`
-	Problems        []string `json:"problems"`
+	DrawLateSeconds float64 `json:"draw_late_seconds,omitempty"`
+	// Items are the sale's items, each with its two sides (one, the
+	// sale's figures, for a single-SKU sale).
+	Items    []ItemReport `json:"items"`
+	Problems []string     `json:"problems"`
+}
+
+// ItemReport is one item of a sale in a Report.
+type ItemReport struct {
+	SKUID       int64 `json:"sku_id"`
+	TotalStock  int   `json:"total_stock"`
+	DBStock     int   `json:"db_stock"`
+	RedisStock  int   `json:"redis_stock"`
+	HeldQty     int   `json:"held_qty"`
+	ReservedQty int   `json:"reserved_qty"`
 }
 
 // RegistrantCounts are a reserved sale's registrations on each side.
@@ -226,6 +246,17 @@ func (p ReconcilePolicy) Reconcile(ctx context.Context, db DBSnapshotter, rd Red
 	if r.Preheated && r.RedisStock < 0 {
 		problem("redis_stock %d is negative", r.RedisStock)
 	}
+	r.Items = itemReports(r, ds, rs, nos)
+	if ds.Session.Several() {
+		for _, it := range r.Items {
+			if it.DBStock+it.HeldQty != it.TotalStock {
+				problem("item %d: db_stock %d + units held by orders %d != total_stock %d", it.SKUID, it.DBStock, it.HeldQty, it.TotalStock)
+			}
+			if r.Preheated && it.RedisStock+it.ReservedQty != it.TotalStock {
+				problem("item %d: redis_stock %d + reserved units %d != total_stock %d", it.SKUID, it.RedisStock, it.ReservedQty, it.TotalStock)
+			}
+		}
+	}
 	if r.Drift != 0 {
 		problem("drift: %d units admitted by Redis were refused by MySQL (FAILED orders); repair Redis when the sale is quiet", r.Drift)
 	}
@@ -268,19 +299,41 @@ func (p ReconcilePolicy) Reconcile(ctx context.Context, db DBSnapshotter, rd Red
 	return r, nil
 }
 
+// itemReports are the report's items: a single-SKU sale's one is the
+// sale's figures.
+func itemReports(r *Report, ds *DBSnapshot, rs *RedisSnapshot, nos []string) []ItemReport {
+	items := ds.Session.AllItems()
+	out := make([]ItemReport, len(items))
+	for i, it := range items {
+		out[i] = ItemReport{SKUID: it.SKUID, TotalStock: it.TotalStock}
+		if !ds.Session.Several() {
+			out[i].DBStock, out[i].RedisStock, out[i].HeldQty, out[i].ReservedQty = r.DBStock, r.RedisStock, r.HeldQty, r.ReservedQty
+			continue
+		}
+		out[i].DBStock, out[i].HeldQty, out[i].RedisStock = ds.ItemStock[it.SKUID], ds.ItemHeld[it.SKUID], rs.Items[it.SKUID]
+		for _, no := range nos {
+			if rs.ReservedItem[no] == it.SKUID {
+				out[i].ReservedQty += rs.Reservations[no]
+			}
+		}
+	}
+	return out
+}
+
 // Repairers rebuild a session's Redis state from MySQL.
 type (
 	HoldingsLister interface {
 		LiveHoldings(ctx context.Context, sessionID int64) ([]Reservation, error)
 	}
-	// Rebuilder replaces a session's Redis state with the stock and
-	// holdings decide returns, only if that state did not change while
+	// Rebuilder replaces a session's Redis state with the stock (the
+	// sale's, and each item's in a sale of several) and holdings decide
+	// returns, only if that state did not change while
 	// decide ran (a purchase or a release in between would be lost by the
 	// rebuild): ECONFLICT then, and nothing changed. decide returning
 	// false rebuilds nothing.
 	Rebuilder interface {
 		RebuildUnchanged(ctx context.Context, sessionID int64,
-			decide func(context.Context) (stock int, holdings []Reservation, rebuild bool, err error)) (rebuilt bool, err error)
+			decide func(context.Context) (stock int, items map[int64]int, holdings []Reservation, rebuild bool, err error)) (rebuilt bool, err error)
 	}
 )
 
@@ -310,23 +363,33 @@ func RepairRedis(ctx context.Context, db interface {
 	// after the check (nothing pauses admissions) would be dropped by the
 	// rebuild, so the rebuild happens only if the session's Redis state is
 	// still the one checked.
-	_, err := rd.RebuildUnchanged(ctx, sessionID, func(ctx context.Context) (int, []Reservation, bool, error) {
+	_, err := rd.RebuildUnchanged(ctx, sessionID, func(ctx context.Context) (int, map[int64]int, []Reservation, bool, error) {
 		var err error
 		rep = &Repair{Changes: []string{}}
 		if before, err = Reconcile(ctx, db, rd, sessionID); err != nil {
-			return 0, nil, false, err
+			return 0, nil, nil, false, err
 		}
 		holdings, err := db.LiveHoldings(ctx, sessionID)
 		if err != nil {
-			return 0, nil, false, err
+			return 0, nil, nil, false, err
 		}
 		if before.InFlight > 0 || before.PendingStarts > 0 {
 			rep.Skipped = fmt.Sprintf("%d reservations in flight and %d starts pending exist only in Redis; repair when the sale is quiet",
 				before.InFlight, before.PendingStarts)
-			return 0, nil, false, nil
+			return 0, nil, nil, false, nil
 		}
 		if !before.Preheated || before.RedisStock != before.DBStock {
 			rep.Changes = append(rep.Changes, fmt.Sprintf("redis_stock %d → %d (preheated: %v)", before.RedisStock, before.DBStock, before.Preheated))
+		}
+		var items map[int64]int
+		if len(before.Items) > 1 {
+			items = map[int64]int{}
+			for _, it := range before.Items {
+				items[it.SKUID] = it.DBStock
+				if it.RedisStock != it.DBStock {
+					rep.Changes = append(rep.Changes, fmt.Sprintf("item %d: redis_stock %d → %d", it.SKUID, it.RedisStock, it.DBStock))
+				}
+			}
 		}
 		if before.ReservedQty-before.Drift != before.HeldQty || before.Drift > 0 {
 			rep.Changes = append(rep.Changes, fmt.Sprintf("reservations: %d units → %d units for %d live orders (drift %d dropped)",
@@ -334,9 +397,9 @@ func RepairRedis(ctx context.Context, db interface {
 		}
 		if len(rep.Changes) == 0 {
 			rep.Skipped = "Redis already agrees with MySQL"
-			return 0, nil, false, nil
+			return 0, nil, nil, false, nil
 		}
-		return before.DBStock, holdings, true, nil
+		return before.DBStock, items, holdings, true, nil
 	})
 	switch {
 	case ErrorCode(err) == ECONFLICT:

@@ -61,12 +61,15 @@ const DefaultPayTimeout = 15 * time.Minute
 // admission script, so a limit above this cannot be represented.
 const MaxPerUserLimit = 30
 
-// Session is one flash sale of one SKU inside a time window.
+// Session is one flash sale inside a time window: of one SKU (SKUID,
+// Title, PriceCents, TotalStock), or of several items (Items, item.go).
 type Session struct {
 	ID         int64  `json:"id"`
-	SKUID      int64  `json:"sku_id"`
+	SKUID      int64  `json:"sku_id,omitempty"`
 	Title      string `json:"title"`
-	PriceCents int64  `json:"price_cents"`
+	PriceCents int64  `json:"price_cents,omitempty"`
+	// Items are a sale of several items' goods (none for one SKU).
+	Items []Item `json:"items,omitempty"`
 	// Currency is what PriceCents is in: an ISO 4217 code in lower case
 	// (usd, eur, cny), as the payment providers take it. Empty: the
 	// deployment's SECKILL_CURRENCY.
@@ -121,6 +124,9 @@ type SessionView struct {
 	*Session
 	RemainingStock int          `json:"remaining_stock"`
 	State          SessionState `json:"state"`
+	// Items are the sale's items with their remaining stock (one for a
+	// single-SKU sale).
+	Items []ItemView `json:"items"`
 }
 
 // SessionState is the public state of a session at one instant.
@@ -156,12 +162,15 @@ func (s *Session) StateAt(now time.Time, remaining int) SessionState {
 
 // Validate checks a session an admin wants to create.
 func (s *Session) Validate() error {
+	if err := s.validateItems(); err != nil {
+		return err
+	}
 	switch {
-	case s.SKUID <= 0:
+	case s.SKUID <= 0 && !s.Several():
 		return Errorf(EINVALID, "sku_id must be a positive integer")
 	case s.Title == "" || len(s.Title) > 200:
 		return Errorf(EINVALID, "title must be 1 to 200 bytes")
-	case s.PriceCents <= 0:
+	case s.PriceCents <= 0 && !s.Several():
 		// Free items are refused rather than half supported: an order of
 		// amount 0 could never be paid (a provider sends no webhook for 0,
 		// and the webhook refuses amount 0), so every one would hold its
@@ -171,7 +180,7 @@ func (s *Session) Validate() error {
 		return Errorf(EINVALID, "price_cents must be a positive integer: free items (price 0) are not supported")
 	case s.Currency != "" && !ValidCurrency(s.Currency):
 		return Errorf(EINVALID, "currency must be a lower-case ISO 4217 code such as usd, not %q", s.Currency)
-	case s.TotalStock <= 0 || s.TotalStock > 10_000_000:
+	case (s.TotalStock <= 0 || s.TotalStock > 10_000_000) && !s.Several():
 		return Errorf(EINVALID, "stock must be between 1 and 10000000")
 	case s.PerUserLimit <= 0 || s.PerUserLimit > MaxPerUserLimit:
 		return Errorf(EINVALID, "per_user_limit must be between 1 and %d", MaxPerUserLimit)
@@ -211,6 +220,10 @@ type Reservation struct {
 	// SpanID is the traced purchase's span (Attempt.SpanID): the
 	// workflow's start continues the trace under it.
 	SpanID string `json:"span_id,omitempty"`
+	// SKUID is the item reserved: in a sale of several items the one the
+	// attempt named (its units come back to it), in a single-SKU sale the
+	// sale's SKU once NewOrderRequest set it (0 before).
+	SKUID int64 `json:"sku_id"`
 }
 
 // Order is the view of one order that shoppers, ops and tests read.
@@ -265,7 +278,6 @@ const (
 // so a later admin change cannot alter an accepted order's price or timeout.
 type OrderRequest struct {
 	Reservation
-	SKUID      int64         `json:"sku_id"`
 	PriceCents int64         `json:"price_cents"`
 	PayTimeout time.Duration `json:"pay_timeout"`
 	// Currency is the session's (absent in the inputs of orders reserved

@@ -2,6 +2,7 @@ package seckill
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 )
@@ -64,8 +65,11 @@ type SessionChange struct {
 	// TraceID is the request's trace id: the ledger rows the change
 	// writes carry it (absent in older audit rows).
 	TraceID string `json:"trace_id,omitempty"`
-	// Add is ActionAddStock's unit count (> 0).
-	Add int `json:"add,omitempty"`
+	// Add is ActionAddStock's unit count (> 0), and SKUID the item it
+	// goes to: required in a sale of several items, 0 (the sale's one
+	// item) or its SKU in a single-SKU sale.
+	Add   int   `json:"add,omitempty"`
+	SKUID int64 `json:"sku_id,omitempty"`
 	// Update is ActionUpdate's new values (nil fields stay).
 	Update *SessionUpdate `json:"update,omitempty"`
 	// OrderNo and Reason are ActionRefund's order and why it is refunded.
@@ -108,6 +112,9 @@ func (u *SessionUpdate) Apply(s Session) (*Session, error) {
 		s.Title = *u.Title
 	}
 	if u.PriceCents != nil {
+		if s.Several() {
+			return nil, Errorf(EINVALID, "session %d sells %d items, each at its own price: price_cents is not the sale's", s.ID, len(s.Items))
+		}
 		s.PriceCents = *u.PriceCents
 	}
 	if u.PerUserLimit != nil {
@@ -214,10 +221,18 @@ func (c *SessionChange) ApplyTo(s *Session, now time.Time) (added int, err error
 			s.StartAt = now.Add(-time.Millisecond)
 		}
 	case ActionAddStock:
+		it, err := s.Item(c.SKUID)
+		if err != nil {
+			return 0, err
+		}
 		if s.TotalStock+c.Add > MaxAddStock {
 			return 0, Errorf(EINVALID, "stock would exceed %d", MaxAddStock)
 		}
 		s.TotalStock += c.Add
+		if s.Several() {
+			s.Items = slices.Clone(s.Items)
+			s.Items[slices.IndexFunc(s.Items, func(i Item) bool { return i.SKUID == it.SKUID })].TotalStock += c.Add
+		}
 		return c.Add, nil
 	case ActionUpdate:
 		if !now.Before(s.StartAt) {
@@ -251,12 +266,13 @@ func (c *SessionChange) SameRequest(o *SessionChange) bool {
 		SessionID int64
 		Action    SessionAction
 		Add       int
+		SKUID     int64
 		Update    *SessionUpdate
 		OrderNo   string
 		Reason    string
 	}
 	key := func(x *SessionChange) string {
-		b, _ := json.Marshal(request{x.SessionID, x.Action, x.Add, x.Update, x.OrderNo, x.Reason})
+		b, _ := json.Marshal(request{x.SessionID, x.Action, x.Add, x.SKUID, x.Update, x.OrderNo, x.Reason})
 		return string(b)
 	}
 	return key(c) == key(o)

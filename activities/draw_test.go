@@ -207,7 +207,8 @@ func TestClosedOrderPassesItsUnitToTheNextRight(t *testing.T) {
 	require.Equal(t, "u", rights[strconv.FormatInt(winner, 10)])
 	next, _, err := e.Gate.Admit(ctx, sess, entries[2].UserID, 1, fmt.Sprintf("%d-next", sess.ID), "t", time.Now())
 	require.NoError(t, err, "the next position buys the unit")
-	_, err = e.DB.CreateOrder(ctx, &seckill.OrderRequest{Reservation: *next, SKUID: sess.SKUID, PriceCents: sess.PriceCents,
+	next.SKUID = sess.SKUID
+	_, err = e.DB.CreateOrder(ctx, &seckill.OrderRequest{Reservation: *next, PriceCents: sess.PriceCents,
 		PayTimeout: time.Minute}, time.Now().Add(time.Minute))
 	require.NoError(t, err)
 	e.RequireInvariants(sess.ID)
@@ -221,7 +222,8 @@ func buyThen(t *testing.T, e *testenv.Env, sess *seckill.Session, user int64) (c
 	no := fmt.Sprintf("%d-%d", sess.ID, user)
 	resv, _, err := e.Gate.Admit(ctx, sess, user, 1, no, "t", time.Now())
 	require.NoError(t, err)
-	req := &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: time.Minute}
+	resv.SKUID = sess.SKUID
+	req := &seckill.OrderRequest{Reservation: *resv, PriceCents: sess.PriceCents, PayTimeout: time.Minute}
 	_, err = e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
 	require.NoError(t, err)
 	return func() {

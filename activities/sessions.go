@@ -13,7 +13,7 @@ import (
 // SessionStore is the MySQL side of a session's life.
 type SessionStore interface {
 	Session(ctx context.Context, id int64) (*seckill.Session, int, error)
-	PreheatFigures(ctx context.Context, id int64) (*seckill.Session, int, []string, error)
+	PreheatFigures(ctx context.Context, id int64) (*seckill.Session, int, map[int64]int, []string, error)
 	seckill.DBSnapshotter
 	seckill.RegistrantPages
 	DrawStore
@@ -23,7 +23,7 @@ type SessionStore interface {
 type SessionGate interface {
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
 	StockMark(ctx context.Context, sessionID int64) (seckill.StockMark, error)
-	PreheatHolding(ctx context.Context, sessionID int64, stock int, applied []string) (int, error)
+	PreheatHolding(ctx context.Context, sessionID int64, stock int, items map[int64]int, applied []string) (int, error)
 	Retire(ctx context.Context, sessionID int64, retain time.Duration) (bool, error)
 	seckill.RedisSnapshotter
 	seckill.RegistrantSet
@@ -70,7 +70,7 @@ func (a *Sessions) LoadSession(ctx context.Context, id int64) (*seckill.Session,
 // idempotent, and a preheat retried after loading the stock would not
 // reach it again.
 func (a *Sessions) PreheatSession(ctx context.Context, id int64) (int, error) {
-	s, dbStock, applied, err := a.Store.PreheatFigures(ctx, id)
+	s, dbStock, items, applied, err := a.Store.PreheatFigures(ctx, id)
 	if err != nil {
 		return 0, classify(err)
 	}
@@ -91,7 +91,7 @@ func (a *Sessions) PreheatSession(ctx context.Context, id int64) (int, error) {
 			"session has orders but no Redis state: rebuild it with POST /admin/v1/sessions/{id}/preheat?force=true",
 			"REDIS_STATE_LOST", nil, id)
 	}
-	live, err := a.Gate.PreheatHolding(ctx, id, dbStock, applied)
+	live, err := a.Gate.PreheatHolding(ctx, id, dbStock, items, applied)
 	if err == nil {
 		activity.GetLogger(ctx).Info("session preheated", "session_id", id, "stock", live)
 	}

@@ -115,6 +115,9 @@ type Request struct {
 	SessionID int64
 	UserID    int64
 	Quantity  int
+	// SKUID is the item bought: required in a sale of several items, 0
+	// (or the sale's own) in a single-SKU sale.
+	SKUID int64
 	// IdempotencyKey ("" when none) outlives the request: a batch of the
 	// gate may pin it after the handler stopped waiting.
 	IdempotencyKey string
@@ -166,8 +169,16 @@ func (s *Service) Buy(ctx context.Context, r *Request) Answer {
 	if ans.Err != nil {
 		return ans
 	}
+	if _, err := sess.Item(r.SKUID); err != nil {
+		return Answer{Err: err}
+	}
 	a := &seckill.Attempt{Session: sess, UserID: r.UserID, Quantity: r.Quantity, TraceID: r.TraceID, SpanID: r.SpanID, Now: s.Now(),
 		IdempotencyKey: r.IdempotencyKey, Fingerprint: strconv.Itoa(r.Quantity)}
+	if sess.Several() {
+		// The item is part of the body a key was pinned with; a
+		// single-SKU sale's is implied, named or not.
+		a.SKUID, a.Fingerprint = r.SKUID, a.Fingerprint+":"+strconv.FormatInt(r.SKUID, 10)
+	}
 	a.KeyTime, _ = KeyTime(r.IdempotencyKey)
 	if ans, pinned := s.Window(ctx, a); pinned {
 		return s.decided(a, ans)

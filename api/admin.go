@@ -39,6 +39,46 @@ type createSessionBody struct {
 	RegisterFrom    *string `json:"register_from"`
 	RegisterUntil   *string `json:"register_until"`
 	RightTTLSeconds *int    `json:"right_ttl_seconds"`
+	// Items make a sale of several items (sizes), in place of sku_id,
+	// price_cents and stock.
+	Items []itemBody `json:"items"`
+}
+
+// itemBody is one item of a sale of several.
+type itemBody struct {
+	SKUID      *int64  `json:"sku_id"`
+	Title      *string `json:"title"`
+	PriceCents *int64  `json:"price_cents"`
+	Stock      *int    `json:"stock"`
+}
+
+// items are the body's items, or the single-SKU sale's one.
+func (b *createSessionBody) items() ([]seckill.Item, error) {
+	if b.Items == nil {
+		for _, f := range []struct {
+			name    string
+			present bool
+		}{{"sku_id", b.SKUID != nil}, {"price_cents", b.PriceCents != nil}, {"stock", b.Stock != nil}} {
+			if !f.present {
+				return nil, seckill.Errorf(seckill.EINVALID, "field %q is required (or items, for a sale of several)", f.name)
+			}
+		}
+		return []seckill.Item{{SKUID: *b.SKUID, Title: *b.Title, PriceCents: *b.PriceCents, TotalStock: *b.Stock}}, nil
+	}
+	if b.SKUID != nil || b.PriceCents != nil || b.Stock != nil {
+		return nil, seckill.Errorf(seckill.EINVALID, "a sale of items takes sku_id, price_cents and stock in each item, not beside them")
+	}
+	if len(b.Items) == 0 || len(b.Items) > seckill.MaxItems {
+		return nil, seckill.Errorf(seckill.EINVALID, "items must list 1 to %d items", seckill.MaxItems)
+	}
+	out := make([]seckill.Item, len(b.Items))
+	for i, it := range b.Items {
+		if it.SKUID == nil || it.Title == nil || it.PriceCents == nil || it.Stock == nil {
+			return nil, seckill.Errorf(seckill.EINVALID, "items[%d] needs sku_id, title, price_cents and stock", i)
+		}
+		out[i] = seckill.Item{SKUID: *it.SKUID, Title: *it.Title, PriceCents: *it.PriceCents, TotalStock: *it.Stock}
+	}
+	return out, nil
 }
 
 // draw reports whether the body asks for a draw sale, whose
@@ -52,13 +92,16 @@ func (b *createSessionBody) session(now time.Time) (*seckill.Session, error) {
 		name    string
 		present bool
 	}{
-		{"sku_id", b.SKUID != nil}, {"title", b.Title != nil}, {"price_cents", b.PriceCents != nil},
-		{"stock", b.Stock != nil}, {"per_user_limit", b.PerUserLimit != nil || b.draw()},
+		{"title", b.Title != nil}, {"per_user_limit", b.PerUserLimit != nil || b.draw()},
 		{"start_at", b.StartAt != nil}, {"end_at", b.EndAt != nil},
 	} {
 		if !f.present {
 			return nil, seckill.Errorf(seckill.EINVALID, "field %q is required", f.name)
 		}
+	}
+	items, err := b.items()
+	if err != nil {
+		return nil, err
 	}
 	start, err := time.Parse(time.RFC3339, *b.StartAt)
 	if err != nil {
@@ -72,10 +115,9 @@ func (b *createSessionBody) session(now time.Time) (*seckill.Session, error) {
 	if b.PerUserLimit != nil {
 		limit = *b.PerUserLimit
 	}
-	s := &seckill.Session{
-		SKUID: *b.SKUID, Title: *b.Title, PriceCents: *b.PriceCents, TotalStock: *b.Stock,
-		PerUserLimit: limit, StartAt: start.UTC().Truncate(time.Millisecond), EndAt: end.UTC().Truncate(time.Millisecond),
-	}
+	s := &seckill.Session{Title: *b.Title, PerUserLimit: limit,
+		StartAt: start.UTC().Truncate(time.Millisecond), EndAt: end.UTC().Truncate(time.Millisecond)}
+	s.SetItems(items)
 	if b.Currency != nil {
 		s.Currency = *b.Currency
 	}

@@ -23,7 +23,7 @@ func TestEventFeed(t *testing.T) {
 	for i := range 5 {
 		no := fmt.Sprintf("%d-feed%d", sess.ID, i)
 		req := &seckill.OrderRequest{Reservation: seckill.Reservation{OrderNo: no, SessionID: sess.ID, UserID: int64(i + 1),
-			Quantity: 1, Slots: []int{1}, ReservedAt: time.Now().UTC()}, SKUID: sess.SKUID, PriceCents: 300}
+			Quantity: 1, Slots: []int{1}, ReservedAt: time.Now().UTC(), SKUID: sess.SKUID}, PriceCents: 300}
 		_, _, err := e.DB.CloseOrder(ctx, req, "cancelled")
 		require.NoError(t, err)
 	}

@@ -31,7 +31,8 @@ type OrderCancels interface {
 }
 
 type orderBody struct {
-	Quantity *int `json:"quantity"`
+	SKUID    *int64 `json:"sku_id"`
+	Quantity *int   `json:"quantity"`
 }
 
 // HeaderIdempotencyKey names the optional key of an order request
@@ -81,8 +82,14 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	if body.Quantity != nil {
 		qty = *body.Quantity
 	}
+	var sku int64
+	if body.SKUID != nil {
+		if sku = *body.SKUID; sku <= 0 {
+			return seckill.Errorf(seckill.EINVALID, "field \"sku_id\" must be a positive integer")
+		}
+	}
 	ans := s.svc.Admission.Buy(c.UserContext(), s.caller(c, &admission.Request{SessionID: id, UserID: userID(c),
-		Quantity: qty, IdempotencyKey: key, TraceID: traceID(c), SpanID: spanID(c)}))
+		Quantity: qty, SKUID: sku, IdempotencyKey: key, TraceID: traceID(c), SpanID: spanID(c)}))
 	if ans.Admission != nil {
 		c.Locals(localOrderNo, ans.Admission.OrderNo)
 	}

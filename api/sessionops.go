@@ -12,6 +12,8 @@ import (
 // addStockBody is the body of POST /admin/v1/sessions/{id}/stock.
 type addStockBody struct {
 	Add *int `json:"add"`
+	// SKUID names the item of a sale of several that gets the units.
+	SKUID *int64 `json:"sku_id"`
 }
 
 // updateSessionBody is the body of PATCH /admin/v1/sessions/{id}: only the
@@ -97,6 +99,9 @@ func (s *Server) changeSession(action seckill.SessionAction) fiber.Handler {
 				return seckill.Errorf(seckill.EINVALID, "field \"add\" is required")
 			}
 			ch.Add = *body.Add
+			if body.SKUID != nil {
+				ch.SKUID = *body.SKUID
+			}
 		case seckill.ActionUpdate:
 			var body updateSessionBody
 			if err := decodeStrict(c.Body(), &body, false); err != nil {

@@ -67,7 +67,17 @@ func (c *Client) EndSession(ctx context.Context, sessionID int64, o ChangeOption
 // AddStock adds units to a live or upcoming sale, in MySQL and Redis; the
 // sold-out flag lifts on every API within a second.
 func (c *Client) AddStock(ctx context.Context, sessionID int64, units int, o ChangeOptions) (*Changed, error) {
-	return c.change(ctx, sessionID, http.MethodPost, "stock", map[string]int{"add": units}, o)
+	return c.AddItemStock(ctx, sessionID, 0, units, o)
+}
+
+// AddItemStock is AddStock to one item of a sale of several (skuID 0: a
+// single-SKU sale's).
+func (c *Client) AddItemStock(ctx context.Context, sessionID, skuID int64, units int, o ChangeOptions) (*Changed, error) {
+	body := map[string]int64{"add": int64(units)}
+	if skuID != 0 {
+		body["sku_id"] = skuID
+	}
+	return c.change(ctx, sessionID, http.MethodPost, "stock", body, o)
 }
 
 // UpdateSession changes a session that has not started (CONFLICT once it

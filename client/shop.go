@@ -37,8 +37,10 @@ func (c *Client) Sessions(ctx context.Context) ([]*seckill.SessionView, error) {
 
 // BuyOptions are a purchase's optional parts.
 type BuyOptions struct {
-	// Quantity is the units to buy; 0 sends no body (the API's default, 1).
+	// Quantity is the units to buy; 0 sends none (the API's default, 1).
 	Quantity int
+	// SKUID is the item to buy: required in a sale of several items.
+	SKUID int64
 	// IdempotencyKey makes retries safe: the same key (same shopper,
 	// session and quantity) always gets the same answer and order number.
 	// Retry an UNAVAILABLE answer or a lost one with it.
@@ -64,8 +66,15 @@ type Accepted struct {
 func (c *Client) Buy(ctx context.Context, sessionID int64, o BuyOptions) (*Accepted, error) {
 	r := request{method: http.MethodPost, path: fmt.Sprintf("/api/v1/sessions/%d/orders", sessionID),
 		auth: c.Token, header: http.Header{}}
-	if o.Quantity != 0 {
-		r.body = map[string]int{"quantity": o.Quantity}
+	if o.Quantity != 0 || o.SKUID != 0 {
+		body := map[string]int64{}
+		if o.Quantity != 0 {
+			body["quantity"] = int64(o.Quantity)
+		}
+		if o.SKUID != 0 {
+			body["sku_id"] = o.SKUID
+		}
+		r.body = body
 	}
 	if o.IdempotencyKey != "" {
 		r.header.Set(HeaderIdempotencyKey, o.IdempotencyKey)

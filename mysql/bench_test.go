@@ -36,8 +36,8 @@ func BenchmarkCreateOrder(b *testing.B) {
 				for pb.Next() {
 					i := n.Add(1)
 					req := &seckill.OrderRequest{Reservation: seckill.Reservation{OrderNo: fmt.Sprintf("%d-%d", sess.ID, i),
-						SessionID: sess.ID, UserID: i, Quantity: 1, Slots: []int{1}, ReservedAt: now, TraceID: "b"},
-						SKUID: 1, PriceCents: 1}
+						SessionID: sess.ID, UserID: i, Quantity: 1, Slots: []int{1}, ReservedAt: now, TraceID: "b", SKUID: 1},
+						PriceCents: 1}
 					o, err := create(context.Background(), req, now.Add(time.Minute))
 					if err != nil || o.Status != seckill.StatusWaitPay {
 						b.Fatalf("create: %v %v", o, err)

@@ -36,11 +36,12 @@ func (db *DB) closeOne(ctx context.Context, req *seckill.OrderRequest, reason st
 	now := db.now()
 	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var qty int
-		if status, qty, err = closeInTx(tx, req, reason, now); err != nil {
+		var sku int64
+		if status, sku, qty, err = closeInTx(tx, req, reason, now); err != nil {
 			return err
 		}
 		gaveBack = qty > 0
-		return giveBack(tx, req.SessionID, qty, now)
+		return giveBack(tx, req.SessionID, map[int64]int{sku: qty}, now)
 	})
 	if err != nil {
 		return "", false, err
@@ -51,8 +52,8 @@ func (db *DB) closeOne(ctx context.Context, req *seckill.OrderRequest, reason st
 // closeInTx closes one order inside tx: its transition (Status.Close:
 // WAIT_PAY → CLOSED, its slots freed, its ledger row), or a CLOSED tombstone
 // when the row never came. It returns the order's status after it and the
-// units to give back to the session's stock (the caller's one increment).
-func closeInTx(tx *gorm.DB, req *seckill.OrderRequest, reason string, now time.Time) (seckill.Status, int, error) {
+// units to give back to its item's stock (the caller's one increment).
+func closeInTx(tx *gorm.DB, req *seckill.OrderRequest, reason string, now time.Time) (seckill.Status, int64, int, error) {
 	var row orderRow
 	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("order_no = ?", req.OrderNo).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -62,27 +63,18 @@ func closeInTx(tx *gorm.DB, req *seckill.OrderRequest, reason string, now time.T
 			Reason: reason, TraceID: req.TraceID, CreatedAt: now, UpdatedAt: now,
 		}
 		if err := tx.Create(&row).Error; err != nil {
-			return "", 0, err
+			return "", 0, 0, err
 		}
-		return seckill.StatusClosed, 0, recordChange(tx, ledger(&row, seckill.StatusQueued, 0, now))
+		return seckill.StatusClosed, row.SKUID, 0, recordChange(tx, ledger(&row, seckill.StatusQueued, 0, now))
 	} else if err != nil {
-		return "", 0, err
+		return "", 0, 0, err
 	}
 	t := seckill.Status(row.Status).Close(reason)
 	if t == nil {
-		return seckill.Status(row.Status), 0, nil // already closed, paid or failed: nothing to give back
+		return seckill.Status(row.Status), row.SKUID, 0, nil // already closed, paid or failed: nothing to give back
 	}
 	units, err := transition(tx, &row, t, "", now)
-	return t.To, units, err
-}
-
-// giveBack adds units to a session's stock (nothing when units is 0).
-func giveBack(tx *gorm.DB, sessionID int64, units int, now time.Time) error {
-	if units == 0 {
-		return nil
-	}
-	return tx.Model(&sessionRow{}).Where("id = ?", sessionID).
-		Updates(map[string]any{"stock": gorm.Expr("stock + ?", units), "updated_at": now}).Error
+	return t.To, row.SKUID, units, err
 }
 
 type closeCall struct {
@@ -139,14 +131,14 @@ func (db *DB) closeBatch(ctx context.Context, calls []*closeCall) ([]closeResult
 	out := make([]closeResult, len(calls))
 	now := db.now()
 	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		back := 0
+		back := map[int64]int{}
 		for i, c := range calls {
-			status, qty, err := closeInTx(tx, c.req, c.reason, now)
+			status, sku, qty, err := closeInTx(tx, c.req, c.reason, now)
 			if err != nil {
 				return err
 			}
 			out[i] = closeResult{status: status, gaveBack: qty > 0}
-			back += qty
+			back[sku] += qty
 		}
 		return giveBack(tx, calls[0].req.SessionID, back, now)
 	})

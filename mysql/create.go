@@ -69,14 +69,10 @@ func (db *DB) createOne(ctx context.Context, req *seckill.OrderRequest, payDeadl
 				return err
 			}
 		}
-		// The hot row is touched last so its lock is held for the shortest time.
-		res := tx.Model(&sessionRow{}).
-			Where("id = ? AND stock >= ?", req.SessionID, req.Quantity).
-			Updates(map[string]any{"stock": gorm.Expr("stock - ?", req.Quantity), "updated_at": now})
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
+		// The hot rows are touched last so their locks are held for the shortest time.
+		if ok, err := takeStock(tx, req.SessionID, map[int64]int{req.SKUID: req.Quantity}, now); err != nil {
+			return err
+		} else if !ok {
 			return errRefused{ReasonDBSoldOut}
 		}
 		return recordChange(tx, ledger(&row, seckill.StatusQueued, -req.Quantity, now))
@@ -176,7 +172,7 @@ func (db *DB) runCreates(calls []*createCall) {
 var errBatchDoesNotFit = errors.New("batch does not fit in the stock")
 
 // createBatch creates every order of one session in one transaction with a
-// single conditional decrement of their summed quantity. Orders that exist
+// single conditional decrement of their summed quantity (and one per item). Orders that exist
 // already are returned as they are; an order whose slots are taken is
 // stored FAILED (the per-user limit held in MySQL) and takes no stock.
 func (db *DB) createBatch(ctx context.Context, calls []*createCall) ([]createResult, error) {
@@ -196,7 +192,7 @@ func (db *DB) createBatch(ctx context.Context, calls []*createCall) ([]createRes
 	now := db.now()
 	dup := map[int]int{}
 	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		sessionID, total := calls[0].req.SessionID, 0
+		sessionID, units := calls[0].req.SessionID, map[int64]int{}
 		var changes []orderChange
 		first := map[string]int{} // retries of one order in one batch share its result
 		for i, c := range calls {
@@ -239,19 +235,14 @@ func (db *DB) createBatch(ctx context.Context, calls []*createCall) ([]createRes
 					return err
 				}
 			}
-			total += req.Quantity
+			units[req.SKUID] += req.Quantity
 			changes = append(changes, ledger(&row, seckill.StatusQueued, -req.Quantity, now))
 			out[i] = createResult{order: row.domain()}
 		}
-		if total > 0 {
-			res := tx.Model(&sessionRow{}).Where("id = ? AND stock >= ?", sessionID, total).
-				Updates(map[string]any{"stock": gorm.Expr("stock - ?", total), "updated_at": now})
-			if res.Error != nil {
-				return res.Error
-			}
-			if res.RowsAffected == 0 {
-				return errBatchDoesNotFit
-			}
+		if ok, err := takeStock(tx, sessionID, units, now); err != nil {
+			return err
+		} else if !ok {
+			return errBatchDoesNotFit
 		}
 		return recordChange(tx, changes...)
 	})

@@ -17,8 +17,8 @@ import (
 func request(sess *seckill.Session, no string, user int64, qty int, slots ...int) *seckill.OrderRequest {
 	return &seckill.OrderRequest{
 		Reservation: seckill.Reservation{OrderNo: no, SessionID: sess.ID, UserID: user, Quantity: qty,
-			Slots: slots, ReservedAt: time.Now().UTC(), TraceID: "trace-" + no},
-		SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: time.Minute,
+			Slots: slots, ReservedAt: time.Now().UTC(), TraceID: "trace-" + no, SKUID: sess.SKUID},
+		PriceCents: sess.PriceCents, PayTimeout: time.Minute,
 	}
 }
 

@@ -23,7 +23,7 @@ func TestFindOrdersAndOrderRecord(t *testing.T) {
 	for user := int64(1); user <= 3; user++ {
 		no := fmt.Sprintf("%d-rec%d", sess.ID, user)
 		req := &seckill.OrderRequest{Reservation: seckill.Reservation{OrderNo: no, SessionID: sess.ID, UserID: user, Quantity: 1,
-			Slots: []int{1}, ReservedAt: time.Now().UTC()}, SKUID: sess.SKUID, PriceCents: 250, PayTimeout: time.Minute}
+			Slots: []int{1}, ReservedAt: time.Now().UTC(), SKUID: sess.SKUID}, PriceCents: 250, PayTimeout: time.Minute}
 		_, err := e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
 		require.NoError(t, err)
 		if user == 2 {

@@ -121,7 +121,7 @@ func (db *DB) LiveHoldings(ctx context.Context, sessionID int64) ([]seckill.Rese
 	out := make([]seckill.Reservation, len(rows))
 	for i, r := range rows {
 		out[i] = seckill.Reservation{OrderNo: r.OrderNo, SessionID: r.SessionID, UserID: r.UserID,
-			Quantity: r.Quantity, Slots: byOrder[r.OrderNo], ReservedAt: r.CreatedAt.UTC(), TraceID: r.TraceID}
+			Quantity: r.Quantity, Slots: byOrder[r.OrderNo], ReservedAt: r.CreatedAt.UTC(), TraceID: r.TraceID, SKUID: r.SKUID}
 	}
 	return out, nil
 }

@@ -57,7 +57,7 @@ func (db *DB) RefundOrder(ctx context.Context, ch *seckill.SessionChange) (o *se
 		if err != nil {
 			return err
 		}
-		if err := giveBack(tx, row.SessionID, units, now); err != nil {
+		if err := giveBack(tx, row.SessionID, map[int64]int{row.SKUID: units}, now); err != nil {
 			return err
 		}
 		if err := audit(tx, ch); err != nil {

@@ -35,21 +35,32 @@ func sessionSnapshot(g *gorm.DB, sessionID int64, orderNos []string, overdueBefo
 		return nil, err
 	}
 	snap := &seckill.DBSnapshot{Session: sess.domain(), DBStock: sess.Stock, Orders: map[seckill.Status]int{}}
+	var err error
+	if snap.ItemStock, err = readItems(g, snap.Session); err != nil {
+		return nil, err
+	}
+	if snap.ItemStock != nil {
+		snap.ItemHeld = map[int64]int{}
+	}
 
 	var byStatus []struct {
 		Status string
+		SKUID  int64 `gorm:"column:sku_id"`
 		N      int
 		Qty    int
 	}
-	if err := g.Model(&orderRow{}).Select("status, COUNT(*) AS n, COALESCE(SUM(quantity), 0) AS qty").
-		Where("session_id = ?", sessionID).Group("status").Scan(&byStatus).Error; err != nil {
+	if err := g.Model(&orderRow{}).Select("status, sku_id, COUNT(*) AS n, COALESCE(SUM(quantity), 0) AS qty").
+		Where("session_id = ?", sessionID).Group("status, sku_id").Scan(&byStatus).Error; err != nil {
 		return nil, err
 	}
 	for _, b := range byStatus {
 		st := seckill.Status(b.Status)
-		snap.Orders[st] = b.N
+		snap.Orders[st] += b.N
 		if st.HoldsStock() {
 			snap.HeldQty += b.Qty
+			if snap.ItemHeld != nil {
+				snap.ItemHeld[b.SKUID] += b.Qty
+			}
 		}
 	}
 	holding := seckill.Holding()
@@ -91,7 +102,6 @@ func sessionSnapshot(g *gorm.DB, sessionID int64, orderNos []string, overdueBefo
 		return nil, err
 	}
 	snap.Registrants = int(registrants)
-	var err error
 	snap.Statuses, err = orderStatuses(g, orderNos)
 	return snap, err
 }

@@ -40,10 +40,14 @@ func (db *DB) ChangeSession(ctx context.Context, ch *seckill.SessionChange) (ses
 		}
 		if seen, err := auditSeen(tx, ch); err != nil || seen {
 			sess = row.domain()
+			if err == nil {
+				_, err = readItems(tx, sess)
+			}
 			return err
 		}
 		pausedAt := row.PausedAt
-		if err := change(&row, ch, now); err != nil {
+		s, err := change(tx, &row, ch, now)
+		if err != nil {
 			return err
 		}
 		resumedDraw := pausedAt != nil && !row.Paused && row.DrawnAt != nil
@@ -63,6 +67,7 @@ func (db *DB) ChangeSession(ctx context.Context, ch *seckill.SessionChange) (ses
 			return err
 		}
 		sess, applied = row.domain(), true
+		sess.Items = s.Items
 		return nil
 	})
 	return sess, applied, err
@@ -101,20 +106,37 @@ func audit(tx *gorm.DB, ch *seckill.SessionChange) error {
 		ActorRole: string(ch.ActorRole), FromAddr: ch.From, RequestID: ch.RequestID, Detail: string(detail), CreatedAt: ch.At}).Error
 }
 
-// change applies ch to the locked row by the domain's rules
-// (SessionChange.ApplyTo).
-func change(row *sessionRow, ch *seckill.SessionChange, now time.Time) error {
+// change applies ch to the locked row and its items by the domain's rules
+// (SessionChange.ApplyTo), and returns the session after it: a single-SKU
+// sale's item row follows its session row, a sale of several's stock goes
+// to the item named.
+func change(tx *gorm.DB, row *sessionRow, ch *seckill.SessionChange, now time.Time) (*seckill.Session, error) {
 	s := row.domain()
+	if _, err := readItems(tx, s); err != nil {
+		return nil, err
+	}
 	added, err := ch.ApplyTo(s, now)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if s.Several() {
+		if added > 0 {
+			err = tx.Model(&itemRow{}).Where("session_id = ? AND sku_id = ?", s.ID, ch.SKUID).Updates(map[string]any{
+				"total_stock": gorm.Expr("total_stock + ?", added), "stock": gorm.Expr("stock + ?", added)}).Error
+		}
+	} else if ch.Action == seckill.ActionAddStock || ch.Action == seckill.ActionUpdate {
+		err = tx.Model(&itemRow{}).Where("session_id = ? AND sku_id = ?", s.ID, s.SKUID).Updates(map[string]any{
+			"title": s.Title, "price_cents": s.PriceCents, "total_stock": s.TotalStock, "stock": gorm.Expr("stock + ?", added)}).Error
+	}
+	if err != nil {
+		return nil, err
 	}
 	row.Title, row.PriceCents, row.PerUserLimit, row.StartAt, row.EndAt = s.Title, s.PriceCents, s.PerUserLimit, s.StartAt, s.EndAt
 	row.Paused, row.PausedAt, row.TotalStock = s.Paused, nullTime(s.PausedAt), s.TotalStock
 	row.Mode, row.RegisterFrom, row.RegisterUntil = string(cmp.Or(s.Mode, seckill.ModeFirstCome)), nullTime(s.RegisterFrom), nullTime(s.RegisterUntil)
 	row.RightTTLSeconds = s.RightTTLSeconds
 	row.Stock += added
-	return nil
+	return s, nil
 }
 
 // extendRights gives a drawn sale's rights back the time a pause took

@@ -47,6 +47,9 @@ func (db *DB) CreateSession(ctx context.Context, s *seckill.Session, by *seckill
 			return err
 		}
 		s.ID = row.ID
+		if err := tx.Create(itemRows(s)).Error; err != nil {
+			return err
+		}
 		if by == nil {
 			return nil
 		}
@@ -96,20 +99,24 @@ func (db *DB) Session(ctx context.Context, id int64) (*seckill.Session, int, err
 	} else if err != nil {
 		return nil, 0, err
 	}
-	return row.domain(), row.Stock, nil
+	s := row.domain()
+	if _, err := readItems(db.gorm.WithContext(ctx), s); err != nil {
+		return nil, 0, err
+	}
+	return s, row.Stock, nil
 }
 
-// PreheatFigures returns a session, its database stock and the request ids
-// of the operators' stock changes that stock holds, from one consistent
-// snapshot: what the preheat loads into Redis (redis.Gate.PreheatHolding),
+// PreheatFigures returns a session, its database stock (the sale's, and
+// each item's by SKU) and the request ids of the operators' stock changes
+// that stock holds, from one consistent snapshot: what the preheat loads into Redis (redis.Gate.PreheatHolding),
 // so that an add-stock racing it is counted exactly once. It first marks
 // the session preheated (preheated_at, once), which fixes its mode: a
 // change of mode committed before the mark is in the snapshot, one after
 // it is refused (SessionChange.ApplyTo).
-func (db *DB) PreheatFigures(ctx context.Context, id int64) (sess *seckill.Session, stock int, applied []string, err error) {
+func (db *DB) PreheatFigures(ctx context.Context, id int64) (sess *seckill.Session, stock int, items map[int64]int, applied []string, err error) {
 	if err := db.gorm.WithContext(ctx).Model(&sessionRow{}).Where("id = ? AND preheated_at IS NULL", id).
 		UpdateColumn("preheated_at", db.now()).Error; err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, nil, err
 	}
 	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var row sessionRow
@@ -120,10 +127,13 @@ func (db *DB) PreheatFigures(ctx context.Context, id int64) (sess *seckill.Sessi
 			return err
 		}
 		sess, stock = row.domain(), row.Stock
+		if items, err = readItems(tx, sess); err != nil {
+			return err
+		}
 		return tx.Model(&sessionAuditRow{}).Where("session_id = ? AND action = ?", id, seckill.ActionAddStock).
 			Order("id").Pluck("request_id", &applied).Error
 	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	return sess, stock, applied, err
+	return sess, stock, items, applied, err
 }
 
 // OpenSessions returns up to limit sessions that have not ended at now
@@ -143,6 +153,9 @@ func (db *DB) OpenSessions(ctx context.Context, now time.Time, limit int) ([]*se
 	out := make([]*seckill.Session, len(rows))
 	for i := range rows {
 		out[i] = rows[i].domain()
+		if _, err := readItems(db.gorm.WithContext(ctx), out[i]); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -3,8 +3,8 @@
 -- request id → units, "pending:<units>" for a change made before the
 -- preheat, "mysql" for one the preheat found in MySQL's stock already),
 -- 3 the session's idempotency records (units back on sale are stamped
--- there, see admit.lua).
--- ARGV: 1 units, 2 request id.
+-- there, see admit.lua), 4 its items' stock (a sale of several items).
+-- ARGV: 1 units, 2 request id, 3 the item's SKU ('' in a single-SKU sale).
 -- Returns {applied (1/0), stock after (-1: not preheated)}. A session not
 -- preheated gets the change recorded as pending: the preheat adds it to
 -- the stock it loads unless that stock already holds it (preheat.lua), so
@@ -16,11 +16,18 @@ if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then
   return {0, stock()}
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('HSET', KEYS[2], ARGV[2], 'pending:' .. ARGV[1])
+  local pending = 'pending:' .. ARGV[1]
+  if ARGV[3] ~= '' then pending = pending .. ':' .. ARGV[3] end
+  redis.call('HSET', KEYS[2], ARGV[2], pending)
   return {1, -1}
 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])
 local before = tonumber(redis.call('GET', KEYS[1]))
+if ARGV[3] ~= '' then
+  -- An item that had fewer units than a shopper may buy reopens as the
+  -- sale does.
+  before = math.min(before, redis.call('HINCRBY', KEYS[4], ARGV[3], ARGV[1]) - tonumber(ARGV[1]))
+end
 if before < tonumber(redis.call('HGET', KEYS[3], 'm:limit') or '1e18') then
   local t = redis.call('TIME')
   redis.call('HSET', KEYS[3], 'm:reopened', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))

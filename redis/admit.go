@@ -105,8 +105,8 @@ func (g *Gate) admission(a *seckill.Attempt, r admitResult) (*seckill.Admission,
 	switch {
 	case !replayed:
 		// What the script just wrote, without reading it back.
-		adm.Reservation = ReservationRecord{UserID: a.UserID, Quantity: a.Quantity, Mask: r.mask, At: a.Now, TraceID: a.TraceID, SpanID: a.SpanID}.
-			Reservation(s.ID, a.OrderNo)
+		adm.Reservation = ReservationRecord{UserID: a.UserID, Quantity: a.Quantity, Mask: r.mask, At: a.Now, SKUID: a.SKUID,
+			TraceID: a.TraceID, SpanID: a.SpanID}.Reservation(s.ID, a.OrderNo)
 	case r.resv != "":
 		resv, err := parseReservation(s.ID, r.orderNo, r.resv)
 		if err != nil {
@@ -231,7 +231,7 @@ func (g *Gate) runAdmit(ctx context.Context, sessionID int64, attempts []*seckil
 	case s.AdmitsRegistrants():
 		gated = "1"
 	}
-	args := make([]any, 0, 3+9*len(attempts))
+	args := make([]any, 0, 3+10*len(attempts))
 	args = append(args, len(attempts), seckill.KeyClockSkew.Milliseconds(), gated)
 	for _, a := range attempts {
 		var kt int64
@@ -239,7 +239,7 @@ func (g *Gate) runAdmit(ctx context.Context, sessionID int64, attempts []*seckil
 			kt = a.KeyTime.UnixMilli()
 		}
 		args = append(args, a.UserID, a.Quantity, a.Session.PerUserLimit, a.OrderNo, a.Now.UnixMilli(),
-			ReservationRecord{TraceID: a.TraceID, SpanID: a.SpanID}.trace(), a.IdempotencyKey, a.Fingerprint, kt)
+			ReservationRecord{TraceID: a.TraceID, SpanID: a.SpanID}.trace(), a.IdempotencyKey, a.Fingerprint, kt, itemRecord(a.SKUID))
 	}
 	var raw []any
 	err := retry(ctx, func(ctx context.Context) error {
@@ -332,7 +332,8 @@ func slotsMask(slots []int) int64 {
 }
 
 // ReservationRecord is a reservation as a session's resv hash stores it
-// under its order number: "user|qty|mask|unix ms|trace". admit.lua writes
+// under its order number: "user|qty|mask|unix ms|trace", the time
+// followed by ":<sku>" in a sale of several items. admit.lua writes
 // it and release.lua reads its first three fields; in Go every writer and
 // reader goes through Encode and ParseReservationRecord (a test runs both
 // scripts against them). The trace id comes last and may contain '|'.
@@ -343,7 +344,9 @@ type ReservationRecord struct {
 	// script hands them out.
 	Mask int64
 	// At is when it was reserved, to the millisecond.
-	At      time.Time
+	At time.Time
+	// SKUID is the item reserved in a sale of several items (0 otherwise).
+	SKUID   int64
 	TraceID string
 	// SpanID is the traced purchase's span, stored after the trace id
 	// as "<trace id>/<span id>" when there is one.
@@ -355,9 +358,22 @@ func NewReservationRecord(r *seckill.Reservation) ReservationRecord {
 	return ReservationRecord{UserID: r.UserID, Quantity: r.Quantity, Mask: slotsMask(r.Slots), At: r.ReservedAt, TraceID: r.TraceID, SpanID: r.SpanID}
 }
 
+// itemRecord is how a record names its item: after its time (itemRecord
+// of 0 is none).
+func itemRecord(sku int64) string {
+	if sku == 0 {
+		return ""
+	}
+	return strconv.FormatInt(sku, 10)
+}
+
 // Encode is the record as the scripts store it.
 func (r ReservationRecord) Encode() string {
-	return fmt.Sprintf("%d|%d|%d|%d|%s", r.UserID, r.Quantity, r.Mask, r.At.UnixMilli(), r.trace())
+	at := strconv.FormatInt(r.At.UnixMilli(), 10)
+	if r.SKUID != 0 {
+		at += ":" + itemRecord(r.SKUID)
+	}
+	return fmt.Sprintf("%d|%d|%d|%s|%s", r.UserID, r.Quantity, r.Mask, at, r.trace())
 }
 
 // trace is the record's last field: the trace id, and the span's after a
@@ -382,11 +398,17 @@ func ParseReservationRecord(raw string) (ReservationRecord, error) {
 	user, err1 := strconv.ParseInt(f[0], 10, 64)
 	qty, err2 := strconv.Atoi(f[1])
 	mask, err3 := strconv.ParseInt(f[2], 10, 64)
-	ms, err4 := strconv.ParseInt(f[3], 10, 64)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	at, item, several := strings.Cut(f[3], ":")
+	ms, err4 := strconv.ParseInt(at, 10, 64)
+	var sku int64
+	var err5 error
+	if several {
+		sku, err5 = strconv.ParseInt(item, 10, 64)
+	}
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return ReservationRecord{}, fmt.Errorf("reservation record %q: %w", raw, err)
 	}
-	rec := ReservationRecord{UserID: user, Quantity: qty, Mask: mask, At: time.UnixMilli(ms).UTC(), TraceID: f[4]}
+	rec := ReservationRecord{UserID: user, Quantity: qty, Mask: mask, At: time.UnixMilli(ms).UTC(), SKUID: sku, TraceID: f[4]}
 	if m := spanSuffix.FindStringSubmatch(f[4]); m != nil {
 		rec.TraceID, rec.SpanID = m[1], m[2]
 	}
@@ -398,6 +420,7 @@ func (r ReservationRecord) Reservation(sessionID int64, orderNo string) *seckill
 	return &seckill.Reservation{
 		OrderNo: orderNo, SessionID: sessionID, UserID: r.UserID, Quantity: r.Quantity,
 		Slots: maskSlots(r.Mask), ReservedAt: time.UnixMilli(r.At.UnixMilli()).UTC(), TraceID: r.TraceID, SpanID: r.SpanID,
+		SKUID: r.SKUID,
 	}
 }
 

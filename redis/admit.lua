@@ -2,16 +2,20 @@
 -- concurrent attempts on one session (group commit: one round trip, each
 -- attempt decided in arrival order exactly as if it ran alone).
 -- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending, 5 idem, 6 registrants,
---       7 rights (one hash tag: one slot)
+--       7 rights, 8 items (one hash tag: one slot)
 -- ARGV: 1 n, 2 key clock skew (ms), 3 the gate: '1' when only registrants
 --       may buy (a reserved sale), '2' when only the holders of a live
---       right may (a draw), then n groups of 9: user id,
+--       right may (a draw), then n groups of 10: user id,
 --       quantity, per-user limit, order number, now (unix ms), trace id,
 --       idempotency key ('' for none), body fingerprint, the key's time
---       (unix ms, 0 for a key that carries none); an attempt with no order
+--       (unix ms, 0 for a key that carries none), the item's SKU ('' in a
+--       single-SKU sale); an attempt with no order
 --       number and a key is a lookup (redis.Gate.PinnedOrRefused): its
 --       pin, or the refusal the script would give it, deciding nothing
--- Returns 5n values, per attempt {code, stock left, slot mask, order
+-- A sale of several items keeps each one's stock in the items hash (SKU →
+-- units) beside the sale's stock, which stays their sum: an item sells
+-- out on its own (-1, the sale's stock left), the sale when its stock is 0.
+-- Returns 5n values, per attempt {code, stock left in the sale, slot mask, order
 -- number, reservation}, then the mark of the sale as the call leaves it
 -- {clock (unix ms), stock (-1: not preheated), latest keyed win (unix ms,
 -- 0: none)}, as stockmark.lua reads it: a call that sold the sale out
@@ -72,7 +76,7 @@ local function replayKey(pinned, fp)
   return code, stockNow(), tonumber(mask), no, resv
 end
 
-local function decide(user, qty, limit, orderNo, now, trace)
+local function decide(user, qty, limit, orderNo, now, trace, sku)
   local made = redis.call('HGET', KEYS[5], 'o:' .. orderNo)
   if made then
     local muser, mqty, mmask = string.match(made, '^([^|]*)|([^|]*)|([^|]*)$')
@@ -88,6 +92,11 @@ local function decide(user, qty, limit, orderNo, now, trace)
   local held = tonumber(redis.call('HGET', KEYS[2], user) or '0')
   if held + qty > limit then return -2, stock, 0 end
   if stock < qty then return -1, stock, 0 end
+  if sku ~= '' then
+    local item = redis.call('HGET', KEYS[8], sku)
+    if not item then return -3, stock, 0 end
+    if tonumber(item) < qty then return -1, stock, 0 end
+  end
   if redis.call('HEXISTS', KEYS[3], orderNo) == 1 then return -4, stock, 0 end
   -- Hand out qty free slots in 1..limit (bit i = slot i+1). MySQL keeps a
   -- primary key on (session, user, slot), so a slot handed out twice (Redis
@@ -105,9 +114,14 @@ local function decide(user, qty, limit, orderNo, now, trace)
   end
   if need > 0 then return -2, stock, 0 end
   local left = redis.call('DECRBY', KEYS[1], qty)
+  local at = now
+  if sku ~= '' then
+    redis.call('HINCRBY', KEYS[8], sku, -qty)
+    at = now .. ':' .. sku
+  end
   redis.call('HSET', KEYS[2], user, held + qty, slotsField, bit.bor(mask, mine))
   -- The reservation record: redis.ReservationRecord in Go, trace id last.
-  redis.call('HSET', KEYS[3], orderNo, user .. '|' .. qty .. '|' .. mine .. '|' .. now .. '|' .. trace)
+  redis.call('HSET', KEYS[3], orderNo, user .. '|' .. qty .. '|' .. mine .. '|' .. at .. '|' .. trace)
   redis.call('ZADD', KEYS[4], now, orderNo)
   redis.call('HSET', KEYS[5], 'o:' .. orderNo, user .. '|' .. qty .. '|' .. mine, 'm:limit', limit)
   return 0, left, mine
@@ -132,7 +146,7 @@ local function lookup(user, qty, limit, key, fp, kt)
   return -1, stockNow(), 0, '', ''
 end
 
-local function admit(user, qty, limit, orderNo, now, trace, key, fp, kt)
+local function admit(user, qty, limit, orderNo, now, trace, key, fp, kt, sku)
   if orderNo == '' and key ~= '' then return lookup(user, qty, limit, key, fp, kt) end
   local kfield
   if key ~= '' then
@@ -171,7 +185,7 @@ local function admit(user, qty, limit, orderNo, now, trace, key, fp, kt)
       return -1, stockNow(), 0, orderNo, ''
     end
   end
-  local code, left, mask = decide(user, qty, limit, orderNo, now, trace)
+  local code, left, mask = decide(user, qty, limit, orderNo, now, trace, sku)
   if right and right ~= 'u' and code == 0 then
     redis.call('HSET', KEYS[7], user, 'u')
   end
@@ -184,9 +198,9 @@ end
 local n = tonumber(ARGV[1])
 local out = {}
 for i = 0, n - 1 do
-  local a = 3 + i * 9
+  local a = 3 + i * 10
   local code, left, mask, no, resv = admit(ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]),
-    ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], tonumber(ARGV[a + 9]))
+    ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], tonumber(ARGV[a + 9]), ARGV[a + 10])
   out[#out + 1] = code
   out[#out + 1] = left
   out[#out + 1] = mask

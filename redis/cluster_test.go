@@ -31,7 +31,7 @@ func TestKeysOfASessionShareOneSlot(t *testing.T) {
 		base := fmt.Sprintf("%s:{s%d}:", e.Prefix, id)
 		want, err := e.Redis.ClusterKeySlot(ctx, base+"stock").Result()
 		require.NoError(t, err)
-		for _, k := range []string{"buyers", "resv", "pending", "idem", "orders", "ticket:n0nce"} {
+		for _, k := range []string{"buyers", "resv", "pending", "idem", "orders", "items", "ticket:n0nce"} {
 			got, err := e.Redis.ClusterKeySlot(ctx, base+k).Result()
 			require.NoError(t, err)
 			require.Equal(t, want, got, "%s%s", base, k)

@@ -62,7 +62,8 @@ func TestDrawRightsGate(t *testing.T) {
 		rights, err := e.Gate.Rights(ctx, sess.ID)
 		require.NoError(t, err)
 		require.Equal(t, "u", rights["1"])
-		_, err = e.DB.CreateOrder(ctx, &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: sess.PriceCents,
+		resv.SKUID = sess.SKUID
+		_, err = e.DB.CreateOrder(ctx, &seckill.OrderRequest{Reservation: *resv, PriceCents: sess.PriceCents,
 			PayTimeout: time.Minute}, time.Now().Add(time.Minute))
 		require.NoError(t, err)
 		e.RequireInvariants(sess.ID)

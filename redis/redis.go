@@ -125,18 +125,19 @@ func (g *Gate) Ping(ctx context.Context) error { return g.rdb.Ping(ctx).Err() }
 type sessionKeys struct {
 	base, stock, buyers, resv, pending, idem, orders, stockOps string
 	// registrants is the set of a reserved sale's registered shoppers;
-	// rights a draw's rights, user → end in unix ms or 'u' once used.
-	registrants, rights string
+	// rights a draw's rights, user → end in unix ms or 'u' once used;
+	// items a sale of several items' stock by SKU (none for one SKU).
+	registrants, rights, items string
 }
 
 func (g *Gate) keys(sessionID int64) sessionKeys {
 	// {s<id>} is the hash tag: every key of a session lands in one slot.
 	base := fmt.Sprintf("%s:{s%d}:", g.prefix, sessionID)
-	return sessionKeys{base, base + "stock", base + "buyers", base + "resv", base + "pending", base + "idem", base + "orders", base + "stockops", base + "reg", base + "rights"}
+	return sessionKeys{base, base + "stock", base + "buyers", base + "resv", base + "pending", base + "idem", base + "orders", base + "stockops", base + "reg", base + "rights", base + "items"}
 }
 
 func (k sessionKeys) script() []string {
-	return []string{k.stock, k.buyers, k.resv, k.pending, k.idem, k.registrants, k.rights}
+	return []string{k.stock, k.buyers, k.resv, k.pending, k.idem, k.registrants, k.rights, k.items}
 }
 
 // unavailable wraps an infrastructure failure of Redis in the error vocabulary.

@@ -157,7 +157,7 @@ func testPreheatAndRebuild(t *testing.T, server string) {
 	require.NoError(t, err)
 	require.Equal(t, 8, n, "preheat must not overwrite live stock")
 
-	require.NoError(t, e.Gate.Rebuild(ctx, 99, 8, []seckill.Reservation{
+	require.NoError(t, e.Gate.Rebuild(ctx, 99, 8, nil, []seckill.Reservation{
 		{OrderNo: "99-a", SessionID: 99, UserID: 1, Quantity: 2, Slots: []int{1, 2}, ReservedAt: time.Now(), TraceID: "t"},
 	}))
 	_, _, err = e.Gate.Admit(ctx, sess, 1, 1, "99-b", "t", time.Now())
@@ -319,13 +319,13 @@ func TestAddStockRacingThePreheat(t *testing.T) {
 				figure, applied = 15, []string{"add-5"}
 			}
 			add := func() {
-				_, err := e.Gate.AddStock(ctx, id, 5, "add-5")
+				_, err := e.Gate.AddStock(ctx, id, 5, 0, "add-5")
 				require.NoError(t, err)
 			}
 			if c.redisFirst {
 				add()
 			}
-			_, err := e.Gate.PreheatHolding(ctx, id, figure, applied)
+			_, err := e.Gate.PreheatHolding(ctx, id, figure, nil, applied)
 			require.NoError(t, err)
 			if !c.redisFirst {
 				add()

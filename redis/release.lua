@@ -2,13 +2,17 @@
 -- reservation is the guard: a second call finds nothing and changes nothing.
 -- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending, 5 idem (the idempotency
 -- records outlive the release; it stamps the changes that keep refused
--- keys refused, see admit.lua); ARGV: 1 order number
+-- keys refused, see admit.lua), 6 and 7 unused, 8 items (a sale of
+-- several items: the units go back to the reservation's item too);
+-- ARGV: 1 order number
 -- Returns the units given back (0 when already released or unknown).
 local r = redis.call('HGET', KEYS[3], ARGV[1])
 if not r then return 0 end
--- The first fields of the record (redis.ReservationRecord: user|qty|mask|ms|trace).
-local user, qty, mine = string.match(r, '^([^|]*)|([^|]*)|([^|]*)|')
+-- The first fields of the record (redis.ReservationRecord:
+-- user|qty|mask|ms[:sku]|trace).
+local user, qty, mine, at = string.match(r, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|')
 qty, mine = tonumber(qty), tonumber(mine)
+local sku = string.match(at, ':(%d+)$')
 redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
 -- A retired session has no stock (retire.lua): the units are not put up
@@ -18,7 +22,11 @@ local clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local before = redis.call('GET', KEYS[1])
 if before then
   redis.call('INCRBY', KEYS[1], qty)
-  if tonumber(before) < tonumber(redis.call('HGET', KEYS[5], 'm:limit') or '1e18') then
+  before = tonumber(before)
+  -- An item that had fewer units than a shopper may buy reopens as the
+  -- sale does.
+  if sku then before = math.min(before, redis.call('HINCRBY', KEYS[8], sku, qty) - qty) end
+  if before < tonumber(redis.call('HGET', KEYS[5], 'm:limit') or '1e18') then
     redis.call('HSET', KEYS[5], 'm:reopened', clock)
   end
 end

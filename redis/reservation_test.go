@@ -64,7 +64,7 @@ func TestReservationRecordMatchesTheScripts(t *testing.T) {
 		{OrderNo: fmt.Sprintf("%d-go1", sess.ID), SessionID: sess.ID, UserID: 9, Quantity: 1, Slots: []int{1}, ReservedAt: at, TraceID: "g1"},
 		{OrderNo: fmt.Sprintf("%d-go2", sess.ID), SessionID: sess.ID, UserID: 9, Quantity: 2, Slots: []int{2, 4}, ReservedAt: at, TraceID: "g|2"},
 	}
-	require.NoError(t, e.Gate.Rebuild(ctx, sess.ID, 4, held))
+	require.NoError(t, e.Gate.Rebuild(ctx, sess.ID, 4, nil, held))
 	raw, err = e.Redis.HGet(ctx, resvKey, held[1].OrderNo).Result()
 	require.NoError(t, err)
 	require.Equal(t, redis.NewReservationRecord(&held[1]).Encode(), raw)

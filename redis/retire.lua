@@ -2,7 +2,7 @@
 -- for its workflow start (admitted after the caller found the session
 -- quiet: its order must not be left where no relay looks).
 -- KEYS: 1 stock, 2 buyers, 3 resv, 4 pending, 5 idem, 6 orders, 7 stock
--- changes, 8 registrants, 9 rights. ARGV: 1 retain (ms).
+-- changes, 8 registrants, 9 rights, 10 items. ARGV: 1 retain (ms).
 -- The stock goes at once: the admission script answers "not preheated"
 -- for a session without it, so an API whose cached session still shows
 -- the sale open cannot admit into a retired session. Everything else (the

@@ -21,11 +21,21 @@ func (g *Gate) SessionSnapshot(ctx context.Context, sessionID int64) (*seckill.R
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	if len(res) != 6 {
+	if len(res) != 7 {
 		return nil, fmt.Errorf("snapshot script returned %d values", len(res))
 	}
 	registrants, _ := res[5].(int64)
-	snap := &seckill.RedisSnapshot{Reservations: map[string]int{}, ReservedAt: map[string]time.Time{}, Registrants: int(registrants)}
+	snap := &seckill.RedisSnapshot{Reservations: map[string]int{}, ReservedAt: map[string]time.Time{}, Registrants: int(registrants),
+		Items: map[int64]int{}, ReservedItem: map[string]int64{}}
+	items, _ := res[6].([]any)
+	for i := 0; i+1 < len(items); i += 2 {
+		sku, err1 := strconv.ParseInt(fmt.Sprint(items[i]), 10, 64)
+		n, err2 := strconv.Atoi(fmt.Sprint(items[i+1]))
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("session %d item stock %v=%v", sessionID, items[i], items[i+1])
+		}
+		snap.Items[sku] = n
+	}
 	if s, ok := res[0].(string); ok {
 		if snap.Stock, err = strconv.Atoi(s); err != nil {
 			return nil, fmt.Errorf("session %d stock %q: %w", sessionID, s, err)
@@ -43,6 +53,9 @@ func (g *Gate) SessionSnapshot(ctx context.Context, sessionID int64) (*seckill.R
 		}
 		snap.Reservations[no] = r.Quantity
 		snap.ReservedAt[no] = r.ReservedAt
+		if r.SKUID != 0 {
+			snap.ReservedItem[no] = r.SKUID
+		}
 		reserved[r.UserID] += r.Quantity
 		reservedSlots[r.UserID] |= slotsMask(r.Slots)
 	}

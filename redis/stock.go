@@ -56,6 +56,27 @@ func (g *Gate) Stock(ctx context.Context, sessionID int64) (int, bool, error) {
 	return n, true, nil
 }
 
+// ItemStocks returns a sale of several items' live Redis stock by SKU
+// (empty for a single-SKU sale, or one not preheated).
+func (g *Gate) ItemStocks(ctx context.Context, sessionID int64) (map[int64]int, error) {
+	raw, err := idempotent(ctx, func(ctx context.Context) (map[string]string, error) {
+		return g.rdb.HGetAll(ctx, g.keys(sessionID).items).Result()
+	})
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out := make(map[int64]int, len(raw))
+	for k, v := range raw {
+		sku, err1 := strconv.ParseInt(k, 10, 64)
+		n, err2 := strconv.Atoi(v)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("session %d item stock %s=%s: %w", sessionID, k, v, err)
+		}
+		out[sku] = n
+	}
+	return out, nil
+}
+
 // sessionsKey is the set of preheated sessions: where the relay looks for
 // pending starts.
 func (g *Gate) sessionsKey() string { return g.prefix + ":sessions" }
@@ -85,7 +106,7 @@ func (g *Gate) Sessions(ctx context.Context) ([]int64, error) {
 func (g *Gate) Retire(ctx context.Context, sessionID int64, retain time.Duration) (bool, error) {
 	k := g.keys(sessionID)
 	retired, err := idempotent(ctx, func(ctx context.Context) (int, error) {
-		return retireScript.Run(ctx, g.rdb, []string{k.stock, k.buyers, k.resv, k.pending, k.idem, k.orders, k.stockOps, k.registrants, k.rights},
+		return retireScript.Run(ctx, g.rdb, []string{k.stock, k.buyers, k.resv, k.pending, k.idem, k.orders, k.stockOps, k.registrants, k.rights, k.items},
 			retain.Milliseconds()).Int()
 	})
 	if err != nil {
@@ -105,26 +126,30 @@ func (g *Gate) Retire(ctx context.Context, sessionID int64, retain time.Duration
 // change known to MySQL's figure. For a session no operator added stock
 // to (tests, the bench, the demo).
 func (g *Gate) Preheat(ctx context.Context, sessionID int64, stock int) (int, error) {
-	return g.PreheatHolding(ctx, sessionID, stock, nil)
+	return g.PreheatHolding(ctx, sessionID, stock, nil, nil)
 }
 
 // PreheatHolding loads a session's stock into Redis once and returns the
-// live stock. stock and applied (the request ids of the operators' stock
+// live stock. stock, items (each item's stock by SKU in a sale of several,
+// nil otherwise) and applied (the request ids of the operators' stock
 // changes it holds) come from one MySQL snapshot: an add-stock racing the
 // preheat is then counted once, whichever of its halves lands first (see
 // preheat.lua).
-func (g *Gate) PreheatHolding(ctx context.Context, sessionID int64, stock int, applied []string) (int, error) {
+func (g *Gate) PreheatHolding(ctx context.Context, sessionID int64, stock int, items map[int64]int, applied []string) (int, error) {
 	k := g.keys(sessionID)
 	if err := retry(ctx, func(ctx context.Context) error { return g.rdb.SAdd(ctx, g.sessionsKey(), sessionID).Err() }); err != nil {
 		return 0, unavailable(err)
 	}
-	args := make([]any, 0, len(applied)+1)
-	args = append(args, stock)
+	args := make([]any, 0, len(applied)+2+2*len(items))
+	args = append(args, stock, len(items))
+	for sku, n := range items {
+		args = append(args, sku, n)
+	}
 	for _, id := range applied {
 		args = append(args, id)
 	}
 	n, err := idempotent(ctx, func(ctx context.Context) (int, error) {
-		return preheatScript.Run(ctx, g.rdb, []string{k.stock, k.stockOps}, args...).Int()
+		return preheatScript.Run(ctx, g.rdb, []string{k.stock, k.stockOps, k.items}, args...).Int()
 	})
 	if err != nil {
 		return 0, unavailable(err)
@@ -133,13 +158,14 @@ func (g *Gate) PreheatHolding(ctx context.Context, sessionID int64, stock int, a
 }
 
 // AddStock adds units to a session's live stock once per request id (an
-// operator's POST /admin/v1/sessions/{id}/stock, after MySQL has them) and
-// returns the stock after; -1 when the session is not preheated (its
+// operator's POST /admin/v1/sessions/{id}/stock, after MySQL has them), to
+// item skuID's too in a sale of several items (0 otherwise), and returns
+// the sale's stock after; -1 when the session is not preheated (its
 // preheat will load MySQL's stock, units included).
-func (g *Gate) AddStock(ctx context.Context, sessionID int64, units int, requestID string) (int, error) {
+func (g *Gate) AddStock(ctx context.Context, sessionID int64, units int, skuID int64, requestID string) (int, error) {
 	k := g.keys(sessionID)
 	res, err := idempotent(ctx, func(ctx context.Context) ([]int64, error) {
-		return addStockScript.Run(ctx, g.rdb, []string{k.stock, k.stockOps, k.idem}, units, requestID).Int64Slice()
+		return addStockScript.Run(ctx, g.rdb, []string{k.stock, k.stockOps, k.idem, k.items}, units, requestID, itemRecord(skuID)).Int64Slice()
 	})
 	if err != nil {
 		return 0, unavailable(err)
@@ -147,16 +173,17 @@ func (g *Gate) AddStock(ctx context.Context, sessionID int64, units int, request
 	return int(res[1]), nil
 }
 
-// Rebuild replaces a session's Redis state with stock and the given live
-// holdings (orders that hold stock in MySQL), in one MULTI/EXEC. It is the
-// forced preheat, used after Redis lost its data: reservations not yet
-// turned into orders are dropped with it.
-func (g *Gate) Rebuild(ctx context.Context, sessionID int64, stock int, holdings []seckill.Reservation) error {
+// Rebuild replaces a session's Redis state with stock (and items, each
+// item's stock by SKU in a sale of several, nil otherwise) and the given
+// live holdings (orders that hold stock in MySQL), in one MULTI/EXEC. It
+// is the forced preheat, used after Redis lost its data: reservations not
+// yet turned into orders are dropped with it.
+func (g *Gate) Rebuild(ctx context.Context, sessionID int64, stock int, items map[int64]int, holdings []seckill.Reservation) error {
 	k := g.keys(sessionID)
 	if err := g.rdb.SAdd(ctx, g.sessionsKey(), sessionID).Err(); err != nil {
 		return unavailable(err)
 	}
-	if _, err := g.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error { rebuildIn(ctx, p, k, stock, holdings); return nil }); err != nil {
+	if _, err := g.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error { rebuildIn(ctx, p, k, stock, items, holdings); return nil }); err != nil {
 		return unavailable(err)
 	}
 	return nil
@@ -167,7 +194,7 @@ func (g *Gate) Rebuild(ctx context.Context, sessionID int64, stock int, holdings
 // ran (an admission, a release), nothing is rebuilt and the answer is
 // ECONFLICT (see seckill.Rebuilder).
 func (g *Gate) RebuildUnchanged(ctx context.Context, sessionID int64,
-	decide func(context.Context) (int, []seckill.Reservation, bool, error)) (bool, error) {
+	decide func(context.Context) (int, map[int64]int, []seckill.Reservation, bool, error)) (bool, error) {
 	k := g.keys(sessionID)
 	if err := g.rdb.SAdd(ctx, g.sessionsKey(), sessionID).Err(); err != nil {
 		return false, unavailable(err)
@@ -175,7 +202,7 @@ func (g *Gate) RebuildUnchanged(ctx context.Context, sessionID int64,
 	var rebuilt bool
 	var decideErr error
 	err := g.rdb.Watch(ctx, func(tx *goredis.Tx) error {
-		stock, holdings, ok, err := decide(ctx)
+		stock, items, holdings, ok, err := decide(ctx)
 		if err != nil {
 			decideErr = err
 			return err
@@ -183,12 +210,12 @@ func (g *Gate) RebuildUnchanged(ctx context.Context, sessionID int64,
 		if !ok {
 			return nil
 		}
-		if _, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error { rebuildIn(ctx, p, k, stock, holdings); return nil }); err != nil {
+		if _, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error { rebuildIn(ctx, p, k, stock, items, holdings); return nil }); err != nil {
 			return err
 		}
 		rebuilt = true
 		return nil
-	}, k.stock, k.buyers, k.resv, k.pending)
+	}, k.stock, k.buyers, k.resv, k.pending, k.items)
 	switch {
 	case errors.Is(err, goredis.TxFailedErr):
 		return false, seckill.Errorf(seckill.ECONFLICT, "session %d's Redis state changed while the rebuild was decided; nothing was rebuilt", sessionID)
@@ -201,9 +228,12 @@ func (g *Gate) RebuildUnchanged(ctx context.Context, sessionID int64,
 }
 
 // rebuildIn queues a rebuild of a session's state (see Rebuild) on p.
-func rebuildIn(ctx context.Context, p goredis.Pipeliner, k sessionKeys, stock int, holdings []seckill.Reservation) {
-	p.Del(ctx, k.stock, k.buyers, k.resv, k.pending)
+func rebuildIn(ctx context.Context, p goredis.Pipeliner, k sessionKeys, stock int, items map[int64]int, holdings []seckill.Reservation) {
+	p.Del(ctx, k.stock, k.buyers, k.resv, k.pending, k.items)
 	p.Set(ctx, k.stock, stock, 0)
+	for sku, n := range items {
+		p.HSet(ctx, k.items, itemRecord(sku), n)
+	}
 	// Units may be back on sale: keys refused before stay refused
 	// (admit.lua). This process's clock, a skew ahead of Redis's at
 	// worst: a later stamp only refuses more.
@@ -213,7 +243,11 @@ func rebuildIn(ctx context.Context, p goredis.Pipeliner, k sessionKeys, stock in
 	for _, h := range holdings {
 		units[h.UserID] += h.Quantity
 		masks[h.UserID] |= slotsMask(h.Slots)
-		p.HSet(ctx, k.resv, h.OrderNo, NewReservationRecord(&h).Encode())
+		rec := NewReservationRecord(&h)
+		if items != nil {
+			rec.SKUID = h.SKUID
+		}
+		p.HSet(ctx, k.resv, h.OrderNo, rec.Encode())
 	}
 	for u, n := range units {
 		p.HSet(ctx, k.buyers, strconv.FormatInt(u, 10), n, fmt.Sprintf("%d:slots", u), masks[u])

@@ -81,7 +81,7 @@ func (g *Gate) Order(ctx context.Context, orderNo string) (*seckill.Order, error
 		return nil, err
 	}
 	return &seckill.Order{
-		OrderNo: orderNo, SessionID: sessionID, UserID: r.UserID, Quantity: r.Quantity,
+		OrderNo: orderNo, SessionID: sessionID, UserID: r.UserID, Quantity: r.Quantity, SKUID: r.SKUID,
 		Status: seckill.StatusQueued, CreatedAt: r.ReservedAt, TraceID: r.TraceID,
 	}, nil
 }

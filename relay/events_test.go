@@ -101,7 +101,7 @@ func orders(t *testing.T, e *testenv.Env, sess *seckill.Session, names ...string
 	for i, name := range names {
 		no := fmt.Sprintf("%d-%s", sess.ID, name)
 		req := &seckill.OrderRequest{Reservation: seckill.Reservation{OrderNo: no, SessionID: sess.ID, UserID: int64(100 + i),
-			Quantity: 1, Slots: []int{1}, ReservedAt: time.Now().UTC()}, SKUID: sess.SKUID, PriceCents: sess.PriceCents}
+			Quantity: 1, Slots: []int{1}, ReservedAt: time.Now().UTC(), SKUID: sess.SKUID}, PriceCents: sess.PriceCents}
 		_, err := e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
 		require.NoError(t, err)
 		pay := &seckill.Payment{EventID: "evt-" + no, PaymentID: "pay-" + no, OrderNo: no, AmountCents: sess.PriceCents}

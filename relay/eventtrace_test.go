@@ -31,7 +31,7 @@ func TestEventDeliveryLinksToThePurchasesTrace(t *testing.T) {
 	const purchase = "0af7651916cd43dd8448eb211c80319c"
 	no := fmt.Sprintf("%d-traced", sess.ID)
 	req := &seckill.OrderRequest{Reservation: seckill.Reservation{OrderNo: no, SessionID: sess.ID, UserID: 7,
-		Quantity: 1, Slots: []int{1}, ReservedAt: time.Now().UTC(), TraceID: purchase}, SKUID: sess.SKUID, PriceCents: sess.PriceCents}
+		Quantity: 1, Slots: []int{1}, ReservedAt: time.Now().UTC(), TraceID: purchase, SKUID: sess.SKUID}, PriceCents: sess.PriceCents}
 	_, err := e.DB.CreateOrder(context.Background(), req, time.Now().Add(time.Minute))
 	require.NoError(t, err)
 	n, err := eventsRelay(e, srv.URL, metrics.New()).Pass(context.Background())

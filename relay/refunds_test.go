@@ -77,8 +77,8 @@ func TestRefundRetriesAndParking(t *testing.T) {
 	latePayment := func(name string, user int64) string {
 		no := fmt.Sprintf("%d-%s-%s", sess.ID, name, u)
 		req := &seckill.OrderRequest{Reservation: seckill.Reservation{OrderNo: no, SessionID: sess.ID, UserID: user,
-			Quantity: 1, Slots: []int{1}, ReservedAt: time.Now().UTC(), TraceID: "trace-" + name},
-			SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: time.Minute}
+			Quantity: 1, Slots: []int{1}, ReservedAt: time.Now().UTC(), TraceID: "trace-" + name, SKUID: sess.SKUID},
+			PriceCents: sess.PriceCents, PayTimeout: time.Minute}
 		_, err := e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
 		require.NoError(t, err)
 		_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
@@ -176,7 +176,7 @@ func TestReceivedPaymentsBehindStuckOnesSettle(t *testing.T) {
 	}
 	no := fmt.Sprintf("%d-closed-%s", sess.ID, u)
 	req := &seckill.OrderRequest{Reservation: seckill.Reservation{OrderNo: no, SessionID: sess.ID, UserID: 1,
-		Quantity: 1, Slots: []int{1}, ReservedAt: time.Now().UTC(), TraceID: "trace-closed"}, SKUID: sess.SKUID, PriceCents: 100}
+		Quantity: 1, Slots: []int{1}, ReservedAt: time.Now().UTC(), TraceID: "trace-closed", SKUID: sess.SKUID}, PriceCents: 100}
 	_, err := e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
 	require.NoError(t, err)
 	_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")

@@ -39,7 +39,8 @@ func TestRelayStartsWhatTheAPIDidNot(t *testing.T) {
 	resv, err := e.Gate.Pending(ctx, sess.ID, time.Now(), 10)
 	require.NoError(t, err)
 	require.Len(t, resv, 3)
-	started, err := e.Orders.Start(ctx, &seckill.OrderRequest{Reservation: resv[0], SKUID: sess.SKUID, PriceCents: 300, PayTimeout: time.Minute})
+	resv[0].SKUID = sess.SKUID
+	started, err := e.Orders.Start(ctx, &seckill.OrderRequest{Reservation: resv[0], PriceCents: 300, PayTimeout: time.Minute})
 	require.NoError(t, err)
 	require.True(t, started)
 

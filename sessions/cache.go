@@ -44,6 +44,10 @@ type Cache struct {
 
 	mu sync.RWMutex
 	m  map[int64]cachedSession // sessions that exist: bounded by the table
+	// forgets counts Forget calls: a load that began before one (it may
+	// have read the row before the change it forgets) answers the callers
+	// that joined it before, but is not kept.
+	forgets uint64
 }
 
 type cachedSession struct {
@@ -91,6 +95,9 @@ func (c *Cache) Get(ctx context.Context, id int64) (*seckill.Session, error) {
 		}
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
 		defer cancel()
+		c.mu.RLock()
+		gen := c.forgets
+		c.mu.RUnlock()
 		s, err := c.load(lctx, id)
 		switch {
 		case seckill.ErrorCode(err) == seckill.ENOTFOUND:
@@ -103,7 +110,9 @@ func (c *Cache) Get(ctx context.Context, id int64) (*seckill.Session, error) {
 			return nil, err
 		}
 		c.mu.Lock()
-		c.m[id] = cachedSession{s: s, expires: time.Now().Add(c.ttl)}
+		if c.forgets == gen {
+			c.m[id] = cachedSession{s: s, expires: time.Now().Add(c.ttl)}
+		}
 		c.mu.Unlock()
 		return s, nil
 	})
@@ -125,6 +134,9 @@ func (c *Cache) Get(ctx context.Context, id int64) (*seckill.Session, error) {
 func (c *Cache) Forget(id int64) {
 	c.mu.Lock()
 	delete(c.m, id)
+	c.forgets++
 	c.mu.Unlock()
+	// A Get from now on loads afresh rather than joining a load in flight.
+	c.group.Forget(strconv.FormatInt(id, 10))
 	c.Unknown.Remove(id)
 }

@@ -21,9 +21,10 @@ type Store interface {
 	// ChangeSession applies a change with its audit row; applied is false
 	// for a replay of its request id.
 	ChangeSession(ctx context.Context, ch *seckill.SessionChange) (*seckill.Session, bool, error)
-	// PreheatFigures is the session, its database stock and the ids of the
-	// stock changes that stock holds, read in one snapshot.
-	PreheatFigures(ctx context.Context, id int64) (*seckill.Session, int, []string, error)
+	// PreheatFigures is the session, its database stock (the sale's, and
+	// each item's in a sale of several) and the ids of the stock changes
+	// that stock holds, read in one snapshot.
+	PreheatFigures(ctx context.Context, id int64) (*seckill.Session, int, map[int64]int, []string, error)
 	// LiveHoldings are the orders that hold stock, as reservations.
 	LiveHoldings(ctx context.Context, sessionID int64) ([]seckill.Reservation, error)
 	seckill.RegistrantPages
@@ -32,10 +33,10 @@ type Store interface {
 
 // Stock is the Redis side: the session's live stock.
 type Stock interface {
-	AddStock(ctx context.Context, sessionID int64, units int, requestID string) (int, error)
+	AddStock(ctx context.Context, sessionID int64, units int, skuID int64, requestID string) (int, error)
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
-	PreheatHolding(ctx context.Context, sessionID int64, stock int, applied []string) (int, error)
-	Rebuild(ctx context.Context, sessionID int64, stock int, holdings []seckill.Reservation) error
+	PreheatHolding(ctx context.Context, sessionID int64, stock int, items map[int64]int, applied []string) (int, error)
+	Rebuild(ctx context.Context, sessionID int64, stock int, items map[int64]int, holdings []seckill.Reservation) error
 	seckill.RegistrantSet
 	seckill.RightsSink
 }
@@ -129,7 +130,11 @@ func (c *Controls) Change(ctx context.Context, ch *seckill.SessionChange) (*Chan
 	if ch.Action == seckill.ActionAddStock {
 		// Also on a replay: the first attempt may have stopped between
 		// MySQL and Redis; the gate adds the units once per request id.
-		left, err := c.Stock.AddStock(ctx, ch.SessionID, ch.Add, ch.RequestID)
+		item := ch.SKUID
+		if !sess.Several() {
+			item = 0 // Redis keeps a single-SKU sale's stock as the sale's
+		}
+		left, err := c.Stock.AddStock(ctx, ch.SessionID, ch.Add, item, ch.RequestID)
 		if err != nil {
 			return nil, err
 		}
@@ -158,7 +163,7 @@ type Preheated struct {
 // retired its Redis state, and loading it would put it back where the
 // relays look, with nothing left to retire it.
 func (c *Controls) Preheat(ctx context.Context, id int64, force bool, traceID string) (*Preheated, error) {
-	sess, dbStock, applied, err := c.Store.PreheatFigures(ctx, id)
+	sess, dbStock, items, applied, err := c.Store.PreheatFigures(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +182,7 @@ func (c *Controls) Preheat(ctx context.Context, id int64, force bool, traceID st
 		if err != nil {
 			return nil, err
 		}
-		if err := c.Stock.Rebuild(ctx, id, dbStock, holdings); err != nil {
+		if err := c.Stock.Rebuild(ctx, id, dbStock, items, holdings); err != nil {
 			return nil, err
 		}
 		// A drawn sale's usable rights: the rebuild may have found the
@@ -199,7 +204,7 @@ func (c *Controls) Preheat(ctx context.Context, id int64, force bool, traceID st
 		return nil, seckill.Errorf(seckill.ECONFLICT,
 			"session %d already has orders but no Redis stock; rebuild it with ?force=true", id)
 	}
-	live, err := c.Stock.PreheatHolding(ctx, id, dbStock, applied)
+	live, err := c.Stock.PreheatHolding(ctx, id, dbStock, items, applied)
 	if err != nil {
 		return nil, err
 	}

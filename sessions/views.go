@@ -22,9 +22,11 @@ const listLimit = 20
 // runs per TTL, concurrent misses share it, and a failed load keeps
 // serving the last good answer.
 type Views struct {
-	// Stock is a session's stock in Redis, and whether it was preheated.
+	// Stock is a session's stock in Redis, and whether it was preheated;
+	// ItemStocks a sale of several items' by SKU.
 	Stock interface {
 		Stock(ctx context.Context, sessionID int64) (int, bool, error)
+		ItemStocks(ctx context.Context, sessionID int64) (map[int64]int, error)
 	}
 	// Open lists the sessions not ended at now, soonest first (MySQL).
 	Open interface {
@@ -63,7 +65,20 @@ func (v *Views) View(ctx context.Context, sess *seckill.Session) (*seckill.Sessi
 		own.Currency = v.Currency
 		sess = &own
 	}
-	return &seckill.SessionView{Session: sess, RemainingStock: stock, State: state}, nil
+	items := []seckill.ItemView{{Item: sess.AllItems()[0], RemainingStock: stock}}
+	if sess.Several() {
+		left := map[int64]int{}
+		if preheated {
+			if left, err = v.Stock.ItemStocks(ctx, sess.ID); err != nil {
+				return nil, err
+			}
+		}
+		items = make([]seckill.ItemView, len(sess.Items))
+		for i, it := range sess.Items {
+			items[i] = seckill.ItemView{Item: it, RemainingStock: left[it.SKUID]}
+		}
+	}
+	return &seckill.SessionView{Session: sess, RemainingStock: stock, State: state, Items: items}, nil
 }
 
 // List is the encoded list answer ({"sessions": [views]}), at most TTL old.

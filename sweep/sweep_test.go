@@ -41,7 +41,8 @@ func reserve(t *testing.T, e *testenv.Env, s *seckill.Session, user int64) *seck
 	no := fmt.Sprintf("%d-sw%d-%d", s.ID, user, time.Now().UnixNano())
 	r, _, err := e.Gate.Admit(context.Background(), s, user, 1, no, fmt.Sprintf("trace-%d", user), time.Now())
 	require.NoError(t, err)
-	return &seckill.OrderRequest{Reservation: *r, SKUID: s.SKUID, PriceCents: s.PriceCents, PayTimeout: seckill.DefaultPayTimeout}
+	r.SKUID = s.SKUID
+	return &seckill.OrderRequest{Reservation: *r, PriceCents: s.PriceCents, PayTimeout: seckill.DefaultPayTimeout}
 }
 
 // start starts the order's workflow, as the API does, and waits for WAIT_PAY.

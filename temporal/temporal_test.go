@@ -34,7 +34,8 @@ func TestDuplicateStartIsDetected(t *testing.T) {
 	no := fmt.Sprintf("%d-dup%d", sess.ID, time.Now().UnixNano())
 	resv, _, err := e.Gate.Admit(ctx, sess, 1, 1, no, "trace-dup", time.Now())
 	require.NoError(t, err)
-	req := &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: 100, PayTimeout: time.Minute}
+	resv.SKUID = sess.SKUID
+	req := &seckill.OrderRequest{Reservation: *resv, PriceCents: 100, PayTimeout: time.Minute}
 
 	started, err := e.Orders.Start(ctx, req)
 	require.NoError(t, err)
@@ -185,7 +186,8 @@ func opsQueries(t *testing.T, e *testenv.Env, ui string) {
 		no := fmt.Sprintf("%d-ops%d-%d", s.ID, stamp, n)
 		resv, _, err := e.Gate.Admit(ctx, s, u, 1, no, fmt.Sprintf("trace-ops-%d-%d", stamp, n), time.Now())
 		require.NoError(t, err)
-		_, err = e.Orders.Start(ctx, &seckill.OrderRequest{Reservation: *resv, SKUID: 1, PriceCents: 100, PayTimeout: time.Hour})
+		resv.SKUID = s.SKUID
+		_, err = e.Orders.Start(ctx, &seckill.OrderRequest{Reservation: *resv, PriceCents: 100, PayTimeout: time.Hour})
 		require.NoError(t, err)
 		return no
 	}

@@ -27,7 +27,7 @@ func TestOrdersReadCommands(t *testing.T) {
 	for user := int64(1); user <= 3; user++ {
 		no := fmt.Sprintf("%d-cs%d", sess.ID, user)
 		req := &seckill.OrderRequest{Reservation: seckill.Reservation{OrderNo: no, SessionID: sess.ID, UserID: user, Quantity: 1,
-			Slots: []int{1}, ReservedAt: time.Now().UTC()}, SKUID: sess.SKUID, PriceCents: 250, PayTimeout: time.Minute}
+			Slots: []int{1}, ReservedAt: time.Now().UTC(), SKUID: sess.SKUID}, PriceCents: 250, PayTimeout: time.Minute}
 		_, _, err := e.DB.CloseOrder(ctx, req, "cancelled")
 		require.NoError(t, err)
 		placed = append(placed, no)

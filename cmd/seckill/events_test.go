@@ -51,7 +51,7 @@ func TestEventsCommand(t *testing.T) {
 	for i := range 2 {
 		no := fmt.Sprintf("%d-cli%d", sess.ID, i)
 		req := &seckill.OrderRequest{Reservation: seckill.Reservation{OrderNo: no, SessionID: sess.ID, UserID: int64(i + 1),
-			Quantity: 1, Slots: []int{1}, ReservedAt: time.Now().UTC()}, SKUID: sess.SKUID, PriceCents: 250}
+			Quantity: 1, Slots: []int{1}, ReservedAt: time.Now().UTC(), SKUID: sess.SKUID}, PriceCents: 250}
 		_, _, err := e.DB.CloseOrder(ctx, req, "cancelled")
 		require.NoError(t, err)
 	}

@@ -50,7 +50,7 @@ func TestRefundsCommand(t *testing.T) {
 	ctx := context.Background()
 	no := fmt.Sprintf("%d-cli", sess.ID)
 	req := &seckill.OrderRequest{Reservation: seckill.Reservation{OrderNo: no, SessionID: sess.ID, UserID: 1, Quantity: 1,
-		Slots: []int{1}, ReservedAt: time.Now().UTC()}, SKUID: sess.SKUID, PriceCents: 250, PayTimeout: time.Minute}
+		Slots: []int{1}, ReservedAt: time.Now().UTC(), SKUID: sess.SKUID}, PriceCents: 250, PayTimeout: time.Minute}
 	_, err := e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
 	require.NoError(t, err)
 	_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")

@@ -26,7 +26,7 @@ func sessionCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "session",
-		Short: "Operate a sale through the admin API: pause, resume, end, add-stock, update, audit",
+		Short: "Create and operate a sale through the admin API: create, pause, resume, end, add-stock, update, audit",
 		Long: `session changes a running or upcoming sale through the admin API of a
 running stack (--api, SECKILL_OPERATOR_TOKEN or SECKILL_ADMIN_TOKEN) and prints
 the answer as JSON. Every change is recorded in the session's audit ledger
@@ -65,6 +65,19 @@ applied once), and retry add-stock with it after an UNAVAILABLE answer.`,
 			},
 		}
 	}
+	var sku int64
+	addStock := verb("add-stock <session> <units> [--sku N]", "Add units to the sale (to item --sku of a sale of several) in MySQL and Redis; the sold-out flag lifts",
+		func(cmd *cobra.Command, cl *client.Client, id int64, args []string) (any, error) {
+			if len(args) != 2 {
+				return nil, errors.New("usage: seckill session add-stock <session> <units> [--sku N]")
+			}
+			n, err := strconv.Atoi(args[1])
+			if err != nil {
+				return nil, fmt.Errorf("units must be an integer, not %q", args[1])
+			}
+			return cl.AddItemStock(cmd.Context(), id, sku, n, opts)
+		})
+	addStock.Flags().Int64Var(&sku, "sku", 0, "the item that gets the units, in a sale of several items")
 	cmd.AddCommand(
 		verb("pause <session>", "Stop new orders (423 PAUSED on every API within a second); payments and timeouts go on",
 			func(cmd *cobra.Command, cl *client.Client, id int64, _ []string) (any, error) {
@@ -78,18 +91,9 @@ applied once), and retry add-stock with it after an UNAVAILABLE answer.`,
 			func(cmd *cobra.Command, cl *client.Client, id int64, _ []string) (any, error) {
 				return cl.EndSession(cmd.Context(), id, opts)
 			}),
-		verb("add-stock <session> <units>", "Add units to the sale in MySQL and Redis; the sold-out flag lifts",
-			func(cmd *cobra.Command, cl *client.Client, id int64, args []string) (any, error) {
-				if len(args) != 2 {
-					return nil, errors.New("usage: seckill session add-stock <session> <units>")
-				}
-				n, err := strconv.Atoi(args[1])
-				if err != nil {
-					return nil, fmt.Errorf("units must be an integer, not %q", args[1])
-				}
-				return cl.AddStock(cmd.Context(), id, n, opts)
-			}),
+		addStock,
 		updateCmd(verb, &opts),
+		createCmd(admin),
 		verb("audit <session>", "Print the session's audit ledger, oldest first",
 			func(cmd *cobra.Command, cl *client.Client, id int64, _ []string) (any, error) {
 				return cl.SessionAudit(cmd.Context(), id)

@@ -20,8 +20,14 @@ import (
 // its JSON answer into out.
 func sessionCLI(t *testing.T, e *testenv.Env, out any, args ...string) {
 	t.Helper()
+	sessionCLIAs(t, e, seckill.RoleOperator, out, args...)
+}
+
+// sessionCLIAs is sessionCLI as an operator of role.
+func sessionCLIAs(t *testing.T, e *testenv.Env, role seckill.Role, out any, args ...string) {
+	t.Helper()
 	cmd := exec.Command(testenv.Binary(t), append([]string{"session", "--api", e.BaseURL}, args...)...)
-	cmd.Env = append(e.ProcessEnv(), "SECKILL_OPERATOR_TOKEN="+e.OperatorToken("cli-ops", seckill.RoleOperator))
+	cmd.Env = append(e.ProcessEnv(), "SECKILL_OPERATOR_TOKEN="+e.OperatorToken("cli-"+string(role), role))
 	raw, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", raw)
 	require.NoError(t, json.Unmarshal(raw, out), "%s", raw)
@@ -69,4 +75,41 @@ func TestSessionCommand(t *testing.T) {
 	require.Equal(t, []seckill.SessionAction{seckill.ActionPause, seckill.ActionAddStock, seckill.ActionResume, seckill.ActionEnd}, actions)
 	e.WaitStatus(e.Token(1), placed.OrderNo, 20*time.Second, seckill.StatusWaitPay)
 	e.RequireInvariants(sess.ID)
+}
+
+// A sale of sizes from the CLI: created with --item each, bought by size
+// with the client, one pair per shopper across the sizes, stock added to
+// one size with --sku.
+func TestSessionCreateItems(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	var v seckill.SessionView
+	sessionCLIAs(t, e, seckill.RoleAdmin, &v, "create", "--title", "Runner", "--per-user-limit", "1",
+		"--start-at", time.Now().UTC().Add(-time.Second).Format(time.RFC3339), "--end-at", time.Now().UTC().Add(time.Hour).Format(time.RFC3339),
+		"--item", "3801:700:2:EU 38", "--item", "3802:800:1:EU 39: narrow")
+	require.Equal(t, "Runner", v.Title)
+	require.Len(t, v.Items, 2)
+	require.Equal(t, "EU 39: narrow", v.Items[1].Title, "the title comes last and may hold colons")
+	require.Equal(t, 3, v.TotalStock)
+	_, err := e.Client().Preheat(ctx, v.ID, false)
+	require.NoError(t, err)
+
+	won, err := e.Shopper(1).Buy(ctx, v.ID, client.BuyOptions{SKUID: 3802, IdempotencyKey: testenv.KeyAt(time.Now())})
+	require.NoError(t, err)
+	_, err = e.Shopper(1).Buy(ctx, v.ID, client.BuyOptions{SKUID: 3801, IdempotencyKey: testenv.KeyAt(time.Now())})
+	require.Equal(t, seckill.ELIMIT, seckill.ErrorCode(err), "one pair per shopper across the sizes: %v", err)
+	_, err = e.Shopper(2).Buy(ctx, v.ID, client.BuyOptions{SKUID: 3802, IdempotencyKey: testenv.KeyAt(time.Now())})
+	require.Equal(t, seckill.ESOLDOUT, seckill.ErrorCode(err), "EU 39 sold out: %v", err)
+	o, err := e.Shopper(1).WaitOrder(ctx, won.OrderNo, seckill.StatusWaitPay)
+	require.NoError(t, err)
+	require.Equal(t, int64(3802), o.SKUID)
+	require.Equal(t, int64(800), o.AmountCents)
+
+	var ch client.Changed
+	sessionCLI(t, e, &ch, "add-stock", fmt.Sprint(v.ID), "2", "--sku", "3802")
+	require.True(t, ch.Applied)
+	require.Equal(t, 5, ch.Session.TotalStock)
+	require.Equal(t, 2, ch.Session.Items[1].RemainingStock, "the units went to EU 39")
+	require.Equal(t, 2, ch.Session.Items[0].RemainingStock)
+	e.RequireInvariants(v.ID)
 }

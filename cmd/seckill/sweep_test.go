@@ -29,7 +29,8 @@ func TestWorkerSweepsAnOrderWhoseWorkflowIsGone(t *testing.T) {
 	no := fmt.Sprintf("%d-gone-%d", sess.ID, time.Now().UnixNano()) // unique on the shared Temporal server
 	resv, _, err := e.Gate.Admit(ctx, sess, 1, 1, no, "trace-gone", time.Now())
 	require.NoError(t, err)
-	started, err := e.Orders.Start(ctx, &seckill.OrderRequest{Reservation: *resv, SKUID: sess.SKUID, PriceCents: 100, PayTimeout: 6 * time.Second})
+	resv.SKUID = sess.SKUID
+	started, err := e.Orders.Start(ctx, &seckill.OrderRequest{Reservation: *resv, PriceCents: 100, PayTimeout: 6 * time.Second})
 	require.NoError(t, err)
 	require.True(t, started)
 	require.NoError(t, e.Gate.Started(ctx, sess.ID, no))

@@ -46,13 +46,14 @@ type APIStore interface {
 // APIGate is the Redis side of an API process: its use cases', its
 // routes', its starter's and its outbox relay's.
 type APIGate interface {
-	admission.Stock                                                // admission, and its sold-out memory
-	admission.Tickets                                              // purchase tickets, used once
-	orders.Views                                                   // the order finder's views
-	payments.Reservations                                          // the payment intake's view of a QUEUED order
-	Stock(ctx context.Context, sessionID int64) (int, bool, error) // the session views' stock
-	api.StartBacklog                                               // a QUEUED order's poll
-	relay.Gate                                                     // the outbox relay (and the starter's starts confirmed)
+	admission.Stock                                                         // admission, and its sold-out memory
+	admission.Tickets                                                       // purchase tickets, used once
+	orders.Views                                                            // the order finder's views
+	payments.Reservations                                                   // the payment intake's view of a QUEUED order
+	Stock(ctx context.Context, sessionID int64) (int, bool, error)          // the session views' stock
+	ItemStocks(ctx context.Context, sessionID int64) (map[int64]int, error) // a sale of items' stock
+	api.StartBacklog                                                        // a QUEUED order's poll
+	relay.Gate                                                              // the outbox relay (and the starter's starts confirmed)
 	// Reconcile, and its repair of Redis from MySQL.
 	seckill.RedisSnapshotter
 	seckill.Rebuilder

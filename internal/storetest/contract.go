@@ -44,8 +44,8 @@ func Request(sess *seckill.Session, suffix string, user int64, qty int, slots ..
 	no := fmt.Sprintf("%d-%s", sess.ID, suffix)
 	return &seckill.OrderRequest{
 		Reservation: seckill.Reservation{OrderNo: no, SessionID: sess.ID, UserID: user, Quantity: qty,
-			Slots: slots, ReservedAt: time.Now().UTC().Truncate(time.Millisecond), TraceID: "trace-" + no},
-		SKUID: sess.SKUID, PriceCents: sess.PriceCents, PayTimeout: time.Minute,
+			Slots: slots, ReservedAt: time.Now().UTC().Truncate(time.Millisecond), TraceID: "trace-" + no, SKUID: sess.SKUID},
+		PriceCents: sess.PriceCents, PayTimeout: time.Minute,
 	}
 }
 
