@@ -282,7 +282,9 @@
       }
       if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null);
       li.querySelector('[data-role="title"]').textContent = s.title;
-      li.querySelector('[data-role="price"]').textContent = "price " + money(s.price_cents);
+      renderSizes(li, s);
+      var chosen = chosenItem(li, s);
+      li.querySelector('[data-role="price"]').textContent = "price " + money(chosen ? chosen.price_cents : s.price_cents);
       li.querySelector('[data-role="limit"]').textContent = String(s.per_user_limit);
       var rem = li.querySelector('[data-role="remaining"]');
       // Before the sale its stock may not be loaded yet: say what is on offer.
@@ -306,6 +308,48 @@
     $("all-sessions").hidden = !focusID;
     askRegistrations();
     tick();
+  }
+
+  // renderSizes shows a sale of several items as one button per item (a
+  // size) with its remaining stock; a sold-out size is greyed and cannot be
+  // chosen. The choice is kept on the card (data-sku) across reloads.
+  function renderSizes(li, s) {
+    var box = li.querySelector('[data-role="sizes"]');
+    var items = s.items || [];
+    box.hidden = items.length < 2;
+    if (box.hidden) return;
+    var chosen = li.dataset.sku;
+    var current = items.some(function (it) { return String(it.sku_id) === chosen && it.remaining_stock > 0; });
+    if (!current) {
+      var open = items.filter(function (it) { return it.remaining_stock > 0; })[0];
+      chosen = li.dataset.sku = open ? String(open.sku_id) : "";
+    }
+    box.textContent = "";
+    items.forEach(function (it) {
+      var b = document.createElement("button");
+      b.type = "button";
+      b.dataset.sku = String(it.sku_id);
+      b.dataset.remaining = String(it.remaining_stock);
+      var left = s.state === "UPCOMING" ? it.total_stock + " on offer" :
+        it.remaining_stock > 0 ? it.remaining_stock + " left" : "sold out";
+      b.textContent = it.title + " · " + left;
+      b.disabled = s.state !== "UPCOMING" && it.remaining_stock <= 0;
+      b.setAttribute("aria-pressed", String(b.dataset.sku === chosen));
+      b.addEventListener("click", function () {
+        li.dataset.sku = b.dataset.sku;
+        renderSizes(li, li._session || s);
+        var c = chosenItem(li, li._session || s);
+        if (c) li.querySelector('[data-role="price"]').textContent = "price " + money(c.price_cents);
+      });
+      box.appendChild(b);
+    });
+  }
+
+  // chosenItem is the item chosen on a card of a sale of several items
+  // (undefined for a single-SKU sale, or none chosen).
+  function chosenItem(li, s) {
+    if (!s.items || s.items.length < 2) return undefined;
+    return s.items.filter(function (it) { return String(it.sku_id) === li.dataset.sku; })[0];
   }
 
   // tick updates countdowns and buttons every second from the server's
@@ -375,7 +419,10 @@
     var qty = parseInt(li.querySelector('[data-role="qty"]').value, 10) || 1;
     var key = newKey();
     var s = li._session || { id: sessionID };
-    var send = function (ticket) { sendBuy(s, qty, key, ticket, 1); };
+    var body = { quantity: qty };
+    var item = chosenItem(li, s);
+    if (item) body.sku_id = item.sku_id;
+    var send = function (ticket) { sendBuy(s, body, key, ticket, 1); };
     // A reserved sale or a draw checked its shoppers (the captcha, the
     // ticket) when they registered: its purchase needs neither.
     if (registers(s)) send("");
@@ -423,19 +470,20 @@
     });
   }
 
-  function sendBuy(s, qty, key, ticket, attempt) {
+  function sendBuy(s, body, key, ticket, attempt) {
+    var qty = body.quantity;
     var sessionID = s.id;
     var path = "/api/v1/sessions/" + sessionID + "/orders";
     var tok = token();
     var headers = { "Idempotency-Key": key };
     if (ticket) headers["X-Seckill-Ticket"] = ticket;
-    call("POST", path, { quantity: qty }, true, headers).then(function (r) {
+    call("POST", path, body, true, headers).then(function (r) {
       var unknown = !r.ok && (r.status === 0 || r.status === 503);
       if (unknown && attempt < BUY_TRIES) {
         var wait = Math.min(BUY_BACKOFF * Math.pow(2, attempt - 1), 8000);
         if (r.error.retry > 0) wait = Math.max(wait, r.error.retry * 1000);
         showMessage("Confirming your purchase… (the shop is busy; retrying)", "PENDING", r.error.trace_id);
-        setTimeout(function () { sendBuy(s, qty, key, ticket, attempt + 1); }, wait + Math.random() * 250);
+        setTimeout(function () { sendBuy(s, body, key, ticket, attempt + 1); }, wait + Math.random() * 250);
         return;
       }
       busy = false;

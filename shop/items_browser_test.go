@@ -1,0 +1,55 @@
+package shop_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+)
+
+// A sale of sizes on the page: a button per size with its stock left, a
+// sold-out size greyed, the one chosen bought at its price.
+func TestBrowserSizes(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	now := time.Now().UTC()
+	sess := &seckill.Session{Title: "Runner", Currency: "usd", PerUserLimit: 1, StartAt: now.Add(-time.Minute), EndAt: now.Add(time.Hour)}
+	sess.SetItems([]seckill.Item{{SKUID: 3801, Title: "EU 38", PriceCents: 700, TotalStock: 1},
+		{SKUID: 3802, Title: "EU 39", PriceCents: 800, TotalStock: 2}})
+	require.NoError(t, e.DB.CreateSession(ctx, sess, nil))
+	_, err := e.Gate.PreheatHolding(ctx, sess.ID, 3, map[int64]int{3801: 1, 3802: 2}, nil)
+	require.NoError(t, err)
+	// Another shopper takes the last EU 38.
+	r := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), e.Token(8), map[string]any{"sku_id": 3801})
+	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+
+	p := openShop(t, e, "/")
+	c := card(sess.ID)
+	p.do(
+		wait(c+`[data-state="ACTIVE"]`),
+		wait(c+` [data-role="sizes"] button[data-sku="3801"]:disabled`),
+		wait(c+` [data-role="sizes"] button[data-sku="3802"][aria-pressed="true"]`),
+	)
+	require.Equal(t, "EU 38 · sold out", p.text(c+` button[data-sku="3801"]`))
+	require.Equal(t, "EU 39 · 2 left", p.text(c+` button[data-sku="3802"]`))
+	require.Contains(t, p.text(c+` [data-role="price"]`), "8.00", "the chosen size's price")
+	p.pasteToken(9)
+	p.do(
+		click(c+` button[data-role="buy"]`),
+		wait(`#order[data-status="WAIT_PAY"]`),
+	)
+	no := p.attr("#order", "data-order-no")
+	waitOrder(e, 9, no, seckill.StatusWaitPay)
+	o := e.Do("GET", "/api/v1/orders/"+no, e.Token(9), nil)
+	require.EqualValues(t, 3802, o.Body["sku_id"])
+	require.EqualValues(t, 800, o.Body["amount_cents"])
+	p.do(wait(c + ` button[data-sku="3802"][data-remaining="1"]`))
+	waitOrder(e, 8, r.Str("order_no"), seckill.StatusWaitPay)
+	e.RequireInvariants(sess.ID)
+}
