@@ -23,12 +23,16 @@ type ItemView struct {
 	RemainingStock int `json:"remaining_stock"`
 }
 
-// SetItems makes s a sale of items: one is the single-SKU sale, several
-// are listed in Items with TotalStock their sum.
+// SetItems makes s a sale of items: one is the single-SKU sale (titled
+// by the sale's title when it has one), several are listed in Items with
+// TotalStock their sum.
 func (s *Session) SetItems(items []Item) {
 	if len(items) == 1 {
 		it := items[0]
-		s.SKUID, s.Title, s.PriceCents, s.TotalStock, s.Items = it.SKUID, it.Title, it.PriceCents, it.TotalStock, nil
+		s.SKUID, s.PriceCents, s.TotalStock, s.Items = it.SKUID, it.PriceCents, it.TotalStock, nil
+		if s.Title == "" {
+			s.Title = it.Title
+		}
 		return
 	}
 	s.SKUID, s.PriceCents, s.TotalStock, s.Items = 0, 0, 0, items

@@ -58,9 +58,9 @@ func OrderNoSession(orderNo string) (int64, bool) {
 // when a QUEUED order is paid), the relay and the sweep all build it here,
 // so an order started by any of them is the same order.
 func NewOrderRequest(r Reservation, sess *Session, payTimeout time.Duration) *OrderRequest {
-	it, price := itemOf(sess, r.SKUID)
-	r.SKUID = it
-	req := &OrderRequest{Reservation: r, PriceCents: price, Currency: sess.Currency, PayTimeout: payTimeout}
+	it := itemOf(sess, r.SKUID)
+	r.SKUID = it.SKUID
+	req := &OrderRequest{Reservation: r, Title: it.Title, PriceCents: it.PriceCents, Currency: sess.Currency, PayTimeout: payTimeout}
 	if payTimeout > 0 && !r.ReservedAt.IsZero() {
 		req.PayBy = r.ReservedAt.Add(payTimeout)
 	}
@@ -74,7 +74,7 @@ func NewOrderRequest(r Reservation, sess *Session, payTimeout time.Duration) *Or
 // deadline is the row's (the sweep asks the payment provider from it, as
 // the workflow's close does from its timer).
 func (o *Order) Request() *OrderRequest {
-	sess := &Session{SKUID: o.SKUID}
+	sess := &Session{SKUID: o.SKUID, Title: o.Title}
 	if o.Quantity > 0 {
 		sess.PriceCents = o.AmountCents / int64(o.Quantity)
 	}
@@ -85,20 +85,20 @@ func (o *Order) Request() *OrderRequest {
 	return req
 }
 
-// itemOf is the SKU and unit price of item skuID of sess: the sale's own
-// when it sells one item (whatever skuID says), the named item's in a
-// sale of several. An item the sale no longer lists keeps its SKU, at
-// price 0: the order is still made and closed, and never payable.
-func itemOf(sess *Session, skuID int64) (int64, int64) {
+// itemOf is item skuID of sess: the sale's own when it sells one item
+// (whatever skuID says), the named item in a sale of several. One the
+// sale does not list keeps its SKU at price 0: MySQL refuses its order
+// (no stock of that item), which closes.
+func itemOf(sess *Session, skuID int64) Item {
 	if !sess.Several() {
-		return sess.SKUID, sess.PriceCents
+		return sess.AllItems()[0]
 	}
 	for _, it := range sess.Items {
 		if it.SKUID == skuID {
-			return it.SKUID, it.PriceCents
+			return it
 		}
 	}
-	return skuID, 0
+	return Item{SKUID: skuID}
 }
 
 // OrderRows reads order rows (MySQL, the truth).

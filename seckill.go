@@ -228,9 +228,12 @@ type Reservation struct {
 
 // Order is the view of one order that shoppers, ops and tests read.
 type Order struct {
-	OrderNo     string `json:"order_no"`
-	SessionID   int64  `json:"session_id"`
-	SKUID       int64  `json:"sku_id"`
+	OrderNo   string `json:"order_no"`
+	SessionID int64  `json:"session_id"`
+	SKUID     int64  `json:"sku_id"`
+	// Title is its item's title when the shopper won (absent on orders
+	// made before orders carried it).
+	Title       string `json:"title,omitempty"`
 	UserID      int64  `json:"user_id"`
 	Quantity    int    `json:"quantity"`
 	AmountCents int64  `json:"amount_cents"`
@@ -278,6 +281,9 @@ const (
 // so a later admin change cannot alter an accepted order's price or timeout.
 type OrderRequest struct {
 	Reservation
+	// Title and PriceCents are the item's as they were at the
+	// reservation (no title in the inputs of orders reserved before).
+	Title      string        `json:"title,omitempty"`
 	PriceCents int64         `json:"price_cents"`
 	PayTimeout time.Duration `json:"pay_timeout"`
 	// Currency is the session's (absent in the inputs of orders reserved
@@ -300,7 +306,7 @@ func (r *OrderRequest) AmountCents() int64 { return r.PriceCents * int64(r.Quant
 // Order returns the view of the order this request creates.
 func (r *OrderRequest) Order(status Status, payDeadline time.Time) *Order {
 	return &Order{
-		OrderNo: r.OrderNo, SessionID: r.SessionID, SKUID: r.SKUID, UserID: r.UserID,
+		OrderNo: r.OrderNo, SessionID: r.SessionID, SKUID: r.SKUID, Title: r.Title, UserID: r.UserID,
 		Quantity: r.Quantity, AmountCents: r.AmountCents(), Currency: r.Currency, Status: status,
 		CreatedAt: r.ReservedAt, PayDeadline: payDeadline, TraceID: r.TraceID,
 	}

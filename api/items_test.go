@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -100,6 +101,7 @@ func TestSaleOfItems(t *testing.T) {
 	o := e.Do("GET", "/api/v1/orders/"+order, e.Token(100), nil)
 	require.EqualValues(t, 3801, o.Body["sku_id"])
 	require.EqualValues(t, 700, o.Body["amount_cents"], "the item's price")
+	require.Equal(t, "EU 38", o.Str("title"), "the item's title")
 
 	// A burst spread over the sizes: each sells exactly its stock.
 	var wg sync.WaitGroup
@@ -158,6 +160,18 @@ func TestSaleOfItems(t *testing.T) {
 	testenv.RequireError(t, e.Do("POST", stockPath, admin, map[string]any{"add": 2}), http.StatusBadRequest, "INVALID_ARGUMENT", "sku_id is required")
 	added := e.Do("POST", stockPath, admin, map[string]any{"add": 2, "sku_id": 3803})
 	require.Equal(t, http.StatusOK, added.Status, "%s", added.Raw)
+	require.Equal(t, map[int64]int{3801: 0, 3802: 0, 3803: 2}, remaining())
+
+	// Redis loses count of a size: reconcile names it, and the repair
+	// rebuilds each size's stock from MySQL.
+	require.NoError(t, e.Redis.HSet(context.Background(), fmt.Sprintf("%s:{s%d}:items", e.Prefix, id), "3803", 9).Err())
+	report := e.Do("GET", fmt.Sprintf("/admin/v1/sessions/%d/reconcile", id), admin, nil)
+	require.Equal(t, false, report.Body["ok"], "%s", report.Raw)
+	require.Contains(t, string(report.Raw), "item 3803: redis_stock 9")
+	repair := e.Do("POST", fmt.Sprintf("/admin/v1/sessions/%d/repair", id), admin, nil)
+	require.Equal(t, http.StatusOK, repair.Status, "%s", repair.Raw)
+	require.Equal(t, true, repair.Body["ok"], "%s", repair.Raw)
+	require.Contains(t, string(repair.Raw), "item 3803: redis_stock 9 → 2")
 	require.Equal(t, map[int64]int{3801: 0, 3802: 0, 3803: 2}, remaining())
 
 	r := e.RequireInvariants(id)

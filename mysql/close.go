@@ -58,7 +58,7 @@ func closeInTx(tx *gorm.DB, req *seckill.OrderRequest, reason string, now time.T
 	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("order_no = ?", req.OrderNo).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		row = orderRow{
-			OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
+			OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, Title: req.Title, UserID: req.UserID,
 			Quantity: req.Quantity, AmountCents: req.AmountCents(), Status: string(seckill.StatusClosed),
 			Reason: reason, TraceID: req.TraceID, CreatedAt: now, UpdatedAt: now,
 		}

@@ -49,7 +49,7 @@ func (db *DB) createOne(ctx context.Context, req *seckill.OrderRequest, payDeadl
 	now := db.now()
 	deadline := columnTime(payDeadline)
 	row := orderRow{
-		OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
+		OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, Title: req.Title, UserID: req.UserID,
 		Quantity: req.Quantity, AmountCents: req.AmountCents(), Currency: req.Currency, Status: string(seckill.StatusWaitPay),
 		Reason: ReasonCreated, TraceID: req.TraceID, PayDeadline: &deadline, CreatedAt: now, UpdatedAt: now,
 	}
@@ -97,7 +97,7 @@ func (db *DB) createOne(ctx context.Context, req *seckill.OrderRequest, payDeadl
 func (db *DB) createFailed(ctx context.Context, req *seckill.OrderRequest, reason string) (*seckill.Order, error) {
 	now := db.now()
 	row := orderRow{
-		OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
+		OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, Title: req.Title, UserID: req.UserID,
 		Quantity: req.Quantity, AmountCents: req.AmountCents(), Currency: req.Currency, Status: string(seckill.StatusFailed),
 		Reason: reason, TraceID: req.TraceID, CreatedAt: now, UpdatedAt: now,
 	}
@@ -208,7 +208,7 @@ func (db *DB) createBatch(ctx context.Context, calls []*createCall) ([]createRes
 			req := c.req
 			deadline := columnTime(c.deadline)
 			row := orderRow{
-				OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, UserID: req.UserID,
+				OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, Title: req.Title, UserID: req.UserID,
 				Quantity: req.Quantity, AmountCents: req.AmountCents(), Currency: req.Currency, Status: string(seckill.StatusWaitPay),
 				Reason: ReasonCreated, TraceID: req.TraceID, PayDeadline: &deadline, CreatedAt: now, UpdatedAt: now,
 			}

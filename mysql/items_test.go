@@ -45,6 +45,7 @@ func TestItemsInMySQL(t *testing.T) {
 	a := order("a", 1, 39)
 	require.Equal(t, seckill.StatusWaitPay, a.Status)
 	require.EqualValues(t, 800, a.AmountCents, "EU 39's price")
+	require.Equal(t, "EU 39", a.Title)
 	// Redis and MySQL drifted (Redis let a second EU 39 through): MySQL
 	// refuses it, though the sale has units.
 	b := order("b", 2, 39)

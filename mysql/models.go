@@ -122,6 +122,7 @@ type orderRow struct {
 	OrderNo     string
 	SessionID   int64
 	SKUID       int64 `gorm:"column:sku_id"`
+	Title       string
 	UserID      int64
 	Quantity    int
 	AmountCents int64
@@ -138,7 +139,7 @@ func (orderRow) TableName() string { return "orders" }
 
 func (r *orderRow) domain() *seckill.Order {
 	o := &seckill.Order{
-		OrderNo: r.OrderNo, SessionID: r.SessionID, SKUID: r.SKUID, UserID: r.UserID,
+		OrderNo: r.OrderNo, SessionID: r.SessionID, SKUID: r.SKUID, Title: r.Title, UserID: r.UserID,
 		Quantity: r.Quantity, AmountCents: r.AmountCents, Currency: r.Currency, Status: seckill.Status(r.Status),
 		CreatedAt: r.CreatedAt.UTC(), TraceID: r.TraceID, UpdatedAt: r.UpdatedAt.UTC(),
 	}

@@ -107,7 +107,7 @@ func (f *Finder) Find(ctx context.Context, orderNo string, owner int64) (*seckil
 		}
 		// What its workflow input will say (seckill.NewOrderRequest).
 		req := seckill.NewOrderRequest(seckill.Reservation{Quantity: o.Quantity, SKUID: o.SKUID}, sess, 0)
-		o.SKUID, o.AmountCents, o.Currency = req.SKUID, req.AmountCents(), sess.Currency
+		o.SKUID, o.Title, o.AmountCents, o.Currency = req.SKUID, req.Title, req.AmountCents(), sess.Currency
 		if o.PayDeadline.IsZero() {
 			// A QUEUED order is payable already, and its deadline counts
 			// from the reservation (seckill.NewOrderRequest): the shopper

@@ -49,6 +49,7 @@ func TestBrowserSizes(t *testing.T) {
 	o := e.Do("GET", "/api/v1/orders/"+no, e.Token(9), nil)
 	require.EqualValues(t, 3802, o.Body["sku_id"])
 	require.EqualValues(t, 800, o.Body["amount_cents"])
+	require.Equal(t, "EU 39", o.Str("title"))
 	p.do(wait(c + ` button[data-sku="3802"][data-remaining="1"]`))
 	waitOrder(e, 8, r.Str("order_no"), seckill.StatusWaitPay)
 	e.RequireInvariants(sess.ID)

@@ -20,14 +20,14 @@ import (
 // its JSON answer into out.
 func sessionCLI(t *testing.T, e *testenv.Env, out any, args ...string) {
 	t.Helper()
-	sessionCLIAs(t, e, seckill.RoleOperator, out, args...)
+	sessionCLIAs(t, e, "cli-ops", seckill.RoleOperator, out, args...)
 }
 
-// sessionCLIAs is sessionCLI as an operator of role.
-func sessionCLIAs(t *testing.T, e *testenv.Env, role seckill.Role, out any, args ...string) {
+// sessionCLIAs is sessionCLI as the operator name of role.
+func sessionCLIAs(t *testing.T, e *testenv.Env, name string, role seckill.Role, out any, args ...string) {
 	t.Helper()
 	cmd := exec.Command(testenv.Binary(t), append([]string{"session", "--api", e.BaseURL}, args...)...)
-	cmd.Env = append(e.ProcessEnv(), "SECKILL_OPERATOR_TOKEN="+e.OperatorToken("cli-"+string(role), role))
+	cmd.Env = append(e.ProcessEnv(), "SECKILL_OPERATOR_TOKEN="+e.OperatorToken(name, role))
 	raw, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", raw)
 	require.NoError(t, json.Unmarshal(raw, out), "%s", raw)
@@ -84,7 +84,7 @@ func TestSessionCreateItems(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	ctx := context.Background()
 	var v seckill.SessionView
-	sessionCLIAs(t, e, seckill.RoleAdmin, &v, "create", "--title", "Runner", "--per-user-limit", "1",
+	sessionCLIAs(t, e, "cli-admin", seckill.RoleAdmin, &v, "create", "--title", "Runner", "--per-user-limit", "1",
 		"--start-at", time.Now().UTC().Add(-time.Second).Format(time.RFC3339), "--end-at", time.Now().UTC().Add(time.Hour).Format(time.RFC3339),
 		"--item", "3801:700:2:EU 38", "--item", "3802:800:1:EU 39: narrow")
 	require.Equal(t, "Runner", v.Title)

@@ -48,9 +48,7 @@ func createCmd(admin func() (*client.Client, error)) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				title := s.Title
 				s.SetItems(parsed)
-				s.Title = title
 			}
 			cl, err := admin()
 			if err != nil {
