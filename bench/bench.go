@@ -102,6 +102,10 @@ type Config struct {
 	// run registers through the API, the sale's workflow draws at its
 	// start, then each asks its registration and the winners buy.
 	Draw int
+	// Items, when above 1, runs a first-come sale of that many items after
+	// the rounds (Report.Items), the stock split over them and the burst
+	// spread over them, against the last one-item step.
+	Items int
 	// Keys sends every purchase with a fresh Idempotency-Key (a UUIDv7,
 	// as the shop page does) and measures the sold-out burst both with and
 	// without keys (Step.SoldOutKeyedThroughput). Off, no request has one.
@@ -136,7 +140,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Config: Settings{BaseURL: cfg.BaseURL, Users: cfg.Users, PerUser: cfg.PerUser, Concurrency: cfg.Concurrency,
 			Rate: cfg.Rate, Steps: cfg.Steps, Stock: cfg.Stock, Quantity: cfg.Quantity, Limit: cfg.Limit, PayRatio: cfg.PayRatio,
 			PayTimeout: cfg.PayTimeout.String(), PayAfterCreation: cfg.PayAfterCreation, Registrations: cfg.Registrations,
-			Draw: cfg.Draw},
+			Draw: cfg.Draw, Items: cfg.Items},
 		Ratios: map[string]float64{}, Problems: []string{}, InvariantsOK: true,
 	}
 	steps := cfg.Steps
@@ -337,6 +341,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.InvariantsOK = false
 		}
 		rep.Draw = d
+	}
+	if cfg.Items > 1 {
+		s, err := measureItems(ctx, cfg, c, admin, shoppers, rep, cpu, steps[len(steps)-1], cfg.Items)
+		if err != nil {
+			return nil, fmt.Errorf("sale of items: %w", err)
+		}
+		if !s.Step.InvariantsOK {
+			rep.InvariantsOK = false
+		}
+		rep.Items = s
 	}
 	if cfg.Captchas > 0 {
 		cc, err := measureCaptchas(ctx, cfg, admin, shoppers, c, conc, cfg.Captchas)

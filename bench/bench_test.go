@@ -321,3 +321,32 @@ func runRefundRelay(t *testing.T, e *testenv.Env) {
 	t.Cleanup(cancel)
 	go (&relay.Refunds{Store: e.DB, Starter: e.Orders, Log: e.Log}).Run(ctx, 200*time.Millisecond)
 }
+
+// A sale of sizes (--items 3) after the rounds: the stock split over the
+// items, the burst naming them in turn, every unit sold once, each item's
+// invariants held, and its burst read against the one-item step's. No
+// timing is asserted.
+func TestBenchItemsSale(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	cfg := stackConfig(e)
+	cfg.Users, cfg.PerUser, cfg.Concurrency, cfg.Stock, cfg.PayRatio = 40, 2, 8, 7, 1
+	cfg.Items = 3
+	rep := runBench(t, cfg)
+	s := rep.Items
+	require.NotNil(t, s)
+	require.Equal(t, 3, s.Items)
+	require.True(t, s.Step.InvariantsOK, "%v", rep.Problems)
+	require.Equal(t, "items", s.Step.Sale)
+	require.Equal(t, 7, s.Step.Funnel.Accepted, "every unit of every size sold once")
+	require.Zero(t, s.Step.Funnel.OtherErrors)
+	require.Positive(t, s.VsOneItem)
+	r := e.RequireInvariants(s.SessionID)
+	require.Len(t, r.Items, 3)
+	for _, it := range r.Items {
+		require.Zero(t, it.RedisStock, "size %d sold out", it.SKUID)
+	}
+	require.Equal(t, []int{3, 2, 2}, []int{r.Items[0].TotalStock, r.Items[1].TotalStock, r.Items[2].TotalStock})
+	var out strings.Builder
+	require.NoError(t, bench.WriteTable(&out, rep))
+	require.Contains(t, out.String(), "items_vs_one_item")
+}

@@ -34,7 +34,13 @@ func (r *stepRunner) burst(ctx context.Context, level int, name string, keyed bo
 	}
 	rand.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
 	path := fmt.Sprintf("/api/v1/sessions/%d/orders", r.step.SessionID)
-	body := []byte(fmt.Sprintf(`{"quantity":%d}`, r.cfg.Quantity))
+	bodies := [][]byte{[]byte(fmt.Sprintf(`{"quantity":%d}`, r.cfg.Quantity))}
+	if r.items > 1 {
+		bodies = make([][]byte, r.items)
+		for i := range bodies {
+			bodies[i] = []byte(fmt.Sprintf(`{"sku_id":%d,"quantity":%d}`, itemSKU(i), r.cfg.Quantity))
+		}
+	}
 	results := make([]result, n)
 	var sent, done atomic.Int64
 	// The sale's page, read once before the clock starts, as shoppers read
@@ -56,7 +62,7 @@ func (r *stepRunner) burst(ctx context.Context, level int, name string, keyed bo
 			// its last win plus the clock skew, and may have won.
 			header = []string{api.HeaderIdempotencyKey, uuid.Must(uuid.NewV7()).String()}
 		}
-		results[i] = r.purchase(path, r.shoppers[order[i]], body, start, header...)
+		results[i] = r.purchase(path, r.shoppers[order[i]], bodies[i%len(bodies)], start, header...)
 		done.Add(1)
 	}
 	if r.start.IsZero() {

@@ -35,6 +35,8 @@ type Report struct {
 	// Draw (--draw N): a draw sale's registrations, draw and front door,
 	// beside the first-come burst of the run.
 	Draw *Draw `json:"draw,omitempty"`
+	// Items is the sale of several items (--items N).
+	Items *ItemsSale `json:"items,omitempty"`
 	// Captcha (--captchas N): what drawing the human check costs the API.
 	Captcha *CaptchaCost `json:"captcha,omitempty"`
 	// CPUPinning says whether the stack ran pinned (--pin) and how.
@@ -65,6 +67,8 @@ type Settings struct {
 	Registrations int `json:"registrations,omitempty"`
 	// Draw: the draw sale's units (--draw).
 	Draw int `json:"draw,omitempty"`
+	// Items: the sale of several items' (--items).
+	Items int `json:"items,omitempty"`
 }
 
 // Step is one load level: a fresh session sold out under that load.

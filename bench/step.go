@@ -31,6 +31,9 @@ type stepRunner struct {
 	// label names the round in problems ("round 2 ", "warm-up "; "" in a
 	// single-round run).
 	label string
+	// items is the items of the step's sale (0: one SKU): the stock is
+	// split over them, and the burst's requests name them in turn.
+	items int
 	step  *Step
 	// start is when the first burst began: the origin of the step's times.
 	start time.Time
@@ -173,8 +176,18 @@ func (r *stepRunner) levelName() string {
 
 func (r *stepRunner) createSession(ctx context.Context) error {
 	now := time.Now().UTC()
-	sess, err := r.api.CreateSession(ctx, &seckill.Session{SKUID: 7000, Title: "bench", PriceCents: priceCents,
-		TotalStock: r.cfg.Stock, PerUserLimit: r.cfg.Limit, StartAt: now.Add(-time.Second), EndAt: now.Add(2 * time.Hour)})
+	s := &seckill.Session{SKUID: 7000, Title: "bench", PriceCents: priceCents,
+		TotalStock: r.cfg.Stock, PerUserLimit: r.cfg.Limit, StartAt: now.Add(-time.Second), EndAt: now.Add(2 * time.Hour)}
+	if r.items > 1 {
+		items := make([]seckill.Item, r.items)
+		for i := range items {
+			// The first items take the units that do not split evenly.
+			items[i] = seckill.Item{SKUID: itemSKU(i), Title: fmt.Sprintf("size %d", i+1), PriceCents: priceCents,
+				TotalStock: r.cfg.Stock/r.items + min(1, max(0, r.cfg.Stock%r.items-i))}
+		}
+		s.SetItems(items)
+	}
+	sess, err := r.api.CreateSession(ctx, s)
 	if err != nil {
 		return fmt.Errorf("create session: %w (is the API at %s, with this admin token?)", err, r.cfg.BaseURL)
 	}

@@ -42,6 +42,7 @@ func WriteTable(w io.Writer, r *Report) error {
 	tw.Flush()
 	writeReserved(w, r.Reserved)
 	writeDraw(w, r.Draw)
+	writeItems(w, r.Items)
 	if cc := r.Captcha; cc != nil {
 		fmt.Fprintf(w, "  captcha: %d drawn at %.0f/s (p50 %.1f ms, p99 %.1f ms): %.3f of the sold-out answers' rate\n",
 			cc.Drawn, cc.PerSecond, cc.P50Ms, cc.P99Ms, cc.VsSoldOut)

@@ -37,7 +37,9 @@
 # the first run, a reserved sale that N shoppers register for through the API,
 # then the same burst at its start: --registrations), BENCH_DRAW (0; N: after
 # that, a draw sale of N units that every shopper registers for, drawn by
-# its workflow at the start, then bought by its winners: --draw), BENCH_ADDR.
+# its workflow at the start, then bought by its winners: --draw), BENCH_ITEMS
+# (4; N: a sale of N sizes with the same stock, the burst spread over them,
+# against the one-item burst: --items; 0 skips), BENCH_ADDR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -85,7 +87,7 @@ if [ "${BENCH_PIN:-0}" = 1 ]; then pin=(--pin --pin-worker "$worker"); fi
 bin/seckill-lab bench --api "http://$SECKILL_HTTP_ADDR" --pay-timeout "$SECKILL_PAY_TIMEOUT" --baselines \
   --users 20000 --requests-per-user 2 --stock 500 --concurrency 256 \
   --warmup --repeat "${BENCH_REPEAT:-3}" --redis-aof all --captchas "${BENCH_CAPTCHAS:-1000}" "${pin[@]}" \
-  --registrations "${BENCH_REGISTRATIONS:-0}" --draw "${BENCH_DRAW:-0}" \
+  --registrations "${BENCH_REGISTRATIONS:-0}" --draw "${BENCH_DRAW:-0}" --items "${BENCH_ITEMS:-4}" \
   --json bench-report.json --html bench-report.html "$@"
 
 if [ "${BENCH_5K:-1}" != 0 ]; then

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bench"
 	"github.com/seckill/seckill/bench/htmlreport"
 	"github.com/seckill/seckill/internal/app"
@@ -109,8 +110,8 @@ Temporal received (draw in the JSON).`,
 					Limits: app.Limits{Global: c.LimitGlobalRPS, User: c.LimitUserRPS, IP: c.LimitIPRPS, Read: c.LimitReadRPS}}
 			}
 			cfg.TemporalAddr, cfg.TemporalNamespace, cfg.TaskQueue = c.TemporalAddr, c.TemporalNamespace, c.TaskQueue
-			if cfg.Registrations < 0 || cfg.RegistrationWindow < 0 || cfg.Draw < 0 {
-				return errors.New("--registrations, --registration-window and --draw must not be negative")
+			if cfg.Registrations < 0 || cfg.RegistrationWindow < 0 || cfg.Draw < 0 || cfg.Items < 0 || cfg.Items > seckill.MaxItems {
+				return fmt.Errorf("--registrations, --registration-window, --draw and --items must not be negative, --items at most %d", seckill.MaxItems)
 			}
 			cfg.Stores = &bench.Stores{MySQLDSN: c.MySQLDSN, RedisAddr: c.RedisAddr, RedisPrefix: c.RedisPrefix}
 			if cfg.Repeat < 1 {
@@ -187,6 +188,7 @@ Temporal received (draw in the JSON).`,
 	f.IntVar(&cfg.Repeat, "repeat", 1, "rounds: the baselines and the steps run this many times, interleaved; ratios are medians, ratios_spread their (max − min) / median")
 	f.BoolVar(&cfg.Risk, "risk", false, "with --baselines: run the admission-only burst a second time with the risk check on (a risk service in the bench that allows everyone) and report risk_vs_admission_only")
 	f.BoolVar(&cfg.Tracing, "tracing", false, "with --baselines: run the admission-only burst twice more, traced (all requests sampled, then 1 %) to OTEL_EXPORTER_OTLP_ENDPOINT or to a sink in the bench, and report tracing_always_vs_admission_only and tracing_1pct_vs_admission_only")
+	f.IntVar(&cfg.Items, "items", 0, "after the rounds, a first-come sale of this many items (sizes) with the same stock split over them, every request naming one in turn: reports its burst against the last one-item step's (items_vs_one_item) and checks the invariants per item (0 or 1 = none)")
 	f.BoolVar(&cfg.Keys, "keys", true, "send every purchase with a fresh Idempotency-Key (a UUIDv7), as the shop page does, and measure the sold-out burst with and without keys; --keys=false: no keys")
 	f.IntVar(&cfg.Captchas, "captchas", 0, "draw this many captchas at the end (one per shopper, at the run's concurrency) and report what the human check costs next to the sold-out answer")
 	f.IntVar(&cfg.Registrations, "registrations", 0, "after the rounds, a reserved sale: this many distinct shoppers register through the API at the run's concurrency, then the run's shoppers (every other one registered) buy at its start; reports registrations/s beside the burst (registrations_vs_burst), NOT_ELIGIBLE answers, and the rows and Redis memory the registrations take (0 = no reserved sale)")
