@@ -22,14 +22,14 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   return {1, -1}
 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])
-local before = tonumber(redis.call('GET', KEYS[1]))
-if ARGV[3] ~= '' then
-  -- An item that had fewer units than a shopper may buy reopens as the
-  -- sale does.
-  before = math.min(before, redis.call('HINCRBY', KEYS[4], ARGV[3], ARGV[1]) - tonumber(ARGV[1]))
+local t = redis.call('TIME')
+local clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit = tonumber(redis.call('HGET', KEYS[3], 'm:limit') or '1e18')
+if tonumber(redis.call('GET', KEYS[1])) < limit then
+  redis.call('HSET', KEYS[3], 'm:reopened', clock)
 end
-if before < tonumber(redis.call('HGET', KEYS[3], 'm:limit') or '1e18') then
-  local t = redis.call('TIME')
-  redis.call('HSET', KEYS[3], 'm:reopened', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+-- An item reopens on its own, as in release.lua.
+if ARGV[3] ~= '' and redis.call('HINCRBY', KEYS[4], ARGV[3], ARGV[1]) - tonumber(ARGV[1]) < limit then
+  redis.call('HSET', KEYS[3], 'm:reopened:' .. ARGV[3], clock)
 end
 return {1, redis.call('INCRBY', KEYS[1], ARGV[1])}

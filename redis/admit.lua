@@ -44,6 +44,8 @@
 -- (seckill.KeyClockSkew). The stamps, in Redis's clock, bounded by the
 -- winners:
 --   m:reopened          → the latest time stock rose from below the limit
+--   m:reopened:<sku>    → the same for one item of a sale of several: an
+--                         attempt for an item reads its item's stamp
 --                         (release.lua, addstock.lua, a rebuild)
 --   f:<user>            → the latest time the user's holdings went down
 --   m:won               → the latest keyed win (the API's in-memory
@@ -176,7 +178,9 @@ local function admit(user, qty, limit, orderNo, now, trace, key, fp, kt, sku)
     -- was over the limit then), the shopper is over the limit now, else
     -- it found no stock (redis.refusal decides the same way).
     local since = kt - skew
-    local st = redis.call('HMGET', KEYS[5], 'm:reopened', 'f:' .. user)
+    local reopened = 'm:reopened'
+    if sku ~= '' then reopened = reopened .. ':' .. sku end
+    local st = redis.call('HMGET', KEYS[5], reopened, 'f:' .. user)
     if stampedSince(st[2], since) then return -2, stockNow(), 0, orderNo, '' end
     if stampedSince(st[1], since) then
       if tonumber(redis.call('HGET', KEYS[2], user) or '0') + qty > limit then

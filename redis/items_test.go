@@ -106,3 +106,28 @@ func TestItemsGate(t *testing.T) {
 		require.Equal(t, map[int64]int{38: 3, 39: 4}, items, "the rebuilt reservation still names its item")
 	})
 }
+
+// A unit back in one size keeps that size's refused keys refused (a key
+// stamped within the clock skew after it may have been refused before),
+// and no other size's: a shopper's fresh key for a size with stock wins
+// while another size gets a unit back.
+func TestItemReopensOnItsOwn(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	ctx := context.Background()
+	sess := &seckill.Session{ID: 78, Title: "Runner", PerUserLimit: 1, StartAt: time.Now().Add(-time.Second), EndAt: time.Now().Add(time.Hour)}
+	sess.SetItems([]seckill.Item{{SKUID: 38, Title: "EU 38", PriceCents: 700, TotalStock: 1}, {SKUID: 39, Title: "EU 39", PriceCents: 800, TotalStock: 5}})
+	_, err := e.Gate.PreheatHolding(ctx, sess.ID, 6, map[int64]int{38: 1, 39: 5}, nil)
+	require.NoError(t, err)
+	keyed := func(user, sku int64, no string) error {
+		_, err := e.Gate.AdmitAttempt(ctx, &seckill.Attempt{Session: sess, UserID: user, Quantity: 1, SKUID: sku,
+			OrderNo: fmt.Sprintf("%d-%s", sess.ID, no), TraceID: "t-" + no, Now: time.Now(), Fingerprint: fmt.Sprintf("1:%d", sku),
+			IdempotencyKey: "key-" + no, KeyTime: time.Now()})
+		return err
+	}
+	require.NoError(t, keyed(1, 38, "a"))
+	_, err = e.Gate.Release(ctx, sess.ID, fmt.Sprintf("%d-a", sess.ID))
+	require.NoError(t, err)
+	require.NoError(t, keyed(2, 39, "b"), "EU 39 had stock all along: EU 38's unit coming back changes nothing for it")
+	err = keyed(3, 38, "c")
+	require.Equal(t, seckill.ESOLDOUT, seckill.ErrorCode(err), "a key stamped within the skew after EU 38 reopened stays refused: %v", err)
+}

@@ -22,12 +22,15 @@ local clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local before = redis.call('GET', KEYS[1])
 if before then
   redis.call('INCRBY', KEYS[1], qty)
-  before = tonumber(before)
-  -- An item that had fewer units than a shopper may buy reopens as the
-  -- sale does.
-  if sku then before = math.min(before, redis.call('HINCRBY', KEYS[8], sku, qty) - qty) end
-  if before < tonumber(redis.call('HGET', KEYS[5], 'm:limit') or '1e18') then
+  local limit = tonumber(redis.call('HGET', KEYS[5], 'm:limit') or '1e18')
+  if tonumber(before) < limit then
     redis.call('HSET', KEYS[5], 'm:reopened', clock)
+  end
+  -- An item reopens on its own (admit.lua reads the stamp of the item an
+  -- attempt names): another size's unit coming back does not keep its
+  -- refused keys refused.
+  if sku and redis.call('HINCRBY', KEYS[8], sku, qty) - qty < limit then
+    redis.call('HSET', KEYS[5], 'm:reopened:' .. sku, clock)
   end
 end
 redis.call('HSET', KEYS[5], 'f:' .. user, clock)

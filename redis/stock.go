@@ -231,13 +231,15 @@ func (g *Gate) RebuildUnchanged(ctx context.Context, sessionID int64,
 func rebuildIn(ctx context.Context, p goredis.Pipeliner, k sessionKeys, stock int, items map[int64]int, holdings []seckill.Reservation) {
 	p.Del(ctx, k.stock, k.buyers, k.resv, k.pending, k.items)
 	p.Set(ctx, k.stock, stock, 0)
-	for sku, n := range items {
-		p.HSet(ctx, k.items, itemRecord(sku), n)
-	}
 	// Units may be back on sale: keys refused before stay refused
 	// (admit.lua). This process's clock, a skew ahead of Redis's at
 	// worst: a later stamp only refuses more.
-	p.HSet(ctx, k.idem, "m:reopened", time.Now().Add(seckill.KeyClockSkew).UnixMilli())
+	reopened := time.Now().Add(seckill.KeyClockSkew).UnixMilli()
+	p.HSet(ctx, k.idem, "m:reopened", reopened)
+	for sku, n := range items {
+		p.HSet(ctx, k.items, itemRecord(sku), n)
+		p.HSet(ctx, k.idem, "m:reopened:"+itemRecord(sku), reopened)
+	}
 	units := map[int64]int{}
 	masks := map[int64]int64{}
 	for _, h := range holdings {
