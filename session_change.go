@@ -225,7 +225,7 @@ func (c *SessionChange) ApplyTo(s *Session, now time.Time) (added int, err error
 		if err != nil {
 			return 0, err
 		}
-		if s.TotalStock+c.Add > MaxAddStock {
+		if it.TotalStock+c.Add > MaxAddStock {
 			return 0, Errorf(EINVALID, "stock would exceed %d", MaxAddStock)
 		}
 		s.TotalStock += c.Add

@@ -47,6 +47,11 @@ func TestSessionChangeApplyTo(t *testing.T) {
 	preheated := upcoming // a first-come sale its preheat loaded
 	preheated.PreheatedAt = now.Add(-time.Minute)
 	draw := seckill.ModeDraw
+	sizes := live // a sale of two sizes, 10 units in all
+	sizes.SetItems([]seckill.Item{{SKUID: 38, Title: "EU 38", PriceCents: 100, TotalStock: 4}, {SKUID: 39, Title: "EU 39", PriceCents: 120, TotalStock: 6}})
+	price := int64(150)
+	sizesLater := sizes // before its start
+	sizesLater.StartAt = upcoming.StartAt
 	for _, c := range []struct {
 		name  string
 		s     seckill.Session
@@ -99,6 +104,15 @@ func TestSessionChangeApplyTo(t *testing.T) {
 			Update: &seckill.SessionUpdate{Mode: &firstCome}}, nil, 0, seckill.ECONFLICT},
 		{"a title once registration opened", open, seckill.SessionChange{Action: seckill.ActionUpdate, Update: &seckill.SessionUpdate{Title: &title}},
 			func(s seckill.Session) seckill.Session { s.Title = title; return s }, 0, ""},
+		{"add stock to a size", sizes, seckill.SessionChange{Action: seckill.ActionAddStock, Add: 5, SKUID: 39}, func(s seckill.Session) seckill.Session {
+			s.TotalStock = 15
+			s.Items = []seckill.Item{s.Items[0], {SKUID: 39, Title: "EU 39", PriceCents: 120, TotalStock: 11}}
+			return s
+		}, 5, ""},
+		{"add stock to no size", sizes, seckill.SessionChange{Action: seckill.ActionAddStock, Add: 5}, nil, 0, seckill.EINVALID},
+		{"add stock to a size not sold", sizes, seckill.SessionChange{Action: seckill.ActionAddStock, Add: 5, SKUID: 40}, nil, 0, seckill.EINVALID},
+		{"a sale price for sizes", sizesLater, seckill.SessionChange{Action: seckill.ActionUpdate, Update: &seckill.SessionUpdate{PriceCents: &price}},
+			nil, 0, seckill.EINVALID},
 		{"close registration after the start", registering, seckill.SessionChange{Action: seckill.ActionUpdate,
 			Update: &seckill.SessionUpdate{RegisterUntil: &late}}, nil, 0, seckill.EINVALID},
 	} {
