@@ -51,6 +51,16 @@ func TestBrowserSizes(t *testing.T) {
 	require.EqualValues(t, 800, o.Body["amount_cents"])
 	require.Equal(t, "EU 39", o.Str("title"))
 	p.do(wait(c + ` button[data-sku="3802"][data-remaining="1"]`))
+
+	// The last pair goes elsewhere: every size greyed, a price still shown.
+	last := e.Do("POST", fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), e.Token(10), map[string]any{"sku_id": 3802})
+	require.Equal(t, http.StatusAccepted, last.Status, "%s", last.Raw)
+	p.do(
+		wait(c+`[data-state="SOLD_OUT"]`),
+		wait(c+` button[data-sku="3802"]:disabled`),
+	)
+	require.Equal(t, "price 7.00", p.text(c+` [data-role="price"]`), "the first size's price, never NaN")
 	waitOrder(e, 8, r.Str("order_no"), seckill.StatusWaitPay)
+	waitOrder(e, 10, last.Str("order_no"), seckill.StatusWaitPay)
 	e.RequireInvariants(sess.ID)
 }

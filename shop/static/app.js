@@ -283,7 +283,8 @@
       if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null);
       li.querySelector('[data-role="title"]').textContent = s.title;
       renderSizes(li, s);
-      var chosen = chosenItem(li, s);
+      // A sale of sizes with none left to choose shows its first size's price.
+      var chosen = chosenItem(li, s) || (s.items && s.items[0]);
       li.querySelector('[data-role="price"]').textContent = "price " + money(chosen ? chosen.price_cents : s.price_cents);
       li.querySelector('[data-role="limit"]').textContent = String(s.per_user_limit);
       var rem = li.querySelector('[data-role="remaining"]');
