@@ -93,10 +93,8 @@ func itemOf(sess *Session, skuID int64) Item {
 	if !sess.Several() {
 		return sess.AllItems()[0]
 	}
-	for _, it := range sess.Items {
-		if it.SKUID == skuID {
-			return it
-		}
+	if it, err := sess.Item(skuID); err == nil {
+		return it
 	}
 	return Item{SKUID: skuID}
 }

@@ -303,6 +303,10 @@ func (p ReconcilePolicy) Reconcile(ctx context.Context, db DBSnapshotter, rd Red
 // sale's figures.
 func itemReports(r *Report, ds *DBSnapshot, rs *RedisSnapshot, nos []string) []ItemReport {
 	items := ds.Session.AllItems()
+	reserved := map[int64]int{}
+	for _, no := range nos {
+		reserved[rs.ReservedItem[no]] += rs.Reservations[no]
+	}
 	out := make([]ItemReport, len(items))
 	for i, it := range items {
 		out[i] = ItemReport{SKUID: it.SKUID, TotalStock: it.TotalStock}
@@ -311,11 +315,7 @@ func itemReports(r *Report, ds *DBSnapshot, rs *RedisSnapshot, nos []string) []I
 			continue
 		}
 		out[i].DBStock, out[i].HeldQty, out[i].RedisStock = ds.ItemStock[it.SKUID], ds.ItemHeld[it.SKUID], rs.Items[it.SKUID]
-		for _, no := range nos {
-			if rs.ReservedItem[no] == it.SKUID {
-				out[i].ReservedQty += rs.Reservations[no]
-			}
-		}
+		out[i].ReservedQty = reserved[it.SKUID]
 	}
 	return out
 }

@@ -181,9 +181,11 @@ func (r *stepRunner) createSession(ctx context.Context) error {
 	if r.items > 1 {
 		items := make([]seckill.Item, r.items)
 		for i := range items {
-			// The first items take the units that do not split evenly.
 			items[i] = seckill.Item{SKUID: itemSKU(i), Title: fmt.Sprintf("size %d", i+1), PriceCents: priceCents,
-				TotalStock: r.cfg.Stock/r.items + min(1, max(0, r.cfg.Stock%r.items-i))}
+				TotalStock: r.cfg.Stock / r.items}
+			if i < r.cfg.Stock%r.items {
+				items[i].TotalStock++ // the first items take the units that do not split evenly
+			}
 		}
 		s.SetItems(items)
 	}
