@@ -284,7 +284,8 @@ func TestRefusedKeyHearsTheSameRefusal(t *testing.T) {
 	won := e.BuyWithKey(sess.ID, 1, "won-"+e.Prefix, 1)
 	require.Equal(t, http.StatusAccepted, won.Status, "%s", won.Raw)
 	testenv.RequireError(t, e.BuyWithKey(sess.ID, 1, "over-"+e.Prefix, 1), 409, "LIMIT_EXCEEDED", "per shopper")
-	require.Equal(t, http.StatusAccepted, e.BuyWithKey(sess.ID, 2, "last-"+e.Prefix, 1).Status)
+	last := e.BuyWithKey(sess.ID, 2, "last-"+e.Prefix, 1)
+	require.Equal(t, http.StatusAccepted, last.Status)
 	testenv.RequireError(t, e.BuyWithKey(sess.ID, 3, "lost-"+e.Prefix, 1), 409, "SOLD_OUT", "sold out")
 	e.Eventually(5*time.Second, "the sold-out flag is confirmed: keyed requests are looked up", func() error {
 		r := e.BuyWithKey(sess.ID, 4, "probe-"+e.Prefix, 1)
@@ -298,6 +299,8 @@ func TestRefusedKeyHearsTheSameRefusal(t *testing.T) {
 		testenv.RequireError(t, e.BuyWithKey(sess.ID, 1, "over-"+e.Prefix, 1), 409, "LIMIT_EXCEEDED", "per shopper")
 		testenv.RequireError(t, e.BuyWithKey(sess.ID, 3, "lost-"+e.Prefix, 1), 409, "SOLD_OUT", "sold out")
 	}
+	// Both orders exist before the invariants are checked (none in flight).
 	e.WaitStatus(e.Token(1), won.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(e.Token(2), last.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
 	e.RequireInvariants(sess.ID)
 }
