@@ -34,10 +34,15 @@ import (
 // the whole list: whoever learnt the seed early still could not rank a
 // candidate id without knowing every other registration.
 //
-// The draw records DrawPlaces positions: the first TotalStock hold a
-// right to buy at the start, the rest are the waitlist a lapsed right
-// passes to, in order. Every other registrant has lost: a waitlist
-// longer than the stock would rarely move and costs rows per registrant.
+// Each item of the sale is drawn on its own, among the registrants who
+// named it (a single-SKU sale is one item): its registrants in the
+// ranking's order, of which the draw records 2 × the item's stock at the
+// draw. The first stock of them hold a right to buy the item at the
+// start, the rest are its waitlist, which a lapsed right passes to, in
+// order. Every other registrant has lost: a waitlist longer than the
+// stock would rarely move and costs rows per registrant. The ranking is
+// the sale's one ranking, so an item's order is the sale's order with
+// the other items' registrants left out.
 
 // DefaultRightTTL is how long a drawn right lasts when the sale does not
 // say (right_ttl_seconds).
@@ -71,16 +76,37 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// DrawPlaces is how many positions the draw records: the winners and a
-// waitlist as long, out of the stock at the draw (recorded with it) or,
-// before, of today's.
-func (s *Session) DrawPlaces() int { return 2 * s.drawStock() }
+// DrawPool is one item's draw: the item (its SKU in a sale of several,
+// 0 for a single-SKU sale's one item, as registrations name it) and its
+// stock at the draw (recorded with it) or, before, today's. Places is
+// how many positions its draw records: the winners and a waitlist as
+// long.
+type DrawPool struct {
+	SKUID int64
+	Stock int
+}
 
-func (s *Session) drawStock() int {
-	if s.DrawnStock > 0 {
-		return s.DrawnStock
+// Places is how many positions the pool's draw records.
+func (p DrawPool) Places() int { return 2 * p.Stock }
+
+// DrawPools are the sale's draws, one per item, in the items' order.
+func (s *Session) DrawPools() []DrawPool {
+	if !s.Several() {
+		return []DrawPool{{Stock: stockAtDraw(s.DrawnStock, s.TotalStock)}}
 	}
-	return s.TotalStock
+	pools := make([]DrawPool, len(s.Items))
+	for i, it := range s.Items {
+		pools[i] = DrawPool{SKUID: it.SKUID, Stock: stockAtDraw(it.DrawnStock, it.TotalStock)}
+	}
+	return pools
+}
+
+// stockAtDraw is the recorded stock, or today's before it is recorded.
+func stockAtDraw(drawn, total int) int {
+	if drawn > 0 {
+		return drawn
+	}
+	return total
 }
 
 // Drawn reports whether the sale's draw has been made (its seed published).
@@ -150,10 +176,12 @@ func (k *DrawKey) Open(sessionID int64, sealed []byte) ([]byte, error) {
 	return seed, nil
 }
 
-// RegistrantDigest hashes a registrant list as published: the ids in
-// ascending order (Add refuses any other), each in decimal and "\n". The
-// digest of a list is so the SHA-256 of the text file of its ids, one a
-// line, which anyone holding the list can recompute with sha256sum.
+// RegistrantDigest hashes a registrant list as published: the lines of
+// the registrants in ascending user id order (Add refuses any other),
+// each the user id in decimal and, in a sale of several items, a space
+// and the item's SKU (Registrant.appendLine), then "\n". The digest of a
+// list is so the SHA-256 of its text file, which anyone holding the list
+// can recompute with sha256sum; it fixes who registered for which item.
 type RegistrantDigest struct {
 	h     hash.Hash
 	n     int
@@ -164,16 +192,16 @@ type RegistrantDigest struct {
 
 // NewRegistrantDigest starts the digest of an empty list.
 func NewRegistrantDigest() *RegistrantDigest {
-	return &RegistrantDigest{h: sha256.New(), line: make([]byte, 0, 21), order: true}
+	return &RegistrantDigest{h: sha256.New(), line: make([]byte, 0, 41), order: true}
 }
 
 // Add adds the next registrant, who must come after the last one.
-func (d *RegistrantDigest) Add(user int64) {
-	if d.n > 0 && user <= d.last {
+func (d *RegistrantDigest) Add(r Registrant) {
+	if d.n > 0 && r.UserID <= d.last {
 		d.order = false
 	}
-	d.n, d.last = d.n+1, user
-	d.line = append(strconv.AppendInt(d.line[:0], user, 10), '\n')
+	d.n, d.last = d.n+1, r.UserID
+	d.line = r.appendLine(d.line[:0])
 	d.h.Write(d.line)
 }
 
@@ -187,9 +215,11 @@ func (d *RegistrantDigest) Sum() (int, string, error) {
 	return d.n, hex.EncodeToString(d.h.Sum(nil)), nil
 }
 
-// DrawEntry is one recorded position of a draw (1-based). RightUntil is
-// the end of the right granted to it, zero while it waits.
+// DrawEntry is one recorded position of an item's draw (1-based, per
+// item: SKUID as registrations name it, 0 in a single-SKU sale).
+// RightUntil is the end of the right granted to it, zero while it waits.
 type DrawEntry struct {
+	SKUID      int64     `json:"sku_id,omitempty"`
 	Position   int       `json:"position"`
 	UserID     int64     `json:"user_id"`
 	RightUntil time.Time `json:"right_until,omitzero"`
@@ -250,33 +280,43 @@ func (h *worstFirst) Pop() any {
 	return x
 }
 
-// DrawTop returns the first k registrants of the draw in order, reading
-// the registrants one at a time from next (false: no more). Memory is
-// O(k) whatever the number of registrants: the draw of a sale of a
-// thousand units among millions holds two thousand ranks. The registrant
-// order does not matter; a registrant given twice is counted once only
-// if next never repeats it (the caller reads a primary key).
-func DrawTop(seed, digest []byte, next func() (int64, bool), k int) []int64 {
-	if k <= 0 {
-		return []int64{}
-	}
+// DrawTop returns the first places[sku] registrants of each item's draw
+// in order, reading the registrants one at a time from next (false: no
+// more). Memory is O(places) whatever the number of registrants: the
+// draw of a sale of a thousand units among millions holds two thousand
+// ranks. A registrant of an item without places is not drawn. The
+// registrant order does not matter; a registrant given twice is counted
+// once only if next never repeats it (the caller reads a primary key).
+func DrawTop(seed, digest []byte, next func() (Registrant, bool), places map[int64]int) map[int64][]int64 {
 	r := newRanker(seed, digest)
-	h := make(worstFirst, 0, k)
+	heaps := make(map[int64]*worstFirst, len(places))
+	for sku, k := range places {
+		h := make(worstFirst, 0, max(k, 0))
+		heaps[sku] = &h
+	}
 	for {
-		u, ok := next()
+		reg, ok := next()
 		if !ok {
 			break
 		}
-		c := r.rank(u)
+		h := heaps[reg.SKUID]
+		if h == nil || cap(*h) == 0 {
+			continue
+		}
+		c := r.rank(reg.UserID)
 		switch {
-		case len(h) < k:
-			heap.Push(&h, c)
-		case c.before(&h[0]):
-			h[0] = c
-			heap.Fix(&h, 0)
+		case len(*h) < cap(*h):
+			heap.Push(h, c)
+		case c.before(&(*h)[0]):
+			(*h)[0] = c
+			heap.Fix(h, 0)
 		}
 	}
-	return inOrder(h)
+	out := make(map[int64][]int64, len(heaps))
+	for sku, h := range heaps {
+		out[sku] = inOrder(*h)
+	}
+	return out
 }
 
 // DrawOrder is the whole draw of users, a plain sort: what DrawTop
@@ -344,35 +384,40 @@ func (s *Session) RightEnd(until, now time.Time) time.Time {
 	return until.Add(max(0, now.Sub(from)))
 }
 
-// DrawRegistrants draws the first k places among a sale's registrants,
-// read from the truth page by page (memory O(k + a page)), ranked with
-// the list's published digest. It digests what it read too, and refuses
-// to draw a list other than the one published (a row added or removed
-// under the cutoff since): a draw retried over a changed list would write
-// another order over the positions of the first.
-func DrawRegistrants(ctx context.Context, from RegistrantPages, s *Session, seed []byte, k int) ([]int64, error) {
+// DrawRegistrants draws the places of each of a sale's pools among its
+// registrants, read from the truth page by page (memory O(places + a
+// page)), ranked with the list's published digest: pool SKU → the users
+// in order. It digests what it read too, and refuses to draw a list
+// other than the one published (a row added or removed under the cutoff
+// since): a draw retried over a changed list would write another order
+// over the positions of the first.
+func DrawRegistrants(ctx context.Context, from RegistrantPages, s *Session, seed []byte, pools []DrawPool) (map[int64][]int64, error) {
 	published, err := hex.DecodeString(s.RegistrantsDigest)
 	if err != nil || len(published) != sha256.Size {
 		return nil, Errorf(ECONFLICT, "session %d: its registrant list is not published", s.ID)
 	}
+	places := make(map[int64]int, len(pools))
+	for _, p := range pools {
+		places[p.SKUID] = p.Places()
+	}
 	var (
-		page  []int64
+		page  []Registrant
 		i     int
 		after int64
 		sum   = NewRegistrantDigest()
 	)
-	next := func() (int64, bool) {
+	next := func() (Registrant, bool) {
 		if i == len(page) {
 			if page, err = from.Registrants(ctx, s.ID, after, registrantPage); err != nil || len(page) == 0 {
-				return 0, false
+				return Registrant{}, false
 			}
-			i, after = 0, page[len(page)-1]
+			i, after = 0, page[len(page)-1].UserID
 		}
 		i++
 		sum.Add(page[i-1])
 		return page[i-1], true
 	}
-	top := DrawTop(seed, published, next, k)
+	top := DrawTop(seed, published, next, places)
 	if err != nil {
 		return nil, err
 	}
@@ -402,12 +447,13 @@ func deref(n *int) int {
 // VerifyDraw checks a drawn sale from what it published: the seed's
 // SHA-256 is the commitment, the registrants (ascending ids, those
 // registered before register_until) are the list whose count and digest
-// were published when registration closed, and the recorded entries are
-// the first DrawPlaces (of the stock at the draw) of the draw recomputed
-// from the seed and that list (DrawOrder: the definition, not the
-// streaming code that drew it). It returns how many entries matched and an
-// error naming the first discrepancy.
-func VerifyDraw(s *Session, registrants []int64, entries []DrawEntry) (int, error) {
+// were published when registration closed, and each item's recorded
+// entries are the first Places (of its stock at the draw) of its draw
+// recomputed from the seed and that list (DrawOrder over the item's
+// registrants: the definition, not the streaming code that drew it). It
+// returns how many entries matched and an error naming the first
+// discrepancy. entries come in (item, position) order, as recorded.
+func VerifyDraw(s *Session, registrants []Registrant, entries []DrawEntry) (int, error) {
 	if !s.Drawn() || s.DrawSeed == "" {
 		return 0, Errorf(ECONFLICT, "session %d is not drawn yet: its seed is published at the draw, at the start", s.ID)
 	}
@@ -419,29 +465,52 @@ func VerifyDraw(s *Session, registrants []int64, entries []DrawEntry) (int, erro
 		return 0, Errorf(ECONFLICT, "session %d: SHA-256 of the seed is %s, the commitment published is %s", s.ID, got, s.DrawCommitment)
 	}
 	d := NewRegistrantDigest()
-	for _, u := range registrants {
-		d.Add(u)
+	byItem := map[int64][]int64{}
+	for _, r := range registrants {
+		d.Add(r)
+		byItem[r.SKUID] = append(byItem[r.SKUID], r.UserID)
 	}
 	if err := s.sameRegistrants(d); err != nil {
 		return 0, err
 	}
 	digest, _ := hex.DecodeString(s.RegistrantsDigest)
-	want := DrawOrder(seed, digest, registrants)
-	want = want[:min(len(want), s.DrawPlaces())]
-	for i, e := range entries {
-		switch {
-		case i >= len(want):
-			return i, Errorf(ECONFLICT, "session %d: %d entries recorded, the draw has %d", s.ID, len(entries), len(want))
-		case e.Position != i+1:
-			return i, Errorf(ECONFLICT, "session %d: entry %d holds position %d", s.ID, i+1, e.Position)
-		case e.UserID != want[i]:
-			return i, Errorf(ECONFLICT, "session %d: position %d records user %d, the draw gives user %d", s.ID, i+1, e.UserID, want[i])
+	recorded := map[int64][]DrawEntry{}
+	for _, e := range entries {
+		recorded[e.SKUID] = append(recorded[e.SKUID], e)
+	}
+	matched := 0
+	for _, p := range s.DrawPools() {
+		want := DrawOrder(seed, digest, byItem[p.SKUID])
+		want = want[:min(len(want), p.Places())]
+		got := recorded[p.SKUID]
+		delete(recorded, p.SKUID)
+		for i, e := range got {
+			switch {
+			case i >= len(want):
+				return matched, Errorf(ECONFLICT, "session %d%s: %d entries recorded, the draw has %d", s.ID, p.name(), len(got), len(want))
+			case e.Position != i+1:
+				return matched, Errorf(ECONFLICT, "session %d%s: entry %d holds position %d", s.ID, p.name(), i+1, e.Position)
+			case e.UserID != want[i]:
+				return matched, Errorf(ECONFLICT, "session %d%s: position %d records user %d, the draw gives user %d", s.ID, p.name(), i+1, e.UserID, want[i])
+			}
+			matched++
+		}
+		if len(got) != len(want) {
+			return matched, Errorf(ECONFLICT, "session %d%s: %d entries recorded, the draw has %d", s.ID, p.name(), len(got), len(want))
 		}
 	}
-	if len(entries) != len(want) {
-		return len(entries), Errorf(ECONFLICT, "session %d: %d entries recorded, the draw has %d", s.ID, len(entries), len(want))
+	for sku, got := range recorded {
+		return matched, Errorf(ECONFLICT, "session %d: %d entries recorded for sku %d, which the sale does not sell", s.ID, len(got), sku)
 	}
-	return len(entries), nil
+	return matched, nil
+}
+
+// name is how an error names the pool: nothing for a single-SKU sale's.
+func (p DrawPool) name() string {
+	if p.SKUID == 0 {
+		return ""
+	}
+	return ", item " + strconv.FormatInt(p.SKUID, 10)
 }
 
 // RightsSource lists a drawn sale's usable rights (mysql.DB): granted,

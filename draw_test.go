@@ -35,16 +35,20 @@ func drawByDefinition(seed, digest []byte, users []int64) []int64 {
 	return out
 }
 
-func feed(users []int64) func() (int64, bool) {
+// feed hands out the registrants one at a time, each for the item
+// itemOf gives.
+func feed(users []int64, itemOf func(int64) int64) func() (seckill.Registrant, bool) {
 	i := 0
-	return func() (int64, bool) {
+	return func() (seckill.Registrant, bool) {
 		if i == len(users) {
-			return 0, false
+			return seckill.Registrant{}, false
 		}
 		i++
-		return users[i-1], true
+		return seckill.Registrant{UserID: users[i-1], SKUID: itemOf(users[i-1])}, true
 	}
 }
+
+func oneItem(int64) int64 { return 0 }
 
 func TestDrawTop(t *testing.T) {
 	seed := []byte("0123456789abcdef0123456789abcdef")
@@ -58,30 +62,65 @@ func TestDrawTop(t *testing.T) {
 	for _, k := range []int{0, 1, 10, 4999, 5000, 6000} {
 		shuffled := slices.Clone(users)
 		rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		got := seckill.DrawTop(seed, digest, feed(shuffled), k)
+		got := seckill.DrawTop(seed, digest, feed(shuffled, oneItem), map[int64]int{0: k})[0]
 		require.Equal(t, want[:min(k, len(want))], got[:min(k, len(got))], "k=%d: the registrants' order does not matter", k)
 		require.Len(t, got, min(k, len(users)))
 	}
-	other := seckill.DrawTop([]byte("another seed"), digest, feed(users), 10)
+	other := seckill.DrawTop([]byte("another seed"), digest, feed(users, oneItem), map[int64]int{0: 10})[0]
 	require.NotEqual(t, want[:10], other, "another seed, another draw")
-	other = seckill.DrawTop(seed, []byte("another list"), feed(users), 10)
+	other = seckill.DrawTop(seed, []byte("another list"), feed(users, oneItem), map[int64]int{0: 10})[0]
 	require.NotEqual(t, want[:10], other, "another list, another draw")
 }
 
-// The digest of a registrant list is the SHA-256 of its ids in ascending
-// order, one a line: what sha256sum says of that text file.
+// A sale of sizes draws each size among its own registrants: each size's
+// order is the sale's one ranking with the other sizes' registrants left
+// out, its places its own; a size without places draws nobody.
+func TestDrawTopBySize(t *testing.T) {
+	seed := []byte("0123456789abcdef0123456789abcdef")
+	digest := []byte("the registrant list's 32 bytes..")
+	users := make([]int64, 3000)
+	for i := range users {
+		users[i] = int64(i*5 + 2)
+	}
+	size := func(u int64) int64 { return 38 + u%3 } // sizes 38, 39, 40
+	places := map[int64]int{38: 7, 39: 400, 40: 0}
+	got := seckill.DrawTop(seed, digest, feed(users, size), places)
+	all := drawByDefinition(seed, digest, users)
+	for sku, k := range places {
+		want := []int64{}
+		for _, u := range all {
+			if size(u) == sku && len(want) < k {
+				want = append(want, u)
+			}
+		}
+		require.Equal(t, want, got[sku], "size %d", sku)
+	}
+	require.Empty(t, got[40])
+}
+
+// The digest of a registrant list is the SHA-256 of its lines in
+// ascending user id order: what sha256sum says of that text file. In a
+// sale of sizes a line names its size, so the list fixes who registered
+// for which.
 func TestRegistrantDigest(t *testing.T) {
 	d := seckill.NewRegistrantDigest()
 	for _, u := range []int64{3, 17, 1000} {
-		d.Add(u)
+		d.Add(seckill.Registrant{UserID: u})
 	}
 	n, digest, err := d.Sum()
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 	require.Equal(t, fmt.Sprintf("%x", sha256.Sum256([]byte("3\n17\n1000\n"))), digest)
-	d.Add(5)
+	d.Add(seckill.Registrant{UserID: 5})
 	_, _, err = d.Sum()
 	require.Error(t, err, "out of order: another list's digest")
+
+	sizes := seckill.NewRegistrantDigest()
+	sizes.Add(seckill.Registrant{UserID: 3, SKUID: 42})
+	sizes.Add(seckill.Registrant{UserID: 17, SKUID: 38})
+	_, digest, err = sizes.Sum()
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf("%x", sha256.Sum256([]byte("3 42\n17 38\n"))), digest)
 }
 
 // A sealed seed opens with its key for its session only, and its bytes
@@ -188,9 +227,37 @@ func BenchmarkDrawTop(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		u := int64(0)
-		got := seckill.DrawTop(seed, seed, func() (int64, bool) { u++; return u, u <= registrants }, places)
-		if len(got) != places {
-			b.Fatal(len(got))
+		next := func() (seckill.Registrant, bool) { u++; return seckill.Registrant{UserID: u}, u <= registrants }
+		got := seckill.DrawTop(seed, seed, next, map[int64]int{0: places})
+		if len(got[0]) != places {
+			b.Fatal(len(got[0]))
 		}
+	}
+}
+
+// A registration names its item as recorded: required and one the sale
+// sells in a sale of sizes; in a single-SKU sale optional, and recorded
+// as 0 whether named or not.
+func TestRegistrationItem(t *testing.T) {
+	one := &seckill.Session{ID: 1, SKUID: 7, TotalStock: 1}
+	sizes := &seckill.Session{ID: 2}
+	sizes.SetItems([]seckill.Item{{SKUID: 38, TotalStock: 1}, {SKUID: 39, TotalStock: 1}})
+	for _, c := range []struct {
+		s    *seckill.Session
+		sku  int64
+		want int64
+		err  string
+	}{
+		{one, 0, 0, ""}, {one, 7, 0, ""}, {one, 8, 0, "no item with sku_id 8"},
+		{sizes, 0, 0, "sku_id is required"}, {sizes, 39, 39, ""}, {sizes, 77, 0, "no item with sku_id 77"},
+	} {
+		got, err := c.s.RegistrationItem(c.sku)
+		if c.err != "" {
+			require.Equal(t, seckill.EINVALID, seckill.ErrorCode(err))
+			require.ErrorContains(t, err, c.err)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, c.want, got, "session %d sku %d", c.s.ID, c.sku)
 	}
 }

@@ -14,6 +14,9 @@ type Item struct {
 	Title      string `json:"title"`
 	PriceCents int64  `json:"price_cents"`
 	TotalStock int    `json:"total_stock"`
+	// DrawnStock is the stock a draw sale's draw drew for the item, fixed
+	// when it drew (seckill draw verify checks its places with it).
+	DrawnStock int `json:"drawn_stock,omitempty"`
 }
 
 // ItemView is an item as the session's JSON shows it, with its remaining
@@ -75,9 +78,6 @@ func (s *Session) validateItems() error {
 	}
 	if len(s.Items) > MaxItems {
 		return Errorf(EINVALID, "a sale has at most %d items, not %d", MaxItems, len(s.Items))
-	}
-	if s.Mode == ModeReserved || s.Mode == ModeDraw {
-		return Errorf(EINVALID, "a %s sale sells one item: registrations do not name an item yet", s.Mode)
 	}
 	seen := make(map[int64]bool, len(s.Items))
 	for i, it := range s.Items {

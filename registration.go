@@ -125,10 +125,13 @@ const (
 	RegistrationLost RegistrationStatus = "LOST"
 )
 
-// Registration is a shopper's registration for a sale.
+// Registration is a shopper's registration for a sale: one per shopper
+// per sale, for one item of a sale of several (SKUID; 0 in a single-SKU
+// sale).
 type Registration struct {
 	SessionID int64              `json:"session_id"`
 	UserID    int64              `json:"user_id"`
+	SKUID     int64              `json:"sku_id,omitempty"`
 	Status    RegistrationStatus `json:"status"`
 	At        time.Time          `json:"registered_at"`
 	// RightUntil is a WON shopper's right's end; Position a WAITLISTED
@@ -137,16 +140,45 @@ type Registration struct {
 	Position   int       `json:"position,omitempty"`
 }
 
-// RegistrantPages reads a sale's registrants, the truth, in pages of user
-// ids in ascending order after a given id (mysql.DB): those registered
+// RegistrationItem is the item a registration names, as it is recorded:
+// skuID in a sale of several items (required there), 0 in a single-SKU
+// sale (whose one item may be named or not).
+func (s *Session) RegistrationItem(skuID int64) (int64, error) {
+	it, err := s.Item(skuID)
+	if err != nil || !s.Several() {
+		return 0, err
+	}
+	return it.SKUID, nil
+}
+
+// Registrant is one line of a sale's registrant list: a shopper and the
+// item registered for (0 in a single-SKU sale).
+type Registrant struct {
+	UserID int64
+	SKUID  int64
+}
+
+// appendLine appends the registrant's line of the published list: the
+// user id, and in a sale of several items a space and the SKU, then
+// "\n".
+func (r Registrant) appendLine(b []byte) []byte {
+	b = strconv.AppendInt(b, r.UserID, 10)
+	if r.SKUID != 0 {
+		b = strconv.AppendInt(append(b, ' '), r.SKUID, 10)
+	}
+	return append(b, '\n')
+}
+
+// RegistrantPages reads a sale's registrants, the truth, in pages in
+// ascending user id order after a given id (mysql.DB): those registered
 // before register_until by the database's clock, the list a draw draws.
 type RegistrantPages interface {
-	Registrants(ctx context.Context, sessionID, after int64, limit int) ([]int64, error)
+	Registrants(ctx context.Context, sessionID, after int64, limit int) ([]Registrant, error)
 }
 
 // RegistrantSet is the live set admission checks (redis.Gate).
 type RegistrantSet interface {
-	LoadRegistrants(ctx context.Context, sessionID int64, users []int64) error
+	LoadRegistrants(ctx context.Context, sessionID int64, registrants []Registrant) error
 }
 
 // registrantPage is how many registrants one copy step moves: one MySQL
@@ -170,13 +202,14 @@ func CopyRegistrants(ctx context.Context, from RegistrantPages, to RegistrantSet
 			return n, err
 		}
 		n += len(page)
-		after = page[len(page)-1]
+		after = page[len(page)-1].UserID
 	}
 }
 
 // RegistrantList is the published list of a sale's registrants: the text
 // whose SHA-256 is the digest the sale published when registration
-// closed, one user id a line in ascending order. With it anyone checks
+// closed, one registrant a line in ascending user id order (in a sale of
+// several items, the user id, a space and the item's SKU). With it anyone checks
 // their own line, the count and the digest, and after the draw, with the
 // revealed seed, the whole ranking. A list read now that is not the one
 // published is refused (CONFLICT), never served.
@@ -197,10 +230,10 @@ func RegistrantList(ctx context.Context, from RegistrantPages, s *Session) ([]by
 		if len(page) == 0 {
 			return list, s.sameRegistrants(sum)
 		}
-		for _, u := range page {
-			sum.Add(u)
-			list = append(strconv.AppendInt(list, u, 10), '\n')
+		for _, r := range page {
+			sum.Add(r)
+			list = r.appendLine(list)
 		}
-		after = page[len(page)-1]
+		after = page[len(page)-1].UserID
 	}
 }

@@ -16,12 +16,12 @@ type DrawStore interface {
 	DrawSeal(ctx context.Context, sessionID int64) (sealed, plain []byte, err error)
 	CommitDraw(ctx context.Context, sessionID int64, sealed []byte, commitment string) (bool, error)
 	PublishRegistrants(ctx context.Context, sessionID int64) error
-	FixDrawStock(ctx context.Context, sessionID int64) (int, error)
-	RecordDrawEntries(ctx context.Context, sessionID int64, first int, users []int64) error
-	GrantDrawRights(ctx context.Context, sessionID int64, n int, until time.Time) ([]seckill.DrawEntry, error)
+	FixDrawStock(ctx context.Context, sessionID int64) error
+	RecordDrawEntries(ctx context.Context, sessionID, skuID int64, first int, users []int64) error
+	GrantDrawRights(ctx context.Context, sessionID, skuID int64, n int, until time.Time) ([]seckill.DrawEntry, error)
 	MarkDrawn(ctx context.Context, sessionID int64, at time.Time, seed []byte) error
 	PassRights(ctx context.Context, sessionID int64, now time.Time, ttl time.Duration,
-		liveStock func(context.Context) (int, error)) ([]seckill.DrawEntry, error)
+		liveStock func(context.Context) (map[int64]int, error)) ([]seckill.DrawEntry, error)
 	RightsToLoad(ctx context.Context, sessionID int64, now time.Time) ([]seckill.DrawEntry, error)
 	RightsLoaded(ctx context.Context, sessionID int64, entries []seckill.DrawEntry) error
 	RecordLostEvents(ctx context.Context, sessionID int64, limit int) (int, error)
@@ -86,15 +86,16 @@ func (a *Sessions) drawSeed(ctx context.Context, id int64) ([]byte, error) {
 }
 
 // DrawSession makes a draw sale's draw, exactly once: nothing when it is
-// drawn already. Every step is idempotent, so a retry after a failure
-// anywhere converges on the same rows: the registrant list is the one
-// published when registration closed (published here if it was not; a
-// list changed since is refused, not drawn), the stock drawn is recorded
-// at the first try, so the order is a pure function of the seed and that
-// list, the entries are INSERT IGNOREd, a right is granted once (its end,
-// max(start, the draw) + ttl, fixed by the first try that grants it),
-// Redis keeps a right it holds, and drawn_at, which publishes the seed, is
-// set last.
+// drawn already. Each item is drawn among its own registrants
+// (seckill.DrawPools). Every step is idempotent, so a retry after a
+// failure anywhere converges on the same rows: the registrant list is the
+// one published when registration closed (published here if it was not;
+// a list changed since is refused, not drawn), the stock drawn is
+// recorded at the first try, so the order is a pure function of the seed
+// and that list, the entries are INSERT IGNOREd, a right is granted once
+// (its end, max(start, the draw) + ttl, fixed by the first try that
+// grants it), Redis keeps a right it holds, and drawn_at, which publishes
+// the seed, is set last.
 func (a *Sessions) DrawSession(ctx context.Context, id int64) error {
 	s, _, err := a.Store.Session(ctx, id)
 	if err != nil || s.Mode != seckill.ModeDraw || s.Drawn() {
@@ -108,24 +109,30 @@ func (a *Sessions) DrawSession(ctx context.Context, id int64) error {
 		if err := a.Store.PublishRegistrants(ctx, id); err != nil {
 			return classify(err)
 		}
-		if s, _, err = a.Store.Session(ctx, id); err != nil {
-			return classify(err)
-		}
 	}
-	if s.DrawnStock, err = a.Store.FixDrawStock(ctx, id); err != nil {
+	if err := a.Store.FixDrawStock(ctx, id); err != nil {
 		return classify(err)
 	}
-	order, err := seckill.DrawRegistrants(ctx, a.Store, s, seed, s.DrawPlaces())
+	// Read again: the list's digest and the stock drawn as recorded.
+	if s, _, err = a.Store.Session(ctx, id); err != nil {
+		return classify(err)
+	}
+	pools := s.DrawPools()
+	orders, err := seckill.DrawRegistrants(ctx, a.Store, s, seed, pools)
 	if err != nil {
 		return classify(err)
 	}
-	size := cmp.Or(a.DrawBatch, drawBatch)
-	for first := 0; first < len(order); first += size {
-		batch := order[first:min(first+size, len(order))]
-		if err := a.Store.RecordDrawEntries(ctx, id, first+1, batch); err != nil {
-			return classify(err)
+	size, places := cmp.Or(a.DrawBatch, drawBatch), 0
+	for _, p := range pools {
+		order := orders[p.SKUID]
+		for first := 0; first < len(order); first += size {
+			batch := order[first:min(first+size, len(order))]
+			if err := a.Store.RecordDrawEntries(ctx, id, p.SKUID, first+1, batch); err != nil {
+				return classify(err)
+			}
+			places += len(batch)
+			activity.RecordHeartbeat(ctx, places)
 		}
-		activity.RecordHeartbeat(ctx, first+len(batch))
 	}
 	// The first rights run from the start, or from the draw when it comes
 	// later (a draw retried), by Redis's clock: the one admission checks.
@@ -133,9 +140,13 @@ func (a *Sessions) DrawSession(ctx context.Context, id int64) error {
 	if err != nil {
 		return err
 	}
-	rights, err := a.Store.GrantDrawRights(ctx, id, min(s.DrawnStock, len(order)), maxTime(s.StartAt, at).Add(s.RightTTL()))
-	if err != nil {
-		return classify(err)
+	var rights []seckill.DrawEntry
+	for _, p := range pools {
+		granted, err := a.Store.GrantDrawRights(ctx, id, p.SKUID, min(p.Stock, len(orders[p.SKUID])), maxTime(s.StartAt, at).Add(s.RightTTL()))
+		if err != nil {
+			return classify(err)
+		}
+		rights = append(rights, granted...)
 	}
 	if err := a.loadRights(ctx, id, rights); err != nil {
 		return err
@@ -143,7 +154,7 @@ func (a *Sessions) DrawSession(ctx context.Context, id int64) error {
 	if err := a.Store.MarkDrawn(ctx, id, at, seed); err != nil {
 		return classify(err)
 	}
-	activity.GetLogger(ctx).Info("session drawn", "session_id", id, "places", len(order), "rights", len(rights))
+	activity.GetLogger(ctx).Info("session drawn", "session_id", id, "items", len(pools), "places", places, "rights", len(rights))
 	return nil
 }
 
@@ -159,9 +170,13 @@ func (a *Sessions) PassRights(ctx context.Context, id int64) (int, error) {
 	if err != nil || s.Mode != seckill.ModeDraw || !s.Drawn() {
 		return 0, classify(err)
 	}
-	live := func(ctx context.Context) (int, error) {
+	// Each item's live stock, keyed as its pool (0: a single-SKU sale's).
+	live := func(ctx context.Context) (map[int64]int, error) {
+		if s.Several() {
+			return a.Gate.ItemStocks(ctx, id)
+		}
 		n, _, err := a.Gate.Stock(ctx, id)
-		return n, err
+		return map[int64]int{0: n}, err
 	}
 	now, err := a.redisNow(ctx, id)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -27,12 +28,12 @@ type failingEntries struct {
 	okBatches int
 }
 
-func (f *failingEntries) RecordDrawEntries(ctx context.Context, id int64, first int, users []int64) error {
+func (f *failingEntries) RecordDrawEntries(ctx context.Context, id, sku int64, first int, users []int64) error {
 	if f.okBatches == 0 {
 		return errors.New("injected: the worker died between two batches")
 	}
 	f.okBatches--
-	return f.DB.RecordDrawEntries(ctx, id, first, users)
+	return f.DB.RecordDrawEntries(ctx, id, sku, first, users)
 }
 
 // drawSale creates a draw sale on sale since a second ago (rights of a
@@ -119,7 +120,7 @@ func TestDrawFailingMidwayIsRetriedToTheSameEntries(t *testing.T) {
 	require.Equal(t, len(users), *s.RegistrantsCount)
 	require.Equal(t, hexOf(testenv.DigestByHand(users)), s.RegistrantsDigest, "the list published")
 	require.Equal(t, 10, s.DrawnStock)
-	want := testenv.DrawByHand(seed, users)[:s.DrawPlaces()]
+	want := testenv.DrawByHand(seed, users)[:s.DrawPools()[0].Places()]
 	entries, err := e.DB.DrawEntries(ctx, sess.ID)
 	require.NoError(t, err)
 	require.Len(t, entries, 20)
@@ -131,7 +132,7 @@ func TestDrawFailingMidwayIsRetriedToTheSameEntries(t *testing.T) {
 			require.True(t, en.RightUntil.Equal(s.DrawnAt.Add(time.Minute)), "a right drawn after the start lasts from the draw: %s", en.RightUntil)
 		}
 	}
-	_, err = seckill.VerifyDraw(s, users, entries)
+	_, err = seckill.VerifyDraw(s, testenv.OneItem(users), entries)
 	require.NoError(t, err)
 	rights, err := e.Gate.Rights(ctx, sess.ID)
 	require.NoError(t, err)
@@ -333,7 +334,7 @@ func TestRetriedDrawOverAChangedListLeavesNoGap(t *testing.T) {
 	}
 	registrants, err := e.DB.Registrants(ctx, sess.ID, 0, 100)
 	require.NoError(t, err)
-	require.Equal(t, users, registrants, "the list is the registrations before the cutoff")
+	require.Equal(t, testenv.OneItem(users), registrants, "the list is the registrations before the cutoff")
 	_, err = seckill.VerifyDraw(s, registrants, entries)
 	require.NoError(t, err)
 }
@@ -361,4 +362,128 @@ func TestReadableSeedOfAnOlderSaleIsSealed(t *testing.T) {
 	s, _, err := e.DB.Session(ctx, sess.ID)
 	require.NoError(t, err)
 	require.Equal(t, hexOf(seed), s.DrawSeed)
+}
+
+// A draw sale of sizes draws each size's stock among that size's
+// registrants: each size's positions are its registrants in the sale's
+// one ranking (checked against the definition and by VerifyDraw, which
+// refuses an entry moved to another size), a right buys its own size
+// only, and a unit given back to a size passes to that size's waitlist,
+// not another's.
+func TestDrawBySize(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoAPI: true, NoWorker: true})
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	sess := &seckill.Session{Title: "sneaker", PerUserLimit: 1,
+		StartAt: now.Add(-time.Second), EndAt: now.Add(time.Hour), Mode: seckill.ModeDraw,
+		RegisterFrom: now.Add(-time.Hour), RegisterUntil: now.Add(-time.Second), RightTTLSeconds: 60}
+	sess.SetItems([]seckill.Item{{SKUID: 38, Title: "EU 38", PriceCents: 700, TotalStock: 2},
+		{SKUID: 39, Title: "EU 39", PriceCents: 800, TotalStock: 1}, {SKUID: 40, Title: "EU 40", PriceCents: 900, TotalStock: 1}})
+	require.NoError(t, e.DB.CreateSession(ctx, sess, nil))
+	sizes := map[int64]int64{}
+	var regs []seckill.Registrant
+	for u := int64(1); u <= 30; u++ {
+		sizes[u] = 38 + u%3
+		regs = append(regs, seckill.Registrant{UserID: u, SKUID: sizes[u]})
+	}
+	e.RegisterFor(sess.ID, regs)
+	_, err := e.Gate.PreheatHolding(ctx, sess.ID, 4, map[int64]int{38: 2, 39: 1, 40: 1}, nil)
+	require.NoError(t, err)
+
+	var ts testsuite.WorkflowTestSuite
+	acts := &activities.Sessions{Store: e.DB, Gate: e.Gate, DrawKey: drawKey(t)}
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(acts)
+	_, err = env.ExecuteActivity(acts.DrawSession, sess.ID)
+	require.NoError(t, err)
+
+	s, _, err := e.DB.Session(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, hexOf(testenv.DigestSizesByHand(sizes)), s.RegistrantsDigest, "the list names each registrant's size")
+	for _, it := range s.Items {
+		require.Equal(t, it.TotalStock, it.DrawnStock, "item %d: its stock at the draw is recorded", it.SKUID)
+	}
+	want := testenv.DrawSizesByHand(mustHex(t, s.DrawSeed), sizes)
+	entries, err := e.DB.DrawEntries(ctx, sess.ID)
+	require.NoError(t, err)
+	bySize := map[int64][]seckill.DrawEntry{}
+	for _, en := range entries {
+		bySize[en.SKUID] = append(bySize[en.SKUID], en)
+	}
+	rights, err := e.Gate.Rights(ctx, sess.ID)
+	require.NoError(t, err)
+	for _, it := range s.Items {
+		got := bySize[it.SKUID]
+		require.Len(t, got, 2*it.TotalStock, "item %d: its winners and a waitlist as long", it.SKUID)
+		for i, en := range got {
+			require.Equal(t, i+1, en.Position, "item %d", it.SKUID)
+			require.Equal(t, want[it.SKUID][i], en.UserID, "item %d position %d", it.SKUID, i+1)
+			field := fmt.Sprintf("%d:%d", en.UserID, it.SKUID)
+			require.Equal(t, i < it.TotalStock, !en.RightUntil.IsZero(), "item %d position %d: a right for each unit", it.SKUID, i+1)
+			require.Equal(t, i < it.TotalStock, rights[field] != "", "item %d position %d: Redis holds the right for its size", it.SKUID, i+1)
+		}
+	}
+	registrants, err := e.DB.Registrants(ctx, sess.ID, 0, 100)
+	require.NoError(t, err)
+	n, err := seckill.VerifyDraw(s, registrants, entries)
+	require.NoError(t, err)
+	require.Equal(t, 8, n)
+	moved := slices.Clone(entries)
+	moved[0].SKUID, moved[len(moved)-1].SKUID = moved[len(moved)-1].SKUID, moved[0].SKUID
+	_, err = seckill.VerifyDraw(s, registrants, moved)
+	require.Error(t, err, "an entry moved to another size is not the draw")
+
+	// A right buys its own size only.
+	w39 := bySize[39][0].UserID
+	_, err = admitItem(e, s, w39, 38, "other-size")
+	require.Equal(t, seckill.ENOTELIGIBLE, seckill.ErrorCode(err), "a right for EU 39 does not buy EU 38: %v", err)
+	closeUnpaid := buyItem(t, e, s, w39, 39)
+	pass := func() []seckill.DrawEntry {
+		_, err := env.ExecuteActivity(acts.PassRights, s.ID)
+		require.NoError(t, err)
+		got, err := e.DB.DrawEntries(ctx, s.ID)
+		require.NoError(t, err)
+		var granted []seckill.DrawEntry
+		for _, en := range got {
+			if !en.RightUntil.IsZero() {
+				granted = append(granted, en)
+			}
+		}
+		return granted
+	}
+	require.Len(t, pass(), 4, "the right that bought is used, its unit sold: nothing passes")
+	closeUnpaid()
+	granted := pass()
+	require.Len(t, granted, 5, "the unit back on EU 39 passes on")
+	require.True(t, slices.ContainsFunc(granted, func(en seckill.DrawEntry) bool { return en.SKUID == 39 && en.Position == 2 }),
+		"to EU 39's next in line, not another size's: %+v", granted)
+	buyItem(t, e, s, bySize[39][1].UserID, 39)
+	e.RequireInvariants(s.ID)
+}
+
+// admitItem runs the admission of one unit of item sku for user.
+func admitItem(e *testenv.Env, s *seckill.Session, user, sku int64, no string) (*seckill.Admission, error) {
+	return e.Gate.AdmitAttempt(context.Background(), &seckill.Attempt{Session: s, UserID: user, Quantity: 1, SKUID: sku,
+		OrderNo: fmt.Sprintf("%d-%s", s.ID, no), TraceID: "t", Now: time.Now(), Fingerprint: "1"})
+}
+
+// buyItem admits user's right for item sku and writes the order row; it
+// returns what closes that order unpaid and gives its unit back, as the
+// order's workflow does on timeout.
+func buyItem(t *testing.T, e *testenv.Env, s *seckill.Session, user, sku int64) (closeUnpaid func()) {
+	ctx := context.Background()
+	no := fmt.Sprintf("%d-%d", user, sku)
+	adm, err := admitItem(e, s, user, sku, no)
+	require.NoError(t, err)
+	it, err := s.Item(sku)
+	require.NoError(t, err)
+	req := &seckill.OrderRequest{Reservation: *adm.Reservation, PriceCents: it.PriceCents, Title: it.Title, PayTimeout: time.Minute}
+	_, err = e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	return func() {
+		_, _, err := e.DB.CloseOrder(ctx, req, "pay_timeout")
+		require.NoError(t, err)
+		_, err = e.Gate.Release(ctx, s.ID, adm.OrderNo)
+		require.NoError(t, err)
+	}
 }

@@ -11,7 +11,7 @@ import (
 // Registrations take a reserved sale's registrations
 // (registrations.Desk).
 type Registrations interface {
-	Register(ctx context.Context, sess *seckill.Session, userID int64) (created bool, err error)
+	Register(ctx context.Context, sess *seckill.Session, userID, skuID int64) (created bool, err error)
 	Status(ctx context.Context, sess *seckill.Session, userID int64) (*seckill.Registration, error)
 	List(ctx context.Context, sess *seckill.Session) ([]byte, error)
 }
@@ -29,15 +29,18 @@ func (s *Server) register(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var none struct{}
-	if err := decodeStrict(c.Body(), &none, true); err != nil {
+	// The item registered for: required in a sale of several items.
+	var body struct {
+		SKUID int64 `json:"sku_id"`
+	}
+	if err := decodeStrict(c.Body(), &body, true); err != nil {
 		return err
 	}
 	sess, ans := s.svc.Admission.MayRegister(c.UserContext(), r)
 	if err := s.refused(c, ans); err != nil {
 		return err
 	}
-	created, err := desk.Register(c.UserContext(), sess, r.UserID)
+	created, err := desk.Register(c.UserContext(), sess, r.UserID, body.SKUID)
 	if err != nil {
 		return err
 	}
@@ -45,7 +48,11 @@ func (s *Server) register(c *fiber.Ctx) error {
 	if created {
 		status = fiber.StatusCreated
 	}
-	return c.Status(status).JSON(fiber.Map{"status": seckill.RegistrationRegistered})
+	out := fiber.Map{"status": seckill.RegistrationRegistered}
+	if sess.Several() {
+		out["sku_id"] = body.SKUID
+	}
+	return c.Status(status).JSON(out)
 }
 
 // registration: GET /api/v1/sessions/{id}/registration, the shopper's own:
@@ -65,6 +72,9 @@ func (s *Server) registration(c *fiber.Ctx) error {
 		return err
 	}
 	body := fiber.Map{"status": r.Status, "registered_at": r.At}
+	if r.SKUID != 0 {
+		body["sku_id"] = r.SKUID
+	}
 	// Once a draw's list is published: whether the registration is in it
 	// (stamped by the database before register_until), the list whose
 	// count and digest the session shows.

@@ -215,3 +215,65 @@ func TestModeFixedOncePreheated(t *testing.T) {
 	r = e.Do("PATCH", path, admin, map[string]any{"title": "Sale, renamed", "mode": "first_come"})
 	require.Equal(t, http.StatusOK, r.Status, "the same mode and the rest still change: %s", r.Raw)
 }
+
+// A reserved sale of sizes through the HTTP API: a registration names its
+// size (required, and one it sells), once per shopper per sale (another
+// size later is CONFLICT, the first stands); at the start a registrant
+// buys the size registered for, not another, and each size sells its own
+// stock among its registrants; the invariants hold per size.
+func TestReservedSaleOfSizes(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	admin := e.OperatorToken("ana", seckill.RoleAdmin)
+	start := time.Now().Add(4 * time.Second).Truncate(time.Second)
+	created := e.Do("POST", "/admin/v1/sessions", admin, map[string]any{"title": "Sneaker", "per_user_limit": 1,
+		"items": []map[string]any{{"sku_id": 38, "title": "EU 38", "price_cents": 700, "stock": 2},
+			{"sku_id": 39, "title": "EU 39", "price_cents": 800, "stock": 1}},
+		"start_at": start.Format(time.RFC3339), "end_at": start.Add(time.Hour).Format(time.RFC3339), "mode": "reserved"})
+	require.Equal(t, http.StatusCreated, created.Status, "%s", created.Raw)
+	id := int64(created.Body["id"].(float64))
+	base := fmt.Sprintf("/api/v1/sessions/%d", id)
+
+	testenv.RequireError(t, e.Do("POST", base+"/registrations", e.Token(1), nil), 400, "INVALID_ARGUMENT", "sku_id is required")
+	testenv.RequireError(t, e.Do("POST", base+"/registrations", e.Token(1), `{"sku_id": 77}`), 400, "INVALID_ARGUMENT", "no item with sku_id 77")
+	testenv.RequireError(t, e.Do("POST", base+"/registrations", e.Token(1), `{"sku_id": "38"}`), 400, "INVALID_ARGUMENT", "")
+	size := map[int64]int64{1: 38, 2: 38, 3: 38, 4: 38, 5: 39, 6: 39}
+	for u := int64(1); u <= 6; u++ {
+		res := e.Do("POST", base+"/registrations", e.Token(u), map[string]any{"sku_id": size[u]})
+		require.Equal(t, http.StatusCreated, res.Status, "%s", res.Raw)
+		require.EqualValues(t, size[u], res.Body["sku_id"])
+	}
+	again := e.Do("POST", base+"/registrations", e.Token(1), map[string]any{"sku_id": 38})
+	require.Equal(t, http.StatusOK, again.Status, "the same registration again")
+	testenv.RequireError(t, e.Do("POST", base+"/registrations", e.Token(1), map[string]any{"sku_id": 39}), 409, "CONFLICT",
+		"registered for sku_id 38")
+	mine := e.Do("GET", base+"/registration", e.Token(1), nil)
+	require.Equal(t, "REGISTERED", mine.Str("status"))
+	require.EqualValues(t, 38, mine.Body["sku_id"], "the first registration stands")
+
+	time.Sleep(time.Until(start))
+	testenv.RequireError(t, e.Do("POST", base+"/orders", e.Token(5), map[string]any{"sku_id": 38}), 403, "NOT_ELIGIBLE", "item 38")
+	var mu sync.Mutex
+	answers := map[string]int{}
+	won := map[string]int64{}
+	var wg sync.WaitGroup
+	for u := int64(1); u <= 6; u++ {
+		wg.Go(func() {
+			res := e.Do("POST", base+"/orders", e.Token(u), map[string]any{"sku_id": size[u]})
+			mu.Lock()
+			defer mu.Unlock()
+			answers[fmt.Sprintf("%d %d %s", size[u], res.Status, res.Str("code"))]++
+			if res.Status == http.StatusAccepted {
+				won[res.Str("order_no")] = u
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, map[string]int{"38 202 ": 2, "38 409 SOLD_OUT": 2, "39 202 ": 1, "39 409 SOLD_OUT": 1}, answers)
+	for no, user := range won {
+		e.WaitStatus(e.Token(user), no, 20*time.Second, seckill.StatusWaitPay)
+		o := e.Do("GET", "/api/v1/orders/"+no, e.Token(user), nil)
+		require.EqualValues(t, size[user], o.Body["sku_id"], "the order is for the size registered for: %s", o.Raw)
+	}
+	rep := e.RequireInvariants(id)
+	require.Equal(t, 0, rep.RedisStock)
+}

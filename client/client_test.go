@@ -302,7 +302,7 @@ func TestClientDrawSale(t *testing.T) {
 	require.Equal(t, 120, sess.RightTTLSeconds)
 	require.Len(t, e.WaitCommitted(sess.ID), 64)
 	for _, u := range []int64{1, 2} {
-		r, err := e.Shopper(u).Register(ctx, sess.ID)
+		r, err := e.Shopper(u).Register(ctx, sess.ID, 0)
 		require.NoError(t, err)
 		require.True(t, r.Created)
 		require.Equal(t, seckill.RegistrationRegistered, r.Status)

@@ -278,21 +278,28 @@ func (c *Client) Webhook(ctx context.Context, body []byte) (Meta, error) {
 // once a draw sale is drawn, a winner's right lasts until RightUntil and a
 // waitlisted shopper stands at Position among those still waiting.
 type Registration struct {
-	Status       seckill.RegistrationStatus `json:"status"`
-	RegisteredAt time.Time                  `json:"registered_at,omitzero"`
-	RightUntil   time.Time                  `json:"right_until,omitzero"`
-	Position     int                        `json:"position,omitempty"`
+	Status seckill.RegistrationStatus `json:"status"`
+	// SKUID is the item registered for, in a sale of several items.
+	SKUID        int64     `json:"sku_id,omitempty"`
+	RegisteredAt time.Time `json:"registered_at,omitzero"`
+	RightUntil   time.Time `json:"right_until,omitzero"`
+	Position     int       `json:"position,omitempty"`
 	// Created is true for the request that registered (201), false for a
 	// registration that already held (200).
 	Created bool `json:"-"`
 }
 
 // Register registers the shopper for a reserved or draw sale, in its window
-// (CONFLICT outside it, or for a first-come sale). Idempotent.
-func (c *Client) Register(ctx context.Context, sessionID int64) (*Registration, error) {
+// (CONFLICT outside it, or for a first-come sale), for the item skuID
+// (required in a sale of several items, 0 otherwise). Idempotent.
+func (c *Client) Register(ctx context.Context, sessionID, skuID int64) (*Registration, error) {
 	var r Registration
+	body := map[string]int64{}
+	if skuID != 0 {
+		body["sku_id"] = skuID
+	}
 	m, err := c.do(ctx, request{method: http.MethodPost, path: fmt.Sprintf("/api/v1/sessions/%d/registrations", sessionID),
-		auth: c.Token, body: struct{}{}, out: &r})
+		auth: c.Token, body: body, out: &r})
 	if err != nil {
 		return nil, err
 	}

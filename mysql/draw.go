@@ -3,6 +3,8 @@ package mysql
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,12 +15,14 @@ import (
 )
 
 // A draw's rows (00015_draw.sql, 00018_draw_sealed.sql): the seed in the
-// session row, sealed until drawn_at, and the drawn positions in draw_entries, whose rights
+// session row, sealed until drawn_at, and the drawn positions in
+// draw_entries, numbered per item (00027_draw_by_item.sql), whose rights
 // are granted once each (right_until set only where it is NULL) and
 // marked loaded once Redis holds them (00016_rights_loaded.sql).
 
 type drawEntryRow struct {
 	SessionID   int64 `gorm:"primaryKey"`
+	SKUID       int64 `gorm:"primaryKey;column:sku_id;autoIncrement:false"`
 	Position    int   `gorm:"primaryKey"`
 	UserID      int64
 	RightUntil  *time.Time
@@ -28,7 +32,7 @@ type drawEntryRow struct {
 func (drawEntryRow) TableName() string { return "draw_entries" }
 
 func (r drawEntryRow) domain() seckill.DrawEntry {
-	return seckill.DrawEntry{Position: r.Position, UserID: r.UserID, RightUntil: utcOrZero(r.RightUntil)}
+	return seckill.DrawEntry{SKUID: r.SKUID, Position: r.Position, UserID: r.UserID, RightUntil: utcOrZero(r.RightUntil)}
 }
 
 // DrawSeal is a draw's seed as stored: sealed by the worker's key, or,
@@ -86,10 +90,10 @@ func (db *DB) PublishRegistrants(ctx context.Context, sessionID int64) error {
 			if len(page) == 0 {
 				break
 			}
-			for _, u := range page {
-				d.Add(u)
+			for _, r := range page {
+				d.Add(r)
 			}
-			after = page[len(page)-1]
+			after = page[len(page)-1].UserID
 		}
 		n, digest, err := d.Sum()
 		if err != nil {
@@ -104,53 +108,54 @@ func (db *DB) PublishRegistrants(ctx context.Context, sessionID int64) error {
 // takes.
 const registrantPage = 5000
 
-// FixDrawStock records the stock a draw draws, at its first try, and
-// returns it: a retry after the stock changed draws the same places, and
-// verify checks the draw with the stock it had.
-func (db *DB) FixDrawStock(ctx context.Context, sessionID int64) (int, error) {
-	g := db.gorm.WithContext(ctx)
-	if err := g.Exec("UPDATE sessions SET drawn_stock = total_stock WHERE id = ? AND drawn_stock IS NULL", sessionID).Error; err != nil {
-		return 0, err
-	}
-	var stock int
-	err := g.Raw("SELECT drawn_stock FROM sessions WHERE id = ?", sessionID).Scan(&stock).Error
-	return stock, err
+// FixDrawStock records the stock a draw draws, at its first try: the
+// sale's, and each item's in a sale of several. A retry after the stock
+// changed draws the same places, and verify checks the draw with the
+// stock it had (the session, read again, shows them).
+func (db *DB) FixDrawStock(ctx context.Context, sessionID int64) error {
+	return db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec("UPDATE sessions SET drawn_stock = total_stock WHERE id = ? AND drawn_stock IS NULL", sessionID).Error; err != nil {
+			return err
+		}
+		return tx.Exec("UPDATE session_items SET drawn_stock = total_stock WHERE session_id = ? AND drawn_stock IS NULL", sessionID).Error
+	})
 }
 
-// RecordDrawEntries writes drawn users at positions first, first+1, …
-// INSERT IGNORE: a draw re-run after a crash mid-way computes the same
-// order and writes the same rows, finding the ones it wrote.
-func (db *DB) RecordDrawEntries(ctx context.Context, sessionID int64, first int, users []int64) error {
+// RecordDrawEntries writes an item's drawn users at positions first,
+// first+1, … INSERT IGNORE: a draw re-run after a crash mid-way computes
+// the same order and writes the same rows, finding the ones it wrote.
+func (db *DB) RecordDrawEntries(ctx context.Context, sessionID, skuID int64, first int, users []int64) error {
 	if len(users) == 0 {
 		return nil
 	}
 	var b strings.Builder
-	b.WriteString("INSERT IGNORE INTO draw_entries (session_id, position, user_id) VALUES ")
-	args := make([]any, 0, 3*len(users))
+	b.WriteString("INSERT IGNORE INTO draw_entries (session_id, sku_id, position, user_id) VALUES ")
+	args := make([]any, 0, 4*len(users))
 	for i, u := range users {
 		if i > 0 {
 			b.WriteString(",")
 		}
-		b.WriteString("(?,?,?)")
-		args = append(args, sessionID, first+i, u)
+		b.WriteString("(?,?,?,?)")
+		args = append(args, sessionID, skuID, first+i, u)
 	}
 	return db.gorm.WithContext(ctx).Exec(b.String(), args...).Error
 }
 
-// GrantDrawRights grants the first n positions a right until until, where
-// none was granted (a re-run grants nothing new), with a registration.won
-// event for each right it grants, and returns those n entries as
-// recorded: the caller writes them to Redis.
-func (db *DB) GrantDrawRights(ctx context.Context, sessionID int64, n int, until time.Time) ([]seckill.DrawEntry, error) {
+// GrantDrawRights grants an item's first n positions a right until until,
+// where none was granted (a re-run grants nothing new), with a
+// registration.won event for each right it grants, and returns those n
+// entries as recorded: the caller writes them to Redis.
+func (db *DB) GrantDrawRights(ctx context.Context, sessionID, skuID int64, n int, until time.Time) ([]seckill.DrawEntry, error) {
 	g := db.gorm.WithContext(ctx)
+	const first = "session_id = ? AND sku_id = ? AND position <= ?"
 	err := g.Transaction(func(tx *gorm.DB) error {
 		var todo []drawEntryRow
 		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).
-			Where("session_id = ? AND position <= ? AND right_until IS NULL", sessionID, n).Find(&todo).Error; err != nil || len(todo) == 0 {
+			Where(first+" AND right_until IS NULL", sessionID, skuID, n).Find(&todo).Error; err != nil || len(todo) == 0 {
 			return err
 		}
 		u := columnTime(until)
-		if err := tx.Model(&drawEntryRow{}).Where("session_id = ? AND position <= ? AND right_until IS NULL", sessionID, n).
+		if err := tx.Model(&drawEntryRow{}).Where(first+" AND right_until IS NULL", sessionID, skuID, n).
 			Update("right_until", u).Error; err != nil {
 			return err
 		}
@@ -162,7 +167,7 @@ func (db *DB) GrantDrawRights(ctx context.Context, sessionID int64, n int, until
 	if err != nil {
 		return nil, err
 	}
-	return db.drawEntries(g.Where("session_id = ? AND position <= ?", sessionID, n))
+	return db.drawEntries(g.Where(first, sessionID, skuID, n))
 }
 
 // MarkDrawn sets drawn_at and publishes the seed, once: the last step of
@@ -172,14 +177,14 @@ func (db *DB) MarkDrawn(ctx context.Context, sessionID int64, at time.Time, seed
 		Updates(map[string]any{"drawn_at": at.UTC(), "draw_seed": seed}).Error
 }
 
-// DrawEntries is a draw's recorded positions, in order.
+// DrawEntries is a draw's recorded positions, in (item, position) order.
 func (db *DB) DrawEntries(ctx context.Context, sessionID int64) ([]seckill.DrawEntry, error) {
 	return db.drawEntries(db.gorm.WithContext(ctx).Where("session_id = ?", sessionID))
 }
 
 func (db *DB) drawEntries(q *gorm.DB) ([]seckill.DrawEntry, error) {
 	var rows []drawEntryRow
-	if err := q.Order("position").Find(&rows).Error; err != nil {
+	if err := q.Order("sku_id, position").Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	out := make([]seckill.DrawEntry, len(rows))
@@ -195,20 +200,22 @@ func (db *DB) drawEntries(q *gorm.DB) ([]seckill.DrawEntry, error) {
 const usableRight = `e.session_id = ? AND e.right_until > ? AND NOT EXISTS
 	(SELECT 1 FROM orders o WHERE o.user_id = e.user_id AND o.session_id = e.session_id)`
 
-// PassRights hands units that no usable right covers to the next
-// positions waiting: with the session row locked (two passes never race),
-// it counts the usable rights and reads the live stock (liveStock, Redis),
-// and grants the next max(0, stock − usable) waiting positions, in order, a
-// right until now+ttl, each with its registration.won event. Each position is granted once (right_until is set
-// only where NULL). It returns the granted entries; the caller writes
-// them to Redis and marks them loaded (RightsToLoad, RightsLoaded). A
-// paused sale passes nothing; a pass that grants bumps rights_version.
+// PassRights hands the units of each item that no usable right covers to
+// the item's next positions waiting: with the session row locked (two
+// passes never race), it counts the usable rights by item and reads the
+// live stock by item (liveStock, Redis: pool SKU → units), and grants
+// each item's next max(0, stock − usable) waiting positions, in order, a
+// right until now+ttl, each with its registration.won event. Each
+// position is granted once (right_until is set only where NULL). It
+// returns the granted entries; the caller writes them to Redis and marks
+// them loaded (RightsToLoad, RightsLoaded). A paused sale passes nothing;
+// a pass that grants bumps rights_version.
 //
 // A reservation admitted in Redis whose order row is not written yet
 // counts as usable and its unit as sold: fewer rights than units for a
 // moment, made up by the next pass, never more.
 func (db *DB) PassRights(ctx context.Context, sessionID int64, now time.Time, ttl time.Duration,
-	liveStock func(context.Context) (int, error)) ([]seckill.DrawEntry, error) {
+	liveStock func(context.Context) (map[int64]int, error)) ([]seckill.DrawEntry, error) {
 	var granted []seckill.DrawEntry
 	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var row sessionRow
@@ -223,34 +230,45 @@ func (db *DB) PassRights(ctx context.Context, sessionID int64, now time.Time, tt
 			// none passes.
 			return nil
 		}
-		var usable int64
-		if err := tx.Table("draw_entries AS e").Where(usableRight, sessionID, now.UTC()).Count(&usable).Error; err != nil {
+		var counts []struct {
+			SKUID int64 `gorm:"column:sku_id"`
+			N     int
+		}
+		if err := tx.Table("draw_entries AS e").Select("e.sku_id, COUNT(*) AS n").Where(usableRight, sessionID, now.UTC()).
+			Group("e.sku_id").Scan(&counts).Error; err != nil {
 			return err
+		}
+		usable := make(map[int64]int, len(counts))
+		for _, c := range counts {
+			usable[c.SKUID] = c.N
 		}
 		stock, err := liveStock(ctx)
 		if err != nil {
 			return err
 		}
-		n := stock - int(usable)
-		if n <= 0 {
-			return nil
-		}
-		var next []drawEntryRow
-		if err := tx.Where("session_id = ? AND right_until IS NULL", sessionID).Order("position").Limit(n).Find(&next).Error; err != nil {
-			return err
-		}
 		until := now.Add(ttl).UTC()
 		var won []drawEntryRow
-		for _, e := range next {
-			res := tx.Model(&drawEntryRow{}).Where("session_id = ? AND position = ? AND right_until IS NULL", sessionID, e.Position).
-				Update("right_until", until)
-			if res.Error != nil {
-				return res.Error
+		for _, sku := range slices.Sorted(maps.Keys(stock)) {
+			n := stock[sku] - usable[sku]
+			if n <= 0 {
+				continue
 			}
-			if res.RowsAffected == 1 {
-				e.RightUntil = &until
-				granted = append(granted, e.domain())
-				won = append(won, e)
+			var next []drawEntryRow
+			if err := tx.Where("session_id = ? AND sku_id = ? AND right_until IS NULL", sessionID, sku).
+				Order("position").Limit(n).Find(&next).Error; err != nil {
+				return err
+			}
+			for _, e := range next {
+				res := tx.Model(&drawEntryRow{}).Where("session_id = ? AND sku_id = ? AND position = ? AND right_until IS NULL", sessionID, sku, e.Position).
+					Update("right_until", until)
+				if res.Error != nil {
+					return res.Error
+				}
+				if res.RowsAffected == 1 {
+					e.RightUntil = &until
+					granted = append(granted, e.domain())
+					won = append(won, e)
+				}
 			}
 		}
 		if len(granted) == 0 {
@@ -277,11 +295,11 @@ func (db *DB) RightsLoaded(ctx context.Context, sessionID int64, entries []secki
 	if len(entries) == 0 {
 		return nil
 	}
-	positions := make([]int, len(entries))
+	places := make([][]any, len(entries))
 	for i, e := range entries {
-		positions[i] = e.Position
+		places[i] = []any{e.SKUID, e.Position}
 	}
-	return db.gorm.WithContext(ctx).Model(&drawEntryRow{}).Where("session_id = ? AND position IN ?", sessionID, positions).
+	return db.gorm.WithContext(ctx).Model(&drawEntryRow{}).Where("session_id = ? AND (sku_id, position) IN ?", sessionID, places).
 		Update("right_loaded", true).Error
 }
 

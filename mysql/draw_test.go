@@ -27,8 +27,8 @@ func TestResumeExtendsTheOpenRights(t *testing.T) {
 		StartAt: now.Add(-time.Second), EndAt: now.Add(time.Hour), Mode: seckill.ModeDraw,
 		RegisterFrom: now.Add(-time.Hour), RegisterUntil: now.Add(-time.Second), RightTTLSeconds: int(ttl.Seconds())}
 	require.NoError(t, e.DB.CreateSession(ctx, sess, nil))
-	require.NoError(t, e.DB.RecordDrawEntries(ctx, sess.ID, 1, []int64{1, 2, 3, 4}))
-	_, err := e.DB.GrantDrawRights(ctx, sess.ID, 2, now.Add(ttl))
+	require.NoError(t, e.DB.RecordDrawEntries(ctx, sess.ID, 0, 1, []int64{1, 2, 3, 4}))
+	_, err := e.DB.GrantDrawRights(ctx, sess.ID, 0, 2, now.Add(ttl))
 	require.NoError(t, err)
 	require.NoError(t, e.DB.MarkDrawn(ctx, sess.ID, now, make([]byte, 32)))
 	_, err = e.DB.CreateOrder(ctx, request(sess, "used", 2, 1, 1), time.Now().Add(time.Minute)) // user 2's right bought
@@ -41,7 +41,7 @@ func TestResumeExtendsTheOpenRights(t *testing.T) {
 		require.True(t, applied)
 		return s
 	}
-	live := func(context.Context) (int, error) { return 2, nil }
+	live := func(context.Context) (map[int64]int, error) { return map[int64]int{0: 2}, nil }
 	paused := change(seckill.ActionPause)
 	require.False(t, paused.PausedAt.IsZero())
 	granted, err := e.DB.PassRights(ctx, sess.ID, now.Add(2*ttl), ttl, live)
@@ -50,7 +50,7 @@ func TestResumeExtendsTheOpenRights(t *testing.T) {
 	// The draw's last right granted during the pause (as a draw made while
 	// paused would).
 	grantedAt := paused.PausedAt.Add(10 * time.Millisecond)
-	_, err = e.DB.GrantDrawRights(ctx, sess.ID, 3, grantedAt.Add(ttl))
+	_, err = e.DB.GrantDrawRights(ctx, sess.ID, 0, 3, grantedAt.Add(ttl))
 	require.NoError(t, err)
 	before, err := e.DB.DrawEntries(ctx, sess.ID)
 	require.NoError(t, err)

@@ -20,6 +20,7 @@ type itemRow struct {
 	PriceCents int64
 	TotalStock int
 	Stock      int
+	DrawnStock *int
 }
 
 func (itemRow) TableName() string { return "session_items" }
@@ -48,7 +49,7 @@ func readItems(tx *gorm.DB, s *seckill.Session) (map[int64]int, error) {
 	}
 	items, stocks := make([]seckill.Item, len(rows)), make(map[int64]int, len(rows))
 	for i, r := range rows {
-		items[i] = seckill.Item{SKUID: r.SKUID, Title: r.Title, PriceCents: r.PriceCents, TotalStock: r.TotalStock}
+		items[i] = seckill.Item{SKUID: r.SKUID, Title: r.Title, PriceCents: r.PriceCents, TotalStock: r.TotalStock, DrawnStock: deref(r.DrawnStock)}
 		stocks[r.SKUID] = r.Stock
 	}
 	s.SetItems(items)

@@ -63,7 +63,7 @@ func recordWon(tx *gorm.DB, sessionID int64, entries []drawEntryRow, at time.Tim
 	}
 	won := make([]seckill.Registration, len(entries))
 	for i, e := range entries {
-		won[i] = seckill.Registration{SessionID: sessionID, UserID: e.UserID, Status: seckill.RegistrationWon,
+		won[i] = seckill.Registration{SessionID: sessionID, UserID: e.UserID, SKUID: e.SKUID, Status: seckill.RegistrationWon,
 			At: registered[e.UserID], RightUntil: columnTime(utcOrZero(e.RightUntil))}
 	}
 	return recordRegistrationEvents(tx, seckill.EventRegistrationWon, won, at)
@@ -91,7 +91,7 @@ func (db *DB) RecordLostEvents(ctx context.Context, sessionID int64, limit int) 
 			return seckill.Errorf(seckill.ECONFLICT, "session %d is not drawn: nobody has lost yet", sessionID)
 		}
 		var rows []registrationRow
-		if err := tx.Raw(`SELECT r.session_id, r.user_id, r.created_at FROM registrations r
+		if err := tx.Raw(`SELECT r.session_id, r.user_id, r.sku_id, r.created_at FROM registrations r
 			WHERE r.session_id = ? AND r.user_id > ?
 			AND r.created_at < (SELECT register_until FROM sessions WHERE id = ?)
 			AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.user_id = r.user_id AND o.session_id = r.session_id)
@@ -103,7 +103,8 @@ func (db *DB) RecordLostEvents(ctx context.Context, sessionID int64, limit int) 
 		}
 		lost := make([]seckill.Registration, len(rows))
 		for i, r := range rows {
-			lost[i] = seckill.Registration{SessionID: sessionID, UserID: r.UserID, Status: seckill.RegistrationLost, At: r.CreatedAt.UTC()}
+			lost[i] = seckill.Registration{SessionID: sessionID, UserID: r.UserID, SKUID: r.SKUID, Status: seckill.RegistrationLost,
+				At: r.CreatedAt.UTC()}
 		}
 		if err := recordRegistrationEvents(tx, seckill.EventRegistrationLost, lost, db.now()); err != nil {
 			return err

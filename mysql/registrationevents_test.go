@@ -29,17 +29,17 @@ func TestDrawRegistrationEvents(t *testing.T) {
 	require.NoError(t, e.DB.CreateSession(ctx, sess, nil))
 	users := e.RegisterInBulk(sess.ID, 1, 7)
 	// Two winners, two waiting.
-	require.NoError(t, e.DB.RecordDrawEntries(ctx, sess.ID, 1, []int64{3, 5, 1, 6}))
+	require.NoError(t, e.DB.RecordDrawEntries(ctx, sess.ID, 0, 1, []int64{3, 5, 1, 6}))
 	// The draw retried: no right granted twice.
 	for range 2 {
-		_, err := e.DB.GrantDrawRights(ctx, sess.ID, 2, now.Add(ttl))
+		_, err := e.DB.GrantDrawRights(ctx, sess.ID, 0, 2, now.Add(ttl))
 		require.NoError(t, err)
 	}
 	require.NoError(t, e.DB.MarkDrawn(ctx, sess.ID, now, make([]byte, 32)))
 	_, err := e.DB.CreateOrder(ctx, request(sess, "bought", 3, 1, 1), now.Add(time.Minute)) // user 3's right bought
 	require.NoError(t, err)
 	// User 5's right lapses: a pass (one unit live) gives it to user 1, once.
-	live := func(context.Context) (int, error) { return 1, nil }
+	live := func(context.Context) (map[int64]int, error) { return map[int64]int{0: 1}, nil }
 	for range 2 {
 		_, err := e.DB.PassRights(ctx, sess.ID, now.Add(2*ttl), ttl, live)
 		require.NoError(t, err)

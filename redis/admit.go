@@ -94,11 +94,16 @@ func (g *Gate) admission(a *seckill.Attempt, r admitResult) (*seckill.Admission,
 			"the Idempotency-Key is a UUIDv7 stamped %s, ahead of the server's clock by more than %s: stamp keys with the current time",
 			a.KeyTime.UTC().Format(time.RFC3339Nano), seckill.KeyClockSkew)
 	case codeNotEligible:
-		if s.Mode == seckill.ModeDraw {
-			return adm, seckill.Errorf(seckill.ENOTELIGIBLE, "session %d sells only to the holders of a drawn right, once each, until it lapses", s.ID)
+		// In a sale of sizes a registration, and so a right, is for one.
+		item := ""
+		if a.SKUID != 0 {
+			item = fmt.Sprintf(" item %d", a.SKUID)
 		}
-		return adm, seckill.Errorf(seckill.ENOTELIGIBLE, "session %d sells only to the shoppers who registered before %s",
-			s.ID, s.RegisterUntil.UTC().Format(time.RFC3339))
+		if s.Mode == seckill.ModeDraw {
+			return adm, seckill.Errorf(seckill.ENOTELIGIBLE, "session %d sells%s only to the holders of a drawn right for it, once each, until it lapses", s.ID, item)
+		}
+		return adm, seckill.Errorf(seckill.ENOTELIGIBLE, "session %d sells%s only to the shoppers who registered for it before %s",
+			s.ID, item, s.RegisterUntil.UTC().Format(time.RFC3339))
 	default:
 		return nil, fmt.Errorf("admit script returned code %d", r.code)
 	}

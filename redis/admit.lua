@@ -52,9 +52,11 @@
 --                         sold-out answer to keyed requests reads it)
 --   m:limit             → the per-user limit, for release.lua
 --
--- A draw's rights hash holds user → the right's end (unix ms), or 'u' once
--- the right bought: a right is used at most once, set in the step that
--- wins with it.
+-- A draw's rights hash holds registrant → the right's end (unix ms), or 'u'
+-- once the right bought: a right is used at most once, set in the step that
+-- wins with it. A registrant, in the rights and in a reserved sale's
+-- registrant set, is the user id, or in a sale of several items
+-- 'user:sku' (redis.registrant): a registration buys its own item only.
 
 local t = redis.call('TIME')
 local clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -158,10 +160,12 @@ local function admit(user, qty, limit, orderNo, now, trace, key, fp, kt, sku)
   end
   -- Eligibility before anything that reads or writes the sale: a
   -- shopper who did not register costs one set lookup.
-  if gate == '1' and redis.call('SISMEMBER', KEYS[6], user) == 0 then return -7, stockNow(), 0, orderNo, '' end
+  local who = user
+  if sku ~= '' then who = user .. ':' .. sku end
+  if gate == '1' and redis.call('SISMEMBER', KEYS[6], who) == 0 then return -7, stockNow(), 0, orderNo, '' end
   local right
   if gate == '2' then
-    right = redis.call('HGET', KEYS[7], user)
+    right = redis.call('HGET', KEYS[7], who)
     -- A used right still answers the re-run of the attempt that used it
     -- (decide replays it from its order number).
     local rerun = right == 'u' and redis.call('HEXISTS', KEYS[5], 'o:' .. orderNo) == 1
@@ -191,7 +195,7 @@ local function admit(user, qty, limit, orderNo, now, trace, key, fp, kt, sku)
   end
   local code, left, mask = decide(user, qty, limit, orderNo, now, trace, sku)
   if right and right ~= 'u' and code == 0 then
-    redis.call('HSET', KEYS[7], user, 'u')
+    redis.call('HSET', KEYS[7], who, 'u')
   end
   if kfield and code == 0 then
     redis.call('HSET', KEYS[5], kfield, fp .. '|0|' .. orderNo .. '|' .. mask, 'm:won', clock)

@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -14,7 +13,8 @@ import (
 const rightsBatch = 1000
 
 // LoadRights writes a draw's granted rights into the hash admission checks
-// (user → the right's end, unix ms). A field keeps the later end and a
+// (registrant: user, or user:sku in a sale of several items → the right's
+// end, unix ms). A field keeps the later end and a
 // used right ('u') stays used (rights.lua): a user holds one position, so
 // a field present is this right written before, perhaps used since, and a
 // draw or pass re-run after a crash must not hand a used right back; a
@@ -34,7 +34,7 @@ func (g *Gate) LoadRights(ctx context.Context, sessionID int64, entries []seckil
 		if e.RightUntil.IsZero() {
 			continue
 		}
-		args = append(args, strconv.FormatInt(e.UserID, 10), e.RightUntil.UnixMilli())
+		args = append(args, registrant(e.UserID, e.SKUID), e.RightUntil.UnixMilli())
 		if len(args) == 2*rightsBatch {
 			if err := flush(); err != nil {
 				return unavailable(err)
@@ -47,8 +47,8 @@ func (g *Gate) LoadRights(ctx context.Context, sessionID int64, entries []seckil
 	return nil
 }
 
-// Rights is a draw's rights hash as admission sees it: user → the right's
-// end in unix ms, or "u" once used.
+// Rights is a draw's rights hash as admission sees it: registrant (user,
+// or user:sku) → the right's end in unix ms, or "u" once used.
 func (g *Gate) Rights(ctx context.Context, sessionID int64) (map[string]string, error) {
 	var m map[string]string
 	err := retry(ctx, func(ctx context.Context) error {
@@ -62,13 +62,14 @@ func (g *Gate) Rights(ctx context.Context, sessionID int64) (map[string]string, 
 	return m, nil
 }
 
-// Right is a user's field in a draw's rights hash: the right's end in
-// unix ms, "u" once used, "" when Redis holds no right for the user.
-func (g *Gate) Right(ctx context.Context, sessionID, userID int64) (string, error) {
+// Right is a user's field in a draw's rights hash, for the item skuID (0
+// in a single-SKU sale): the right's end in unix ms, "u" once used, ""
+// when Redis holds no right for the user.
+func (g *Gate) Right(ctx context.Context, sessionID, userID, skuID int64) (string, error) {
 	var v string
 	err := retry(ctx, func(ctx context.Context) error {
 		var err error
-		v, err = g.rdb.HGet(ctx, g.keys(sessionID).rights, strconv.FormatInt(userID, 10)).Result()
+		v, err = g.rdb.HGet(ctx, g.keys(sessionID).rights, registrant(userID, skuID)).Result()
 		if errors.Is(err, goredis.Nil) {
 			v, err = "", nil
 		}

@@ -26,9 +26,9 @@ func TestOnlyRegistrantsAreAdmitted(t *testing.T) {
 		sess.Mode = seckill.ModeReserved
 		ctx := context.Background()
 		for u := int64(1); u <= registrants; u++ {
-			require.NoError(t, e.Gate.Register(ctx, sess.ID, u))
+			require.NoError(t, e.Gate.Register(ctx, sess.ID, u, 0))
 		}
-		require.NoError(t, e.Gate.Register(ctx, sess.ID, 1), "registering again changes nothing")
+		require.NoError(t, e.Gate.Register(ctx, sess.ID, 1, 0), "registering again changes nothing")
 
 		var won, notEligible, overLimit atomic.Int64
 		var wg sync.WaitGroup

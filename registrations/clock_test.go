@@ -28,12 +28,12 @@ func TestRegistrationClosesByTheDatabaseClock(t *testing.T) {
 		RegisterFrom: now.Add(-time.Hour), RegisterUntil: now.Add(2 * time.Second), RightTTLSeconds: 60}
 	require.NoError(t, e.DB.CreateSession(ctx, sess, nil))
 	desk := &registrations.Desk{Store: e.DB, Set: e.Gate}
-	_, err := desk.Register(ctx, sess, 1)
+	_, err := desk.Register(ctx, sess, 1, 0)
 	require.Equal(t, seckill.ECONFLICT, seckill.ErrorCode(err), "no commitment yet: %v", err)
 	require.ErrorContains(t, err, "commitment")
 
 	sess.DrawCommitment = e.CommitDraw(sess.ID)
-	created, err := desk.Register(ctx, sess, 1)
+	created, err := desk.Register(ctx, sess, 1, 0)
 	require.NoError(t, err)
 	require.True(t, created)
 	r, err := e.DB.Registration(ctx, sess.ID, 1)
@@ -53,11 +53,11 @@ func TestRegistrationClosesByTheDatabaseClock(t *testing.T) {
 		return errors.New("still open")
 	})
 	behind := &registrations.Desk{Store: e.DB, Set: e.Gate, Now: func() time.Time { return sess.RegisterUntil.Add(-time.Minute) }}
-	_, err = behind.Register(ctx, sess, 2)
+	_, err = behind.Register(ctx, sess, 2, 0)
 	require.Equal(t, seckill.ECONFLICT, seckill.ErrorCode(err), "closed by the database's clock: %v", err)
 	_, err = e.DB.Registration(ctx, sess.ID, 2)
 	require.Equal(t, seckill.ENOTFOUND, seckill.ErrorCode(err), "no row written")
-	again, err := behind.Register(ctx, sess, 1)
+	again, err := behind.Register(ctx, sess, 1, 0)
 	require.NoError(t, err, "a registration made in the window, asked again, is still answered")
 	require.False(t, again)
 

@@ -1,6 +1,7 @@
 package registrations_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -28,7 +29,7 @@ type drawnStore struct {
 	listReads  atomic.Int32 // pages of registrants read
 }
 
-func (s *drawnStore) Register(context.Context, int64, int64) (bool, error) { return false, nil }
+func (s *drawnStore) Register(context.Context, int64, int64, int64) (bool, error) { return false, nil }
 
 func (s *drawnStore) Registration(_ context.Context, sessionID, userID int64) (*seckill.Registration, error) {
 	if !s.registered[userID] {
@@ -44,17 +45,17 @@ func (s *drawnStore) DrawEntries(context.Context, int64) ([]seckill.DrawEntry, e
 	return append([]seckill.DrawEntry(nil), s.entries...), nil
 }
 
-func (s *drawnStore) Registrants(_ context.Context, _, after int64, limit int) ([]int64, error) {
+func (s *drawnStore) Registrants(_ context.Context, _, after int64, limit int) ([]seckill.Registrant, error) {
 	s.listReads.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var ids []int64
+	var ids []seckill.Registrant
 	for u := range s.registered {
 		if u > after {
-			ids = append(ids, u)
+			ids = append(ids, seckill.Registrant{UserID: u})
 		}
 	}
-	slices.Sort(ids)
+	slices.SortFunc(ids, func(a, b seckill.Registrant) int { return cmp.Compare(a.UserID, b.UserID) })
 	return ids[:min(limit, len(ids))], nil
 }
 
@@ -65,9 +66,9 @@ func (s *drawnStore) HasOrder(_ context.Context, _, userID int64) (bool, error) 
 // drawnSet is the Redis side: the rights hash as the store holds it.
 type drawnSet struct{ *drawnStore }
 
-func (s drawnSet) Register(context.Context, int64, int64) error { return nil }
+func (s drawnSet) Register(context.Context, int64, int64, int64) error { return nil }
 
-func (s drawnSet) Right(_ context.Context, _, userID int64) (string, error) {
+func (s drawnSet) Right(_ context.Context, _, userID, _ int64) (string, error) {
 	return s.rights[userID], nil
 }
 

@@ -38,7 +38,8 @@ type drawn struct {
 }
 
 // standing is a recorded position and, for one still without a right,
-// its 1-based place among those waiting (what WAITLISTED shows).
+// its 1-based place among those waiting for its item (what WAITLISTED
+// shows).
 type standing struct {
 	entry   seckill.DrawEntry
 	waiting int
@@ -64,12 +65,12 @@ func (s *standings) get(ctx context.Context, sessionID int64, version int, now t
 			return nil, err
 		}
 		d := &drawn{version: version, asked: now, byUser: make(map[int64]standing, len(entries))}
-		waiting := 0
-		for _, e := range entries { // in position order
+		waiting := map[int64]int{}  // by item
+		for _, e := range entries { // in (item, position) order
 			st := standing{entry: e}
 			if e.RightUntil.IsZero() {
-				waiting++
-				st.waiting = waiting
+				waiting[e.SKUID]++
+				st.waiting = waiting[e.SKUID]
 			}
 			d.byUser[e.UserID] = st
 		}

@@ -138,12 +138,12 @@ func TestPreheatCopiesTheRegistrants(t *testing.T) {
 	const registrants = 12_001 // more than one page of the copy
 	for u := int64(1); u <= registrants; u += 1000 {
 		for v := u; v < u+1000 && v <= registrants; v++ {
-			_, err := e.DB.Register(ctx, sess.ID, v)
+			_, err := e.DB.Register(ctx, sess.ID, v, 0)
 			require.NoError(t, err)
 		}
 	}
 	registered := func(u int64) bool {
-		in, err := e.Gate.Registered(ctx, sess.ID, u)
+		in, err := e.Gate.Registered(ctx, sess.ID, u, 0)
 		require.NoError(t, err)
 		return in
 	}

@@ -64,3 +64,58 @@ func TestBrowserSizes(t *testing.T) {
 	waitOrder(e, 10, last.Str("order_no"), seckill.StatusWaitPay)
 	e.RequireInvariants(sess.ID)
 }
+
+// A reserved sale of sizes on the page: the shopper chooses a size and
+// registers for it (the button names it); the card then keeps that size,
+// the others cannot be chosen, and a page opened later learns it from the
+// API; at the start the registrant buys the size registered for.
+func TestBrowserRegistersForASize(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t, testenv.Options{})
+	start := time.Now().Add(reservedLead).Truncate(time.Second)
+	id := reservedSale(t, e, start, start, map[string]any{"sku_id": nil, "price_cents": nil, "stock": nil,
+		"items": []map[string]any{{"sku_id": 3801, "title": "EU 38", "price_cents": 700, "stock": 1},
+			{"sku_id": 3802, "title": "EU 39", "price_cents": 800, "stock": 1}}})
+	c := card(id)
+	status := c + ` [data-role="register-status"]`
+	register := c + ` button[data-role="register"]`
+
+	p := openShop(t, e, "/")
+	p.pasteToken(31)
+	p.do(
+		wait(c+`[data-registration="OPEN"]`),
+		wait(c+` [data-role="sizes"] button[data-sku="3801"][aria-pressed="true"]`),
+		click(c+` [data-role="sizes"] button[data-sku="3802"]`),
+		wait(c+` [data-role="sizes"] button[data-sku="3802"][aria-pressed="true"]`),
+	)
+	require.Equal(t, "Register for EU 39", p.text(register))
+	p.do(
+		click(register),
+		wait(status+`[data-reg="REGISTERED"]`),
+		wait(c+` [data-role="sizes"] button[data-sku="3801"]:disabled`),
+	)
+	require.Contains(t, p.text(status), "Your size: EU 39.")
+	mine := e.Do("GET", fmt.Sprintf("/api/v1/sessions/%d/registration", id), e.Token(31), nil)
+	require.EqualValues(t, 3802, mine.Body["sku_id"], "%s", mine.Raw)
+
+	// Another page of the same shopper asks and keeps the size too.
+	q := openShop(t, e, fmt.Sprintf("/?session=%d", id))
+	q.pasteToken(31)
+	q.do(
+		wait(status+`[data-reg="REGISTERED"]`),
+		wait(c+` [data-role="sizes"] button[data-sku="3802"][aria-pressed="true"]`),
+		wait(c+` [data-role="sizes"] button[data-sku="3801"]:disabled`),
+	)
+	require.Contains(t, q.text(c+` [data-role="price"]`), "8.00", "the size registered for's price")
+
+	p.do(
+		wait(c+`[data-state="ACTIVE"][data-registration="ON_SALE"]`),
+		click(c+` button[data-role="buy"]`),
+		wait(`#order[data-status="WAIT_PAY"]`),
+	)
+	no := p.attr("#order", "data-order-no")
+	waitOrder(e, 31, no, seckill.StatusWaitPay)
+	o := e.Do("GET", "/api/v1/orders/"+no, e.Token(31), nil)
+	require.EqualValues(t, 3802, o.Body["sku_id"], "the size registered for")
+	e.RequireInvariants(id)
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -35,7 +36,7 @@ func drawCmd() *cobra.Command {
 				if s.Mode != seckill.ModeDraw {
 					return fmt.Errorf("session %d is a %s sale, not a draw", sessionID, s.Mode)
 				}
-				var registrants []int64
+				var registrants []seckill.Registrant
 				for after := int64(0); ; {
 					page, err := db.Registrants(ctx, sessionID, after, 10_000)
 					if err != nil {
@@ -44,7 +45,7 @@ func drawCmd() *cobra.Command {
 					if len(page) == 0 {
 						break
 					}
-					registrants, after = append(registrants, page...), page[len(page)-1]
+					registrants, after = append(registrants, page...), page[len(page)-1].UserID
 				}
 				entries, err := db.DrawEntries(ctx, sessionID)
 				if err != nil {
@@ -54,13 +55,31 @@ func drawCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				winners := min(s.DrawnStock, n)
-				_, err = fmt.Fprintf(cmd.OutOrStdout(),
-					"session %d: draw verified\n  commitment %s = SHA-256(seed %s)\n  %d registrants before %s, digest %s as published\n  stock at the draw %d: %d positions recorded (%d winners, %d waitlisted) match the draw recomputed\n",
-					sessionID, s.DrawCommitment, s.DrawSeed, len(registrants), s.RegisterUntil.Format(time.RFC3339Nano), s.RegistrantsDigest,
-					s.DrawnStock, n, winners, n-winners)
-				if err != nil || user == 0 {
+				out := cmd.OutOrStdout()
+				_, err = fmt.Fprintf(out,
+					"session %d: draw verified\n  commitment %s = SHA-256(seed %s)\n  %d registrants before %s, digest %s as published\n  %d positions recorded match the draw recomputed\n",
+					sessionID, s.DrawCommitment, s.DrawSeed, len(registrants), s.RegisterUntil.Format(time.RFC3339Nano), s.RegistrantsDigest, n)
+				if err != nil {
 					return err
+				}
+				for _, p := range s.DrawPools() {
+					places := 0
+					for _, e := range entries {
+						if e.SKUID == p.SKUID {
+							places++
+						}
+					}
+					winners, item := min(p.Stock, places), ""
+					if p.SKUID != 0 {
+						item = fmt.Sprintf("item %d: ", p.SKUID)
+					}
+					if _, err := fmt.Fprintf(out, "  %sstock at the draw %d: %d positions (%d winners, %d waitlisted)\n",
+						item, p.Stock, places, winners, places-winners); err != nil {
+						return err
+					}
+				}
+				if user == 0 {
+					return nil
 				}
 				return printInclusion(cmd, user, registrants, entries)
 			})
@@ -73,11 +92,11 @@ func drawCmd() *cobra.Command {
 }
 
 // printInclusion says whether a shopper is in the verified list, at which
-// line of it (the ids in ascending order, one a line: the text whose
-// SHA-256 is the digest), and the position drawn.
-func printInclusion(cmd *cobra.Command, user int64, registrants []int64, entries []seckill.DrawEntry) error {
+// line of it (in ascending user id order, one a line: the text whose
+// SHA-256 is the digest), for which item, and the position drawn.
+func printInclusion(cmd *cobra.Command, user int64, registrants []seckill.Registrant, entries []seckill.DrawEntry) error {
 	out := cmd.OutOrStdout()
-	line, in := slices.BinarySearch(registrants, user)
+	line, in := slices.BinarySearchFunc(registrants, user, func(r seckill.Registrant, u int64) int { return cmp.Compare(r.UserID, u) })
 	if !in {
 		_, err := fmt.Fprintf(out, "  user %d is not in the list\n", user)
 		return err
@@ -88,7 +107,11 @@ func printInclusion(cmd *cobra.Command, user int64, registrants []int64, entries
 			place = fmt.Sprintf("drawn at position %d", e.Position)
 		}
 	}
-	_, err := fmt.Fprintf(out, "  user %d is line %d of the list, %s\n", user, line+1, place)
+	item := ""
+	if sku := registrants[line].SKUID; sku != 0 {
+		item = fmt.Sprintf(" for item %d", sku)
+	}
+	_, err := fmt.Fprintf(out, "  user %d is line %d of the list%s, %s\n", user, line+1, item, place)
 	return err
 }
 

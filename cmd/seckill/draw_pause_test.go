@@ -31,7 +31,7 @@ func TestDrawRightsWaitOutAPause(t *testing.T) {
 		RegisterFrom: now.Add(-time.Hour), RegisterUntil: start, RightTTLSeconds: ttl}
 	require.NoError(t, e.DB.CreateSession(ctx, sess, nil))
 	for u := int64(1); u <= registrants; u++ {
-		_, err := e.DB.Register(ctx, sess.ID, u)
+		_, err := e.DB.Register(ctx, sess.ID, u, 0)
 		require.NoError(t, err)
 	}
 	_, err := e.App.Orders().StartSession(ctx, sess.ID)

@@ -55,7 +55,7 @@ func TestDrawSale(t *testing.T) {
 	var users []int64
 	for u := int64(1); u <= registrants; u++ {
 		users = append(users, u)
-		_, err := e.DB.Register(ctx, sess.ID, u)
+		_, err := e.DB.Register(ctx, sess.ID, u, 0)
 		require.NoError(t, err)
 	}
 	_, err = execute(ctx, "draw", "verify", "--session", strconv.FormatInt(sess.ID, 10))

@@ -1,17 +1,21 @@
 package testenv
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"database/sql"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.temporal.io/sdk/testsuite"
+
+	"github.com/seckill/seckill"
 )
 
 // DrawByHand is a draw computed from its definition alone, independent of
@@ -19,24 +23,21 @@ import (
 // (DigestByHand) || the user id in decimal), ascending bytes, ties by
 // user id.
 func DrawByHand(seed []byte, users []int64) []int64 {
-	digest := DigestByHand(users)
+	out := slices.Clone(users)
+	rankByHand(seed, DigestByHand(users), out)
+	return out
+}
+
+// rankByHand sorts users by HMAC-SHA256(seed, digest || the user id in
+// decimal), ties by user id.
+func rankByHand(seed, digest []byte, users []int64) {
 	rank := func(u int64) string {
 		m := hmac.New(sha256.New, seed)
 		m.Write(digest)
 		m.Write([]byte(strconv.FormatInt(u, 10)))
 		return string(m.Sum(nil))
 	}
-	out := slices.Clone(users)
-	slices.SortFunc(out, func(a, b int64) int {
-		if ra, rb := rank(a), rank(b); ra != rb {
-			if ra < rb {
-				return -1
-			}
-			return 1
-		}
-		return int(a - b)
-	})
-	return out
+	slices.SortFunc(users, func(a, b int64) int { return cmp.Or(strings.Compare(rank(a), rank(b)), cmp.Compare(a, b)) })
 }
 
 // DigestByHand is a registrant list's digest by its definition: SHA-256
@@ -47,6 +48,41 @@ func DigestByHand(users []int64) []byte {
 	var b strings.Builder
 	for _, u := range sorted {
 		fmt.Fprintf(&b, "%d\n", u)
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return sum[:]
+}
+
+// OneItem is users as the registrants of a single-SKU sale.
+func OneItem(users []int64) []seckill.Registrant {
+	out := make([]seckill.Registrant, len(users))
+	for i, u := range users {
+		out[i] = seckill.Registrant{UserID: u}
+	}
+	return out
+}
+
+// DrawSizesByHand is a sale of sizes' draw by its definition alone: the
+// digest of the list's lines "user sku" (DigestSizesByHand), one ranking
+// of every registrant as DrawByHand's, and each size's order that
+// ranking with the other sizes' registrants left out. sizes maps each
+// registrant to its size.
+func DrawSizesByHand(seed []byte, sizes map[int64]int64) map[int64][]int64 {
+	users := slices.Collect(maps.Keys(sizes))
+	rankByHand(seed, DigestSizesByHand(sizes), users)
+	out := map[int64][]int64{}
+	for _, u := range users {
+		out[sizes[u]] = append(out[sizes[u]], u)
+	}
+	return out
+}
+
+// DigestSizesByHand is a sale of sizes' list digest by its definition:
+// SHA-256 of "user sku" lines in ascending user id order.
+func DigestSizesByHand(sizes map[int64]int64) []byte {
+	var b strings.Builder
+	for _, u := range slices.Sorted(maps.Keys(sizes)) {
+		fmt.Fprintf(&b, "%d %d\n", u, sizes[u])
 	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return sum[:]
@@ -95,6 +131,13 @@ func (e *Env) RegisterInBulk(sessionID, first int64, n int) []int64 {
 // them one by one would only slow a test.
 func (e *Env) RegisterUsers(sessionID int64, users []int64) {
 	e.T.Helper()
+	e.RegisterFor(sessionID, OneItem(users))
+}
+
+// RegisterFor registers each registrant for its item as RegisterUsers
+// does.
+func (e *Env) RegisterFor(sessionID int64, regs []seckill.Registrant) {
+	e.T.Helper()
 	db, err := sql.Open("mysql", e.DSN)
 	if err != nil {
 		e.T.Fatal(err)
@@ -105,16 +148,16 @@ func (e *Env) RegisterUsers(sessionID int64, users []int64) {
 		e.T.Fatalf("register in bulk: the window of session %d: %v", sessionID, err)
 	}
 	var q strings.Builder
-	for len(users) > 0 {
-		page := users[:min(registerRows, len(users))]
-		users = users[len(page):]
+	for len(regs) > 0 {
+		page := regs[:min(registerRows, len(regs))]
+		regs = regs[len(page):]
 		q.Reset()
-		q.WriteString("INSERT INTO registrations (session_id, user_id, created_at) VALUES ")
-		for i, u := range page {
+		q.WriteString("INSERT INTO registrations (session_id, user_id, sku_id, created_at) VALUES ")
+		for i, r := range page {
 			if i > 0 {
 				q.WriteByte(',')
 			}
-			fmt.Fprintf(&q, "(%d,%d,'%s')", sessionID, u, from)
+			fmt.Fprintf(&q, "(%d,%d,%d,'%s')", sessionID, r.UserID, r.SKUID, from)
 		}
 		if _, err := db.Exec(q.String()); err != nil {
 			e.T.Fatalf("register in bulk: %v", err)

@@ -317,11 +317,15 @@
   function renderSizes(li, s) {
     var box = li.querySelector('[data-role="sizes"]');
     var items = s.items || [];
+    // A registration is for one size, and buys that one: the card keeps it.
+    var held = box.dataset.held = registeredSize(s);
     box.hidden = items.length < 2;
     if (box.hidden) return;
     var chosen = li.dataset.sku;
     var current = items.some(function (it) { return String(it.sku_id) === chosen && it.remaining_stock > 0; });
-    if (!current) {
+    if (held) {
+      chosen = li.dataset.sku = held;
+    } else if (!current) {
       var open = items.filter(function (it) { return it.remaining_stock > 0; })[0];
       chosen = li.dataset.sku = open ? String(open.sku_id) : "";
     }
@@ -334,16 +338,24 @@
       var left = s.state === "UPCOMING" ? it.total_stock + " on offer" :
         it.remaining_stock > 0 ? it.remaining_stock + " left" : "sold out";
       b.textContent = it.title + " · " + left;
-      b.disabled = s.state !== "UPCOMING" && it.remaining_stock <= 0;
+      b.disabled = (s.state !== "UPCOMING" && it.remaining_stock <= 0) || (!!held && b.dataset.sku !== held);
       b.setAttribute("aria-pressed", String(b.dataset.sku === chosen));
       b.addEventListener("click", function () {
         li.dataset.sku = b.dataset.sku;
         renderSizes(li, li._session || s);
-        var c = chosenItem(li, li._session || s);
-        if (c) li.querySelector('[data-role="price"]').textContent = "price " + money(c.price_cents);
+        tick(); // the register button names the size
       });
       box.appendChild(b);
     });
+    var c = chosenItem(li, s);
+    if (c) li.querySelector('[data-role="price"]').textContent = "price " + money(c.price_cents);
+  }
+
+  // registeredSize is the size (its sku_id, a string) the signed-in
+  // shopper registered for in sale s of several items, "" for none known.
+  function registeredSize(s) {
+    var info = token() && regInfo[s.id];
+    return info && info.sku ? String(info.sku) : "";
   }
 
   // chosenItem is the item chosen on a card of a sale of several items
@@ -549,16 +561,17 @@
     if (status === "WON" && was === "REFUSED" && until === old.right_until) status = "USED";
     regs[id] = status;
     regInfo[id] = { at: now(), jitter: Math.random(), right_until: until, position: data.position || 0,
-      lapsed: status === "LOST" && (was === "WON" || !!old.lapsed) };
+      lapsed: status === "LOST" && (was === "WON" || !!old.lapsed), sku: data.sku_id || 0 };
   }
 
   // learnRegistration records what an answer to tok's request said. The
   // record is a new one: a question in flight about the old is dropped.
-  function learnRegistration(sessionID, tok, status) {
+  function learnRegistration(sessionID, tok, status, sku) {
     if (token() !== tok) return;
     var old = regInfo[sessionID] || {};
     regs[sessionID] = status;
-    regInfo[sessionID] = { at: now(), jitter: Math.random(), right_until: old.right_until || 0, position: 0, lapsed: false };
+    regInfo[sessionID] = { at: now(), jitter: Math.random(), right_until: old.right_until || 0, position: 0, lapsed: false,
+      sku: sku || old.sku || 0 };
     tick();
   }
 
@@ -625,11 +638,17 @@
     li.dataset.registration = phase;
     li.querySelector('[data-role="register-window"]').textContent =
       new Date(from).toLocaleString() + " – " + new Date(until).toLocaleString();
+    // In a sale of sizes a registration is for the size chosen: the card
+    // names it, and once registered keeps it (renderSizes).
+    var held = registeredSize(s);
+    if (li.querySelector('[data-role="sizes"]').dataset.held !== held) renderSizes(li, s);
+    var size = chosenItem(li, s);
     var st = li.querySelector('[data-role="register-status"]');
-    st.textContent = says[0];
+    st.textContent = (held && size ? "Your size: " + size.title + ". " : "") + says[0];
     st.dataset.reg = reg;
     var btn = li.querySelector('[data-role="register"]');
-    btn.textContent = s.mode === "draw" ? "Register for the draw" : "Register";
+    btn.textContent = s.mode === "draw" ? "Register for the draw" + (size ? " of " + size.title : "") :
+      "Register" + (size ? " for " + size.title : "");
     btn.hidden = phase !== "OPEN" || reg === "REGISTERED";
     btn.disabled = busy;
     return says[1];
@@ -710,13 +729,16 @@
     withTicket(s, "Continue to register", function (ticket) {
       var tok = token();
       var headers = ticket ? { "X-Seckill-Ticket": ticket } : undefined;
-      call("POST", "/api/v1/sessions/" + s.id + "/registrations", undefined, true, headers).then(function (r) {
+      // A sale of sizes registers for the size chosen.
+      var item = chosenItem(li, s);
+      var what = s.title + (item ? " in " + item.title : "");
+      call("POST", "/api/v1/sessions/" + s.id + "/registrations", item ? { sku_id: item.sku_id } : undefined, true, headers).then(function (r) {
         busy = false;
         if (r.ok) {
           showMessage(s.mode === "draw" ?
-            "You are registered for the draw of " + s.title + ". The draw is at the start: come back then to see whether you won." :
-            "You are registered for " + s.title + ". Come back when it starts: only registered shoppers may buy.", "OK");
-          learnRegistration(s.id, tok, r.data.status);
+            "You are registered for the draw of " + what + ". The draw is at the start: come back then to see whether you won." :
+            "You are registered for " + what + ". Come back when it starts: only registered shoppers may buy.", "OK");
+          learnRegistration(s.id, tok, r.data.status, r.data.sku_id);
         } else {
           showError(r.error);
         }
