@@ -243,7 +243,7 @@ func (a *Sessions) RecordLost(ctx context.Context, id int64) error {
 // redisNow is Redis's clock: a right lapses by it, in the admission
 // script and in the passes alike.
 func (a *Sessions) redisNow(ctx context.Context, id int64) (time.Time, error) {
-	m, err := a.Gate.StockMark(ctx, id)
+	m, err := a.Gate.StockMark(ctx, id, 0)
 	return m.Clock, err
 }
 

@@ -23,7 +23,7 @@ type SessionStore interface {
 type SessionGate interface {
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
 	ItemStocks(ctx context.Context, sessionID int64) (map[int64]int, error)
-	StockMark(ctx context.Context, sessionID int64) (seckill.StockMark, error)
+	StockMark(ctx context.Context, sessionID, sku int64) (seckill.StockMark, error)
 	PreheatHolding(ctx context.Context, sessionID int64, stock int, items map[int64]int, applied []string) (int, error)
 	Retire(ctx context.Context, sessionID int64, retain time.Duration) (bool, error)
 	seckill.RedisSnapshotter

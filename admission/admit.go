@@ -38,9 +38,10 @@ type Stock interface {
 	// PinnedOrRefused is Pinned in a sold-out session: a key without a pin
 	// gets the refusal the script would give it.
 	PinnedOrRefused(ctx context.Context, a *seckill.Attempt) (*seckill.Admission, error)
-	// StockMark reads a session's stock with Redis's clock and its latest
-	// keyed win (the sold-out memory's watcher).
-	StockMark(ctx context.Context, sessionID int64) (seckill.StockMark, error)
+	// StockMark reads a session's stock (sku 0) or one item's with Redis's
+	// clock and the sale's latest keyed win (the sold-out memory's
+	// watcher).
+	StockMark(ctx context.Context, sessionID, sku int64) (seckill.StockMark, error)
 }
 
 // Starts takes a winner's workflow start without waiting (the process's
@@ -151,7 +152,13 @@ const (
 	LayerRateLimit = "rate_limit"
 	LayerRisk      = "risk"
 	LayerRedis     = "redis" // the admission script: accepted, SOLD_OUT or LIMIT_EXCEEDED
+	// LayerSoldOutMemory: SOLD_OUT from this process's memory of the
+	// sell-out (SoldOut), of the sale or of the item asked for.
+	LayerSoldOutMemory = "soldout_memory"
 )
+
+// ErrSoldOut is the answer from the sold-out memory.
+var ErrSoldOut = seckill.Errorf(seckill.ESOLDOUT, "sold out")
 
 // Buy decides a purchase attempt, cheapest check first.
 //
@@ -188,7 +195,15 @@ func (s *Service) Buy(ctx context.Context, r *Request) Answer {
 		}
 		return ans
 	}
-	if r.IdempotencyKey != "" && s.SoldOut.keyed(sess.ID, a.KeyTime) == keyedPin {
+	// An item sold out on its own: its losers are answered from memory
+	// as the sale's are once it is (Fast), a keyed one once the watcher
+	// read the item at zero.
+	item := soldKey{id: sess.ID, sku: a.SKUID}
+	if a.SKUID != 0 && s.SoldOut.fromMemory(item, r.IdempotencyKey) {
+		return Answer{Err: ErrSoldOut, Layer: LayerSoldOutMemory}
+	}
+	if r.IdempotencyKey != "" && (s.SoldOut.keyed(soldKey{id: sess.ID}, a.KeyTime) == keyedPin ||
+		a.SKUID != 0 && s.SoldOut.keyed(item, a.KeyTime) == keyedPin) {
 		// SoldOutFast let it through: it may hold a reservation. Its pin
 		// says (one read, no rate limits: nothing is decided); without
 		// one it gets the refusal the script would give it, and stays
@@ -233,12 +248,17 @@ func (s *Service) Screen(ctx context.Context, r *Request, a *seckill.Attempt) An
 // not from the watcher's next read.
 func (s *Service) decided(a *seckill.Attempt, ans Answer) Answer {
 	ans.Layer = LayerRedis
-	if adm := ans.Admission; adm != nil && adm.Left <= 0 &&
-		(ans.Err == nil || seckill.ErrorCode(ans.Err) == seckill.ESOLDOUT) {
+	adm := ans.Admission
+	switch soldOut := ans.Err == nil || seckill.ErrorCode(ans.Err) == seckill.ESOLDOUT; {
+	case adm == nil || !soldOut:
+	case adm.Left <= 0:
 		s.SoldOut.Mark(a.Session.ID)
 		if adm.SoldOut != nil {
 			s.SoldOut.Confirm(a.Session.ID, *adm.SoldOut)
 		}
+	case ans.Err != nil && a.SKUID != 0 && a.Quantity == 1:
+		// The sale has stock, this item none: not even one unit.
+		s.SoldOut.MarkItem(a.Session.ID, a.SKUID)
 	}
 	return ans
 }

@@ -12,20 +12,29 @@ import (
 )
 
 // SoldOut remembers, per process, the sessions whose Redis stock reached
-// zero, so the flood of losers after a sell-out is refused from memory. A
-// watcher re-reads their stock a few times a second and lifts the flag as
-// soon as stock comes back (timeouts, cancels, an admin rebuild).
+// zero, and the items of a sale of several that did, so the flood of
+// losers after a sell-out is refused from memory. A watcher re-reads their
+// stock a few times a second and lifts the flag as soon as stock comes
+// back (timeouts, cancels, an admin rebuild).
 type SoldOut struct {
 	mu  sync.RWMutex
-	ids map[int64]keyedMark
+	ids map[soldKey]keyedMark
 	n   atomic.Int32 // len(ids): the common case (nothing sold out) takes no lock
 }
 
+// soldKey is what is flagged: a whole sale (sku 0), or one item of a sale
+// of several.
+type soldKey struct{ id, sku int64 }
+
 // keyedMark is what lets a process answer a keyed request to a sold-out
-// session without asking Redis whether the key holds a reservation: the
-// watcher's last read of the stock at zero, in Redis's clock, and the
-// latest keyed win as of that read (seckill.StockMark). Zero until the
-// watcher has read it (a flag set by an admission answer).
+// session (or item) without asking Redis whether the key holds a
+// reservation: the watcher's last read of the stock at zero, in Redis's
+// clock, and the sale's latest keyed win as of that read
+// (seckill.StockMark; an item's own last win is no later, so the sale's
+// is the safe bound). Zero until the watcher has read it (a flag set by
+// an admission answer). For an item, "units back on sale" below are units
+// back on that item, which the script stamps per item
+// (m:reopened:<sku>).
 //
 // A key stamped (admission.KeyTime) after lastWin + skew cannot hold a
 // reservation made up to soldAt: the script refuses keys stamped more than
@@ -74,38 +83,47 @@ func (s *SoldOut) Fast(id string, key string) bool {
 		return false
 	}
 	sid, err := strconv.ParseInt(id, 10, 64)
-	if err != nil || !s.has(sid) {
+	if err != nil {
+		return false
+	}
+	return s.fromMemory(soldKey{id: sid}, key)
+}
+
+// fromMemory reports whether a request carrying key (empty: none) to
+// what k flags is answered SOLD_OUT from memory.
+func (s *SoldOut) fromMemory(k soldKey, key string) bool {
+	if !s.has(k) {
 		return false
 	}
 	if key == "" {
 		return true
 	}
 	at, ok := KeyTime(key)
-	return ok && s.keyed(sid, at) == keyedMemory
+	return ok && s.keyed(k, at) == keyedMemory
 }
 
 // Any reports whether any session is flagged: the common case, nothing
 // sold out, takes no lock and reads nothing of the request.
 func (s *SoldOut) Any() bool { return s.n.Load() > 0 }
 
-func (s *SoldOut) has(id int64) bool {
+func (s *SoldOut) has(k soldKey) bool {
 	if s.n.Load() == 0 {
 		return false
 	}
 	s.mu.RLock()
-	_, ok := s.ids[id]
+	_, ok := s.ids[k]
 	s.mu.RUnlock()
 	return ok
 }
 
-// keyed returns how a keyed request stamped at is answered for session
-// id; keyedScript when it is not flagged.
-func (s *SoldOut) keyed(id int64, at time.Time) keyedAnswer {
+// keyed returns how a keyed request stamped at is answered for what k
+// flags; keyedScript when it is not flagged.
+func (s *SoldOut) keyed(k soldKey, at time.Time) keyedAnswer {
 	if s.n.Load() == 0 {
 		return keyedScript
 	}
 	s.mu.RLock()
-	m, ok := s.ids[id]
+	m, ok := s.ids[k]
 	s.mu.RUnlock()
 	if !ok {
 		return keyedScript
@@ -114,13 +132,19 @@ func (s *SoldOut) keyed(id int64, at time.Time) keyedAnswer {
 }
 
 // Mark flags session id sold out.
-func (s *SoldOut) Mark(id int64) {
+func (s *SoldOut) Mark(id int64) { s.mark(soldKey{id: id}) }
+
+// MarkItem flags item sku of session id sold out: the script refused one
+// unit of it for want of stock while the sale still had some.
+func (s *SoldOut) MarkItem(id, sku int64) { s.mark(soldKey{id, sku}) }
+
+func (s *SoldOut) mark(k soldKey) {
 	s.mu.Lock()
 	if s.ids == nil {
-		s.ids = map[int64]keyedMark{}
+		s.ids = map[soldKey]keyedMark{}
 	}
-	if _, ok := s.ids[id]; !ok {
-		s.ids[id] = keyedMark{}
+	if _, ok := s.ids[k]; !ok {
+		s.ids[k] = keyedMark{}
 	}
 	s.n.Store(int32(len(s.ids)))
 	s.mu.Unlock()
@@ -129,51 +153,67 @@ func (s *SoldOut) Mark(id int64) {
 // Confirm records a read of a flagged session's stock at zero (the
 // watcher's, or the admission script's as it sold out), unless a later one
 // is already recorded: reads arrive out of order from concurrent batches.
-func (s *SoldOut) Confirm(id int64, m seckill.StockMark) {
+func (s *SoldOut) Confirm(id int64, m seckill.StockMark) { s.confirm(soldKey{id: id}, m) }
+
+func (s *SoldOut) confirm(k soldKey, m seckill.StockMark) {
 	s.mu.Lock()
-	if old, ok := s.ids[id]; ok && !old.soldAt.After(m.Clock) {
-		s.ids[id] = keyedMark{soldAt: m.Clock, lastWin: m.LastKeyedWin}
+	if old, ok := s.ids[k]; ok && !old.soldAt.After(m.Clock) {
+		s.ids[k] = keyedMark{soldAt: m.Clock, lastWin: m.LastKeyedWin}
 	}
 	s.mu.Unlock()
 }
 
-// Clear lifts session id's flag: its stock or its window changed.
+// Clear lifts session id's flags, the sale's and its items': its stock or
+// its window changed.
 func (s *SoldOut) Clear(id int64) {
 	s.mu.Lock()
-	delete(s.ids, id)
+	for k := range s.ids {
+		if k.id == id {
+			delete(s.ids, k)
+		}
+	}
 	s.n.Store(int32(len(s.ids)))
 	s.mu.Unlock()
 }
 
-func (s *SoldOut) list() []int64 {
+// clear lifts one flag: its stock came back.
+func (s *SoldOut) clear(k soldKey) {
+	s.mu.Lock()
+	delete(s.ids, k)
+	s.n.Store(int32(len(s.ids)))
+	s.mu.Unlock()
+}
+
+func (s *SoldOut) list() []soldKey {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]int64, 0, len(s.ids))
-	for id := range s.ids {
-		out = append(out, id)
+	out := make([]soldKey, 0, len(s.ids))
+	for k := range s.ids {
+		out = append(out, k)
 	}
 	return out
 }
 
-// watchSoldOut lifts sold-out flags whose session has stock again, or
-// has ended or been paused: those answer ENDED or PAUSED (from the session
-// cache, also without I/O), not SOLD_OUT. A flag whose stock is still
-// zero gets the read's mark, for keyed requests.
+// watchSoldOut lifts sold-out flags whose session (or item) has stock
+// again, or whose session has ended or been paused: those answer ENDED
+// or PAUSED (from the session cache, also without I/O), not SOLD_OUT. A
+// flag whose stock is still zero gets the read's mark, for keyed
+// requests; one whose stock is gone from Redis (-1) is lifted.
 func (s *Service) watchSoldOut(ctx context.Context) {
-	for _, id := range s.SoldOut.list() {
-		if sess, err := s.Sessions.Get(ctx, id); err == nil {
+	for _, k := range s.SoldOut.list() {
+		if sess, err := s.Sessions.Get(ctx, k.id); err == nil {
 			if st := sess.StateAt(s.Now(), 1); st == seckill.SessionEnded || st == seckill.SessionPaused {
-				s.SoldOut.Clear(id)
+				s.SoldOut.Clear(k.id)
 				continue
 			}
 		}
-		m, err := s.Stock.StockMark(ctx, id)
+		m, err := s.Stock.StockMark(ctx, k.id, k.sku)
 		switch {
 		case err != nil:
-		case m.Stock > 0:
-			s.SoldOut.Clear(id)
 		case m.Stock == 0:
-			s.SoldOut.Confirm(id, m)
+			s.SoldOut.confirm(k, m)
+		default:
+			s.SoldOut.clear(k)
 		}
 	}
 }

@@ -254,7 +254,7 @@ func (s *Server) globalLimit(c *fiber.Ctx) error {
 func (s *Server) soldOutFast(c *fiber.Ctx) error {
 	if s.svc.Admission.SoldOut.Any() && s.svc.Admission.SoldOut.Fast(c.Params("id"), utils.UnsafeString(c.Request().Header.Peek(HeaderIdempotencyKey))) {
 		c.Set(HeaderLayer, LayerSoldOutMemory)
-		return errSoldOut
+		return admission.ErrSoldOut
 	}
 	return c.Next()
 }

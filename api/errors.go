@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/tracing"
 )
 
@@ -39,12 +40,13 @@ const HeaderLayer = "X-Seckill-Layer"
 
 // The layers the front door decides in itself; the others are
 // admission's (admission.LayerBlocklist, LayerWindow, LayerRateLimit,
-// LayerRisk, LayerRedis). In the order an attempt meets them: global
-// limit, sold-out memory, auth, blocklist, input, window, rate limit,
-// risk, ticket, redis.
+// LayerRisk, LayerRedis, and the sold-out memory, which the front door
+// asks first for a sold-out sale and admission for a sold-out item). In
+// the order an attempt meets them: global limit, sold-out memory, auth,
+// blocklist, input, window, rate limit, risk, ticket, redis.
 const (
 	LayerGlobalLimit   = "global_limit"
-	LayerSoldOutMemory = "soldout_memory"
+	LayerSoldOutMemory = admission.LayerSoldOutMemory
 	LayerAuth          = "auth"
 	LayerInput         = "input"
 	LayerTicket        = "ticket"

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/testenv"
 )
@@ -36,11 +37,11 @@ func TestSaleOfItems(t *testing.T) {
 		extra map[string]any
 		msg   string
 	}{
-		"a SKU twice":       {[]map[string]any{sizes[0], sizes[0]}, nil, "listed twice"},
-		"an item unpriced":  {[]map[string]any{sizes[0], {"sku_id": 3809, "title": "x", "stock": 1}}, nil, "items[1] needs"},
-		"no items":          {[]map[string]any{}, nil, "1 to 100 items"},
-		"items and a stock": {sizes, map[string]any{"stock": 5}, "not beside them"},
-		"a draw of items":   {sizes, map[string]any{"mode": "draw"}, "sells one item"},
+		"a SKU twice":        {[]map[string]any{sizes[0], sizes[0]}, nil, "listed twice"},
+		"an item unpriced":   {[]map[string]any{sizes[0], {"sku_id": 3809, "title": "x", "stock": 1}}, nil, "items[1] needs"},
+		"no items":           {[]map[string]any{}, nil, "1 to 100 items"},
+		"items and a stock":  {sizes, map[string]any{"stock": 5}, "not beside them"},
+		"a draw of two each": {sizes, map[string]any{"mode": "draw", "per_user_limit": 2}, "per_user_limit must be 1"},
 	} {
 		t.Run(what, func(t *testing.T) {
 			b := map[string]any{}
@@ -182,4 +183,68 @@ func TestSaleOfItems(t *testing.T) {
 	}
 	require.Equal(t, map[int64]int{3801: 2, 3802: 1, 3803: 5}, map[int64]int{
 		r.Items[0].SKUID: r.Items[0].TotalStock, r.Items[1].SKUID: r.Items[1].TotalStock, r.Items[2].SKUID: r.Items[2].TotalStock})
+}
+
+// An item sold out on its own is answered from memory like a sold-out
+// sale, while the other sizes sell: a loser without a key once the script
+// refused one, a keyed loser once the watcher read the item at zero; a
+// unit back on the item lifts the flag and it sells again.
+func TestItemSoldOutFromMemory(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	start := time.Now().UTC().Add(-time.Second).Format(time.RFC3339)
+	end := time.Now().UTC().Add(time.Hour).Format(time.RFC3339)
+	created := e.Do("POST", "/admin/v1/sessions", testenv.AdminToken, map[string]any{"title": "Runner", "per_user_limit": 1,
+		"start_at": start, "end_at": end, "items": []map[string]any{
+			{"sku_id": 3801, "title": "EU 38", "price_cents": 700, "stock": 1},
+			{"sku_id": 3802, "title": "EU 39", "price_cents": 800, "stock": 5}}})
+	require.Equal(t, http.StatusCreated, created.Status, "%s", created.Raw)
+	id := int64(created.Body["id"].(float64))
+	path := fmt.Sprintf("/api/v1/sessions/%d/orders", id)
+	buy := func(user, sku int64, key string) *testenv.Response {
+		var h []string
+		if key != "" {
+			h = []string{"Idempotency-Key", key}
+		}
+		return e.Do("POST", path, e.Token(user), map[string]any{"sku_id": sku}, h...)
+	}
+	var no string
+	e.Eventually(10*time.Second, "the sale is preheated", func() error {
+		r := buy(1, 3801, "")
+		if r.Status != http.StatusAccepted {
+			return fmt.Errorf("%d %s", r.Status, r.Raw)
+		}
+		no = r.Str("order_no")
+		return nil
+	})
+	refused := buy(2, 3801, "")
+	testenv.RequireError(t, refused, http.StatusConflict, "SOLD_OUT", "")
+	require.Equal(t, admission.LayerRedis, refused.Header.Get(api.HeaderLayer), "the script refuses the first")
+	again := buy(3, 3801, "")
+	testenv.RequireError(t, again, http.StatusConflict, "SOLD_OUT", "")
+	require.Equal(t, api.LayerSoldOutMemory, again.Header.Get(api.HeaderLayer), "then memory answers")
+	e.Eventually(5*time.Second, "a keyed loser is answered from memory once the watcher read EU 38 at zero", func() error {
+		r := buy(4, 3801, testenv.KeyAt(time.Now()))
+		if r.Status != http.StatusConflict || r.Header.Get(api.HeaderLayer) != api.LayerSoldOutMemory {
+			return fmt.Errorf("%d %s %s", r.Status, r.Header.Get(api.HeaderLayer), r.Raw)
+		}
+		return nil
+	})
+	other := buy(5, 3802, testenv.KeyAt(time.Now()))
+	require.Equal(t, http.StatusAccepted, other.Status, "EU 39 still sells: %s", other.Raw)
+
+	e.WaitStatus(e.Token(1), no, 15*time.Second, seckill.StatusWaitPay)
+	require.Equal(t, http.StatusAccepted, e.Do("POST", "/api/v1/orders/"+no+"/cancel", e.Token(1), nil).Status)
+	e.WaitStatus(e.Token(1), no, 15*time.Second, seckill.StatusClosed)
+	var resold string
+	e.Eventually(10*time.Second, "the unit back on EU 38 lifts its flag and sells", func() error {
+		r := buy(6, 3801, "")
+		if r.Status != http.StatusAccepted {
+			return fmt.Errorf("%d %s %s", r.Status, r.Header.Get(api.HeaderLayer), r.Raw)
+		}
+		resold = r.Str("order_no")
+		return nil
+	})
+	e.WaitStatus(e.Token(6), resold, 15*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(e.Token(5), other.Str("order_no"), 15*time.Second, seckill.StatusWaitPay)
+	e.RequireInvariants(id)
 }

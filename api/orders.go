@@ -100,8 +100,6 @@ func (s *Server) createOrder(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_no": ans.Admission.OrderNo, "status": seckill.StatusQueued})
 }
 
-var errSoldOut = seckill.Errorf(seckill.ESOLDOUT, "sold out")
-
 // orderJSON is the public shape of an order: the order's own fields (an
 // absent time omitted, never zero), and on a QUEUED order's poll how many
 // orders of its sale wait for their workflow to create them, this one

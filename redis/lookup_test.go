@@ -28,7 +28,7 @@ func TestSellOutCarriesItsMark(t *testing.T) {
 	require.Zero(t, m.Stock)
 	require.WithinRange(t, m.Clock, before, time.Now().Add(time.Second))
 	require.Equal(t, m.Clock, m.LastKeyedWin, "the last win was keyed, in this call")
-	watcher, err := e.Gate.StockMark(ctx, sess.ID)
+	watcher, err := e.Gate.StockMark(ctx, sess.ID, 0)
 	require.NoError(t, err)
 	require.Equal(t, watcher.LastKeyedWin, m.LastKeyedWin, "the watcher's read says the same")
 

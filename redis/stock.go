@@ -25,12 +25,13 @@ func (g *Gate) Release(ctx context.Context, sessionID int64, orderNo string) (in
 	return n, nil
 }
 
-// StockMark reads a session's stock together with Redis's clock and the
-// time of its latest keyed win, in one atomic step.
-func (g *Gate) StockMark(ctx context.Context, sessionID int64) (seckill.StockMark, error) {
+// StockMark reads a session's stock (sku 0), or one item's of a sale of
+// several, together with Redis's clock and the time of the sale's latest
+// keyed win, in one atomic step.
+func (g *Gate) StockMark(ctx context.Context, sessionID, sku int64) (seckill.StockMark, error) {
 	k := g.keys(sessionID)
 	v, err := idempotent(ctx, func(ctx context.Context) ([]int64, error) {
-		return stockMarkScript.Run(ctx, g.rdb, []string{k.stock, k.idem}).Int64Slice()
+		return stockMarkScript.Run(ctx, g.rdb, []string{k.stock, k.idem, k.items}, itemRecord(sku)).Int64Slice()
 	})
 	if err != nil {
 		return seckill.StockMark{}, unavailable(err)

@@ -1,11 +1,19 @@
--- Stock mark: a session's stock with Redis's clock and its latest keyed
--- win, read in one atomic step (seckill.StockMark). Reads only.
--- KEYS: 1 stock, 2 idem.
--- Returns {clock (unix ms), stock (-1: not preheated), latest keyed win
--- (unix ms, 0: none)}.
+-- Stock mark: a session's stock, or one item's of a sale of several, with
+-- Redis's clock and the sale's latest keyed win, read in one atomic step
+-- (seckill.StockMark). Reads only.
+-- KEYS: 1 stock, 2 idem, 3 items. ARGV: 1 the item's SKU ('' for the
+-- sale's stock).
+-- Returns {clock (unix ms), stock (-1: not preheated, or no such item),
+-- latest keyed win (unix ms, 0: none)}.
 local t = redis.call('TIME')
+local stock
+if ARGV[1] ~= '' then
+  stock = redis.call('HGET', KEYS[3], ARGV[1])
+else
+  stock = redis.call('GET', KEYS[1])
+end
 return {
   tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),
-  tonumber(redis.call('GET', KEYS[1]) or '-1'),
+  tonumber(stock or '-1'),
   tonumber(redis.call('HGET', KEYS[2], 'm:won') or '0'),
 }
