@@ -102,9 +102,10 @@ type Config struct {
 	// run registers through the API, the sale's workflow draws at its
 	// start, then each asks its registration and the winners buy.
 	Draw int
-	// Items, when above 1, runs a first-come sale of that many items after
-	// the rounds (Report.Items), the stock split over them and the burst
-	// spread over them, against the last one-item step.
+	// Items, when above 1, runs a first-come sale of that many items in
+	// each round, right after its one-item steps (Report.Items: the last
+	// round's), the stock split over them and the burst spread over them,
+	// against the round's last one-item step (items_vs_one_item).
 	Items int
 	// Keys sends every purchase with a fresh Idempotency-Key (a UUIDv7,
 	// as the shop page does) and measures the sold-out burst both with and
@@ -305,6 +306,22 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				b.TemporalNoopBefore, b.TemporalNoopAfter, b.TemporalNoopPerSecond)
 		}
 		round.Ratios = stepRatios(last, round.Baselines)
+		if cfg.Items > 1 {
+			// Right after the round's one-item step, at its load: the two
+			// bursts side by side, each round's ratio one of the median's.
+			s, err := measureItems(ctx, cfg, c, admin, shoppers, rep, cpu, steps[len(steps)-1], cfg.Items)
+			if err != nil {
+				return nil, fmt.Errorf("sale of items: %w", err)
+			}
+			if !s.Step.InvariantsOK {
+				rep.InvariantsOK = false
+				round.InvariantsOK = false
+			}
+			if s.VsOneItem > 0 {
+				round.Ratios["items_vs_one_item"] = s.VsOneItem
+			}
+			rep.Items = s
+		}
 		ratioRounds = append(ratioRounds, round.Ratios)
 		rep.Repeats = append(rep.Repeats, round)
 	}
@@ -341,16 +358,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.InvariantsOK = false
 		}
 		rep.Draw = d
-	}
-	if cfg.Items > 1 {
-		s, err := measureItems(ctx, cfg, c, admin, shoppers, rep, cpu, steps[len(steps)-1], cfg.Items)
-		if err != nil {
-			return nil, fmt.Errorf("sale of items: %w", err)
-		}
-		if !s.Step.InvariantsOK {
-			rep.InvariantsOK = false
-		}
-		rep.Items = s
 	}
 	if cfg.Captchas > 0 {
 		cc, err := measureCaptchas(ctx, cfg, admin, shoppers, c, conc, cfg.Captchas)

@@ -322,10 +322,10 @@ func runRefundRelay(t *testing.T, e *testenv.Env) {
 	go (&relay.Refunds{Store: e.DB, Starter: e.Orders, Log: e.Log}).Run(ctx, 200*time.Millisecond)
 }
 
-// A sale of sizes (--items 3) after the rounds: the stock split over the
-// items, the burst naming them in turn, every unit sold once, each item's
-// invariants held, and its burst read against the one-item step's. No
-// timing is asserted.
+// A sale of sizes (--items 3) in the round, after its one-item step: the
+// stock split over the items, the burst naming them in turn, every unit
+// sold once, each item's invariants held, and its burst read against the
+// one-item step's, the round's ratio. No timing is asserted.
 func TestBenchItemsSale(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	cfg := stackConfig(e)
@@ -340,6 +340,7 @@ func TestBenchItemsSale(t *testing.T) {
 	require.Equal(t, 7, s.Step.Funnel.Accepted, "every unit of every size sold once")
 	require.Zero(t, s.Step.Funnel.OtherErrors)
 	require.Positive(t, s.VsOneItem)
+	require.Equal(t, s.VsOneItem, rep.Ratios["items_vs_one_item"], "one round: its ratio is the median")
 	r := e.RequireInvariants(s.SessionID)
 	require.Len(t, r.Items, 3)
 	for _, it := range r.Items {

@@ -101,6 +101,9 @@ var Ratios = []Ratio{
 		Meaning: "winners' accept p99 against the same burst with the order tier switched off",
 		Target:  1.3, AtMost: true, of: vsAdmissionOnly(func(s Step) float64 { return s.Latency[OutAccepted].P99 },
 			func(a *AdmissionOnly) float64 { return a.AcceptedP99 })},
+	{Key: "items_vs_one_item", Name: "A sale of sizes vs one item",
+		Meaning: "the burst of a sale of N items (--items N: the same stock, shoppers and load, each request naming an item in turn) against the one-item step run just before it in the same round",
+		Target:  0.85, of: itemsOfTheRound},
 	{Key: "orders_vs_temporal_noop", Name: "Orders vs Temporal no-op",
 		Meaning: "orders reaching WAIT_PAY per second, first order created to last, against no-op workflows per second, first completed to last: order creation should be bound by Temporal itself",
 		Target:  0.9, of: func(s Step, b *Baselines) (float64, bool) { return div(s.CreationPerSecond, b.TemporalNoopPerSecond) }},
@@ -119,6 +122,10 @@ var Ratios = []Ratio{
 		Meaning: "the Temporal server's CPU time per no-op workflow against its CPU time per order closed by its pay timer",
 		Target:  0.9, of: vsNoopCPU(func(c *TemporalCPU) float64 { return c.CloseMs })},
 }
+
+// itemsOfTheRound is no figure of the one-item step: the round sets
+// items_vs_one_item from its sale of items (measureItems).
+func itemsOfTheRound(Step, *Baselines) (float64, bool) { return 0, false }
 
 // RatioKeys are the keys of Ratios, in order.
 var RatioKeys = func() []string {
