@@ -1,17 +1,10 @@
 package seckill
 
 import (
-	"bytes"
-	"container/heap"
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"hash"
-	"slices"
 	"strconv"
 	"time"
 )
@@ -112,70 +105,6 @@ func stockAtDraw(drawn, total int) int {
 // Drawn reports whether the sale's draw has been made (its seed published).
 func (s *Session) Drawn() bool { return !s.DrawnAt.IsZero() }
 
-// NewDrawSeed is a fresh secret seed.
-func NewDrawSeed() ([]byte, error) {
-	seed := make([]byte, DrawSeedSize)
-	_, err := rand.Read(seed)
-	return seed, err
-}
-
-// DrawCommitment is the published commitment to a seed: its SHA-256, hex.
-func DrawCommitment(seed []byte) string {
-	sum := sha256.Sum256(seed)
-	return hex.EncodeToString(sum[:])
-}
-
-// DrawKey seals draw seeds at rest (AES-256-GCM), so that MySQL and its
-// backups hold no readable seed before the draw: only the worker, which
-// seals and draws, holds the key (SECKILL_DRAW_KEY); the API never needs
-// it. A sealed seed is bound to its session (the additional data), so it
-// cannot be copied to another sale.
-type DrawKey struct{ aead cipher.AEAD }
-
-// ParseDrawKey reads a key written as 64 hex digits (32 bytes; `openssl
-// rand -hex 32`).
-func ParseDrawKey(s string) (*DrawKey, error) {
-	raw, err := hex.DecodeString(s)
-	if err != nil || len(raw) != 32 {
-		return nil, Errorf(EINVALID, "SECKILL_DRAW_KEY must be 64 hex digits (32 bytes, e.g. openssl rand -hex 32)")
-	}
-	block, err := aes.NewCipher(raw)
-	if err != nil {
-		return nil, err
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	return &DrawKey{aead: aead}, nil
-}
-
-func drawSealData(sessionID int64) []byte {
-	return strconv.AppendInt([]byte("seckill draw seed of session "), sessionID, 10)
-}
-
-// Seal encrypts a session's seed: a random nonce, then the ciphertext.
-func (k *DrawKey) Seal(sessionID int64, seed []byte) ([]byte, error) {
-	nonce := make([]byte, k.aead.NonceSize(), k.aead.NonceSize()+len(seed)+k.aead.Overhead())
-	if _, err := rand.Read(nonce); err != nil {
-		return nil, err
-	}
-	return k.aead.Seal(nonce, nonce, seed, drawSealData(sessionID)), nil
-}
-
-// Open decrypts what Seal sealed for the same session with the same key.
-func (k *DrawKey) Open(sessionID int64, sealed []byte) ([]byte, error) {
-	n := k.aead.NonceSize()
-	if len(sealed) < n {
-		return nil, Errorf(ECONFLICT, "session %d: the sealed draw seed is too short", sessionID)
-	}
-	seed, err := k.aead.Open(nil, sealed[:n], sealed[n:], drawSealData(sessionID))
-	if err != nil {
-		return nil, Errorf(ECONFLICT, "session %d: the draw seed does not open with this SECKILL_DRAW_KEY (another key sealed it, or the row was altered)", sessionID)
-	}
-	return seed, nil
-}
-
 // RegistrantDigest hashes a registrant list as published: the lines of
 // the registrants in ascending user id order (Add refuses any other),
 // each the user id in decimal and, in a sale of several items, a space
@@ -223,126 +152,6 @@ type DrawEntry struct {
 	Position   int       `json:"position"`
 	UserID     int64     `json:"user_id"`
 	RightUntil time.Time `json:"right_until,omitzero"`
-}
-
-// ranked is a registrant with its rank.
-type ranked struct {
-	rank [sha256.Size]byte
-	user int64
-}
-
-// ranker computes ranks with one HMAC state reused (Reset), so a million
-// registrants cost no allocation each. buf holds the digest, then the
-// user id.
-type ranker struct {
-	mac      hash.Hash
-	buf, sum []byte
-	digest   int
-}
-
-func newRanker(seed, digest []byte) *ranker {
-	buf := append(make([]byte, 0, len(digest)+20), digest...)
-	return &ranker{mac: hmac.New(sha256.New, seed), buf: buf, sum: make([]byte, 0, sha256.Size), digest: len(digest)}
-}
-
-func (r *ranker) rank(user int64) ranked {
-	r.mac.Reset()
-	r.buf = strconv.AppendInt(r.buf[:r.digest], user, 10)
-	r.mac.Write(r.buf)
-	// Into the ranker's own buffer: a slice of a local would escape
-	// through the interface call, an allocation per registrant.
-	r.sum = r.mac.Sum(r.sum[:0])
-	out := ranked{user: user}
-	copy(out.rank[:], r.sum)
-	return out
-}
-
-// before is the draw's order: ascending rank, then user id.
-func (a *ranked) before(b *ranked) bool {
-	if c := bytes.Compare(a.rank[:], b.rank[:]); c != 0 {
-		return c < 0
-	}
-	return a.user < b.user
-}
-
-// worstFirst is a max-heap of the best k seen so far: its root is the
-// one to drop when a better registrant comes.
-type worstFirst []ranked
-
-func (h worstFirst) Len() int           { return len(h) }
-func (h worstFirst) Less(i, j int) bool { return h[j].before(&h[i]) }
-func (h worstFirst) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *worstFirst) Push(x any)        { *h = append(*h, x.(ranked)) }
-func (h *worstFirst) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// DrawTop returns the first places[sku] registrants of each item's draw
-// in order, reading the registrants one at a time from next (false: no
-// more). Memory is O(places) whatever the number of registrants: the
-// draw of a sale of a thousand units among millions holds two thousand
-// ranks. A registrant of an item without places is not drawn. The
-// registrant order does not matter; a registrant given twice is counted
-// once only if next never repeats it (the caller reads a primary key).
-func DrawTop(seed, digest []byte, next func() (Registrant, bool), places map[int64]int) map[int64][]int64 {
-	r := newRanker(seed, digest)
-	heaps := make(map[int64]*worstFirst, len(places))
-	for sku, k := range places {
-		h := make(worstFirst, 0, max(k, 0))
-		heaps[sku] = &h
-	}
-	for {
-		reg, ok := next()
-		if !ok {
-			break
-		}
-		h := heaps[reg.SKUID]
-		if h == nil || cap(*h) == 0 {
-			continue
-		}
-		c := r.rank(reg.UserID)
-		switch {
-		case len(*h) < cap(*h):
-			heap.Push(h, c)
-		case c.before(&(*h)[0]):
-			(*h)[0] = c
-			heap.Fix(h, 0)
-		}
-	}
-	out := make(map[int64][]int64, len(heaps))
-	for sku, h := range heaps {
-		out[sku] = inOrder(*h)
-	}
-	return out
-}
-
-// DrawOrder is the whole draw of users, a plain sort: what DrawTop
-// computes, by the definition, for tests and verification.
-func DrawOrder(seed, digest []byte, users []int64) []int64 {
-	r := newRanker(seed, digest)
-	all := make([]ranked, len(users))
-	for i, u := range users {
-		all[i] = r.rank(u)
-	}
-	return inOrder(all)
-}
-
-// inOrder sorts rs into the draw's order and returns their users.
-func inOrder(rs []ranked) []int64 {
-	slices.SortFunc(rs, func(a, b ranked) int {
-		if a.before(&b) {
-			return -1
-		}
-		return 1
-	})
-	out := make([]int64, len(rs))
-	for i, c := range rs {
-		out[i] = c.user
-	}
-	return out
 }
 
 // DrawStatus is a drawn registrant's status in sale s at now: no entry
