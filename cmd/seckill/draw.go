@@ -62,13 +62,12 @@ func drawCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				places := map[int64]int{} // by item
+				for _, e := range entries {
+					places[e.SKUID]++
+				}
 				for _, p := range s.DrawPools() {
-					places := 0
-					for _, e := range entries {
-						if e.SKUID == p.SKUID {
-							places++
-						}
-					}
+					places := places[p.SKUID]
 					winners, item := min(p.Stock, places), ""
 					if p.SKUID != 0 {
 						item = fmt.Sprintf("item %d: ", p.SKUID)
