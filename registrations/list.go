@@ -36,25 +36,36 @@ func (d *Desk) List(ctx context.Context, sess *seckill.Session) ([]byte, error) 
 	if ok {
 		return list, nil
 	}
+	// Kept inside the flight: a caller arriving between the flight's end
+	// and a keep after it would start a second read.
 	v, err, _ := l.flight.Do(sess.RegistrantsDigest, func() (any, error) {
-		return seckill.RegistrantList(context.WithoutCancel(ctx), d.Store, sess)
+		list, err := seckill.RegistrantList(context.WithoutCancel(ctx), d.Store, sess)
+		if err == nil {
+			l.keep(sess.RegistrantsDigest, list)
+		}
+		return list, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	list = v.([]byte)
+	return v.([]byte), nil
+}
+
+// keep keeps a published list by its digest, the oldest let go past
+// listsKept.
+func (l *lists) keep(digest string, list []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.kept[sess.RegistrantsDigest]; !ok {
-		if l.kept == nil {
-			l.kept = map[string][]byte{}
-		}
-		if len(l.order) == listsKept {
-			delete(l.kept, l.order[0])
-			l.order = l.order[1:]
-		}
-		l.kept[sess.RegistrantsDigest] = list
-		l.order = append(l.order, sess.RegistrantsDigest)
+	if _, ok := l.kept[digest]; ok {
+		return
 	}
-	return list, nil
+	if l.kept == nil {
+		l.kept = map[string][]byte{}
+	}
+	if len(l.order) == listsKept {
+		delete(l.kept, l.order[0])
+		l.order = l.order[1:]
+	}
+	l.kept[digest] = list
+	l.order = append(l.order, digest)
 }
