@@ -8,6 +8,20 @@ import (
 // convention allows 255; 64 keeps the per-session record small).
 const MaxIdempotencyKey = 64
 
+// CheckIdempotencyKey refuses a key (named by header) that is not 1 to
+// MaxIdempotencyKey printable ASCII characters: it is kept in Redis and
+// MySQL and shown in logs as sent.
+func CheckIdempotencyKey(header, k string) error {
+	bad := k == "" || len(k) > MaxIdempotencyKey
+	for i := 0; i < len(k) && !bad; i++ {
+		bad = k[i] < 0x20 || k[i] > 0x7e
+	}
+	if bad {
+		return Errorf(EINVALID, "%s must be 1 to %d printable ASCII characters (a UUID is a good key)", header, MaxIdempotencyKey)
+	}
+	return nil
+}
+
 // Attempt is one purchase attempt as the admission script decides it.
 type Attempt struct {
 	Session  *Session

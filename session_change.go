@@ -121,25 +121,28 @@ func (u *SessionUpdate) Apply(s Session) (*Session, error) {
 		s.PerUserLimit = *u.PerUserLimit
 	}
 	if u.StartAt != nil {
-		s.StartAt = u.StartAt.UTC()
+		s.StartAt = stored(*u.StartAt)
 	}
 	if u.EndAt != nil {
-		s.EndAt = u.EndAt.UTC()
+		s.EndAt = stored(*u.EndAt)
 	}
 	if u.Mode != nil {
 		s.Mode = *u.Mode
 	}
 	if u.RegisterFrom != nil {
-		s.RegisterFrom = u.RegisterFrom.UTC()
+		s.RegisterFrom = stored(*u.RegisterFrom)
 	}
 	if u.RegisterUntil != nil {
-		s.RegisterUntil = u.RegisterUntil.UTC()
+		s.RegisterUntil = stored(*u.RegisterUntil)
 	}
 	if u.RightTTLSeconds != nil {
 		s.RightTTLSeconds = *u.RightTTLSeconds
 	}
 	return &s, s.Validate()
 }
+
+// stored is t as the store keeps it: UTC, to the millisecond.
+func stored(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 
 // registrationDefaults prepares s for u's mode change: a sale turned
 // first come drops its window, one turned reserved or draw registers from
@@ -157,7 +160,7 @@ func (u *SessionUpdate) registrationDefaults(s Session, now time.Time) Session {
 		s.RegisterFrom = now.UTC().Truncate(time.Millisecond)
 		s.RegisterUntil = s.StartAt
 		if u.StartAt != nil {
-			s.RegisterUntil = u.StartAt.UTC()
+			s.RegisterUntil = stored(*u.StartAt)
 		}
 	}
 	return s

@@ -242,7 +242,7 @@ func (s *Server) countDoor(c *fiber.Ctx) error {
 // globalLimit is the global token bucket (this process's share of it), the
 // first thing an admission meets.
 func (s *Server) globalLimit(c *fiber.Ctx) error {
-	if s.global != nil && !s.global.Allow() {
+	if s.cfg.Global != nil && !s.cfg.Global.Allow() {
 		c.Set(HeaderLayer, LayerGlobalLimit)
 		return rateLimited(c, time.Second)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -28,7 +29,7 @@ func TestEveryRouteHasAnAccessRule(t *testing.T) {
 	served := map[string]bool{}
 	for _, stripe := range []api.StripeEvents{noStripe{}, nil} {
 		srv, err := api.New(api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
-			AdminToken: testenv.AdminToken, Dev: true, StripeEvents: stripe, CheckoutPages: http.NotFoundHandler()}, routesOnly())
+			Operators: &auth.Operators{Bootstrap: testenv.AdminToken}, Shoppers: &auth.Shoppers{Secrets: [][]byte{testenv.JWTSecret}}, Dev: true, StripeEvents: stripe, CheckoutPages: http.NotFoundHandler()}, routesOnly())
 		require.NoError(t, err)
 		for _, r := range srv.App().GetRoutes(true) {
 			if r.Method == http.MethodHead {
@@ -53,7 +54,7 @@ func TestEveryRouteHasAnAccessRule(t *testing.T) {
 // another way.
 func TestRoutesAreCaseSensitiveAndStrict(t *testing.T) {
 	srv, err := api.New(api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
-		AdminToken: testenv.AdminToken, Dev: true, StripeEvents: noStripe{}, CheckoutPages: http.NotFoundHandler()}, routesOnly())
+		Operators: &auth.Operators{Bootstrap: testenv.AdminToken}, Shoppers: &auth.Shoppers{Secrets: [][]byte{testenv.JWTSecret}}, Dev: true, StripeEvents: noStripe{}, CheckoutPages: http.NotFoundHandler()}, routesOnly())
 	require.NoError(t, err)
 	app := srv.App()
 	mixed := func(p string) string { // every other letter upper case

@@ -43,7 +43,7 @@ func TestFailedAdminCredentialsAreLimitedPerAddress(t *testing.T) {
 	events := routesOnly()
 	events.Events = e.DB
 	srv, err := api.New(api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
-		AdminToken: testenv.AdminToken, Operators: &auth.Operators{Bootstrap: testenv.AdminToken, Tokens: tokens},
+		Shoppers: &auth.Shoppers{Secrets: [][]byte{testenv.JWTSecret}}, Operators: &auth.Operators{Bootstrap: testenv.AdminToken, Tokens: tokens},
 		Limits: api.Limits{AdminFails: 3}, ProxyHeader: "X-Forwarded-For", TrustedProxies: proxies, Logger: e.Log}, events)
 	require.NoError(t, err)
 	app := srv.App()

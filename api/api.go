@@ -21,9 +21,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/admission"
-	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/clientip"
-	"github.com/seckill/seckill/fleet"
 	"github.com/seckill/seckill/internal/buildinfo"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/ratelimit"
@@ -66,26 +64,19 @@ type Services struct {
 
 // Config is the HTTP server's behaviour; secrets are required.
 type Config struct {
-	// JWTSecret signs what the API issues itself (the dev sign-in):
-	// SECKILL_JWT_SECRET's first. With RotatedJWTSecrets, the others of a
-	// rotation, it verifies shoppers' tokens when Shoppers is nil
-	// (internal/app keys admission's tickets and device cookies with them).
-	JWTSecret         []byte
-	RotatedJWTSecrets [][]byte
-	// Shoppers verifies shoppers' tokens (nil: HS256 with JWTSecret and
-	// RotatedJWTSecrets). internal/app gives the shop login's JWKS too.
-	Shoppers ShopperTokens
+	// JWTSecret signs the dev sign-in's tokens (SECKILL_JWT_SECRET's
+	// first).
+	JWTSecret []byte
+	// Shoppers verifies shoppers' tokens, Operators the admin API's
+	// callers (auth.Shoppers, auth.Operators: internal/app builds them
+	// with the shop login's JWKS, the named tokens and the identity
+	// provider). Both are required.
+	Shoppers  ShopperTokens
+	Operators OperatorAuth
 	// WebhookSecret verifies the payment webhook's signature, and so does
 	// each of RotatedWebhookSecrets during a rollover.
 	WebhookSecret         []byte
 	RotatedWebhookSecrets [][]byte
-	// AdminToken is the bootstrap admin (SECKILL_ADMIN_TOKEN; "" when
-	// switched off, which needs Operators).
-	AdminToken string
-	// Operators authenticates the admin API's callers (nil: AdminToken
-	// alone, as the bootstrap admin); internal/app adds the named tokens
-	// and the identity provider.
-	Operators OperatorAuth
 	// Door measures the order route; internal/app gives the same one to
 	// the starter, which holds its starts while a burst is answered. The
 	// Server's own when nil.
@@ -96,10 +87,9 @@ type Config struct {
 	// for seckill_dependency_up (metrics.DependencyPing when 0; negative:
 	// never, for a test that counts every command a server sees).
 	DependencyPing time.Duration
-	// Fleet, when set, makes Limits.Global the budget of every API process
-	// of the deployment together, split among the live ones (see
-	// fleet.Share); nil: Limits.Global is this process's alone.
-	Fleet fleet.Members
+	// Global is the token bucket in front of everything (fleet.Share:
+	// this process's share of the fleet's budget); nil: none.
+	Global interface{ Allow() bool }
 	// Metrics collects the API's Prometheus metrics (a fresh set when nil).
 	Metrics *metrics.Metrics
 	// ProxyHeader names the header carrying the client IP when the API runs
@@ -135,10 +125,6 @@ type Config struct {
 // (the fleet-wide ones, per user, IP and device, are admission's);
 // requests per second, 0 turns a limit off.
 type Limits struct {
-	// Global is the token bucket in front of everything, in each
-	// process's memory (fleet.Share): the fleet's budget split among the
-	// live APIs when Config.Fleet is set, this process's alone otherwise.
-	Global int
 	// Read is per client IP on the public reads (the session list, one
 	// session, order polling), in each process's memory.
 	Read int
@@ -154,7 +140,6 @@ type Server struct {
 	svc    Services
 	log    *slog.Logger
 	shop   *shop.Shop
-	global *fleet.Share
 	// shoppers and operators verify who calls (Config.Shoppers,
 	// Config.Operators).
 	shoppers  ShopperTokens
@@ -201,8 +186,8 @@ func New(cfg Config, svc Services) (*Server, error) {
 		return nil, errors.New("SECKILL_JWT_SECRET is required")
 	case len(cfg.WebhookSecret) == 0:
 		return nil, errors.New("SECKILL_WEBHOOK_SECRET is required")
-	case cfg.AdminToken == "" && cfg.Operators == nil:
-		return nil, errors.New("SECKILL_ADMIN_TOKEN is required (without Config.Operators it is the only admin)")
+	case cfg.Shoppers == nil || cfg.Operators == nil:
+		return nil, errors.New("api: Config.Shoppers and Config.Operators are required (who may call)")
 	case svc.Admission == nil:
 		return nil, errors.New("api: Services.Admission is required (the purchase decision)")
 	}
@@ -221,15 +206,9 @@ func New(cfg Config, svc Services) (*Server, error) {
 	if cfg.Door == nil {
 		cfg.Door = &admission.FrontDoor{}
 	}
-	if cfg.Shoppers == nil {
-		cfg.Shoppers = &auth.Shoppers{Secrets: append([][]byte{cfg.JWTSecret}, cfg.RotatedJWTSecrets...), Now: cfg.Now}
-	}
-	if cfg.Operators == nil {
-		cfg.Operators = &auth.Operators{Bootstrap: cfg.AdminToken, Now: cfg.Now}
-	}
 	s := &Server{cfg: cfg, svc: svc, log: cfg.Logger, door: cfg.Door,
 		shoppers: cfg.Shoppers, operators: cfg.Operators,
-		global: fleet.NewShare(cfg.Limits.Global, cfg.Fleet, cfg.Metrics, cfg.Logger), series: metrics.NewSeries(cfg.Metrics)}
+		series: metrics.NewSeries(cfg.Metrics)}
 	page, err := shop.New(shop.Options{Dev: cfg.Dev})
 	if err != nil {
 		return nil, err
@@ -262,7 +241,7 @@ func (s *Server) App() *fiber.App {
 		// IP comes from clientIP, which checks the peer first.
 	})
 	s.limitBodies(app)
-	app.Use(s.traceRequest, s.observe, s.recoverPanics())
+	app.Use(s.traceRequest(), s.observe, s.recoverPanics())
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(buildinfo.Healthy()) })
 	app.Get("/readyz", s.ready)
@@ -316,8 +295,8 @@ func (s *Server) App() *fiber.App {
 	admin.Get("/orders", s.authorize, s.adminOrders)
 	admin.Get("/orders/export", s.authorize, s.exportOrders)
 	admin.Get("/orders/:order_no", s.authorize, s.adminOrder)
-	admin.Put("/blocklist/:user_id", s.authorize, s.block)
-	admin.Delete("/blocklist/:user_id", s.authorize, s.unblock)
+	admin.Put("/blocklist/:user_id", s.authorize, s.setBlocked(true))
+	admin.Delete("/blocklist/:user_id", s.authorize, s.setBlocked(false))
 	if s.cfg.Dev {
 		app.Post("/dev/v1/token", s.devToken)
 	}
@@ -330,24 +309,13 @@ func (s *Server) App() *fiber.App {
 }
 
 // Start runs the HTTP server's background loops until ctx ends: the
-// fleet's heartbeat, the dependency pings and the front door's samples
-// (admission's loops are internal/app's, which built it).
+// dependency pings and the front door's samples (admission's loops and
+// the fleet's heartbeat are internal/app's, which built them).
 func (s *Server) Start(ctx context.Context) {
-	if s.global != nil {
-		s.global.Start(ctx)
-	}
 	if s.cfg.DependencyPing >= 0 {
 		go s.cfg.Metrics.WatchDependencies(ctx, s.cfg.DependencyPing, s.svc.Dependencies)
 	}
 	s.door.Start(ctx)
-}
-
-// Shutdown leaves the fleet, so the other APIs take this one's share of
-// the global limit at once (the starter's drain is internal/app's).
-func (s *Server) Shutdown(ctx context.Context) {
-	if s.global != nil {
-		s.global.Leave(ctx)
-	}
 }
 
 // Drain turns /readyz to 503 for good: the process was told to stop, and

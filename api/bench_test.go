@@ -74,8 +74,7 @@ func soldOutServer(b *testing.B) (*Server, string) {
 	// The sold-out path needs the session and nothing else.
 	cache := sessions.NewCache(time.Hour, func(context.Context, int64) (*seckill.Session, error) { return sess, nil })
 	adm := admission.New(admission.Config{Sessions: cache, Starts: noStarts{}})
-	srv, err := New(Config{JWTSecret: secret, WebhookSecret: secret, AdminToken: "a",
-		Limits: Limits{Global: 0}}, Services{Admission: adm, Sessions: cache})
+	srv, err := New(Config{JWTSecret: secret, WebhookSecret: secret, Operators: &auth.Operators{Bootstrap: "a"}, Shoppers: &auth.Shoppers{Secrets: [][]byte{secret}}}, Services{Admission: adm, Sessions: cache})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -136,8 +135,7 @@ func BenchmarkSoldOutKeyedFirstSecond(b *testing.B) {
 	secret := []byte("bench-secret")
 	cache := sessions.NewCache(time.Hour, func(context.Context, int64) (*seckill.Session, error) { return sess, nil })
 	svc := admission.New(admission.Config{Sessions: cache, Stock: gate, Starts: noStarts{}})
-	srv, err := New(Config{JWTSecret: secret, WebhookSecret: secret, AdminToken: "a",
-		Limits: Limits{Global: 0}}, Services{Admission: svc, Sessions: cache})
+	srv, err := New(Config{JWTSecret: secret, WebhookSecret: secret, Operators: &auth.Operators{Bootstrap: "a"}, Shoppers: &auth.Shoppers{Secrets: [][]byte{secret}}}, Services{Admission: svc, Sessions: cache})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -32,8 +32,8 @@ func TestProxyHeaderFromUntrustedPeerIsIgnored(t *testing.T) {
 	build := func(trusted string) *api.Server {
 		prefixes, err := clientip.ParseProxies(trusted)
 		require.NoError(t, err)
-		srv, err := app.NewAPI(app.APIConfig{Config: api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
-			AdminToken: testenv.AdminToken, Logger: e.Log,
+		srv, err := app.NewAPI(app.APIConfig{AdminToken: testenv.AdminToken, Config: api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
+			Logger:      e.Log,
 			ProxyHeader: "X-Forwarded-For", TrustedProxies: prefixes}, Limits: app.Limits{Read: 1}}, starter.Config{}, e.DB, e.Gate, e.Orders)
 		require.NoError(t, err)
 		return srv.Server
@@ -54,7 +54,7 @@ func TestProxyHeaderFromUntrustedPeerIsIgnored(t *testing.T) {
 	require.Equal(t, http.StatusOK, get(trusted, "198.51.100.9, garbage"), "garbage: counted against the proxy")
 	require.Equal(t, http.StatusTooManyRequests, get(trusted, "not-an-ip"), "garbage again: the proxy again")
 
-	_, err := app.NewAPI(app.APIConfig{Config: api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
-		AdminToken: testenv.AdminToken, ProxyHeader: "X-Forwarded-For"}}, starter.Config{}, e.DB, e.Gate, e.Orders)
+	_, err := app.NewAPI(app.APIConfig{AdminToken: testenv.AdminToken, Config: api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
+		ProxyHeader: "X-Forwarded-For"}}, starter.Config{}, e.DB, e.Gate, e.Orders)
 	require.ErrorContains(t, err, "SECKILL_TRUSTED_PROXIES is empty")
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -35,7 +36,12 @@ func decodeStrict(body []byte, v any, allowEmpty bool) error {
 	}
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
+	var timeErr *time.ParseError
 	switch {
+	case errors.As(err, &timeErr):
+		return seckill.Errorf(seckill.EINVALID, "field %q must be an RFC 3339 time", fieldOf(body, timeErr.Value))
+	case strings.HasPrefix(err.Error(), "Time.UnmarshalJSON: "):
+		return seckill.Errorf(seckill.EINVALID, "a time must be an RFC 3339 string (2026-01-02T15:04:05Z)")
 	case errors.As(err, &typeErr) && typeErr.Field != "":
 		return seckill.Errorf(seckill.EINVALID, "field %q must be %s", typeErr.Field, kindName(typeErr.Type.Kind().String()))
 	case errors.As(err, &typeErr):
@@ -47,6 +53,19 @@ func decodeStrict(body []byte, v any, allowEmpty bool) error {
 	default:
 		return seckill.Errorf(seckill.EINVALID, "request body is invalid: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
+}
+
+// fieldOf names the field of a JSON object whose value is the string v:
+// encoding/json does not say which field a time failed to parse in.
+func fieldOf(body []byte, v string) string {
+	var fields map[string]any
+	_ = json.Unmarshal(body, &fields)
+	for name, got := range fields {
+		if got == v {
+			return name
+		}
+	}
+	return "time"
 }
 
 func kindName(k string) string {

@@ -94,7 +94,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		// Fasthttp refused the request (e.g. body too large) before the
 		// request-id middleware ran.
 		trace = tracing.NewSpanContext().TraceID().String()
-		c.Set(headerRequestID, trace)
+		c.Set(tracing.HeaderRequestID, trace)
 	}
 	if status >= 500 {
 		s.log.Error("request failed", "trace_id", trace, "method", c.Method(), "path", c.Path(),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/auth"
 )
 
 // slowPages is an order store whose every page takes delay, as MySQL's
@@ -42,7 +43,7 @@ func (slowPages) OrderRecord(context.Context, string) (*seckill.OrderRecord, err
 // holds for each page, not for the whole answer (a million orders take
 // longer than one answer may take to write).
 func TestExportOutlivesTheWriteTimeout(t *testing.T) {
-	s, err := New(Config{JWTSecret: []byte("jwt"), WebhookSecret: []byte("hook"), AdminToken: "admin-token", DependencyPing: -1},
+	s, err := New(Config{JWTSecret: []byte("jwt"), WebhookSecret: []byte("hook"), Operators: &auth.Operators{Bootstrap: "admin-token"}, Shoppers: &auth.Shoppers{Secrets: [][]byte{[]byte("jwt")}}, DependencyPing: -1},
 		Services{Admission: admission.New(admission.Config{}), Backoffice: slowPages{pages: 8, delay: 60 * time.Millisecond}})
 	require.NoError(t, err)
 	s.writeTimeout, s.exportPage = 150*time.Millisecond, 2

@@ -29,10 +29,10 @@ func FuzzDecodeSessionBody(f *testing.F) {
 	f.Add([]byte(`{"sku_id":1,"title":"t","price_cents":1,"stock":1,"per_user_limit":1,"start_at":"2026-01-01T00:00:00Z","end_at":"2026-01-02T00:00:00Z"}`))
 	f.Add([]byte(`{"start_at":"yesterday"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var b createSessionBody
+		var b seckill.SessionDefinition
 		err := decodeStrict(body, &b, false)
 		if err == nil {
-			_, err = b.session(time.Now())
+			_, err = b.Session(time.Now())
 		}
 		requireCode(t, err, seckill.EINVALID)
 	})
@@ -47,16 +47,13 @@ func FuzzDecodeSessionChange(f *testing.F) {
 	f.Add([]byte(`{"add":-1,"end_at":"later"}`))
 	f.Add([]byte(`{"captcha_id":"0123456789abcdef0123456789abcdef","captcha_answer":"123456"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var u updateSessionBody
-		err := decodeStrict(body, &u, false)
+		upd := &seckill.SessionUpdate{}
+		err := decodeStrict(body, upd, false)
 		if err == nil {
-			var upd *seckill.SessionUpdate
-			if upd, err = u.update(); err == nil {
-				ch := &seckill.SessionChange{Action: seckill.ActionUpdate, Actor: "a", RequestID: "r", Update: upd}
-				if err = ch.Check(); err == nil && !upd.Empty() {
-					_, err = upd.Apply(seckill.Session{SKUID: 1, Title: "t", PriceCents: 1, TotalStock: 1, PerUserLimit: 1,
-						StartAt: time.Unix(1_800_000_000, 0), EndAt: time.Unix(1_800_003_600, 0)})
-				}
+			ch := &seckill.SessionChange{Action: seckill.ActionUpdate, Actor: "a", RequestID: "r", Update: upd}
+			if err = ch.Check(); err == nil && !upd.Empty() {
+				_, err = upd.Apply(seckill.Session{SKUID: 1, Title: "t", PriceCents: 1, TotalStock: 1, PerUserLimit: 1,
+					StartAt: time.Unix(1_800_000_000, 0), EndAt: time.Unix(1_800_003_600, 0)})
 			}
 		}
 		requireCode(t, err, seckill.EINVALID)

@@ -108,8 +108,8 @@ func TestRedisDownNeverLetsThrough(t *testing.T) {
 		limits app.Limits
 	}{{"limits on", app.Limits{Global: 1000, User: 5, IP: 50}}, {"limits off", app.Limits{}}} {
 		t.Run(c.name, func(t *testing.T) {
-			srv, err := app.NewAPI(app.APIConfig{Config: api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
-				AdminToken: testenv.AdminToken, Logger: e.Log}, Limits: c.limits, Limiter: redis.NewLimiter(dead, "x")},
+			srv, err := app.NewAPI(app.APIConfig{AdminToken: testenv.AdminToken, Config: api.Config{JWTSecret: testenv.JWTSecret,
+				WebhookSecret: testenv.WebhookSecret, Logger: e.Log}, Limits: c.limits, Limiter: redis.NewLimiter(dead, "x")},
 				starter.Config{}, e.DB, redis.New(dead, e.Prefix), e.Orders)
 			require.NoError(t, err)
 			req := httptest.NewRequest("POST", testenv.OrdersPath(sess.ID), nil)

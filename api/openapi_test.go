@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -55,7 +56,7 @@ func obj(v any, path ...string) map[string]any {
 // OpenAPI 3.1 document (kin-openapi's loader and validator).
 func TestOpenAPIServed(t *testing.T) {
 	srv, err := api.New(api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
-		AdminToken: testenv.AdminToken}, routesOnly())
+		Operators: &auth.Operators{Bootstrap: testenv.AdminToken}, Shoppers: &auth.Shoppers{Secrets: [][]byte{testenv.JWTSecret}}}, routesOnly())
 	require.NoError(t, err)
 	res, err := srv.App().Test(httptest.NewRequest(http.MethodGet, "/openapi.json", nil), -1)
 	require.NoError(t, err)
@@ -83,7 +84,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	routed := map[string]bool{}
 	for _, stripe := range []api.StripeEvents{noStripe{}, nil} {
 		srv, err := api.New(api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
-			AdminToken: testenv.AdminToken, Dev: true, StripeEvents: stripe, CheckoutPages: http.NotFoundHandler()}, routesOnly())
+			Operators: &auth.Operators{Bootstrap: testenv.AdminToken}, Shoppers: &auth.Shoppers{Secrets: [][]byte{testenv.JWTSecret}}, Dev: true, StripeEvents: stripe, CheckoutPages: http.NotFoundHandler()}, routesOnly())
 		require.NoError(t, err)
 		for _, r := range srv.App().GetRoutes(true) {
 			if r.Method == http.MethodHead {

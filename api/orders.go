@@ -48,13 +48,8 @@ func idempotencyKey(c *fiber.Ctx) (string, error) {
 	if k == "" {
 		return "", nil
 	}
-	bad := len(k) > seckill.MaxIdempotencyKey
-	for i := 0; i < len(k) && !bad; i++ {
-		bad = k[i] < 0x20 || k[i] > 0x7e
-	}
-	if bad {
-		return "", seckill.Errorf(seckill.EINVALID, "%s must be 1 to %d printable ASCII characters (a UUID is a good key)",
-			HeaderIdempotencyKey, seckill.MaxIdempotencyKey)
+	if err := seckill.CheckIdempotencyKey(HeaderIdempotencyKey, k); err != nil {
+		return "", err
 	}
 	return strings.Clone(k), nil
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -14,46 +13,6 @@ type addStockBody struct {
 	Add *int `json:"add"`
 	// SKUID names the item of a sale of several that gets the units.
 	SKUID *int64 `json:"sku_id"`
-}
-
-// updateSessionBody is the body of PATCH /admin/v1/sessions/{id}: only the
-// fields given change.
-type updateSessionBody struct {
-	Title         *string `json:"title"`
-	PriceCents    *int64  `json:"price_cents"`
-	PerUserLimit  *int    `json:"per_user_limit"`
-	StartAt       *string `json:"start_at"`
-	EndAt         *string `json:"end_at"`
-	Mode          *string `json:"mode"`
-	RegisterFrom  *string `json:"register_from"`
-	RegisterUntil *string `json:"register_until"`
-	// RightTTLSeconds: a draw's rights' duration.
-	RightTTLSeconds *int `json:"right_ttl_seconds"`
-}
-
-func (b *updateSessionBody) update() (*seckill.SessionUpdate, error) {
-	u := &seckill.SessionUpdate{Title: b.Title, PriceCents: b.PriceCents, PerUserLimit: b.PerUserLimit, RightTTLSeconds: b.RightTTLSeconds}
-	if b.Mode != nil {
-		m := seckill.SessionMode(*b.Mode)
-		u.Mode = &m
-	}
-	for _, f := range []struct {
-		name string
-		raw  *string
-		to   **time.Time
-	}{{"start_at", b.StartAt, &u.StartAt}, {"end_at", b.EndAt, &u.EndAt},
-		{"register_from", b.RegisterFrom, &u.RegisterFrom}, {"register_until", b.RegisterUntil, &u.RegisterUntil}} {
-		if f.raw == nil {
-			continue
-		}
-		t, err := time.Parse(time.RFC3339, *f.raw)
-		if err != nil {
-			return nil, seckill.Errorf(seckill.EINVALID, "field %q must be an RFC 3339 time", f.name)
-		}
-		t = t.UTC().Truncate(time.Millisecond)
-		*f.to = &t
-	}
-	return u, nil
 }
 
 // SessionAudit reads a session's row (NOT_FOUND for none) and the
@@ -103,11 +62,8 @@ func (s *Server) changeSession(action seckill.SessionAction) fiber.Handler {
 				ch.SKUID = *body.SKUID
 			}
 		case seckill.ActionUpdate:
-			var body updateSessionBody
-			if err := decodeStrict(c.Body(), &body, false); err != nil {
-				return err
-			}
-			if ch.Update, err = body.update(); err != nil {
+			ch.Update = &seckill.SessionUpdate{}
+			if err := decodeStrict(c.Body(), ch.Update, false); err != nil {
 				return err
 			}
 		default:
@@ -132,7 +88,7 @@ func (s *Server) changeSession(action seckill.SessionAction) fiber.Handler {
 			s.svc.Admission.SoldOut.Clear(id)
 			out["redis_stock"] = *done.RedisStock
 		}
-		v, err := s.sessionView(ctx, done.Session)
+		v, err := s.svc.Views.View(ctx, done.Session)
 		if err != nil {
 			return err
 		}

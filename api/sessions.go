@@ -22,11 +22,6 @@ type SessionViews interface {
 	List(ctx context.Context) ([]byte, error)
 }
 
-// sessionView is sess as a shopper sees it (sessions.Views).
-func (s *Server) sessionView(ctx context.Context, sess *seckill.Session) (*seckill.SessionView, error) {
-	return s.svc.Views.View(ctx, sess)
-}
-
 // pathSession is the session the path's {id} names.
 func (s *Server) pathSession(c *fiber.Ctx) (*seckill.Session, error) {
 	id, err := pathID(c, "id")
@@ -42,7 +37,7 @@ func (s *Server) getSession(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.sessionView(c.UserContext(), sess)
+	v, err := s.svc.Views.View(c.UserContext(), sess)
 	if err != nil {
 		return err
 	}

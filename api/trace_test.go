@@ -52,8 +52,8 @@ func TestTraceparentContinuedOnlyFromTrustedProxies(t *testing.T) {
 	build := func(trusted string) *api.Server {
 		prefixes, err := clientip.ParseProxies(trusted)
 		require.NoError(t, err)
-		srv, err := app.NewAPI(app.APIConfig{Config: api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
-			AdminToken: testenv.AdminToken, Logger: e.Log, ProxyHeader: "X-Forwarded-For", TrustedProxies: prefixes}},
+		srv, err := app.NewAPI(app.APIConfig{AdminToken: testenv.AdminToken, Config: api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
+			Logger: e.Log, ProxyHeader: "X-Forwarded-For", TrustedProxies: prefixes}},
 			starter.Config{}, e.DB, e.Gate, e.Orders)
 		require.NoError(t, err)
 		return srv.Server

@@ -14,30 +14,28 @@ const HeaderSignature = signature.Header
 
 // webhookBody is the provider's notification.
 type webhookBody struct {
-	EventID     *string `json:"event_id"`
-	PaymentID   *string `json:"payment_id"`
-	OrderNo     *string `json:"order_no"`
-	AmountCents *int64  `json:"amount_cents"`
-	Status      *string `json:"status"`
+	EventID     string `json:"event_id"`
+	PaymentID   string `json:"payment_id"`
+	OrderNo     string `json:"order_no"`
+	AmountCents int64  `json:"amount_cents"`
+	Status      string `json:"status"`
 }
 
+// payment is the notification's payment, once its fields hold: an absent
+// field is as wrong as an empty one.
 func (b *webhookBody) payment(trace string) (*seckill.Payment, error) {
-	for _, f := range []struct {
-		name string
-		v    *string
-	}{{"event_id", b.EventID}, {"payment_id", b.PaymentID}, {"order_no", b.OrderNo}} {
-		if f.v == nil || *f.v == "" || len(*f.v) > 128 {
+	for _, f := range []struct{ name, v string }{{"event_id", b.EventID}, {"payment_id", b.PaymentID}, {"order_no", b.OrderNo}} {
+		if f.v == "" || len(f.v) > 128 {
 			return nil, seckill.Errorf(seckill.EINVALID, "field %q must be a string of 1 to 128 bytes", f.name)
 		}
 	}
-	if b.AmountCents == nil || *b.AmountCents <= 0 {
+	if b.AmountCents <= 0 {
 		return nil, seckill.Errorf(seckill.EINVALID, "field \"amount_cents\" must be a positive integer")
 	}
-	if b.Status == nil || *b.Status != "SUCCEEDED" {
+	if b.Status != "SUCCEEDED" {
 		return nil, seckill.Errorf(seckill.EINVALID, "field \"status\" must be \"SUCCEEDED\"")
 	}
-	return &seckill.Payment{EventID: *b.EventID, PaymentID: *b.PaymentID, OrderNo: *b.OrderNo,
-		AmountCents: *b.AmountCents, TraceID: trace}, nil
+	return &seckill.Payment{EventID: b.EventID, PaymentID: b.PaymentID, OrderNo: b.OrderNo, AmountCents: b.AmountCents, TraceID: trace}, nil
 }
 
 // webhook: POST /api/v1/payments/webhook, the seckill-signed payment

@@ -194,8 +194,7 @@ func admissionOnlyAPI(ctx context.Context, spec ServerSpec) (app *fiber.App, cle
 	if spec.RiskURL != "" {
 		rc.Checker = &risk.Client{URL: spec.RiskURL, HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	}
-	srv, err := seckillapp.NewAPI(seckillapp.APIConfig{Config: api.Config{JWTSecret: spec.JWTSecret, WebhookSecret: spec.WebhookSecret,
-		AdminToken: spec.AdminToken,
+	srv, err := seckillapp.NewAPI(seckillapp.APIConfig{AdminToken: spec.AdminToken, Config: api.Config{JWTSecret: spec.JWTSecret, WebhookSecret: spec.WebhookSecret,
 		// One log line per winner would cost the baseline what the stack's
 		// WARN level spares the real API.
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},

@@ -9,49 +9,14 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// item is one item of a sale of several, as the create takes it.
-type item struct {
-	SKUID      int64  `json:"sku_id"`
-	Title      string `json:"title"`
-	PriceCents int64  `json:"price_cents"`
-	Stock      int    `json:"stock"`
-}
-
 // CreateSession creates a sale (admin) from s's SKU, title, price, total
 // stock (or its Items, for a sale of several), per-user limit, window,
 // ticket and captcha requirements, and mode (with a reserved or draw
 // sale's registration window and a draw's right ttl); s.ID is ignored.
 // The answer is the new session with its id.
 func (c *Client) CreateSession(ctx context.Context, s *seckill.Session) (*seckill.SessionView, error) {
-	var items []item
-	sku, price, stock := &s.SKUID, &s.PriceCents, &s.TotalStock
-	if s.Several() {
-		sku, price, stock = nil, nil, nil
-		for _, it := range s.Items {
-			items = append(items, item{it.SKUID, it.Title, it.PriceCents, it.TotalStock})
-		}
-	}
-	body := struct {
-		SKUID           *int64              `json:"sku_id,omitempty"`
-		Title           string              `json:"title"`
-		PriceCents      *int64              `json:"price_cents,omitempty"`
-		Currency        string              `json:"currency,omitempty"`
-		Stock           *int                `json:"stock,omitempty"`
-		Items           []item              `json:"items,omitempty"`
-		PerUserLimit    int                 `json:"per_user_limit"`
-		StartAt         string              `json:"start_at"`
-		EndAt           string              `json:"end_at"`
-		RequireTicket   bool                `json:"require_ticket,omitempty"`
-		RequireCaptcha  bool                `json:"require_captcha,omitempty"`
-		Mode            seckill.SessionMode `json:"mode,omitempty"`
-		RegisterFrom    time.Time           `json:"register_from,omitzero"`
-		RegisterUntil   time.Time           `json:"register_until,omitzero"`
-		RightTTLSeconds int                 `json:"right_ttl_seconds,omitempty"`
-	}{sku, s.Title, price, s.Currency, stock, items, s.PerUserLimit,
-		s.StartAt.UTC().Format(time.RFC3339Nano), s.EndAt.UTC().Format(time.RFC3339Nano), s.RequireTicket, s.RequireCaptcha,
-		s.Mode, s.RegisterFrom.UTC(), s.RegisterUntil.UTC(), s.RightTTLSeconds}
 	var v seckill.SessionView
-	if err := c.post(ctx, "/admin/v1/sessions", c.AdminToken, body, &v); err != nil {
+	if err := c.post(ctx, "/admin/v1/sessions", c.AdminToken, seckill.DefinitionOf(s), &v); err != nil {
 		return nil, err
 	}
 	return &v, nil

@@ -8,7 +8,7 @@
 //
 // Without an endpoint there is no exporter and the global tracer stays
 // OpenTelemetry's no-op: spans cost a context lookup, and the API still
-// names every request by a trace id of the W3C shape (see api/trace.go).
+// names every request by a trace id of the W3C shape (see Served).
 package tracing
 
 import (

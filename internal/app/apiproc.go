@@ -12,7 +12,9 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/captcha"
+	"github.com/seckill/seckill/fleet"
 	"github.com/seckill/seckill/metrics"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/payments"
@@ -74,6 +76,17 @@ type APIFlow interface {
 // (api.Config) and its use cases' settings.
 type APIConfig struct {
 	api.Config
+	// RotatedJWTSecrets are the others of a JWT secret rotation: with
+	// JWTSecret they key admission's tickets and device cookies, and
+	// verify shoppers' tokens when Shoppers is nil (HS256).
+	RotatedJWTSecrets [][]byte
+	// AdminToken is the bootstrap admin (SECKILL_ADMIN_TOKEN), the only
+	// one when Operators is nil.
+	AdminToken string
+	// Fleet, when set, makes Limits.Global the budget of every API process
+	// of the deployment together, split among the live ones (see
+	// fleet.Share); nil: Limits.Global is this process's alone.
+	Fleet fleet.Members
 	// Limits are requests per second, 0 turns one off: Global, Read and
 	// AdminFails are the HTTP server's (they replace api.Config's),
 	// User, IP and Device admission's, enforced by Limiter (required
@@ -134,6 +147,9 @@ type API struct {
 	Orders    *orders.Finder
 	outbox    *relay.Relay
 	log       *slog.Logger
+	// global is this process's share of the fleet's global rate limit
+	// (nil: none).
+	global *fleet.Share
 	// stopStarts ends the starter's loop once Shutdown drained it: the
 	// loop outlives Start's context, since the drain needs it running.
 	startsCtx  context.Context
@@ -180,6 +196,12 @@ func NewAPI(cfg APIConfig, sc starter.Config, store APIStore, gate APIGate, flow
 	if cfg.Door == nil {
 		cfg.Door = &admission.FrontDoor{}
 	}
+	if cfg.Shoppers == nil {
+		cfg.Shoppers = &auth.Shoppers{Secrets: append([][]byte{cfg.JWTSecret}, cfg.RotatedJWTSecrets...), Now: cfg.Now}
+	}
+	if cfg.Operators == nil {
+		cfg.Operators = &auth.Operators{Bootstrap: cfg.AdminToken, Now: cfg.Now}
+	}
 	door := cfg.Door
 	sc.Flow, sc.Gate, sc.Log, sc.Metrics, sc.Name = flow, gate, cfg.Logger, cfg.Metrics, "api"
 	if sc.Busy == nil {
@@ -200,7 +222,10 @@ func NewAPI(cfg APIConfig, sc starter.Config, store APIStore, gate APIGate, flow
 	intake := &payments.Intake{Ledger: store, Orders: a.Orders, Reservations: gate, Workflows: flow,
 		Sessions: a.Sessions, PayTimeout: cfg.PayTimeout, Log: cfg.Logger}
 	httpCfg := cfg.Config
-	httpCfg.Limits = api.Limits{Global: l.Global, Read: l.Read, AdminFails: l.AdminFails}
+	httpCfg.Limits = api.Limits{Read: l.Read, AdminFails: l.AdminFails}
+	if a.global = fleet.NewShare(l.Global, cfg.Fleet, cfg.Metrics, cfg.Logger); a.global != nil {
+		httpCfg.Global = a.global
+	}
 	srv, err := api.New(httpCfg, api.Services{
 		Admission: a.Admission, Sessions: a.Sessions,
 		Views:  &sessions.Views{Stock: gate, Open: store, TTL: cfg.SessionCacheTTL, Now: cfg.Now, Currency: cfg.Currency},
@@ -243,6 +268,9 @@ func (r reconciler) RepairRedis(ctx context.Context, sessionID int64) (*seckill.
 func (a *API) Start(ctx context.Context) {
 	a.Admission.Start(ctx)
 	a.Server.Start(ctx)
+	if a.global != nil {
+		a.global.Start(ctx)
+	}
 	go a.Starts.Run(a.startsCtx)
 	go a.outbox.Run(ctx, time.Second)
 }
@@ -253,7 +281,10 @@ func (a *API) Start(ctx context.Context) {
 // API or the worker's relay.
 func (a *API) Shutdown(ctx context.Context) {
 	defer a.stopStarts()
-	a.Server.Shutdown(ctx)
+	if a.global != nil {
+		// The other APIs take this one's share of the global limit at once.
+		a.global.Leave(ctx)
+	}
 	if !a.Starts.Drain(ctx) {
 		a.log.Warn("shutdown: workflow starts left to the outbox", "queued", a.Starts.Queued(), "in_flight", a.Starts.InFlight())
 	}
