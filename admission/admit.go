@@ -2,7 +2,8 @@
 // POST /api/v1/sessions/{id}/orders, in one call (Service.Buy), cheapest
 // check first: the blocklist, the sale window (a key answered before a
 // pause or the end hears that answer again), the sold-out memory, the
-// fleet's rate limits, the risk check, the purchase ticket, then the
+// fleet's rate limits (per user, IP and device), the risk check, the
+// purchase ticket, then the
 // Redis gate's one atomic script; a winner's workflow start is handed to
 // the process's starter after the answer, never waited for. A refused
 // attempt never touches stock; losers touch neither MySQL nor Temporal.
@@ -16,6 +17,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/seckill/seckill"
@@ -132,6 +134,9 @@ type Request struct {
 	UserAgent    []byte
 	DeviceCookie string
 	Ticket       string
+	// device is DeviceCookie's id once the device limit read it (the risk
+	// check asks about it).
+	device string
 }
 
 // Answer is what an attempt is told: its admission (202, the order number
@@ -211,11 +216,11 @@ func (s *Service) Buy(ctx context.Context, r *Request) Answer {
 		// on to the script.
 		return s.decided(a, s.Pin(ctx, a))
 	}
-	if ans := s.Limits.Allow(ctx, r.UserID, r.LimitIP); ans.Err != nil {
+	// A reserved sale ran the device limit, the risk check and the ticket
+	// at registration; at its start only registrants get past the script.
+	if ans := s.limit(ctx, r, !sess.Registers()); ans.Err != nil {
 		return ans
 	}
-	// A reserved sale ran the risk check and the ticket at registration;
-	// at its start only registrants get past the script.
 	if !sess.Registers() {
 		if ans := s.Screen(ctx, r, a); ans.Err != nil {
 			return ans
@@ -227,12 +232,75 @@ func (s *Service) Buy(ctx context.Context, r *Request) Answer {
 	return s.decided(a, ans)
 }
 
+// shopperSession is r's session for a shopper not on the blocklist.
+func (s *Service) shopperSession(ctx context.Context, r *Request) (*seckill.Session, Answer) {
+	if s.blocked.has(r.UserID) {
+		return nil, Answer{Err: ErrBlocked, Layer: LayerBlocklist}
+	}
+	sess, err := s.Sessions.Get(ctx, r.SessionID)
+	if err != nil {
+		return nil, Answer{Err: err}
+	}
+	return sess, Answer{}
+}
+
+// Blocklist is the blocklist's truth (MySQL); every process keeps a copy
+// in memory, refreshed every second, so the 403 costs no round trip.
+type Blocklist interface {
+	BlockedUsers(ctx context.Context) ([]int64, error)
+}
+
+// ErrBlocked refuses a blocked shopper.
+var ErrBlocked = seckill.Errorf(seckill.EFORBIDDEN, "this account may not buy")
+
+// Blocked refuses a blocked shopper (ErrBlocked), from memory.
+func (s *Service) Blocked(user int64) error {
+	if s.blocked.has(user) {
+		return ErrBlocked
+	}
+	return nil
+}
+
+// RefreshBlocklist reloads the memory's copy of the blocklist.
+func (s *Service) RefreshBlocklist(ctx context.Context) error {
+	ids, err := s.Blocklist.BlockedUsers(ctx)
+	if err != nil {
+		return err
+	}
+	s.blocked.replace(ids)
+	return nil
+}
+
+// blocklist is the set of blocked users, held in memory.
+type blocklist struct {
+	set atomic.Pointer[map[int64]struct{}]
+}
+
+func (b *blocklist) has(user int64) bool {
+	m := b.set.Load()
+	if m == nil {
+		return false
+	}
+	_, ok := (*m)[user]
+	return ok
+}
+
+func (b *blocklist) replace(ids []int64) {
+	m := make(map[int64]struct{}, len(ids))
+	for _, id := range ids {
+		m[id] = struct{}{}
+	}
+	b.set.Store(&m)
+}
+
 // Screen checks who makes the attempt: the risk check, then the ticket
 // when the session requires one. A first-come sale screens at admission,
 // a reserved one at registration.
 func (s *Service) Screen(ctx context.Context, r *Request, a *seckill.Attempt) Answer {
-	if ans := s.riskCheck(ctx, r, a); ans.Err != nil {
-		return ans
+	if len(s.Risk.UserAgentDeny) > 0 || s.Risk.Checker != nil {
+		if ans := s.riskCheck(ctx, r, a); ans.Err != nil {
+			return ans
+		}
 	}
 	if a.Session.RequireTicket {
 		if err := s.useTicket(ctx, r, a); err != nil {

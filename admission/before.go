@@ -42,7 +42,7 @@ func (s *Service) IssueTicket(ctx context.Context, r *Request, solve func() (id,
 	if err := open(sess, s.Now()); err != nil {
 		return nil, Answer{Err: err}
 	}
-	if ans := s.Limits.Allow(ctx, r.UserID, r.LimitIP); ans.Err != nil {
+	if ans := s.Limits.Allow(ctx, r.UserID, r.LimitIP, ""); ans.Err != nil {
 		return nil, ans
 	}
 	if sess.RequireCaptcha {
@@ -80,7 +80,7 @@ func (s *Service) NewCaptcha(ctx context.Context, r *Request) (*Captcha, Answer)
 	if sess.StateAt(s.Now(), 1) == seckill.SessionEnded {
 		return nil, Answer{Err: seckill.Errorf(seckill.EENDED, "session %d ended at %s", sess.ID, sess.EndAt.Format(time.RFC3339))}
 	}
-	if ans := s.Limits.Allow(ctx, r.UserID, r.LimitIP); ans.Err != nil {
+	if ans := s.Limits.Allow(ctx, r.UserID, r.LimitIP, ""); ans.Err != nil {
 		return nil, ans
 	}
 	id, img, err := captcha.Draw(ctx, s.Captchas, r.UserID, sess.ID)
@@ -97,10 +97,11 @@ func (s *Service) CaptchaAudio(ctx context.Context, id string, userID int64) ([]
 }
 
 // MayRegister screens the shopper of r for a registration to r's
-// session: not blocked, while it registers, past the risk check and the
-// ticket (a reserved sale screens here, not at its start), the window
-// first so that a registration out of it spends no ticket and no
-// risk-service call. The session is the one to register to.
+// session: not blocked, while it registers, within the rate limits (the
+// device's too), past the risk check and the ticket (a reserved sale
+// screens here, not at its start), the window first so that a
+// registration out of it spends no ticket and no risk-service call. The
+// session is the one to register to.
 func (s *Service) MayRegister(ctx context.Context, r *Request) (*seckill.Session, Answer) {
 	sess, ans := s.shopperSession(ctx, r)
 	if ans.Err != nil {
@@ -109,21 +110,12 @@ func (s *Service) MayRegister(ctx context.Context, r *Request) (*seckill.Session
 	if err := sess.CanRegister(s.Now()); err != nil {
 		return nil, Answer{Err: err}
 	}
+	if ans := s.limit(ctx, r, true); ans.Err != nil {
+		return nil, ans
+	}
 	a := &seckill.Attempt{Session: sess, UserID: r.UserID, TraceID: r.TraceID, Now: s.Now()}
 	if ans := s.Screen(ctx, r, a); ans.Err != nil {
 		return nil, ans
-	}
-	return sess, Answer{}
-}
-
-// shopperSession is r's session for a shopper not on the blocklist.
-func (s *Service) shopperSession(ctx context.Context, r *Request) (*seckill.Session, Answer) {
-	if s.blocked.has(r.UserID) {
-		return nil, Answer{Err: ErrBlocked, Layer: LayerBlocklist}
-	}
-	sess, err := s.Sessions.Get(ctx, r.SessionID)
-	if err != nil {
-		return nil, Answer{Err: err}
 	}
 	return sess, Answer{}
 }

@@ -2,9 +2,12 @@ package admission
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"net/netip"
 	"strconv"
-	"sync/atomic"
+	"strings"
 	"time"
 
 	"github.com/seckill/seckill"
@@ -17,7 +20,7 @@ type Limiter interface {
 
 // Limits are the fleet-wide rate limits of a shopper's calls, in requests
 // per second (0: off): per user, per client IP and, for requests that
-// carry a device cookie, per device (the risk check's). Limiter keeps
+// carry a device cookie, per device (deviceLimit). Limiter keeps
 // them; it is required when any is on.
 type Limits struct {
 	Limiter          Limiter
@@ -25,21 +28,41 @@ type Limits struct {
 }
 
 // Allow applies the per-user and per-IP limits (ip as its limit counts
-// it). If Redis cannot answer, the call is refused with UNAVAILABLE: a
-// limit is never skipped.
-func (l *Limits) Allow(ctx context.Context, user int64, ip netip.Addr) Answer {
-	for _, k := range []struct {
+// it) and, for a device ("" for none), the per-device one. If Redis
+// cannot answer, the call is refused with UNAVAILABLE: a limit is never
+// skipped.
+func (l *Limits) Allow(ctx context.Context, user int64, ip netip.Addr, device string) Answer {
+	type limit struct {
 		key string
 		rps int
-	}{
-		{"user:" + strconv.FormatInt(user, 10), l.User},
-		{"ip:" + ip.String(), l.IP},
-	} {
+	}
+	limits := [3]limit{{"user:" + strconv.FormatInt(user, 10), l.User}, {"ip:" + ip.String(), l.IP}}
+	n := 2
+	if device != "" {
+		limits[2], n = limit{"device:" + device, l.Device}, 3
+	}
+	for _, k := range limits[:n] {
 		if ans := l.allow(ctx, k.key, k.rps); ans.Err != nil {
 			return ans
 		}
 	}
 	return Answer{}
+}
+
+// limit applies the fleet's rate limits to a purchase or a registration:
+// per user, per IP and, for a shopper screened here (a first-come sale's
+// purchase, a reserved sale's registration), per device: its cookie's id
+// (a cookie this shop did not sign is INVALID_ARGUMENT), which the risk
+// check asks about next.
+func (s *Service) limit(ctx context.Context, r *Request, screened bool) Answer {
+	if screened {
+		device, err := s.DeviceID(r.DeviceCookie)
+		if err != nil {
+			return Answer{Err: err}
+		}
+		r.device = device
+	}
+	return s.Limits.Allow(ctx, r.UserID, r.LimitIP, r.device)
 }
 
 // allow takes one token of key's bucket, of rps per second.
@@ -60,51 +83,61 @@ func (l *Limits) allow(ctx context.Context, key string, rps int) Answer {
 // ErrRateLimited refuses a call over a rate limit.
 var ErrRateLimited = seckill.Errorf(seckill.ERATELIMITED, "too many requests; retry after the Retry-After delay")
 
-// Blocklist is the blocklist's truth (MySQL); every process keeps a copy
-// in memory, refreshed every second, so the 403 costs no round trip.
-type Blocklist interface {
-	BlockedUsers(ctx context.Context) ([]int64, error)
+// DeviceCookie is the shop page's device cookie: "<id>.<signature>",
+// signed with a key derived from the JWT secret so that no client can
+// make one up.
+const DeviceCookie = "seckill_device"
+
+// devicePurpose derives the keys that sign device ids from the JWT
+// secrets (derivedKeys): a deployment has one secret less to keep, and
+// every API process agrees, across a rotation too.
+const devicePurpose = "seckill device cookie v1"
+
+// SignDevice is the device cookie of id, signed with the current key.
+func (s *Service) SignDevice(id string) string {
+	m := hmac.New(sha256.New, s.deviceKeys[0])
+	m.Write([]byte(id))
+	return id + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// ErrBlocked refuses a blocked shopper.
-var ErrBlocked = seckill.Errorf(seckill.EFORBIDDEN, "this account may not buy")
-
-// Blocked refuses a blocked shopper (ErrBlocked), from memory.
-func (s *Service) Blocked(user int64) error {
-	if s.blocked.has(user) {
-		return ErrBlocked
+// DeviceID returns the device id of a device cookie's value, "" for
+// none; a cookie this shop did not sign (with any JWT secret of a
+// rotation) is INVALID_ARGUMENT.
+func (s *Service) DeviceID(raw string) (string, error) {
+	if raw == "" {
+		return "", nil
 	}
-	return nil
-}
-
-// RefreshBlocklist reloads the memory's copy of the blocklist.
-func (s *Service) RefreshBlocklist(ctx context.Context) error {
-	ids, err := s.Blocklist.BlockedUsers(ctx)
-	if err != nil {
-		return err
+	id, sig64, ok := strings.Cut(raw, ".")
+	sig, err := base64.RawURLEncoding.DecodeString(sig64)
+	if !ok || len(id) != 32 || err != nil || !macOfAny(s.deviceKeys, []byte(id), sig) {
+		return "", seckill.Errorf(seckill.EINVALID, "the %s cookie is not one this shop issued; reload the shop page", DeviceCookie)
 	}
-	s.blocked.replace(ids)
-	return nil
+	return strings.Clone(id), nil
 }
 
-// blocklist is the set of blocked users, held in memory.
-type blocklist struct {
-	set atomic.Pointer[map[int64]struct{}]
-}
-
-func (b *blocklist) has(user int64) bool {
-	m := b.set.Load()
-	if m == nil {
-		return false
+// derivedKeys derives a key for one purpose from each JWT secret, in
+// their order (the first signs): tickets and device cookies need no
+// secret of their own, rotate with it, and cannot be taken for a token
+// or for each other.
+func derivedKeys(secrets [][]byte, purpose string) [][]byte {
+	keys := make([][]byte, len(secrets))
+	for i, secret := range secrets {
+		m := hmac.New(sha256.New, secret)
+		m.Write([]byte(purpose))
+		keys[i] = m.Sum(nil)
 	}
-	_, ok := (*m)[user]
-	return ok
+	return keys
 }
 
-func (b *blocklist) replace(ids []int64) {
-	m := make(map[int64]struct{}, len(ids))
-	for _, id := range ids {
-		m[id] = struct{}{}
+// macOfAny reports whether sig is the HMAC-SHA256 of payload under any
+// of keys.
+func macOfAny(keys [][]byte, payload, sig []byte) bool {
+	for _, k := range keys {
+		m := hmac.New(sha256.New, k)
+		m.Write(payload)
+		if hmac.Equal(sig, m.Sum(nil)) {
+			return true
+		}
 	}
-	b.set.Store(&m)
+	return false
 }

@@ -2,9 +2,6 @@ package admission
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"strings"
 	"time"
 
@@ -13,12 +10,13 @@ import (
 )
 
 // RiskConfig is what a purchase attempt passes before admission, after
-// the rate limits: the built-in rules (User-Agent, the device limit) and,
-// when one is configured, the shop's own risk service. Seconds here are
-// cheap next to a bot's unit: a refused attempt never touches stock.
+// the rate limits: the User-Agent rules and, when one is configured, the
+// shop's own risk service (without either, Screen skips the check).
+// Seconds here are cheap next to a bot's unit: a refused attempt never
+// touches stock.
 type RiskConfig struct {
 	// Checker is the shop's risk service (SECKILL_RISK_URL); nil: the
-	// built-in rules only.
+	// User-Agent rules only.
 	Checker seckill.RiskChecker
 	// Timeout is the service's deadline (DefaultRiskTimeout): it is on
 	// the purchase path.
@@ -91,15 +89,6 @@ func (s *Service) riskCheck(ctx context.Context, req *Request, a *seckill.Attemp
 			return Answer{Err: seckill.Errorf(seckill.EFORBIDDEN, "this client may not buy (User-Agent rule)"), Layer: LayerRisk}
 		}
 	}
-	device, err := s.DeviceID(req.DeviceCookie)
-	if err != nil {
-		return Answer{Err: err}
-	}
-	if device != "" && s.Limits.Device > 0 {
-		if ans := s.Limits.allow(ctx, "device:"+device, s.Limits.Device); ans.Err != nil {
-			return ans
-		}
-	}
 	if r.Checker == nil {
 		return Answer{}
 	}
@@ -113,8 +102,9 @@ func (s *Service) riskCheck(ctx context.Context, req *Request, a *seckill.Attemp
 			return s.riskNoAnswer() // it missed this shopper a moment ago
 		}
 		ctx, cancel := context.WithTimeout(ctx, r.Timeout)
+		var err error
 		v, err = r.Checker.Check(ctx, seckill.RiskQuery{SessionID: a.Session.ID, UserID: a.UserID,
-			IP: req.IP.String(), UserAgent: strings.Clone(ua), DeviceID: device})
+			IP: req.IP.String(), UserAgent: strings.Clone(ua), DeviceID: req.device})
 		cancel()
 		if err != nil {
 			s.risk.missed.Put(k, struct{}{}, now.Add(r.NoAnswerHold))
@@ -148,63 +138,4 @@ func (s *Service) riskNoAnswer() Answer {
 	}
 	return Answer{Err: seckill.Errorf(seckill.EUNAVAILABLE, "the risk check did not answer in time; retry"),
 		Layer: LayerRisk, RetryAfter: s.Risk.NoAnswerHold}
-}
-
-// DeviceCookie is the shop page's device cookie: "<id>.<signature>",
-// signed with a key derived from the JWT secret so that no client can
-// make one up.
-const DeviceCookie = "seckill_device"
-
-// devicePurpose derives the keys that sign device ids from the JWT
-// secrets (derivedKeys): a deployment has one secret less to keep, and
-// every API process agrees, across a rotation too.
-const devicePurpose = "seckill device cookie v1"
-
-// SignDevice is the device cookie of id, signed with the current key.
-func (s *Service) SignDevice(id string) string {
-	m := hmac.New(sha256.New, s.deviceKeys[0])
-	m.Write([]byte(id))
-	return id + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-// DeviceID returns the device id of a device cookie's value, "" for
-// none; a cookie this shop did not sign (with any JWT secret of a
-// rotation) is INVALID_ARGUMENT.
-func (s *Service) DeviceID(raw string) (string, error) {
-	if raw == "" {
-		return "", nil
-	}
-	id, sig64, ok := strings.Cut(raw, ".")
-	sig, err := base64.RawURLEncoding.DecodeString(sig64)
-	if !ok || len(id) != 32 || err != nil || !macOfAny(s.deviceKeys, []byte(id), sig) {
-		return "", seckill.Errorf(seckill.EINVALID, "the %s cookie is not one this shop issued; reload the shop page", DeviceCookie)
-	}
-	return strings.Clone(id), nil
-}
-
-// derivedKeys derives a key for one purpose from each JWT secret, in
-// their order (the first signs): tickets and device cookies need no
-// secret of their own, rotate with it, and cannot be taken for a token
-// or for each other.
-func derivedKeys(secrets [][]byte, purpose string) [][]byte {
-	keys := make([][]byte, len(secrets))
-	for i, secret := range secrets {
-		m := hmac.New(sha256.New, secret)
-		m.Write([]byte(purpose))
-		keys[i] = m.Sum(nil)
-	}
-	return keys
-}
-
-// macOfAny reports whether sig is the HMAC-SHA256 of payload under any
-// of keys.
-func macOfAny(keys [][]byte, payload, sig []byte) bool {
-	for _, k := range keys {
-		m := hmac.New(sha256.New, k)
-		m.Write(payload)
-		if hmac.Equal(sig, m.Sum(nil)) {
-			return true
-		}
-	}
-	return false
 }

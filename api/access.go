@@ -264,7 +264,7 @@ func (s *Server) soldOutFast(c *fiber.Ctx) error {
 // provider. If Redis cannot answer, the call is refused UNAVAILABLE: a
 // limit is never skipped.
 func (s *Server) shopperLimits(c *fiber.Ctx) error {
-	if err := s.refused(c, s.svc.Admission.Limits.Allow(c.UserContext(), userID(c), ratelimit.Key(s.clientIP(c)))); err != nil {
+	if err := s.refused(c, s.svc.Admission.Limits.Allow(c.UserContext(), userID(c), ratelimit.Key(s.clientIP(c)), "")); err != nil {
 		return err
 	}
 	return c.Next()

@@ -1,16 +1,19 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 )
@@ -37,7 +40,7 @@ func TestEveryShopperRouteIsLimited(t *testing.T) {
 	// The handlers that apply the per-user and per-IP limits themselves,
 	// after refusals that cost nothing (a sold-out session, a malformed
 	// body), so that those stay as cheap as an unlimited answer.
-	limitsInside := map[string]bool{"createOrder": true, "issueTicket": true, "newCaptcha": true}
+	limitsInside := map[string]bool{"createOrder": true, "issueTicket": true, "newCaptcha": true, "register": true}
 	// Reads without a per-user limit, and why.
 	cheapReads := map[string]string{
 		"getOrder": "the poll: one Redis read, limited per IP; a per-user limit would starve the shopper's own buy",
@@ -76,16 +79,22 @@ func TestEveryShopperRouteIsLimited(t *testing.T) {
 
 // A shopper cancelling random order numbers in a loop (each one a Redis
 // read and a MySQL query) is held to the per-user limit like a buyer, and
-// so is one fetching captcha audio or the order list: 429 with a
-// Retry-After, nothing looked up.
+// so is one fetching captcha audio or the order list, or registering for a
+// reserved sale (the limit admission applies): 429 with a Retry-After,
+// nothing looked up.
 func TestShopperLoopsAreLimited(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, Limits: app.Limits{User: 2}})
 	sess := e.Session(1, 1, 100)
+	start := time.Now().Add(time.Hour)
+	reserved, err := e.Client().CreateSession(context.Background(), &seckill.Session{SKUID: 1, Title: "t", PriceCents: 100, TotalStock: 1,
+		PerUserLimit: 1, StartAt: start, EndAt: start.Add(time.Hour), Mode: seckill.ModeReserved})
+	require.NoError(t, err)
 	tok := e.Token(77)
 	for _, call := range []struct{ method, path string }{
 		{"POST", fmt.Sprintf("/api/v1/orders/%d-nope%%d/cancel", sess.ID)},
 		{"GET", "/api/v1/captchas/nope%d/audio"},
 		{"GET", "/api/v1/orders?limit=%d"},
+		{"POST", fmt.Sprintf("/api/v1/sessions/%d/registrations?n=%%d", reserved.ID)},
 	} {
 		limited := 0
 		for i := 1; i <= 20; i++ {

@@ -18,8 +18,8 @@ type Registrations interface {
 
 // register: POST /api/v1/sessions/{id}/registrations. The checks a
 // first-come sale makes at its start run here instead, hours before it,
-// where a second is cheap (admission.Service.MayRegister); the route's
-// shopperLimits hold each shopper and address to the rate limits.
+// where a second is cheap (admission.Service.MayRegister, the rate limits
+// included).
 func (s *Server) register(c *fiber.Ctx) error {
 	desk, err := s.registrations()
 	if err != nil {
