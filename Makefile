@@ -14,7 +14,7 @@ TEMPORAL := scripts/temporal-dev.sh
 TEMPORAL_PORT ?= 7233
 export TEMPORAL_PORT
 
-.PHONY: all build lab image chart bench capacity chaos dev drill stack stack-stop temporal temporal-stop test test-on-temporal test-short test-offline lint fmt clean
+.PHONY: all build lab image chart bench capacity chaos dev drill stack stack-stop stack-check temporal temporal-stop test test-on-temporal test-short test-offline lint fmt clean
 
 all: lint test
 
@@ -108,6 +108,9 @@ stack: jaeger ## the production topology here: Redis Cluster, durable Temporal (
 
 stack-stop: ## stop what `make stack` started
 	scripts/stack.sh stop
+
+stack-check: ## sell one unit through the running stack, then find its trace in Jaeger, every Prometheus target up, the invariants held
+	scripts/stack.sh check
 
 # TRACES=1: traces to a Jaeger of its own (scripts/jaeger.sh), UI on :16686.
 TRACES ?=

@@ -235,12 +235,82 @@ EOF
   scripts/temporal-server.sh status 2>/dev/null | sed 's/^/  /' || true
 }
 
+# check sells one unit through the running stack as a shopper would (the
+# load balancer, a purchase with its Idempotency-Key, the sandbox's
+# checkout, the webhook), then finds the purchase's trace in Jaeger, every
+# Prometheus target up with the alert rules loaded, and the sale's
+# invariants held (seckill reconcile). Exit 1 at the first thing missing.
+check() {
+  alive "$dir/api-1.pid" || { echo "stack: not running (make stack)" >&2; exit 1; }
+  fail() { echo "stack check: $*" >&2; exit 1; }
+  field() { sed -n "s/.*\"$1\":\"\\{0,1\\}\\([^\",}]*\\).*/\\1/p"; }
+  set -a
+  . "$dir/secrets.env"
+  eval "$(scripts/redis-cluster.sh env)"
+  eval "$(scripts/temporal-server.sh env)"
+  set +a
+  local dsn="${SECKILL_MYSQL_DSN:-root:@tcp(127.0.0.1:3306)/seckill?parseTime=true}"
+  dsn="${dsn%%\?*}"
+  export SECKILL_API="http://$lb" SECKILL_MYSQL_DSN="${dsn%/*}/seckill_stack?parseTime=true"
+  local start sid tok key out no trace co pid status="" spans
+  start="$(date -u -d '+2 sec' +%Y-%m-%dT%H:%M:%SZ)"
+  sid="$(bin/seckill session create --title "stack check" --per-user-limit 1 --sku 1 --price-cents 990 --stock 2 \
+    --start-at "$start" --end-at "$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)" | tr -d ' \n' | field id)"
+  [ -n "$sid" ] || fail "no session created"
+  tok="$(bin/seckill token --user "$((RANDOM + 100000))")"
+  key="$(bin/seckill key)"
+  for _ in $(seq 1 50); do
+    out="$(curl -s -D "$dir/check-headers" -X POST "http://$lb/api/v1/sessions/$sid/orders" \
+      -H "Authorization: Bearer $tok" -H "Idempotency-Key: $key" -H 'Content-Type: application/json' -d '{}')"
+    no="$(printf '%s' "$out" | field order_no)"
+    [ -n "$no" ] && break
+    sleep 0.2 # NOT_STARTED until its start
+  done
+  [ -n "$no" ] || fail "session $sid sold nothing: $out"
+  trace="$(sed -n 's/^[Xx]-[Rr]equest-[Ii][Dd]: *\([0-9a-f]*\).*/\1/p' "$dir/check-headers")"
+  for _ in $(seq 1 50); do
+    co="$(curl -s -X POST "http://$lb/api/v1/orders/$no/payment" -H "Authorization: Bearer $tok")"
+    pid="$(printf '%s' "$co" | field payment_id)"
+    [ -n "$pid" ] && break
+    sleep 0.2
+  done
+  [ -n "$pid" ] || fail "order $no opened no checkout: $co"
+  curl -fsS -o /dev/null -X POST "$(printf '%s' "$co" | field checkout_url)" -d action=pay || fail "the sandbox's checkout refused to pay $pid"
+  for _ in $(seq 1 50); do
+    status="$(curl -s "http://$lb/api/v1/orders/$no" -H "Authorization: Bearer $tok" | field status)"
+    [ "$status" = PAID ] && break
+    sleep 0.2
+  done
+  [ "$status" = PAID ] || fail "order $no is $status, not PAID"
+  echo "stack check: session $sid sold order $no, paid ($pid); trace $trace"
+  for _ in $(seq 1 50); do
+    spans="$(curl -s "http://127.0.0.1:16686/api/traces/$trace")"
+    case "$spans" in *RunActivity:ApplyPayment*) break ;; esac
+    sleep 0.2
+  done
+  for want in 'POST /api/v1/sessions/:id/orders' StartWorkflow:OrderWorkflow RunWorkflow:OrderWorkflow \
+    RunActivity:CreateOrder 'INSERT orders' evalsha; do
+    case "$spans" in *"\"operationName\":\"$want\""*) ;; *) fail "the trace in Jaeger has no span $want" ;; esac
+  done
+  echo "stack check: Jaeger has the purchase's trace, from the click to the row"
+  out="$(curl -s "http://$prom/api/v1/targets")"
+  case "$out" in *'"health":"down"'* | *'"health":"unknown"'*) fail "a Prometheus target is not up: http://$prom/targets" ;; esac
+  for job in api worker temporal; do
+    case "$out" in *"\"job\":\"$job\""*) ;; *) fail "Prometheus scrapes no $job" ;; esac
+  done
+  case "$(curl -s "http://$prom/api/v1/rules")" in *'"type":"alerting"'*) ;; *) fail "Prometheus has no alert rules loaded" ;; esac
+  echo "stack check: Prometheus scrapes every target, alert rules loaded"
+  bin/seckill reconcile --session "$sid" >/dev/null || fail "session $sid breaks an invariant: bin/seckill reconcile --session $sid"
+  echo "stack check: session $sid reconciles (MySQL and Redis agree, nothing stuck)"
+}
+
 case "${1:-}" in
 start) start ;;
+check) check ;;
 stop) stop ;;
 status) status ;;
 *)
-  echo "usage: $0 start|stop|status" >&2
+  echo "usage: $0 start|stop|status|check" >&2
   exit 2
   ;;
 esac
