@@ -20,7 +20,7 @@ type Limiter interface {
 
 // Limits are the fleet-wide rate limits of a shopper's calls, in requests
 // per second (0: off): per user, per client IP and, for requests that
-// carry a device cookie, per device (deviceLimit). Limiter keeps
+// carry a device cookie, per device (Service.limit reads it). Limiter keeps
 // them; it is required when any is on.
 type Limits struct {
 	Limiter          Limiter
