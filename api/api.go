@@ -136,10 +136,10 @@ type Limits struct {
 
 // Server holds the API's dependencies.
 type Server struct {
-	cfg    Config
-	svc    Services
-	log    *slog.Logger
-	shop   *shop.Shop
+	cfg  Config
+	svc  Services
+	log  *slog.Logger
+	shop *shop.Shop
 	// shoppers and operators verify who calls (Config.Shoppers,
 	// Config.Operators).
 	shoppers  ShopperTokens
