@@ -87,23 +87,23 @@ type APIConfig struct {
 	// of the deployment together, split among the live ones (see
 	// fleet.Share); nil: Limits.Global is this process's alone.
 	Fleet fleet.Members
-	// Limits are requests per second, 0 turns one off: Global, Read and
-	// AdminFails are the HTTP server's (they replace api.Config's),
-	// User, IP and Device admission's, enforced by Limiter (required
-	// when any of those is on).
 	// SessionCacheTTL is how stale a session's metadata and the public
 	// session list may be in each process (a second when 0).
 	SessionCacheTTL time.Duration
 	// Currency is the deployment's (SECKILL_CURRENCY): the sessions
 	// without their own are shown in it.
 	Currency string
-	Limits   Limits
-	Limiter  admission.Limiter
+	// Limits are requests per second, 0 turns one off: Global, Read and
+	// AdminFails are the HTTP server's (they replace api.Config's Global
+	// and Limits), User, IP and Device admission's, enforced by Limiter
+	// (required when any of those is on).
+	Limits  Limits
+	Limiter admission.Limiter
 	// Captchas keeps the answers of the captchas of sessions that require
 	// one (every API process shares it); nil: such sessions answer 503.
 	Captchas captcha.Store
-	// Risk is the check before admission: User-Agent rules, the device
-	// limit, the shop's risk service.
+	// Risk is the check before admission: User-Agent rules, the shop's
+	// risk service.
 	Risk admission.RiskConfig
 	// PayTimeout is handed to each order's workflow (15m in production).
 	PayTimeout time.Duration
@@ -125,7 +125,9 @@ type APIConfig struct {
 
 // Limits are an API's rate limits, requests per second; 0 turns one off.
 type Limits struct {
-	// Global, Read and AdminFails are the HTTP server's (api.Limits).
+	// Global is the bucket in front of everything (this process's share
+	// of it: fleet.Share, api.Config.Global); Read and AdminFails are the
+	// HTTP server's (api.Limits).
 	Global, Read, AdminFails int
 	// User and IP are fleet-wide, in Redis; so is Device, per device
 	// cookie, for requests that carry one (admission.Limits).
