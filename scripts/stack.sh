@@ -293,11 +293,20 @@ check() {
     case "$spans" in *"\"operationName\":\"$want\""*) ;; *) fail "the trace in Jaeger has no span $want" ;; esac
   done
   echo "stack check: Jaeger has the purchase's trace, from the click to the row"
-  out="$(curl -s "http://$prom/api/v1/targets")"
-  case "$out" in *'"health":"down"'* | *'"health":"unknown"'*) fail "a Prometheus target is not up: http://$prom/targets" ;; esac
-  for job in api worker temporal; do
-    case "$out" in *"\"job\":\"$job\""*) ;; *) fail "Prometheus scrapes no $job" ;; esac
+  # A fresh Prometheus finds its targets and scrapes them within its
+  # intervals: wait for every job up, at most a minute.
+  local scraped=""
+  for _ in $(seq 1 120); do
+    out="$(curl -s "http://$prom/api/v1/targets")"
+    scraped=yes
+    for job in api worker temporal; do
+      case "$out" in *"\"job\":\"$job\""*) ;; *) scraped="" ;; esac
+    done
+    case "$out" in *'"health":"down"'* | *'"health":"unknown"'*) scraped="" ;; esac
+    [ -n "$scraped" ] && break
+    sleep 0.5
   done
+  [ -n "$scraped" ] || fail "a Prometheus target is not up (api, worker, temporal): http://$prom/targets"
   case "$(curl -s "http://$prom/api/v1/rules")" in *'"type":"alerting"'*) ;; *) fail "Prometheus has no alert rules loaded" ;; esac
   echo "stack check: Prometheus scrapes every target, alert rules loaded"
   bin/seckill reconcile --session "$sid" >/dev/null || fail "session $sid breaks an invariant: bin/seckill reconcile --session $sid"
