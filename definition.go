@@ -149,7 +149,7 @@ func (d *SessionDefinition) Session(now time.Time) (*Session, error) {
 		if err != nil {
 			return nil, Errorf(EINVALID, "field %q must be an RFC 3339 time", f.name)
 		}
-		*f.to = t.UTC().Truncate(time.Millisecond)
+		*f.to = stored(t)
 	}
 	if d.RightTTLSeconds != nil {
 		s.RightTTLSeconds = *d.RightTTLSeconds
@@ -159,7 +159,7 @@ func (d *SessionDefinition) Session(now time.Time) (*Session, error) {
 	if s.Registers() {
 		// Registration runs from the sale's creation until its start.
 		if s.RegisterFrom.IsZero() {
-			s.RegisterFrom = now.UTC().Truncate(time.Millisecond)
+			s.RegisterFrom = stored(now)
 		}
 		if s.RegisterUntil.IsZero() {
 			s.RegisterUntil = s.StartAt

@@ -157,7 +157,7 @@ func (u *SessionUpdate) registrationDefaults(s Session, now time.Time) Session {
 		s.RightTTLSeconds, s.PerUserLimit = int(DefaultRightTTL.Seconds()), 1
 	}
 	if *u.Mode == ModeReserved || *u.Mode == ModeDraw {
-		s.RegisterFrom = now.UTC().Truncate(time.Millisecond)
+		s.RegisterFrom = stored(now)
 		s.RegisterUntil = s.StartAt
 		if u.StartAt != nil {
 			s.RegisterUntil = stored(*u.StartAt)

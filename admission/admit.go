@@ -253,14 +253,6 @@ type Blocklist interface {
 // ErrBlocked refuses a blocked shopper.
 var ErrBlocked = seckill.Errorf(seckill.EFORBIDDEN, "this account may not buy")
 
-// Blocked refuses a blocked shopper (ErrBlocked), from memory.
-func (s *Service) Blocked(user int64) error {
-	if s.blocked.has(user) {
-		return ErrBlocked
-	}
-	return nil
-}
-
 // RefreshBlocklist reloads the memory's copy of the blocklist.
 func (s *Service) RefreshBlocklist(ctx context.Context) error {
 	ids, err := s.Blocklist.BlockedUsers(ctx)
