@@ -283,15 +283,20 @@ check() {
   done
   [ "$status" = PAID ] || fail "order $no is $status, not PAID"
   echo "stack check: session $sid sold order $no, paid ($pid); trace $trace"
-  for _ in $(seq 1 50); do
+  # Each process exports its spans in batches (every few seconds): wait,
+  # at most half a minute, until every one of them has reached Jaeger.
+  local missing=""
+  for _ in $(seq 1 150); do
     spans="$(curl -s "http://127.0.0.1:16686/api/traces/$trace")"
-    case "$spans" in *RunActivity:ApplyPayment*) break ;; esac
+    missing=""
+    for want in 'POST /api/v1/sessions/:id/orders' StartWorkflow:OrderWorkflow RunWorkflow:OrderWorkflow \
+      RunActivity:CreateOrder RunActivity:ApplyPayment 'INSERT orders' evalsha; do
+      case "$spans" in *"\"operationName\":\"$want\""*) ;; *) missing="$want" ;; esac
+    done
+    [ -z "$missing" ] && break
     sleep 0.2
   done
-  for want in 'POST /api/v1/sessions/:id/orders' StartWorkflow:OrderWorkflow RunWorkflow:OrderWorkflow \
-    RunActivity:CreateOrder 'INSERT orders' evalsha; do
-    case "$spans" in *"\"operationName\":\"$want\""*) ;; *) fail "the trace in Jaeger has no span $want" ;; esac
-  done
+  [ -z "$missing" ] || fail "the trace in Jaeger has no span $missing"
   echo "stack check: Jaeger has the purchase's trace, from the click to the row"
   # A fresh Prometheus finds its targets and scrapes them within its
   # intervals: wait for every job up, at most a minute.
