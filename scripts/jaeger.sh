@@ -9,7 +9,10 @@
 #   scripts/jaeger.sh stop     stop the one `start` started (by PID)
 #   scripts/jaeger.sh env      the OTEL_* variables that point a process at it
 #
-# Env: JAEGER_LOG (.jaeger/jaeger.log), JAEGER_PID (.jaeger/jaeger.pid).
+# Env: JAEGER_LOG (.jaeger/jaeger.log), JAEGER_PID (.jaeger/jaeger.pid),
+# JAEGER_UI_ASSETS (a build of Jaeger's UI, which the Go module does not
+# carry: without it :16686 serves the query API and a placeholder page;
+# docs/OPERATIONS.md says how to build it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,13 +29,15 @@ start() {
   fi
   [ -x bin/jaeger ] || { echo "jaeger: bin/jaeger is missing (make jaeger)" >&2; exit 1; }
   mkdir -p "$(dirname "$log")" "$(dirname "$pidfile")"
+  local assets=()
+  [ -z "${JAEGER_UI_ASSETS:-}" ] || assets=("--set=extensions.jaeger_query.ui.assets_path=$JAEGER_UI_ASSETS")
   # No configuration: the all-in-one's own, whose ports (its receivers',
   # its health check's, its metrics') listen on JAEGER_LISTEN_HOST; the
   # UI's and query API's would listen on every interface: --set keeps
   # them on loopback too.
   JAEGER_LISTEN_HOST=127.0.0.1 nohup bin/jaeger \
     --set=extensions.jaeger_query.http.endpoint=127.0.0.1:16686 \
-    --set=extensions.jaeger_query.grpc.endpoint=127.0.0.1:16685 \
+    --set=extensions.jaeger_query.grpc.endpoint=127.0.0.1:16685 "${assets[@]}" \
     >"$log" 2>&1 &
   echo $! >"$pidfile"
   for _ in $(seq 1 150); do

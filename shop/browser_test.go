@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -21,8 +20,6 @@ import (
 // Temporal): what a shopper sees and clicks. The waits are generous and no
 // step asserts a duration; a missing Chromium fails the test.
 
-const chromiumPath = "/usr/bin/chromium"
-
 // stepTimeout bounds one wait of the page; a slow CI machine still passes.
 const stepTimeout = 60 * time.Second
 
@@ -38,30 +35,8 @@ type page struct {
 // localStorage) and opens path on the Env's API.
 func openShop(t *testing.T, e *testenv.Env, path string) *page {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Fatalf("Chromium is not installed at %s (%v): the shop's browser tests need it.\n"+
-			"Install it with: apt-get install -y --no-install-recommends chromium   (make test does this: scripts/deps.sh test)", chromiumPath, err)
-	}
-	// The flags keep Chromium off the network (it is closed here, and it
-	// would otherwise retry its own services at every start) and let it
-	// run as root without a GPU.
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.WindowSize(1200, 900),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(cancel)
+	ctx := testenv.Chromium(t, 1200, 900)
 	p := &page{t: t, e: e, ctx: ctx}
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start Chromium (%s): %v", chromiumPath, err)
-	}
 	go func() {
 		for m, err := range chromedp.Console(ctx) {
 			if err != nil {

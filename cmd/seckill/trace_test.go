@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
@@ -36,9 +39,10 @@ type jaegerTrace struct {
 }
 
 // startJaeger runs bin/jaeger (make jaeger) on loopback ports of its own,
-// its memory store, OTLP over HTTP and the query API only; it returns the
-// OTLP endpoint and the query API's base URL. Fails when bin/jaeger was not
-// built (make test builds it).
+// its memory store, OTLP over HTTP and the query API, with Jaeger's UI when
+// JAEGER_UI_ASSETS names a build of it; it returns the OTLP endpoint and
+// the query API's base URL. Fails when bin/jaeger was not built (make test
+// builds it).
 func startJaeger(t *testing.T) (otlp, query string) {
 	bin, err := filepath.Abs("../../bin/jaeger")
 	require.NoError(t, err)
@@ -46,6 +50,10 @@ func startJaeger(t *testing.T) (otlp, query string) {
 		t.Fatal("bin/jaeger is not built: make jaeger (make test builds it)")
 	}
 	otlpAddr, queryAddr, queryGRPC := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
+	ui := ""
+	if dir := os.Getenv("JAEGER_UI_ASSETS"); dir != "" {
+		ui = fmt.Sprintf("\n    ui:\n      assets_path: %q", dir)
+	}
 	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`service:
   extensions: [jaeger_storage, jaeger_query]
@@ -71,7 +79,7 @@ extensions:
     http:
       endpoint: %s
     grpc:
-      endpoint: %s
+      endpoint: %s%s
 receivers:
   otlp:
     protocols:
@@ -82,7 +90,7 @@ processors:
 exporters:
   jaeger_storage_exporter:
     trace_storage: mem
-`, queryAddr, queryGRPC, otlpAddr)), 0o600))
+`, queryAddr, queryGRPC, ui, otlpAddr)), 0o600))
 	log, err := os.Create(filepath.Join(t.TempDir(), "jaeger.log"))
 	require.NoError(t, err)
 	cmd := exec.Command(bin, "--config", cfg)
@@ -210,4 +218,33 @@ func TestOnePurchaseIsOneTrace(t *testing.T) {
 	}
 	require.Equal(t, traceID, logged.TraceID, "the worker's log line of the payment names the purchase's trace")
 	require.True(t, spans[logged.SpanID], "its span_id %q is a span of the trace (logs and traces join)", logged.SpanID)
+
+	if os.Getenv("JAEGER_UI_ASSETS") == "" {
+		t.Log("JAEGER_UI_ASSETS unset: bin/jaeger has no UI of its own, the trace's page is not opened (docs/OPERATIONS.md)")
+		return
+	}
+	screenshotTrace(t, query, traceID, os.Getenv("TRACE_SCREENSHOT"))
+}
+
+// screenshotTrace opens a trace's page in Jaeger's UI in headless
+// Chromium, waits until it shows the purchase's spans from the click to
+// the row, and writes a PNG of it to file (when file is not empty): the
+// screenshot of docs/OPERATIONS.md.
+func screenshotTrace(t *testing.T, query, traceID, file string) {
+	ctx := testenv.Chromium(t, 1440, 1000)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	shown := `(() => { const s = document.body.innerText;
+		return ["POST /api/v1/sessions/:id/orders", "RunWorkflow:OrderWorkflow", "RunActivity:CreateOrder", "INSERT orders"]
+			.every(n => s.includes(n)) && s.includes("seckill-worker"); })()`
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(query+"/trace/"+traceID),
+		chromedp.Poll[chromedp.Void](shown, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(50*time.Second))),
+		"Jaeger's UI shows trace %s with the API's and the worker's spans", traceID)
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(png, []byte("\x89PNG")), "a PNG")
+	if file != "" {
+		require.NoError(t, os.WriteFile(file, png, 0o644))
+		t.Logf("the trace's page: %s", file)
+	}
 }
