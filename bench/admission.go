@@ -69,6 +69,7 @@ func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, 
 	}
 	n := cfg.Users * cfg.PerUser
 	r.burst(ctx, level, "admission-only warm-up", cfg.Keys, n)
+	m := newBurstMeter(srv.cmd.Process.Pid, b.RedisAddr)
 	var keyed, plain bursts
 	for i := range pairOrder {
 		p := pairOrder[i]
@@ -83,7 +84,10 @@ func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, 
 			name, into = "admission-only burst, keyed", &keyed
 		}
 		r.step.SessionID = p.session
-		into.add(r.burst(ctx, level, name, p.keyed, n))
+		m.start()
+		rs, dur := r.burst(ctx, level, name, p.keyed, n)
+		into.add(rs, dur)
+		into.cpu.add(m.stop())
 		if !cfg.Keys && len(plain.runs) == 1 {
 			break
 		}
@@ -107,6 +111,7 @@ type bursts struct {
 	durs    []time.Duration
 	results []result
 	dur     time.Duration
+	cpu     cpuSpent
 }
 
 func (b *bursts) add(rs []result, dur time.Duration) {
@@ -136,6 +141,7 @@ func (b *bursts) admissionOnly() (*AdmissionOnly, error) {
 		lp := percentiles(after, "")
 		a.Losers = &Losers{Count: len(after), PerSecond: float64(len(after)) / span.Seconds(), P50: lp.P50, P99: lp.P99}
 	}
+	a.CPU = b.cpu.perRequest(len(b.results))
 	return a, nil
 }
 

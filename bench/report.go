@@ -287,5 +287,19 @@ type AdmissionOnly struct {
 	// sell-out on.
 	RefusedP50 float64        `json:"refused_p50_ms,omitempty"`
 	Losers     *Losers        `json:"losers_after_sell_out,omitempty"`
+	CPU        *BurstCPU      `json:"cpu_us_per_request,omitempty"`
 	Unkeyed    *AdmissionOnly `json:"unkeyed,omitempty"`
+}
+
+// BurstCPU is the CPU time the bursts cost per request, in microseconds,
+// read from /proc around each burst: the admission-only API's process,
+// Redis's (when it runs on this machine, one server), the load
+// generator's, and the machine's busy time in all. On two shared cores a
+// burst's requests/s is bounded by their sum, so the keyed and unkeyed
+// columns side by side say which process a key costs, and how much.
+type BurstCPU struct {
+	API     float64 `json:"api"`
+	Redis   float64 `json:"redis,omitempty"`
+	Bench   float64 `json:"load_generator"`
+	Machine float64 `json:"machine"`
 }

@@ -159,3 +159,57 @@ func (m *serverCPU) phase(from *cpuSnap) phase {
 	}
 	return since(*from, to)
 }
+
+// burstMeter reads, around one burst, the CPU time of the admission-only
+// API's process, of Redis's (nil when it is not one server on this
+// machine) and of the load generator (this process), and the machine's
+// busy time. A process that cannot be read counts nothing.
+type burstMeter struct {
+	api, redis, bench *serverCPU
+	at                [3]cpuSnap
+}
+
+func newBurstMeter(apiPID int, redisAddr string) *burstMeter {
+	return &burstMeter{api: &serverCPU{pid: apiPID}, redis: meterServer(redisAddr), bench: &serverCPU{pid: os.Getpid()}}
+}
+
+func (m *burstMeter) read() [3]cpuSnap {
+	var s [3]cpuSnap
+	for i, p := range []*serverCPU{m.api, m.redis, m.bench} {
+		if p != nil {
+			s[i], _ = p.snap()
+		}
+	}
+	return s
+}
+
+func (m *burstMeter) start() { m.at = m.read() }
+
+// stop is what was spent since start.
+func (m *burstMeter) stop() cpuSpent {
+	now := m.read()
+	d := func(i int) float64 {
+		if now[i].server == 0 {
+			return 0
+		}
+		return now[i].server - m.at[i].server
+	}
+	return cpuSpent{api: d(0), redis: d(1), bench: d(2), machine: now[2].busy - m.at[2].busy}
+}
+
+// cpuSpent is CPU time in seconds, by process.
+type cpuSpent struct{ api, redis, bench, machine float64 }
+
+func (c *cpuSpent) add(o cpuSpent) {
+	c.api, c.redis, c.bench, c.machine = c.api+o.api, c.redis+o.redis, c.bench+o.bench, c.machine+o.machine
+}
+
+// perRequest is c over n requests, in microseconds; nil when nothing was
+// read.
+func (c cpuSpent) perRequest(n int) *BurstCPU {
+	if n == 0 || c.machine <= 0 {
+		return nil
+	}
+	us := func(v float64) float64 { return v / float64(n) * 1e6 }
+	return &BurstCPU{API: us(c.api), Redis: us(c.redis), Bench: us(c.bench), Machine: us(c.machine)}
+}

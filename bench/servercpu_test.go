@@ -38,3 +38,29 @@ func TestServerCPUMeter(t *testing.T) {
 	require.Nil(t, none.mark())
 	require.Zero(t, none.phase(nil))
 }
+
+// A burst's meter splits what the burst cost per request by process: here
+// the "API" and the load generator are this process, and Redis is not
+// metered (no server of this machine listens at that address).
+func TestBurstMeter(t *testing.T) {
+	m := newBurstMeter(os.Getpid(), "192.0.2.1:6379")
+	require.Nil(t, m.redis)
+	m.start()
+	x := 0
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+		x++
+	}
+	var spent cpuSpent
+	spent.add(m.stop())
+	require.Positive(t, x)
+	c := spent.perRequest(1000)
+	require.NotNil(t, c)
+	require.Positive(t, c.API)
+	// One process read twice: equal but for a clock tick (10 ms, 10 µs
+	// over 1,000 requests) between the reads.
+	require.InDelta(t, c.API, c.Bench, 20)
+	require.Zero(t, c.Redis)
+	require.GreaterOrEqual(t, c.Machine, c.API*0.9, "the machine's busy time holds this process's")
+	require.Nil(t, spent.perRequest(0))
+	require.Nil(t, cpuSpent{}.perRequest(10), "nothing read")
+}

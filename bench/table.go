@@ -113,6 +113,11 @@ func WriteTable(w io.Writer, r *Report) error {
 			if u := a.Unkeyed; u != nil {
 				fmt.Fprintf(w, "  admission only, keyed | without keys: %.0f | %.0f req/s, refusals' p50 %.1f | %.1f ms\n",
 					a.RequestsPerSecond, u.RequestsPerSecond, a.RefusedP50, u.RefusedP50)
+				if k, p := a.CPU, u.CPU; k != nil && p != nil {
+					fmt.Fprintf(w, "  admission only, CPU per request, keyed | without keys: API %.1f | %.1f µs, Redis %.1f | %.1f µs, "+
+						"load generator %.1f | %.1f µs, the machine %.1f | %.1f µs\n",
+						k.API, p.API, k.Redis, p.Redis, k.Bench, p.Bench, k.Machine, p.Machine)
+				}
 			}
 		}
 		for _, rt := range Ratios {
