@@ -44,6 +44,10 @@ type Stock interface {
 	// clock and the sale's latest keyed win (the sold-out memory's
 	// watcher).
 	StockMark(ctx context.Context, sessionID, sku int64) (seckill.StockMark, error)
+	// Holders reads the shoppers who hold or held units of a session,
+	// with its stock and latest keyed win, in one step (the sold-out
+	// memory's answer to keyed losers).
+	Holders(ctx context.Context, sessionID int64) (users []int64, stock int, lastKeyedWin time.Time, err error)
 }
 
 // Starts takes a winner's workflow start without waiting (the process's
@@ -214,6 +218,9 @@ func (s *Service) Buy(ctx context.Context, r *Request) Answer {
 		// one it gets the refusal the script would give it, and stays
 		// refused (keyedMark). A key too new for this process's mark goes
 		// on to the script.
+		if s.keyedLoser(a) {
+			return Answer{Err: ErrSoldOut, Layer: LayerSoldOutMemory}
+		}
 		return s.decided(a, s.Pin(ctx, a))
 	}
 	// A reserved sale ran the device limit, the risk check and the ticket

@@ -43,7 +43,17 @@ type soldKey struct{ id, sku int64 }
 // sale after it, and the script then refuses keys stamped by that return
 // + skew. Such a key holding nothing stays refused for the same reason,
 // so a SOLD_OUT told now is never contradicted by a win later.
-type keyedMark struct{ soldAt, lastWin time.Time }
+//
+// holders are the sale's shoppers who hold or held units, read after
+// soldAt while the latest keyed win was lastWin (nil until read): every
+// pin is a holder's, so a key that may have won (stamped by lastWin +
+// skew) but whose shopper is not among them holds nothing, and cannot
+// win later either (the reasoning above).
+type keyedMark struct {
+	soldAt, lastWin time.Time
+	holders         map[int64]struct{}
+	loading         bool
+}
 
 // keyedAnswer is how a keyed request to a session flagged sold out is
 // answered.
@@ -158,9 +168,63 @@ func (s *SoldOut) Confirm(id int64, m seckill.StockMark) { s.confirm(soldKey{id:
 func (s *SoldOut) confirm(k soldKey, m seckill.StockMark) {
 	s.mu.Lock()
 	if old, ok := s.ids[k]; ok && !old.soldAt.After(m.Clock) {
-		s.ids[k] = keyedMark{soldAt: m.Clock, lastWin: m.LastKeyedWin}
+		next := keyedMark{soldAt: m.Clock, lastWin: m.LastKeyedWin}
+		if old.lastWin.Equal(m.LastKeyedWin) {
+			// Nobody won with a key since: the holders read still holds.
+			next.holders, next.loading = old.holders, old.loading
+		}
+		s.ids[k] = next
 	}
 	s.mu.Unlock()
+}
+
+// holds reports whether the holders of what k flags are known, and
+// whether user is one of them.
+func (s *SoldOut) holds(k soldKey, user int64) (known, holds bool) {
+	s.mu.RLock()
+	m, ok := s.ids[k]
+	s.mu.RUnlock()
+	if !ok || m.holders == nil {
+		return false, false
+	}
+	_, holds = m.holders[user]
+	return true, holds
+}
+
+// startLoad reports whether the caller is to read the holders of what k
+// flags: its mark is read, its holders are not, and nobody is reading
+// them.
+func (s *SoldOut) startLoad(k soldKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.ids[k]
+	if !ok || m.soldAt.IsZero() || m.holders != nil || m.loading {
+		return false
+	}
+	m.loading = true
+	s.ids[k] = m
+	return true
+}
+
+// setHolders records a read of the holders of what k flags (err: none
+// was made). The read is kept only if it saw the sale still sold out and
+// the mark's latest keyed win: a later win, or stock back, makes it
+// stale, and the next keyed loser reads again.
+func (s *SoldOut) setHolders(k soldKey, users []int64, stock int, lastWin time.Time, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.ids[k]
+	if !ok || !m.loading {
+		return
+	}
+	m.loading = false
+	if err == nil && stock == 0 && m.lastWin.Equal(lastWin) {
+		m.holders = make(map[int64]struct{}, len(users))
+		for _, u := range users {
+			m.holders[u] = struct{}{}
+		}
+	}
+	s.ids[k] = m
 }
 
 // Clear lifts session id's flags, the sale's and its items': its stock or
@@ -192,6 +256,33 @@ func (s *SoldOut) list() []soldKey {
 		out = append(out, k)
 	}
 	return out
+}
+
+// keyedLoser reports whether a keyed attempt that may have won (its key
+// stamped by the last keyed win plus the skew) is refused SOLD_OUT from
+// memory: its sale is sold out and its shopper holds no unit and held
+// none, so has no pin, and the lookup would refuse it SOLD_OUT. The
+// holders are read once per sell-out, in the background: until then, and
+// for a holder's key or one that carries no time, the pin is looked up.
+func (s *Service) keyedLoser(a *seckill.Attempt) bool {
+	k := soldKey{id: a.Session.ID}
+	if a.KeyTime.IsZero() || a.Quantity > a.Session.PerUserLimit || s.SoldOut.keyed(k, a.KeyTime) != keyedPin {
+		return false
+	}
+	known, holds := s.SoldOut.holds(k, a.UserID)
+	if !known && s.SoldOut.startLoad(k) {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), AdmitWait)
+			defer cancel()
+			users, stock, won, err := s.Stock.Holders(ctx, k.id)
+			if err != nil {
+				s.Log.Warn("sold-out memory: the sale's holders were not read; its keyed losers are looked up",
+					"session_id", k.id, "error", err)
+			}
+			s.SoldOut.setHolders(k, users, stock, won, err)
+		}()
+	}
+	return known && !holds
 }
 
 // watchSoldOut lifts sold-out flags whose session (or item) has stock

@@ -221,10 +221,12 @@ func TestKeyRetryWhilePaused(t *testing.T) {
 }
 
 // After a sell-out, keyed losers are answered like unkeyed ones: a key
-// stamped after the last keyed win (beyond the clock skew) from memory,
-// an older one or one without a time from its pin (one read), and none
-// stores anything. The winner's key still gets its order; a refused key
-// stays refused after the unit comes back, which a new key then buys.
+// stamped after the last keyed win (beyond the clock skew) from memory; an
+// older one from memory too once the sale's holders are read, unless its
+// shopper holds units; a holder's older key and one without a time from
+// its pin (one read); and none stores anything. The winner's key still
+// gets its order; a refused key stays refused after the unit comes back,
+// which a new key then buys.
 func TestKeyedLosersFromMemory(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	sess := e.Session(1, 1, 100)
@@ -233,7 +235,7 @@ func TestKeyedLosersFromMemory(t *testing.T) {
 	won := e.BuyWithKey(sess.ID, 1, winKey, 1)
 	require.Equal(t, http.StatusAccepted, won.Status, "%s", won.Raw)
 	no := won.Str("order_no")
-	early := testenv.KeyAt(time.Now())
+	early, winnersOther := testenv.KeyAt(time.Now()), testenv.KeyAt(time.Now())
 	testenv.RequireError(t, e.BuyWithKey(sess.ID, 2, early, 1), 409, "SOLD_OUT", "sold out")
 
 	time.Sleep(seckill.KeyClockSkew)
@@ -247,10 +249,25 @@ func TestKeyedLosersFromMemory(t *testing.T) {
 		}
 		return nil
 	})
-	for _, k := range []string{early, "not-a-uuid-" + e.Prefix} {
-		r := e.BuyWithKey(sess.ID, 2, k, 1)
+	e.Eventually(5*time.Second, "an early key of a shopper who holds nothing is answered from memory", func() error {
+		r := e.BuyWithKey(sess.ID, 2, early, 1)
 		testenv.RequireError(t, r, 409, "SOLD_OUT", "sold out")
-		require.Equal(t, admission.LayerRedis, r.Header.Get(api.HeaderLayer), "a key that may have won is looked up")
+		if l := r.Header.Get(api.HeaderLayer); l != api.LayerSoldOutMemory {
+			return fmt.Errorf("answered by %s", l)
+		}
+		return nil
+	})
+	for _, c := range []struct {
+		user int64
+		key  string
+		code string
+	}{
+		{2, "not-a-uuid-" + e.Prefix, "SOLD_OUT"},
+		{1, winnersOther, "LIMIT_EXCEEDED"}, // a holder's
+	} {
+		r := e.BuyWithKey(sess.ID, c.user, c.key, 1)
+		testenv.RequireError(t, r, 409, c.code, "")
+		require.Equal(t, admission.LayerRedis, r.Header.Get(api.HeaderLayer), "a key that may have won is looked up: %s", c.key)
 	}
 	again := e.BuyWithKey(sess.ID, 1, winKey, 1)
 	require.Equal(t, http.StatusAccepted, again.Status, "the winner's key is never told SOLD_OUT: %s", again.Raw)

@@ -107,6 +107,15 @@ func medianBaselines(bs []*Baselines) *Baselines {
 		if len(uRPS) > 0 {
 			m.AdmissionOnly.Unkeyed = &AdmissionOnly{RequestsPerSecond: medianOf(uRPS), RefusedP50: medianOf(uRef)}
 		}
+		m.AdmissionOnly.CPU = medianCPU(bs, func(a *AdmissionOnly) *BurstCPU { return a.CPU })
+		if m.AdmissionOnly.Unkeyed != nil {
+			m.AdmissionOnly.Unkeyed.CPU = medianCPU(bs, func(a *AdmissionOnly) *BurstCPU {
+				if a.Unkeyed == nil {
+					return nil
+				}
+				return a.Unkeyed.CPU
+			})
+		}
 	}
 	if len(rRPS) > 0 {
 		m.AdmissionOnlyRisk = &AdmissionOnly{RequestsPerSecond: medianOf(rRPS), AcceptedP50: medianOf(r50), AcceptedP99: medianOf(r99)}
@@ -114,4 +123,22 @@ func medianBaselines(bs []*Baselines) *Baselines {
 	m.AdmissionOnlyTraced = medianAdmission(bs, func(b *Baselines) *AdmissionOnly { return b.AdmissionOnlyTraced })
 	m.AdmissionOnlySampled = medianAdmission(bs, func(b *Baselines) *AdmissionOnly { return b.AdmissionOnlySampled })
 	return m
+}
+
+// medianCPU is the median of the rounds' admission-only CPU per request
+// (of), field by field; nil when no round has it.
+func medianCPU(bs []*Baselines, of func(*AdmissionOnly) *BurstCPU) *BurstCPU {
+	var api, red, bench, machine []float64
+	for _, b := range bs {
+		if b == nil || b.AdmissionOnly == nil {
+			continue
+		}
+		if c := of(b.AdmissionOnly); c != nil {
+			api, red, bench, machine = append(api, c.API), append(red, c.Redis), append(bench, c.Bench), append(machine, c.Machine)
+		}
+	}
+	if len(api) == 0 {
+		return nil
+	}
+	return &BurstCPU{API: medianOf(api), Redis: medianOf(red), Bench: medianOf(bench), Machine: medianOf(machine)}
 }

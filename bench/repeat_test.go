@@ -49,6 +49,18 @@ func TestStepRatiosAndMedianBaselines(t *testing.T) {
 	require.Equal(t, &Baselines{FiberRPS: 200, LuaPerSecond: 20, TemporalNoopPerSecond: 2, TemporalNoopBefore: 2.5, TemporalNoopAfter: 1.5,
 		AdmissionOnly: &AdmissionOnly{RequestsPerSecond: 100, AcceptedP50: 5, AcceptedP99: 30}}, b)
 	require.Nil(t, medianBaselines([]*Baselines{nil}))
+	// The CPU per request is a median per field (the machine's is not the
+	// sum of the others'), the unkeyed bursts' apart from the keyed ones'.
+	cpu := func(api, redis float64) *BurstCPU {
+		return &BurstCPU{API: api, Redis: redis, Bench: 30, Machine: api + redis + 30}
+	}
+	keyed := medianBaselines([]*Baselines{
+		{AdmissionOnly: &AdmissionOnly{CPU: cpu(50, 9), Unkeyed: &AdmissionOnly{CPU: cpu(33, 1)}}},
+		{AdmissionOnly: &AdmissionOnly{CPU: cpu(48, 8), Unkeyed: &AdmissionOnly{CPU: cpu(35, 1)}}},
+		{AdmissionOnly: &AdmissionOnly{CPU: cpu(60, 7), Unkeyed: &AdmissionOnly{CPU: cpu(34, 2)}}},
+	}).AdmissionOnly
+	require.Equal(t, &BurstCPU{API: 50, Redis: 8, Bench: 30, Machine: 89}, keyed.CPU)
+	require.Equal(t, &BurstCPU{API: 34, Redis: 1, Bench: 30, Machine: 66}, keyed.Unkeyed.CPU)
 	// The orders' ratio is the tier's own pace (first row to last), not
 	// the accepted orders over the time since the burst began.
 	r := stepRatios(Step{Throughput: 50, SoldOutThroughput: 150, OrdersPerSecond: 0.5, CreationPerSecond: 1,

@@ -89,3 +89,41 @@ func TestLookupAnswersAsTheScript(t *testing.T) {
 	require.Equal(t, seckill.ESOLDOUT, seckill.ErrorCode(err), "a lookup never reserves")
 	requireStockAndReservations(t, e, sess.ID, 1, 0)
 }
+
+// Holders names every shopper who holds units of a sold-out sale, keyed
+// or not, and those whose units went back (their release stamped them),
+// with the stock and the latest keyed win as the watcher's mark reads
+// them: anyone else has no pin, and the lookup refuses them SOLD_OUT.
+func TestHoldersNameEveryWinner(t *testing.T) {
+	e, sess := gateEnv(t, 3, 1)
+	ctx := context.Background()
+	users, stock, won, err := e.Gate.Holders(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Empty(t, users)
+	require.Equal(t, 3, stock)
+	require.True(t, won.IsZero(), "no keyed win yet")
+
+	_, err = e.Gate.AdmitAttempt(ctx, keyed(t, sess, 7, "1-a", v7(t, time.Now())))
+	require.NoError(t, err)
+	plain, err := e.Gate.AdmitAttempt(ctx, attempt(sess, 8, 1, "1-b", ""))
+	require.NoError(t, err)
+	_, err = e.Gate.AdmitAttempt(ctx, keyed(t, sess, 9, "1-c", v7(t, time.Now())))
+	require.NoError(t, err)
+	_, err = e.Gate.AdmitAttempt(ctx, keyed(t, sess, 10, "1-d", v7(t, time.Now())))
+	require.Equal(t, seckill.ESOLDOUT, seckill.ErrorCode(err))
+	mark, err := e.Gate.StockMark(ctx, sess.ID, 0)
+	require.NoError(t, err)
+
+	users, stock, won, err = e.Gate.Holders(ctx, sess.ID)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []int64{7, 8, 9}, users, "the winners, keyed or not; not the loser")
+	require.Zero(t, stock)
+	require.Equal(t, mark.LastKeyedWin, won)
+
+	_, err = e.Gate.Release(ctx, sess.ID, plain.OrderNo)
+	require.NoError(t, err)
+	users, stock, _, err = e.Gate.Holders(ctx, sess.ID)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []int64{7, 8, 9}, users, "user 8's units went back: stamped, still named")
+	require.Equal(t, 1, stock)
+}

@@ -79,6 +79,8 @@ var (
 	stockMarkSrc string
 	//go:embed rights.lua
 	rightsSrc string
+	//go:embed holders.lua
+	holdersSrc string
 
 	admitScript     = goredis.NewScript(admitSrc)
 	releaseScript   = goredis.NewScript(releaseSrc)
@@ -89,6 +91,7 @@ var (
 	retireScript    = goredis.NewScript(retireSrc)
 	stockMarkScript = goredis.NewScript(stockMarkSrc)
 	rightsScript    = goredis.NewScript(rightsSrc)
+	holdersScript   = goredis.NewScript(holdersSrc)
 )
 
 // Gate is the Redis side of admission.

@@ -46,6 +46,39 @@ func (g *Gate) StockMark(ctx context.Context, sessionID, sku int64) (seckill.Sto
 	return m, nil
 }
 
+// Holders reads, in one atomic step, the shoppers who hold or held units
+// of a session (admission's sold-out memory answers the keyed losers of
+// the others), with its stock and the time of its latest keyed win (zero:
+// none): the read holds every shopper who won up to that win. Redis scans
+// the sale's idempotency records for it: a few milliseconds for a sale of
+// thousands of units, once per sell-out and process.
+func (g *Gate) Holders(ctx context.Context, sessionID int64) (users []int64, stock int, lastKeyedWin time.Time, err error) {
+	k := g.keys(sessionID)
+	v, err := idempotent(ctx, func(ctx context.Context) ([]any, error) {
+		return holdersScript.Run(ctx, g.rdb, []string{k.stock, k.buyers, k.idem}).Slice()
+	})
+	if err != nil {
+		return nil, 0, time.Time{}, unavailable(err)
+	}
+	if len(v) < 2 {
+		return nil, 0, time.Time{}, fmt.Errorf("holders script returned %v", v)
+	}
+	st, _ := v[0].(int64)
+	if won, _ := v[1].(int64); won > 0 {
+		lastKeyedWin = time.UnixMilli(won)
+	}
+	users = make([]int64, 0, len(v)-2)
+	for _, u := range v[2:] {
+		s, _ := u.(string)
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, 0, time.Time{}, fmt.Errorf("holders script: user %q: %w", s, err)
+		}
+		users = append(users, id)
+	}
+	return users, int(st), lastKeyedWin, nil
+}
+
 // Stock returns the live Redis stock of a session, and whether it was preheated.
 func (g *Gate) Stock(ctx context.Context, sessionID int64) (int, bool, error) {
 	n, err := idempotent(ctx, func(ctx context.Context) (int, error) { return g.rdb.Get(ctx, g.keys(sessionID).stock).Int() })
