@@ -218,7 +218,7 @@ func (s *Service) Buy(ctx context.Context, r *Request) Answer {
 		// one it gets the refusal the script would give it, and stays
 		// refused (keyedMark). A key too new for this process's mark goes
 		// on to the script.
-		if s.keyedLoser(a) {
+		if a.Quantity <= sess.PerUserLimit && s.keyedLoser(sess.ID, r.UserID, a.KeyTime) {
 			return Answer{Err: ErrSoldOut, Layer: LayerSoldOutMemory}
 		}
 		return s.decided(a, s.Pin(ctx, a))

@@ -258,18 +258,47 @@ func (s *SoldOut) list() []soldKey {
 	return out
 }
 
-// keyedLoser reports whether a keyed attempt that may have won (its key
-// stamped by the last keyed win plus the skew) is refused SOLD_OUT from
-// memory: its sale is sold out and its shopper holds no unit and held
-// none, so has no pin, and the lookup would refuse it SOLD_OUT. The
-// holders are read once per sell-out, in the background: until then, and
-// for a holder's key or one that carries no time, the pin is looked up.
-func (s *Service) keyedLoser(a *seckill.Attempt) bool {
-	k := soldKey{id: a.Session.ID}
-	if a.KeyTime.IsZero() || a.Quantity > a.Session.PerUserLimit || s.SoldOut.keyed(k, a.KeyTime) != keyedPin {
+// SoldOutFast reports whether an order request to session id (as the
+// path gives it) carrying key (empty: none) is answered SOLD_OUT from
+// memory, before its body and the handler: Fast's answer, and a keyed
+// loser of the sale's first second whose shopper holds nothing
+// (keyedLoser). user gives the request's shopper, verified; it is called
+// only for such a key (false: not known, the handler decides).
+func (s *Service) SoldOutFast(id, key string, user func() (int64, bool)) bool {
+	if !s.SoldOut.Any() {
 		return false
 	}
-	known, holds := s.SoldOut.holds(k, a.UserID)
+	if s.SoldOut.Fast(id, key) {
+		return true
+	}
+	if key == "" {
+		return false
+	}
+	sid, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return false
+	}
+	at, ok := KeyTime(key)
+	if !ok || s.SoldOut.keyed(soldKey{id: sid}, at) != keyedPin {
+		return false
+	}
+	uid, ok := user()
+	return ok && s.keyedLoser(sid, uid, at)
+}
+
+// keyedLoser reports whether a keyed attempt of user that may have won
+// (its key stamped at, by the last keyed win plus the skew) is refused
+// SOLD_OUT from memory: its sale is sold out and its shopper holds no
+// unit and held none, so has no pin, and the lookup would refuse it
+// SOLD_OUT. The holders are read once per sell-out, in the background:
+// until then, and for a holder's key or one that carries no time, the pin
+// is looked up.
+func (s *Service) keyedLoser(id, user int64, at time.Time) bool {
+	k := soldKey{id: id}
+	if at.IsZero() || s.SoldOut.keyed(k, at) != keyedPin {
+		return false
+	}
+	known, holds := s.SoldOut.holds(k, user)
 	if !known && s.SoldOut.startLoad(k) {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), AdmitWait)

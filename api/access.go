@@ -250,9 +250,19 @@ func (s *Server) globalLimit(c *fiber.Ctx) error {
 }
 
 // soldOutFast answers SOLD_OUT from memory for a session this process saw
-// sell out, before any other work (admission.SoldOut.Fast).
+// sell out, before the body and the handler (admission's SoldOutFast):
+// the shopper's token is verified here only for a keyed request that may
+// have won, whose shopper's holdings decide.
 func (s *Server) soldOutFast(c *fiber.Ctx) error {
-	if s.svc.Admission.SoldOut.Any() && s.svc.Admission.SoldOut.Fast(c.Params("id"), utils.UnsafeString(c.Request().Header.Peek(HeaderIdempotencyKey))) {
+	if s.svc.Admission.SoldOut.Any() && s.svc.Admission.SoldOutFast(c.Params("id"),
+		utils.UnsafeString(c.Request().Header.Peek(HeaderIdempotencyKey)), func() (int64, bool) {
+			tok, ok := bearer(c)
+			if !ok {
+				return 0, false
+			}
+			id, err := s.shoppers.Verify(tok)
+			return id, err == nil
+		}) {
 		c.Set(HeaderLayer, LayerSoldOutMemory)
 		return admission.ErrSoldOut
 	}

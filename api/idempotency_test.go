@@ -257,6 +257,12 @@ func TestKeyedLosersFromMemory(t *testing.T) {
 		}
 		return nil
 	})
+	// Its shopper is known from a verified token only: a forged one is
+	// refused as before the sell-out.
+	forged := e.Token(2)
+	forged = forged[:len(forged)-4] + "AAAA"
+	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(sess.ID), forged, map[string]int{"quantity": 1}, "Idempotency-Key", early),
+		401, seckill.EUNAUTHORIZED, "")
 	for _, c := range []struct {
 		user int64
 		key  string
