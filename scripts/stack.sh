@@ -243,6 +243,15 @@ EOF
 check() {
   alive "$dir/api-1.pid" || { echo "stack: not running (make stack)" >&2; exit 1; }
   fail() { echo "stack check: $*" >&2; exit 1; }
+  # await_status polls the order until it shows $1, half a minute at most.
+  await_status() {
+    for _ in $(seq 1 150); do
+      status="$(curl -s "http://$lb/api/v1/orders/$no" -H "Authorization: Bearer $tok" | field status)"
+      [ "$status" = "$1" ] && return
+      sleep 0.2
+    done
+    fail "order $no is $status, not $1"
+  }
   field() { sed -n "s/.*\"$1\":\"\\{0,1\\}\\([^\",}]*\\).*/\\1/p"; }
   set -a
   . "$dir/secrets.env"
@@ -271,12 +280,7 @@ check() {
   # The shopper pays once the order shows WAIT_PAY: a payment that comes
   # before the starter's start starts the workflow itself, in the
   # webhook's trace.
-  for _ in $(seq 1 150); do
-    status="$(curl -s "http://$lb/api/v1/orders/$no" -H "Authorization: Bearer $tok" | field status)"
-    [ "$status" = WAIT_PAY ] && break
-    sleep 0.2
-  done
-  [ "$status" = WAIT_PAY ] || fail "order $no is $status, not WAIT_PAY"
+  await_status WAIT_PAY
   for _ in $(seq 1 50); do
     co="$(curl -s -X POST "http://$lb/api/v1/orders/$no/payment" -H "Authorization: Bearer $tok")"
     pid="$(printf '%s' "$co" | field payment_id)"
@@ -285,12 +289,7 @@ check() {
   done
   [ -n "$pid" ] || fail "order $no opened no checkout: $co"
   curl -fsS -o /dev/null -X POST "$(printf '%s' "$co" | field checkout_url)" -d action=pay || fail "the sandbox's checkout refused to pay $pid"
-  for _ in $(seq 1 50); do
-    status="$(curl -s "http://$lb/api/v1/orders/$no" -H "Authorization: Bearer $tok" | field status)"
-    [ "$status" = PAID ] && break
-    sleep 0.2
-  done
-  [ "$status" = PAID ] || fail "order $no is $status, not PAID"
+  await_status PAID
   echo "stack check: session $sid sold order $no, paid ($pid); trace $trace"
   # Each process exports its spans in batches (every few seconds): wait,
   # at most half a minute, until every one of them has reached Jaeger.
