@@ -263,8 +263,8 @@ func (s *SoldOut) list() []soldKey {
 // memory, before its body and the handler: Fast's answer, and a keyed
 // loser of the sale's first second whose shopper holds nothing
 // (keyedLoser). user gives the request's shopper, verified; it is called
-// only for such a key (false: not known, the handler decides).
-func (s *Service) SoldOutFast(id, key string, user func() (int64, bool)) bool {
+// only for such a key (an error: not known, the handler decides).
+func (s *Service) SoldOutFast(id, key string, user func() (int64, error)) bool {
 	if !s.SoldOut.Any() {
 		return false
 	}
@@ -282,8 +282,8 @@ func (s *Service) SoldOutFast(id, key string, user func() (int64, bool)) bool {
 	if !ok || s.SoldOut.keyed(soldKey{id: sid}, at) != keyedPin {
 		return false
 	}
-	uid, ok := user()
-	return ok && s.keyedLoser(sid, uid, at)
+	uid, err := user()
+	return err == nil && s.keyedLoser(sid, uid, at)
 }
 
 // keyedLoser reports whether a keyed attempt of user that may have won

@@ -213,16 +213,21 @@ type OperatorAuth interface {
 
 // shopper authenticates a shopper and stores the user id for the handler.
 func (s *Server) shopper(c *fiber.Ctx) error {
-	tok, ok := bearer(c)
-	if !ok {
-		return seckill.Errorf(seckill.EUNAUTHORIZED, "missing bearer token")
-	}
-	id, err := s.shoppers.Verify(tok)
+	id, err := s.shopperID(c)
 	if err != nil {
 		return err
 	}
 	c.Locals(localUser, id)
 	return c.Next()
+}
+
+// shopperID is the shopper the request's bearer token names.
+func (s *Server) shopperID(c *fiber.Ctx) (int64, error) {
+	tok, ok := bearer(c)
+	if !ok {
+		return 0, seckill.Errorf(seckill.EUNAUTHORIZED, "missing bearer token")
+	}
+	return s.shoppers.Verify(tok)
 }
 
 func userID(c *fiber.Ctx) int64 {
@@ -254,15 +259,8 @@ func (s *Server) globalLimit(c *fiber.Ctx) error {
 // the shopper's token is verified here only for a keyed request that may
 // have won, whose shopper's holdings decide.
 func (s *Server) soldOutFast(c *fiber.Ctx) error {
-	if s.svc.Admission.SoldOut.Any() && s.svc.Admission.SoldOutFast(c.Params("id"),
-		utils.UnsafeString(c.Request().Header.Peek(HeaderIdempotencyKey)), func() (int64, bool) {
-			tok, ok := bearer(c)
-			if !ok {
-				return 0, false
-			}
-			id, err := s.shoppers.Verify(tok)
-			return id, err == nil
-		}) {
+	if s.svc.Admission.SoldOutFast(c.Params("id"), utils.UnsafeString(c.Request().Header.Peek(HeaderIdempotencyKey)),
+		func() (int64, error) { return s.shopperID(c) }) {
 		c.Set(HeaderLayer, LayerSoldOutMemory)
 		return admission.ErrSoldOut
 	}

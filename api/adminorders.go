@@ -108,7 +108,7 @@ func (s *Server) adminOrder(c *fiber.Ctx) error {
 		Refunds     []seckill.RefundState   `json:"refunds"`
 		Events      []seckill.Event         `json:"events"`
 		WorkflowURL string                  `json:"workflow_url,omitempty"`
-	}{orderJSON: orderView(rec.Order), History: rec.History, Payments: rec.Payments, Refunds: rec.Refunds, Events: rec.Events}
+	}{orderJSON: orderJSON{Order: rec.Order}, History: rec.History, Payments: rec.Payments, Refunds: rec.Refunds, Events: rec.Events}
 	if s.cfg.WorkflowLink != nil {
 		out.WorkflowURL = s.cfg.WorkflowLink(rec.Order.OrderNo)
 	}

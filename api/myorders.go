@@ -90,7 +90,7 @@ func sendOrderPage(c *fiber.Ctx, orders []*seckill.Order, next int64) error {
 		NextCursor string      `json:"next_cursor,omitempty"`
 	}{Orders: make([]orderJSON, len(orders))}
 	for i, o := range orders {
-		out.Orders[i] = orderView(o)
+		out.Orders[i] = orderJSON{Order: o}
 	}
 	if next > 0 {
 		out.NextCursor = ordersCursor(next)

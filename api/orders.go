@@ -128,15 +128,13 @@ func (s *Server) refused(c *fiber.Ctx, ans admission.Answer) error {
 	return ans.Err
 }
 
-func orderView(o *seckill.Order) orderJSON { return orderJSON{Order: o} }
-
 // getOrder: GET /api/v1/orders/{order_no} (owner only).
 func (s *Server) getOrder(c *fiber.Ctx) error {
 	o, err := s.svc.Orders.Find(c.UserContext(), c.Params("order_no"), userID(c))
 	if err != nil {
 		return err
 	}
-	v := orderView(o)
+	v := orderJSON{Order: o}
 	if o.Status == seckill.StatusQueued {
 		// Best effort: the queue view is a courtesy, the status the answer.
 		if n, err := s.svc.Backlog.Backlog(c.UserContext(), o.SessionID); err == nil {

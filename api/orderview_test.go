@@ -28,7 +28,7 @@ func TestOrderViewJSON(t *testing.T) {
 		return m
 	}
 
-	queued := orderView(o)
+	queued := orderJSON{Order: o}
 	queued.Queued = 12
 	m := decode(queued)
 	assert.Equal(t, map[string]any{
@@ -38,10 +38,10 @@ func TestOrderViewJSON(t *testing.T) {
 	}, m)
 
 	o.Status, o.PayDeadline, o.UpdatedAt = seckill.StatusWaitPay, created.Add(15*time.Minute), created.Add(time.Second)
-	m = decode(orderView(o))
+	m = decode(orderJSON{Order: o})
 	assert.Equal(t, "2026-12-01T10:15:00Z", m["pay_deadline"])
 	assert.Equal(t, "2026-12-01T10:00:01Z", m["updated_at"])
 	assert.Equal(t, "WAIT_PAY", m["status"])
-	assert.NotContains(t, decode(orderView(&seckill.Order{OrderNo: "7-x", Status: seckill.StatusFailed})), "created_at")
+	assert.NotContains(t, decode(orderJSON{Order: &seckill.Order{OrderNo: "7-x", Status: seckill.StatusFailed}}), "created_at")
 	assert.NotContains(t, m, "queued")
 }
