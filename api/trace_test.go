@@ -7,27 +7,15 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/clientip"
 	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/internal/spantest"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/temporal/starter"
 )
-
-// recordSpans makes the process's tracer an SDK one that keeps every
-// ended span, until the test ends.
-func recordSpans(t *testing.T) *tracetest.SpanRecorder {
-	rec := tracetest.NewSpanRecorder()
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
-	return rec
-}
 
 const (
 	incomingTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -66,7 +54,7 @@ func TestTraceparentContinuedOnlyFromTrustedProxies(t *testing.T) {
 	require.NotEqual(t, incomingTrace, off, "tracing off, an untrusted peer's trace is not continued either")
 	require.Equal(t, incomingTrace, get(trusted), "tracing off, a trusted proxy's trace id still names the request")
 
-	rec := recordSpans(t)
+	rec := spantest.Record(t)
 	id := get(untrusted)
 	require.NotEqual(t, incomingTrace, id)
 	spans := rec.Ended()
@@ -92,7 +80,7 @@ func TestTraceparentContinuedOnlyFromTrustedProxies(t *testing.T) {
 // admission decided; its trace id is the answer's X-Request-ID.
 func TestPurchaseSpan(t *testing.T) {
 	testenv.SkipShort(t, "MariaDB and Redis")
-	rec := recordSpans(t)
+	rec := spantest.Record(t)
 	e := testenv.New(t, testenv.Options{NoWorker: true})
 	sess := e.Session(1, 1, 100)
 

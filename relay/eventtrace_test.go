@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/spantest"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/metrics"
 )
@@ -20,10 +19,7 @@ import (
 // An order event's delivery is a span linked to the purchase's trace:
 // from the order's trace, ops find what fulfilment was told.
 func TestEventDeliveryLinksToThePurchasesTrace(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	rec := spantest.Record(t)
 
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
 	sess := e.Session(5, 1, 700)

@@ -277,9 +277,9 @@ check() {
   done
   [ -n "$no" ] || fail "session $sid sold nothing: $out"
   trace="$(sed -n 's/^[Xx]-[Rr]equest-[Ii][Dd]: *\([0-9a-f]*\).*/\1/p' "$dir/check-headers")"
-  # The shopper pays once the order shows WAIT_PAY: a payment that comes
-  # before the starter's start starts the workflow itself, in the
-  # webhook's trace.
+  # The shopper pays once the order shows WAIT_PAY, so the trace has the
+  # starter's StartWorkflow (a payment before it starts the workflow with
+  # SignalWithStartWorkflow instead).
   await_status WAIT_PAY
   for _ in $(seq 1 50); do
     co="$(curl -s -X POST "http://$lb/api/v1/orders/$no/payment" -H "Authorization: Bearer $tok")"

@@ -131,6 +131,8 @@ func (o *Orders) startOptions(req *seckill.OrderRequest) client.StartWorkflowOpt
 // workflow has finished: it is never started again (REJECT_DUPLICATE), the
 // payment is the caller's to record as a late one.
 func (o *Orders) PayWithStart(ctx context.Context, req *seckill.OrderRequest, p *seckill.Payment) error {
+	ctx, span := payStartContext(ctx, req)
+	defer span.End()
 	opts := o.startOptions(req)
 	// Signal-with-start joins a running workflow by definition (the server
 	// refuses the FAIL conflict policy for it), and the SDK has no eager

@@ -1,10 +1,12 @@
 package temporal
 
 import (
+	"context"
+
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 
-	"context"
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/tracing"
 )
@@ -32,4 +34,19 @@ func traced(opts *client.Options) error {
 // pending-start entry) is a step of the purchase's trace.
 func purchaseContext(ctx context.Context, req *seckill.OrderRequest) context.Context {
 	return tracing.WithParent(ctx, req.TraceID, req.SpanID)
+}
+
+// payStartContext is the context of a payment's signal-with-start (ctx is
+// the webhook's): the workflow it may start is the purchase's, so the call
+// is made in a span under the purchase's (req's reservation) that links to
+// the webhook's span. The purchase then stays one trace when its payment
+// came before its start, and the webhook's trace links to it both ways.
+// ctx is kept when req names no purchase trace (recorded before tracing).
+func payStartContext(ctx context.Context, req *seckill.OrderRequest) (context.Context, trace.Span) {
+	webhook := trace.SpanContextFromContext(ctx)
+	purchase := tracing.WithParent(trace.ContextWithSpanContext(ctx, trace.SpanContext{}), req.TraceID, req.SpanID)
+	if !trace.SpanContextFromContext(purchase).IsValid() {
+		purchase = ctx
+	}
+	return tracing.Tracer().Start(purchase, "PayWithStart", trace.WithLinks(trace.Link{SpanContext: webhook}))
 }
