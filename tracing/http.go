@@ -5,7 +5,9 @@ import (
 	"net/http"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -32,25 +34,31 @@ var traceContext propagation.TraceContext
 // else could pick the trace id their requests are logged under, or force
 // sampling; from them a new trace starts, linked to the incoming one.
 //
-// With tracing off the span records nothing, and the context still
-// carries ids of the W3C shape (NewSpanContext), or the trusted parent's
-// trace id: every request has an id that logs and rows join on.
+// With tracing off (no SDK's tracer provider installed) no span is
+// started at all, the tracer is not even asked: the context carries ids
+// of the W3C shape (NewSpanContext), or the trusted parent's trace id, so
+// every request still has an id that logs and rows join on, and a refusal
+// costs no more than that.
 func StartServer(ctx context.Context, headers propagation.TextMapCarrier, trusted func() bool, name string) (context.Context, trace.Span, string) {
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	_, recording := otel.GetTracerProvider().(*sdktrace.TracerProvider)
+	var opts []trace.SpanStartOption
 	if incoming := traceContext.Extract(ctx, headers); trace.SpanContextFromContext(incoming).IsValid() {
 		if trusted() {
 			ctx = incoming
-		} else {
+		} else if recording {
 			opts = append(opts, trace.WithLinks(trace.LinkFromContext(incoming)))
 		}
 	}
-	ctx, span := Tracer().Start(ctx, name, opts...)
-	sc := span.SpanContext()
-	if !sc.IsValid() {
-		sc = NewSpanContext()
-		ctx = trace.ContextWithSpanContext(ctx, sc)
+	if !recording {
+		sc := trace.SpanContextFromContext(ctx)
+		if !sc.IsValid() {
+			sc = NewSpanContext()
+			ctx = trace.ContextWithSpanContext(ctx, sc)
+		}
+		return ctx, trace.SpanFromContext(ctx), sc.TraceID().String()
 	}
-	return ctx, span, sc.TraceID().String()
+	ctx, span := Tracer().Start(ctx, name, append(opts, trace.WithSpanKind(trace.SpanKindServer))...)
+	return ctx, span, span.SpanContext().TraceID().String()
 }
 
 // SaneRequestID reports whether a client's X-Request-ID is worth echoing:
