@@ -61,6 +61,7 @@ type Shoppers struct {
 	methods  []string
 	hsKeys   jwt.VerificationKeySet
 	verified *expiring.Map[string, int64]
+	parser   *jwt.Parser
 }
 
 // Verify checks a shopper's token and returns its user id.
@@ -81,18 +82,15 @@ func (v *Shoppers) Verify(token string) (int64, error) {
 			v.hsKeys.Keys = append(v.hsKeys.Keys, s)
 		}
 		v.verified = expiring.New[string, int64](maxVerified)
+		v.parser = jwt.NewParser(jwt.WithValidMethods(v.methods), jwt.WithExpirationRequired(),
+			jwt.WithLeeway(clockSkew), jwt.WithTimeFunc(clock(v.Now)))
 	})
 	now := clock(v.Now)()
 	if id, ok := v.verified.Get(token, now); ok {
 		return id, nil
 	}
 	var claims jwt.RegisteredClaims
-	t, err := jwt.ParseWithClaims(token, &claims, v.key,
-		jwt.WithValidMethods(v.methods),
-		jwt.WithExpirationRequired(),
-		jwt.WithLeeway(clockSkew),
-		jwt.WithTimeFunc(clock(v.Now)),
-	)
+	t, err := v.parser.ParseWithClaims(token, &claims, v.key)
 	if err != nil {
 		return 0, refusal(err)
 	}
