@@ -29,7 +29,6 @@ type jaegerTrace struct {
 		OperationName string `json:"operationName"`
 		ProcessID     string `json:"processID"`
 		References    []struct {
-			RefType string `json:"refType"`
 			TraceID string `json:"traceID"`
 		} `json:"references"`
 		Tags []struct {
@@ -168,6 +167,7 @@ func TestOnePurchaseIsOneTrace(t *testing.T) {
 		spans, err = purchaseTrace(query, traceID, orderNo, want)
 		return err
 	})
+
 	var logged struct {
 		TraceID string `json:"trace_id"`
 		SpanID  string `json:"span_id"`
@@ -220,9 +220,9 @@ func screenshotTrace(t *testing.T, query, traceID, file string) {
 // workflow's steps, and the webhook's trace links back to it.
 func payBeforeStart(t *testing.T, e *testenv.Env, env []string, query string) {
 	sess := e.Session(5, 1, 100)
-	cut := e.Links("held")
-	_, held := e.SpawnAPI(append(env, "TEMPORAL_ADDRESS="+cut.Temporal.Addr))
-	cut.Temporal.SetDown(true)
+	cut := testenv.StartToxi(t, "held-temporal", e.TemporalAddr)
+	_, held := e.SpawnAPI(append(env, "TEMPORAL_ADDRESS="+cut.Addr))
+	cut.SetDown(true)
 	payer := e.BaseURL
 	e.BaseURL = held
 	r := e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(4), nil)
