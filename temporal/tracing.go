@@ -44,6 +44,8 @@ func purchaseContext(ctx context.Context, req *seckill.OrderRequest) context.Con
 // ctx is kept when req names no purchase trace (recorded before tracing).
 func payStartContext(ctx context.Context, req *seckill.OrderRequest) (context.Context, trace.Span) {
 	webhook := trace.SpanContextFromContext(ctx)
+	// WithParent keeps a context that has a span: the webhook's is set
+	// aside first (it is the link).
 	purchase := tracing.WithParent(trace.ContextWithSpanContext(ctx, trace.SpanContext{}), req.TraceID, req.SpanID)
 	if !trace.SpanContextFromContext(purchase).IsValid() {
 		purchase = ctx
