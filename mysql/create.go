@@ -47,21 +47,12 @@ func (db *DB) CreateOrder(ctx context.Context, req *seckill.OrderRequest, payDea
 // read then, where a look first would cost every new order a round trip.
 func (db *DB) createOne(ctx context.Context, req *seckill.OrderRequest, payDeadline time.Time) (*seckill.Order, error) {
 	now := db.now()
-	deadline := columnTime(payDeadline)
-	row := orderRow{
-		OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, Title: req.Title, UserID: req.UserID,
-		Quantity: req.Quantity, AmountCents: req.AmountCents(), Currency: req.Currency, Status: string(seckill.StatusWaitPay),
-		Reason: ReasonCreated, TraceID: req.TraceID, PayDeadline: &deadline, CreatedAt: now, UpdatedAt: now,
-	}
+	row := newOrderRow(req, payDeadline, now)
 	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
-		slots := make([]slotRow, len(req.Slots))
-		for i, s := range req.Slots {
-			slots[i] = slotRow{SessionID: req.SessionID, UserID: req.UserID, Slot: s, OrderNo: req.OrderNo}
-		}
-		if len(slots) > 0 {
+		if slots := slotRows(req); len(slots) > 0 {
 			if err := tx.Create(&slots).Error; err != nil {
 				if isDuplicate(err) {
 					return errRefused{ReasonDBLimit}
@@ -96,11 +87,8 @@ func (db *DB) createOne(ctx context.Context, req *seckill.OrderRequest, payDeadl
 // is visible, retries see it, and reconcile counts it as drift.
 func (db *DB) createFailed(ctx context.Context, req *seckill.OrderRequest, reason string) (*seckill.Order, error) {
 	now := db.now()
-	row := orderRow{
-		OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, Title: req.Title, UserID: req.UserID,
-		Quantity: req.Quantity, AmountCents: req.AmountCents(), Currency: req.Currency, Status: string(seckill.StatusFailed),
-		Reason: reason, TraceID: req.TraceID, CreatedAt: now, UpdatedAt: now,
-	}
+	row := newOrderRow(req, time.Time{}, now)
+	row.Status, row.Reason, row.PayDeadline = string(seckill.StatusFailed), reason, nil
 	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
 			return err
@@ -171,10 +159,15 @@ func (db *DB) runCreates(calls []*createCall) {
 
 var errBatchDoesNotFit = errors.New("batch does not fit in the stock")
 
-// createBatch creates every order of one session in one transaction with a
-// single conditional decrement of their summed quantity (and one per item). Orders that exist
-// already are returned as they are; an order whose slots are taken is
+// createBatch creates every order of one session in one transaction: one
+// INSERT of their rows, one of their slots, a single conditional decrement
+// of their summed quantity (and one per item), one INSERT of the ledger
+// and one of the events. Orders that exist already are returned as they
+// are. When a slot is taken, the slots' INSERT refuses as a whole and the
+// slots are taken order by order instead: an order whose slot is taken is
 // stored FAILED (the per-user limit held in MySQL) and takes no stock.
+// Statements, not rows, are what a batch costs MariaDB and this process
+// (docs/BENCHMARKS.md).
 func (db *DB) createBatch(ctx context.Context, calls []*createCall) ([]createResult, error) {
 	out := make([]createResult, len(calls))
 	nos := make([]string, len(calls))
@@ -190,67 +183,113 @@ func (db *DB) createBatch(ctx context.Context, calls []*createCall) ([]createRes
 		known[existing[i].OrderNo] = &existing[i]
 	}
 	now := db.now()
+	// rows are the orders to create, at[j] the call of rows[j]; a retry of
+	// an order in the same batch shares its result (dup).
+	var rows []orderRow
+	var at []int
 	dup := map[int]int{}
-	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		sessionID, units := calls[0].req.SessionID, map[int64]int{}
-		var changes []orderChange
-		first := map[string]int{} // retries of one order in one batch share its result
-		for i, c := range calls {
-			if row, ok := known[c.req.OrderNo]; ok {
-				out[i] = createResult{order: row.domain()}
-				continue
-			}
-			if j, ok := first[c.req.OrderNo]; ok {
-				dup[i] = j
-				continue
-			}
-			first[c.req.OrderNo] = i
-			req := c.req
-			deadline := columnTime(c.deadline)
-			row := orderRow{
-				OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, Title: req.Title, UserID: req.UserID,
-				Quantity: req.Quantity, AmountCents: req.AmountCents(), Currency: req.Currency, Status: string(seckill.StatusWaitPay),
-				Reason: ReasonCreated, TraceID: req.TraceID, PayDeadline: &deadline, CreatedAt: now, UpdatedAt: now,
-			}
-			if err := tx.Create(&row).Error; err != nil {
-				return err // a concurrent attempt of the same order: let every call retry
-			}
-			slots := make([]slotRow, len(req.Slots))
-			for j, s := range req.Slots {
-				slots[j] = slotRow{SessionID: req.SessionID, UserID: req.UserID, Slot: s, OrderNo: req.OrderNo}
-			}
-			if len(slots) > 0 {
-				// In MySQL a failed statement rolls back alone; the
-				// transaction goes on without this order's stock.
-				if err := tx.Create(&slots).Error; isDuplicate(err) {
-					row.Status, row.Reason, row.PayDeadline = string(seckill.StatusFailed), ReasonDBLimit, nil
-					if err := tx.Model(&orderRow{}).Where("id = ?", row.ID).Updates(map[string]any{
-						"status": row.Status, "reason": row.Reason, "pay_deadline": nil}).Error; err != nil {
-						return err
-					}
-					changes = append(changes, ledger(&row, seckill.StatusQueued, 0, now))
-					out[i] = createResult{order: row.domain()}
-					continue
-				} else if err != nil {
-					return err
-				}
-			}
-			units[req.SKUID] += req.Quantity
-			changes = append(changes, ledger(&row, seckill.StatusQueued, -req.Quantity, now))
+	first := map[string]int{}
+	for i, c := range calls {
+		if row, ok := known[c.req.OrderNo]; ok {
 			out[i] = createResult{order: row.domain()}
+		} else if j, ok := first[c.req.OrderNo]; ok {
+			dup[i] = j
+		} else {
+			first[c.req.OrderNo] = i
+			rows, at = append(rows, newOrderRow(c.req, c.deadline, now)), append(at, i)
 		}
-		if ok, err := takeStock(tx, sessionID, units, now); err != nil {
-			return err
-		} else if !ok {
-			return errBatchDoesNotFit
+	}
+	if len(rows) > 0 {
+		err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Create(&rows).Error; err != nil {
+				return err // a concurrent attempt of one of them: let every call retry
+			}
+			failed, err := takeSlots(tx, calls, rows, at)
+			if err != nil {
+				return err
+			}
+			units, changes := map[int64]int{}, make([]orderChange, len(rows))
+			for j := range rows {
+				row, delta := &rows[j], 0
+				if failed[j] {
+					row.Status, row.Reason, row.PayDeadline = string(seckill.StatusFailed), ReasonDBLimit, nil
+				} else {
+					units[row.SKUID] += row.Quantity
+					delta = -row.Quantity
+				}
+				changes[j] = ledger(row, seckill.StatusQueued, delta, now)
+				out[at[j]] = createResult{order: row.domain()}
+			}
+			if ok, err := takeStock(tx, calls[0].req.SessionID, units, now); err != nil {
+				return err
+			} else if !ok {
+				return errBatchDoesNotFit
+			}
+			return recordChange(tx, changes...)
+		})
+		if err != nil {
+			return nil, err
 		}
-		return recordChange(tx, changes...)
-	})
-	if err != nil {
-		return nil, err
 	}
 	for i, j := range dup {
 		out[i] = out[j]
 	}
 	return out, nil
+}
+
+// takeSlots takes the slots of a batch's new orders (rows, of calls[at[j]])
+// in one INSERT. If one is taken, that INSERT refuses whole (in MySQL a
+// failed statement rolls back alone, the transaction goes on) and each
+// order's slots are taken by one INSERT of its own: an order whose slot is
+// taken is set FAILED in its row and reported in failed.
+func takeSlots(tx *gorm.DB, calls []*createCall, rows []orderRow, at []int) (failed map[int]bool, err error) {
+	var all []slotRow
+	for _, i := range at {
+		all = append(all, slotRows(calls[i].req)...)
+	}
+	if len(all) == 0 {
+		return nil, nil
+	}
+	if err := tx.Create(&all).Error; !isDuplicate(err) {
+		return nil, err
+	}
+	failed = map[int]bool{}
+	for j, i := range at {
+		slots := slotRows(calls[i].req)
+		if len(slots) == 0 {
+			continue
+		}
+		if err := tx.Create(&slots).Error; !isDuplicate(err) {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		failed[j] = true
+		if err := tx.Model(&orderRow{}).Where("order_no = ?", rows[j].OrderNo).Updates(map[string]any{
+			"status": string(seckill.StatusFailed), "reason": ReasonDBLimit, "pay_deadline": nil}).Error; err != nil {
+			return nil, err
+		}
+	}
+	return failed, nil
+}
+
+// newOrderRow is the row of req created in WAIT_PAY at now, to be paid by
+// payDeadline.
+func newOrderRow(req *seckill.OrderRequest, payDeadline, now time.Time) orderRow {
+	deadline := columnTime(payDeadline)
+	return orderRow{
+		OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, Title: req.Title, UserID: req.UserID,
+		Quantity: req.Quantity, AmountCents: req.AmountCents(), Currency: req.Currency, Status: string(seckill.StatusWaitPay),
+		Reason: ReasonCreated, TraceID: req.TraceID, PayDeadline: &deadline, CreatedAt: now, UpdatedAt: now,
+	}
+}
+
+// slotRows are the per-user slots req takes.
+func slotRows(req *seckill.OrderRequest) []slotRow {
+	slots := make([]slotRow, len(req.Slots))
+	for i, s := range req.Slots {
+		slots[i] = slotRow{SessionID: req.SessionID, UserID: req.UserID, Slot: s, OrderNo: req.OrderNo}
+	}
+	return slots
 }
