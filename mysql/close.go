@@ -2,7 +2,7 @@ package mysql
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -32,49 +32,91 @@ func (db *DB) CloseOrder(ctx context.Context, req *seckill.OrderRequest, reason 
 }
 
 // closeOne is CloseOrder for one order in its own transaction.
-func (db *DB) closeOne(ctx context.Context, req *seckill.OrderRequest, reason string) (status seckill.Status, gaveBack bool, err error) {
-	now := db.now()
-	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var qty int
-		var sku int64
-		if status, sku, qty, err = closeInTx(tx, req, reason, now); err != nil {
-			return err
-		}
-		gaveBack = qty > 0
-		return giveBack(tx, req.SessionID, map[int64]int{sku: qty}, now)
-	})
+func (db *DB) closeOne(ctx context.Context, c *closeCall) closeResult {
+	out, err := db.closeBatch(ctx, []*closeCall{c})
 	if err != nil {
-		return "", false, err
+		return closeResult{err: err}
 	}
-	return status, gaveBack, nil
+	return out[0]
 }
 
-// closeInTx closes one order inside tx: its transition (Status.Close:
-// WAIT_PAY → CLOSED, its slots freed, its ledger row), or a CLOSED tombstone
-// when the row never came. It returns the order's status after it and the
-// units to give back to its item's stock (the caller's one increment).
-func closeInTx(tx *gorm.DB, req *seckill.OrderRequest, reason string, now time.Time) (seckill.Status, int64, int, error) {
-	var row orderRow
-	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("order_no = ?", req.OrderNo).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		row = orderRow{
-			OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, Title: req.Title, UserID: req.UserID,
-			Quantity: req.Quantity, AmountCents: req.AmountCents(), Status: string(seckill.StatusClosed),
-			Reason: reason, TraceID: req.TraceID, CreatedAt: now, UpdatedAt: now,
-		}
-		if err := tx.Create(&row).Error; err != nil {
-			return "", 0, 0, err
-		}
-		return seckill.StatusClosed, row.SKUID, 0, recordChange(tx, ledger(&row, seckill.StatusQueued, 0, now))
-	} else if err != nil {
-		return "", 0, 0, err
+// closeInTx closes the orders of calls (one session's) inside tx, in a
+// fixed number of statements whatever their count: their rows read and
+// locked (SELECT … FOR UPDATE), a CLOSED tombstone for each order whose
+// row never came, each WAIT_PAY order's transition (Status.Close: one
+// compare-and-set UPDATE per reason, its slots freed, its ledger row and
+// event), and the stock they give back, the session's and each item's.
+// A close repeated within calls (an activity's retry) finds its order
+// CLOSED, as a later retry would. It returns each call's result.
+func closeInTx(tx *gorm.DB, calls []*closeCall, now time.Time) ([]closeResult, error) {
+	out := make([]closeResult, len(calls))
+	nos := make([]string, len(calls))
+	for i, c := range calls {
+		nos[i] = c.req.OrderNo
 	}
-	t := seckill.Status(row.Status).Close(reason)
-	if t == nil {
-		return seckill.Status(row.Status), row.SKUID, 0, nil // already closed, paid or failed: nothing to give back
+	var found []orderRow
+	if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("order_no IN ?", nos).Find(&found).Error; err != nil {
+		return nil, err
 	}
-	units, err := transition(tx, &row, t, "", now)
-	return t.To, row.SKUID, units, err
+	rows := map[string]*orderRow{}
+	for i := range found {
+		rows[found[i].OrderNo] = &found[i]
+	}
+	var tombs []*orderRow
+	var changes []orderChange
+	var freed []string
+	closing := map[string][]int64{} // the rows' ids, by the reason they close for
+	back := map[int64]int{}
+	for i, c := range calls {
+		req := c.req
+		row, ok := rows[req.OrderNo]
+		if !ok {
+			row = &orderRow{
+				OrderNo: req.OrderNo, SessionID: req.SessionID, SKUID: req.SKUID, Title: req.Title, UserID: req.UserID,
+				Quantity: req.Quantity, AmountCents: req.AmountCents(), Status: string(seckill.StatusClosed),
+				Reason: c.reason, TraceID: req.TraceID, CreatedAt: now, UpdatedAt: now,
+			}
+			rows[req.OrderNo], tombs = row, append(tombs, row)
+			changes = append(changes, ledger(row, seckill.StatusQueued, 0, now))
+			out[i] = closeResult{status: seckill.StatusClosed}
+			continue
+		}
+		t := seckill.Status(row.Status).Close(c.reason)
+		if t == nil {
+			out[i] = closeResult{status: seckill.Status(row.Status)} // already closed, paid or failed: nothing to give back
+			continue
+		}
+		closing[t.Reason] = append(closing[t.Reason], row.ID)
+		freed = append(freed, row.OrderNo)
+		back[row.SKUID] += row.Quantity
+		row.Status, row.Reason = string(t.To), t.Reason
+		changes = append(changes, ledger(row, t.From, row.Quantity, now))
+		out[i] = closeResult{status: t.To, gaveBack: true}
+	}
+	if len(tombs) > 0 {
+		if err := tx.Create(tombs).Error; err != nil {
+			return nil, err
+		}
+	}
+	for reason, ids := range closing {
+		res := tx.Model(&orderRow{}).Where("id IN ? AND status = ?", ids, seckill.StatusWaitPay).
+			Updates(map[string]any{"status": seckill.StatusClosed, "reason": reason, "updated_at": changedAt(now)})
+		if res.Error != nil {
+			return nil, res.Error
+		}
+		if res.RowsAffected != int64(len(ids)) {
+			return nil, fmt.Errorf("closing %d orders: compare-and-set WAIT_PAY → CLOSED changed %d under the rows' locks", len(ids), res.RowsAffected)
+		}
+	}
+	if len(freed) > 0 {
+		if err := tx.Where("order_no IN ?", freed).Delete(&slotRow{}).Error; err != nil {
+			return nil, err
+		}
+	}
+	if err := recordChange(tx, changes...); err != nil {
+		return nil, err
+	}
+	return out, giveBack(tx, calls[0].req.SessionID, back, now)
 }
 
 type closeCall struct {
@@ -119,31 +161,16 @@ func (db *DB) runCloses(calls []*closeCall) {
 	// One close, or a batch that failed as a whole: each in its own
 	// transaction.
 	for _, c := range calls {
-		status, gaveBack, err := db.closeOne(ctx, c.req, c.reason)
-		c.done <- closeResult{status, gaveBack, err}
+		c.done <- db.closeOne(ctx, c)
 	}
 }
 
-// closeBatch closes the orders of one session in one transaction with one
-// increment of the stock they give back. A close repeated within the batch
-// (an activity's retry) finds its order CLOSED, as a later retry would.
-func (db *DB) closeBatch(ctx context.Context, calls []*closeCall) ([]closeResult, error) {
-	out := make([]closeResult, len(calls))
-	now := db.now()
-	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		back := map[int64]int{}
-		for i, c := range calls {
-			status, sku, qty, err := closeInTx(tx, c.req, c.reason, now)
-			if err != nil {
-				return err
-			}
-			out[i] = closeResult{status: status, gaveBack: qty > 0}
-			back[sku] += qty
-		}
-		return giveBack(tx, calls[0].req.SessionID, back, now)
+// closeBatch closes the orders of one session in one transaction
+// (closeInTx).
+func (db *DB) closeBatch(ctx context.Context, calls []*closeCall) (out []closeResult, err error) {
+	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		out, err = closeInTx(tx, calls, db.now())
+		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }

@@ -28,7 +28,7 @@ var NamesCharset = namesCharset
 func (db *DB) CloseRolledBackForTest(ctx context.Context, req *seckill.OrderRequest) error {
 	rollBack := errors.New("rolled back on purpose")
 	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if _, _, _, err := closeInTx(tx, req, "test", db.now()); err != nil {
+		if _, err := closeInTx(tx, []*closeCall{{req: req, reason: "test"}}, db.now()); err != nil {
 			return err
 		}
 		return rollBack
