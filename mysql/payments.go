@@ -13,32 +13,28 @@ import (
 // order's workflow knows (RECEIVED, and the replays it answers), and the
 // order's payment the workflow applies (ApplyPayment), in one place.
 
-// PaymentSeen reports whether a payment with this payment id or event id
-// was applied already (the webhook answers replays without a signal). A
-// payment only RECEIVED is not seen: its delivery is signalled again.
-func (db *DB) PaymentSeen(ctx context.Context, paymentID, eventID string) (bool, error) {
-	var n int64
-	err := db.gorm.WithContext(ctx).Model(&paymentRow{}).
-		Where("(payment_id = ? OR event_id = ?) AND status <> ?", paymentID, eventID, paymentReceived).Count(&n).Error
-	return n > 0, err
-}
-
 // RecordPayment writes a payment as RECEIVED before the webhook signals it
 // to the order's workflow. The signal lives only in Temporal; this row
 // outlives a workflow that cannot record the payment (MySQL down past its
 // retries, the run terminated or lost), and the refund relay settles it
 // once no workflow runs for the order. Idempotent: a payment (or event)
-// already written changes nothing.
-func (db *DB) RecordPayment(ctx context.Context, p *seckill.Payment) error {
+// already written changes nothing, and settled tells whether it was
+// settled already (applied or refunded: a replay, which the caller drops);
+// one still RECEIVED is delivered again. The insert comes first, so a
+// new payment costs one statement.
+func (db *DB) RecordPayment(ctx context.Context, p *seckill.Payment) (settled bool, err error) {
 	now := db.now()
-	err := db.gorm.WithContext(ctx).Create(&paymentRow{
+	err = db.gorm.WithContext(ctx).Create(&paymentRow{
 		PaymentID: p.PaymentID, EventID: p.EventID, OrderNo: p.OrderNo, AmountCents: p.AmountCents,
 		Status: paymentReceived, TraceID: p.TraceID, CreatedAt: now, UpdatedAt: now,
 	}).Error
-	if isDuplicate(err) {
-		return nil
+	if !isDuplicate(err) {
+		return false, err
 	}
-	return err
+	var n int64
+	err = db.gorm.WithContext(ctx).Model(&paymentRow{}).
+		Where("(payment_id = ? OR event_id = ?) AND status <> ?", p.PaymentID, p.EventID, paymentReceived).Count(&n).Error
+	return n > 0, err
 }
 
 // ApplyPayment records a captured payment against its order, in one

@@ -13,11 +13,9 @@ import (
 
 // Ledger is the MySQL side of the intake: the payments and the order rows.
 type Ledger interface {
-	// PaymentSeen is whether the payment (or its event) was settled
-	// already: a replay.
-	PaymentSeen(ctx context.Context, paymentID, eventID string) (bool, error)
-	// RecordPayment writes the payment as RECEIVED; idempotent.
-	RecordPayment(ctx context.Context, p *seckill.Payment) error
+	// RecordPayment writes the payment as RECEIVED; idempotent. settled:
+	// the payment (or its event) was settled already, a replay.
+	RecordPayment(ctx context.Context, p *seckill.Payment) (settled bool, err error)
 	// ApplyPayment settles a payment no workflow will take: PAID, or a
 	// refund to come.
 	ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error)
@@ -77,11 +75,6 @@ type Intake struct {
 // Receive takes one payment in. UNAVAILABLE asks the provider to deliver
 // it again (the order is still being created, or a store did not answer).
 func (in *Intake) Receive(ctx context.Context, p *seckill.Payment) error {
-	if seen, err := in.Ledger.PaymentSeen(ctx, p.PaymentID, p.EventID); err != nil {
-		return err
-	} else if seen {
-		return nil
-	}
 	o, err := in.Orders.Find(ctx, p.OrderNo, 0)
 	if err != nil {
 		return err
@@ -95,8 +88,8 @@ func (in *Intake) Receive(ctx context.Context, p *seckill.Payment) error {
 	// history, and a workflow that cannot record the payment (MySQL down
 	// past its retries, or the run terminated or lost) would take it along.
 	// This row outlives it; the refund relay settles it once no workflow
-	// runs for the order.
-	if err := in.Ledger.RecordPayment(ctx, p); err != nil {
+	// runs for the order. Written first, it also tells a replay.
+	if settled, err := in.Ledger.RecordPayment(ctx, p); err != nil || settled {
 		return err
 	}
 	err = in.deliver(ctx, o, p)

@@ -172,7 +172,8 @@ func TestReceivedPaymentsBehindStuckOnesSettle(t *testing.T) {
 	u := fmt.Sprint(time.Now().UnixNano())
 	for i := range 3 {
 		no := fmt.Sprintf("%d-stuck%d-%s", sess.ID, i, u)
-		require.NoError(t, e.DB.RecordPayment(ctx, &seckill.Payment{EventID: "ev-" + no, PaymentID: "pay-" + no, OrderNo: no, AmountCents: 100}))
+		_, err := e.DB.RecordPayment(ctx, &seckill.Payment{EventID: "ev-" + no, PaymentID: "pay-" + no, OrderNo: no, AmountCents: 100})
+		require.NoError(t, err)
 	}
 	no := fmt.Sprintf("%d-closed-%s", sess.ID, u)
 	req := &seckill.OrderRequest{Reservation: seckill.Reservation{OrderNo: no, SessionID: sess.ID, UserID: 1,
@@ -181,7 +182,8 @@ func TestReceivedPaymentsBehindStuckOnesSettle(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
 	require.NoError(t, err)
-	require.NoError(t, e.DB.RecordPayment(ctx, &seckill.Payment{EventID: "ev-" + no, PaymentID: "pay-" + no, OrderNo: no, AmountCents: 100}))
+	_, err = e.DB.RecordPayment(ctx, &seckill.Payment{EventID: "ev-" + no, PaymentID: "pay-" + no, OrderNo: no, AmountCents: 100})
+	require.NoError(t, err)
 	time.Sleep(10 * time.Millisecond) // older than the relay's (tiny) age
 
 	r := &relay.Refunds{Store: e.DB, Starter: e.Orders, Log: e.Log, ReceivedAge: time.Millisecond, ReceivedBatch: 2}
