@@ -370,6 +370,81 @@ func TestBatchedClosesGiveBackExactlyOnce(t *testing.T) {
 	require.Equal(t, seckill.StatusClosed, o.Status, "the tombstone")
 }
 
+// Closes for two reasons, some sent twice, race payments of a third of
+// the same orders, all at once, so that batches of closes meet payments
+// under the rows' locks: each order ends PAID (its close lost), or
+// REFUND_PENDING (its payment came after the close) or CLOSED, its units
+// given back exactly once when it closed, and the stock, the ledger and the
+// payments agree at the end.
+func TestBatchedClosesRacePayments(t *testing.T) {
+	const n = 60
+	e, sess := store(t, n, 1)
+	ctx := context.Background()
+	reqs := make([]*seckill.OrderRequest, n)
+	for i := range reqs {
+		reqs[i] = request(sess, fmt.Sprintf("1-r%d", i), int64(900+i), 1, 1)
+		_, err := e.DB.CreateOrder(ctx, reqs[i], time.Now().Add(time.Minute))
+		require.NoError(t, err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	gaveBack := map[string]int{}
+	closeIt := func(i int) {
+		defer wg.Done()
+		reason := "pay_timeout"
+		if i%2 == 1 {
+			reason = "cancelled"
+		}
+		_, back, err := e.DB.CloseOrder(ctx, reqs[i], reason)
+		require.NoError(t, err)
+		if back {
+			mu.Lock()
+			gaveBack[reqs[i].OrderNo]++
+			mu.Unlock()
+		}
+	}
+	for i := range reqs {
+		wg.Add(1)
+		go closeIt(i)
+		if i%5 == 0 {
+			wg.Add(1)
+			go closeIt(i) // a retried close
+		}
+		if i%3 == 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, err := e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: fmt.Sprint("e-r", i),
+					PaymentID: fmt.Sprint("p-r", i), OrderNo: reqs[i].OrderNo, AmountCents: 100, TraceID: "t"})
+				require.NoError(t, err)
+			}()
+		}
+	}
+	wg.Wait()
+	for i, req := range reqs {
+		o, err := e.DB.Order(ctx, req.OrderNo)
+		require.NoError(t, err)
+		switch o.Status {
+		case seckill.StatusPaid:
+			require.Zero(t, i%3, "only a paid order is PAID")
+			require.Zero(t, gaveBack[req.OrderNo], req.OrderNo)
+		case seckill.StatusRefundPending:
+			require.Zero(t, i%3, "only a paid order waits for a refund")
+			require.Equal(t, 1, gaveBack[req.OrderNo], req.OrderNo)
+		case seckill.StatusClosed:
+			require.NotZero(t, i%3, "a paid order is never just CLOSED")
+			require.Equal(t, 1, gaveBack[req.OrderNo], req.OrderNo)
+		default:
+			t.Fatalf("order %s is %s", req.OrderNo, o.Status)
+		}
+	}
+	snap, err := e.DB.SessionSnapshot(ctx, sess.ID, nil, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, n, snap.DBStock+snap.HeldQty)
+	require.Zero(t, snap.LedgerMismatch)
+	require.Zero(t, snap.PaidPaymentMismatch)
+}
+
 // OpenSessions lists what has not ended, soonest start first, bounded.
 func TestOpenSessions(t *testing.T) {
 	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
