@@ -76,6 +76,11 @@ type StockMark struct {
 	// made (Redis's clock; zero: none yet). A key stamped more than
 	// KeyClockSkew after it cannot hold one.
 	LastKeyedWin time.Time
+	// Reopened is when the stock (the session's, or the item's for an
+	// item's mark) last rose from below the per-user limit (Redis's clock;
+	// zero: never): a win may have followed it, on any process, that no
+	// keyed win stamps.
+	Reopened time.Time
 }
 
 // Admission is what admission answered to an attempt that was not

@@ -47,7 +47,7 @@ type Stock interface {
 	// Holders reads the shoppers who hold or held units of a session,
 	// with its stock and latest keyed win, in one step (the sold-out
 	// memory's answer to keyed losers).
-	Holders(ctx context.Context, sessionID int64) (users []int64, stock int, lastKeyedWin time.Time, err error)
+	Holders(ctx context.Context, sessionID int64) (users []int64, mark seckill.StockMark, err error)
 }
 
 // Starts takes a winner's workflow start without waiting (the process's

@@ -45,14 +45,17 @@ type soldKey struct{ id, sku int64 }
 // so a SOLD_OUT told now is never contradicted by a win later.
 //
 // holders are the sale's shoppers who hold or held units, read after
-// soldAt while the latest keyed win was lastWin (nil until read): every
-// pin is a holder's, so a key that may have won (stamped by lastWin +
-// skew) but whose shopper is not among them holds nothing, and cannot
-// win later either (the reasoning above).
+// soldAt while the latest keyed win was lastWin and the latest return of
+// stock reopened (nil until read): every pin is a holder's, so a key that
+// may have won (stamped by lastWin + skew) but whose shopper is not among
+// them holds nothing, and cannot win later either (the reasoning above).
+// Stock back since the read (reopened moved) may have sold again, on any
+// process, to a shopper the read does not name, with or without a key:
+// the read is stale then, as after a keyed win.
 type keyedMark struct {
-	soldAt, lastWin time.Time
-	holders         map[int64]struct{}
-	loading         bool
+	soldAt, lastWin, reopened time.Time
+	holders                   map[int64]struct{}
+	loading                   bool
 }
 
 // keyedAnswer is how a keyed request to a session flagged sold out is
@@ -168,9 +171,10 @@ func (s *SoldOut) Confirm(id int64, m seckill.StockMark) { s.confirm(soldKey{id:
 func (s *SoldOut) confirm(k soldKey, m seckill.StockMark) {
 	s.mu.Lock()
 	if old, ok := s.ids[k]; ok && !old.soldAt.After(m.Clock) {
-		next := keyedMark{soldAt: m.Clock, lastWin: m.LastKeyedWin}
-		if old.lastWin.Equal(m.LastKeyedWin) {
-			// Nobody won with a key since: the holders read still holds.
+		next := keyedMark{soldAt: m.Clock, lastWin: m.LastKeyedWin, reopened: m.Reopened}
+		if old.lastWin.Equal(m.LastKeyedWin) && old.reopened.Equal(m.Reopened) {
+			// Nobody won with a key and no stock came back since: the
+			// holders read still holds.
 			next.holders, next.loading = old.holders, old.loading
 		}
 		s.ids[k] = next
@@ -206,11 +210,12 @@ func (s *SoldOut) startLoad(k soldKey) bool {
 	return true
 }
 
-// setHolders records a read of the holders of what k flags (err: none
-// was made). The read is kept only if it saw the sale still sold out and
-// the mark's latest keyed win: a later win, or stock back, makes it
-// stale, and the next keyed loser reads again.
-func (s *SoldOut) setHolders(k soldKey, users []int64, stock int, lastWin time.Time, err error) {
+// setHolders records a read of the holders of what k flags, with the
+// sale's mark as the read saw it (err: none was made). The read is kept
+// only if it saw the sale still sold out, the mark's latest keyed win and
+// its latest return of stock: a later win, or stock back, makes it stale,
+// and the next keyed loser reads again.
+func (s *SoldOut) setHolders(k soldKey, users []int64, read seckill.StockMark, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, ok := s.ids[k]
@@ -218,7 +223,7 @@ func (s *SoldOut) setHolders(k soldKey, users []int64, stock int, lastWin time.T
 		return
 	}
 	m.loading = false
-	if err == nil && stock == 0 && m.lastWin.Equal(lastWin) {
+	if err == nil && read.Stock == 0 && m.lastWin.Equal(read.LastKeyedWin) && m.reopened.Equal(read.Reopened) {
 		m.holders = make(map[int64]struct{}, len(users))
 		for _, u := range users {
 			m.holders[u] = struct{}{}
@@ -303,12 +308,12 @@ func (s *Service) keyedLoser(id, user int64, at time.Time) bool {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), AdmitWait)
 			defer cancel()
-			users, stock, won, err := s.Stock.Holders(ctx, k.id)
+			users, read, err := s.Stock.Holders(ctx, k.id)
 			if err != nil {
 				s.Log.Warn("sold-out memory: the sale's holders were not read; its keyed losers are looked up",
 					"session_id", k.id, "error", err)
 			}
-			s.SoldOut.setHolders(k, users, stock, won, err)
+			s.SoldOut.setHolders(k, users, read, err)
 		}()
 	}
 	return known && !holds

@@ -258,22 +258,16 @@ func (g *Gate) runAdmit(ctx context.Context, sessionID int64, attempts []*seckil
 		}
 		return nil, unavailable(err)
 	}
-	if len(raw) != 5*len(attempts)+3 {
+	if len(raw) != 5*len(attempts)+4 {
 		return nil, fmt.Errorf("admit script returned %d values for %d attempts", len(raw), len(attempts))
 	}
 	var mark *seckill.StockMark
-	m := raw[len(raw)-3:]
-	clock, ok1 := m[0].(int64)
-	stock, ok2 := m[1].(int64)
-	won, ok3 := m[2].(int64)
-	if !ok1 || !ok2 || !ok3 {
-		return nil, fmt.Errorf("admit script returned the mark %v", m)
+	m, ok := stockMark(raw[len(raw)-4:])
+	if !ok {
+		return nil, fmt.Errorf("admit script returned the mark %v", raw[len(raw)-4:])
 	}
-	if stock == 0 {
-		mark = &seckill.StockMark{Clock: time.UnixMilli(clock)}
-		if won > 0 {
-			mark.LastKeyedWin = time.UnixMilli(won)
-		}
+	if m.Stock == 0 {
+		mark = &m
 	}
 	out := make([]admitResult, len(attempts))
 	for i := range out {

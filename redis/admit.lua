@@ -18,7 +18,7 @@
 -- Returns 5n values, per attempt {code, stock left in the sale, slot mask, order
 -- number, reservation}, then the mark of the sale as the call leaves it
 -- {clock (unix ms), stock (-1: not preheated), latest keyed win (unix ms,
--- 0: none)}, as stockmark.lua reads it: a call that sold the sale out
+-- 0: none), reopened (unix ms, 0: never)}, as stockmark.lua reads it: a call that sold the sale out
 -- tells the API's sold-out memory at once (admission.SoldOut); code 0 = reserved, -1 = sold out, -2 = over the
 -- per-user limit, -3 = not preheated, -4 = order number taken by another
 -- purchase, -5 = idempotency key reused with another body, -6 = a key
@@ -217,5 +217,7 @@ for i = 0, n - 1 do
 end
 out[#out + 1] = clock
 out[#out + 1] = tonumber(redis.call('GET', KEYS[1]) or '-1')
-out[#out + 1] = tonumber(redis.call('HGET', KEYS[5], 'm:won') or '0')
+local stamps = redis.call('HMGET', KEYS[5], 'm:won', 'm:reopened')
+out[#out + 1] = tonumber(stamps[1] or '0')
+out[#out + 1] = tonumber(stamps[2] or '0')
 return out

@@ -97,11 +97,11 @@ func TestLookupAnswersAsTheScript(t *testing.T) {
 func TestHoldersNameEveryWinner(t *testing.T) {
 	e, sess := gateEnv(t, 3, 1)
 	ctx := context.Background()
-	users, stock, won, err := e.Gate.Holders(ctx, sess.ID)
+	users, read, err := e.Gate.Holders(ctx, sess.ID)
 	require.NoError(t, err)
 	require.Empty(t, users)
-	require.Equal(t, 3, stock)
-	require.True(t, won.IsZero(), "no keyed win yet")
+	require.Equal(t, 3, read.Stock)
+	require.True(t, read.LastKeyedWin.IsZero(), "no keyed win yet")
 
 	_, err = e.Gate.AdmitAttempt(ctx, keyed(t, sess, 7, "1-a", v7(t, time.Now())))
 	require.NoError(t, err)
@@ -114,16 +114,31 @@ func TestHoldersNameEveryWinner(t *testing.T) {
 	mark, err := e.Gate.StockMark(ctx, sess.ID, 0)
 	require.NoError(t, err)
 
-	users, stock, won, err = e.Gate.Holders(ctx, sess.ID)
+	users, read, err = e.Gate.Holders(ctx, sess.ID)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []int64{7, 8, 9}, users, "the winners, keyed or not; not the loser")
-	require.Zero(t, stock)
-	require.Equal(t, mark.LastKeyedWin, won)
+	require.Zero(t, read.Stock)
+	require.Equal(t, mark.LastKeyedWin, read.LastKeyedWin)
+	require.Equal(t, mark.Reopened, read.Reopened)
 
 	_, err = e.Gate.Release(ctx, sess.ID, plain.OrderNo)
 	require.NoError(t, err)
-	users, stock, _, err = e.Gate.Holders(ctx, sess.ID)
+	users, read, err = e.Gate.Holders(ctx, sess.ID)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []int64{7, 8, 9}, users, "user 8's units went back: stamped, still named")
-	require.Equal(t, 1, stock)
+	require.Equal(t, 1, read.Stock)
+	require.True(t, read.Reopened.After(mark.Reopened), "the stock came back: stamped")
+
+	// Sold again without a key: the stock and the latest keyed win read
+	// as before, the return of stock does not, and the new winner is named.
+	_, err = e.Gate.AdmitAttempt(ctx, attempt(sess, 11, 1, "1-e", ""))
+	require.NoError(t, err)
+	again, err := e.Gate.StockMark(ctx, sess.ID, 0)
+	require.NoError(t, err)
+	require.Zero(t, again.Stock)
+	require.Equal(t, mark.LastKeyedWin, again.LastKeyedWin)
+	require.Equal(t, read.Reopened, again.Reopened)
+	users, _, err = e.Gate.Holders(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Contains(t, users, int64(11))
 }

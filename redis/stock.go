@@ -30,53 +30,76 @@ func (g *Gate) Release(ctx context.Context, sessionID int64, orderNo string) (in
 // keyed win, in one atomic step.
 func (g *Gate) StockMark(ctx context.Context, sessionID, sku int64) (seckill.StockMark, error) {
 	k := g.keys(sessionID)
-	v, err := idempotent(ctx, func(ctx context.Context) ([]int64, error) {
-		return stockMarkScript.Run(ctx, g.rdb, []string{k.stock, k.idem, k.items}, itemRecord(sku)).Int64Slice()
+	v, err := idempotent(ctx, func(ctx context.Context) ([]any, error) {
+		return stockMarkScript.Run(ctx, g.rdb, []string{k.stock, k.idem, k.items}, itemRecord(sku)).Slice()
 	})
 	if err != nil {
 		return seckill.StockMark{}, unavailable(err)
 	}
-	if len(v) != 3 {
+	m, ok := stockMark(v)
+	if !ok {
 		return seckill.StockMark{}, fmt.Errorf("stock mark script returned %v", v)
-	}
-	m := seckill.StockMark{Stock: int(v[1]), Clock: time.UnixMilli(v[0])}
-	if v[2] > 0 {
-		m.LastKeyedWin = time.UnixMilli(v[2])
 	}
 	return m, nil
 }
 
+// stockMark reads a mark as the scripts return it: {clock, stock, latest
+// keyed win, reopened}, times in unix ms (0: none).
+func stockMark(v []any) (seckill.StockMark, bool) {
+	if len(v) != 4 {
+		return seckill.StockMark{}, false
+	}
+	var n [4]int64
+	for i := range n {
+		x, ok := v[i].(int64)
+		if !ok {
+			return seckill.StockMark{}, false
+		}
+		n[i] = x
+	}
+	return seckill.StockMark{Clock: unixMilli(n[0]), Stock: int(n[1]), LastKeyedWin: unixMilli(n[2]), Reopened: unixMilli(n[3])}, true
+}
+
+// unixMilli is the time of a script's unix ms, zero for 0 (none).
+func unixMilli(ms int64) time.Time {
+	if ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
 // Holders reads, in one atomic step, the shoppers who hold or held units
 // of a session (admission's sold-out memory answers the keyed losers of
-// the others), with its stock and the time of its latest keyed win (zero:
-// none): the read holds every shopper who won up to that win. Redis scans
-// the sale's idempotency records for it: a few milliseconds for a sale of
+// the others), with the session's mark as of the read (its stock, latest
+// keyed win and latest return of stock; no clock): the read holds every
+// shopper who won up to that win and since that return. Redis scans the
+// sale's idempotency records for it: a few milliseconds for a sale of
 // thousands of units, once per sell-out and process.
-func (g *Gate) Holders(ctx context.Context, sessionID int64) (users []int64, stock int, lastKeyedWin time.Time, err error) {
+func (g *Gate) Holders(ctx context.Context, sessionID int64) (users []int64, mark seckill.StockMark, err error) {
 	k := g.keys(sessionID)
 	v, err := idempotent(ctx, func(ctx context.Context) ([]any, error) {
 		return holdersScript.Run(ctx, g.rdb, []string{k.stock, k.buyers, k.idem}).Slice()
 	})
 	if err != nil {
-		return nil, 0, time.Time{}, unavailable(err)
+		return nil, mark, unavailable(err)
 	}
-	if len(v) < 2 {
-		return nil, 0, time.Time{}, fmt.Errorf("holders script returned %v", v)
+	var ok bool
+	if len(v) >= 3 {
+		mark, ok = stockMark(append([]any{int64(0)}, v[:3]...))
 	}
-	st, _ := v[0].(int64)
-	if won, _ := v[1].(int64); won > 0 {
-		lastKeyedWin = time.UnixMilli(won)
+	if !ok {
+		return nil, mark, fmt.Errorf("holders script returned %v", v)
 	}
-	users = make([]int64, 0, len(v)-2)
-	for _, u := range v[2:] {
+	users = make([]int64, 0, len(v)-3)
+	for _, u := range v[3:] {
 		s, _ := u.(string)
 		id, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return nil, 0, time.Time{}, fmt.Errorf("holders script: user %q: %w", s, err)
+			return nil, mark, fmt.Errorf("holders script: user %q: %w", s, err)
 		}
 		users = append(users, id)
 	}
-	return users, int(st), lastKeyedWin, nil
+	return users, mark, nil
 }
 
 // Stock returns the live Redis stock of a session, and whether it was preheated.
