@@ -18,8 +18,9 @@
 -- Returns 5n values, per attempt {code, stock left in the sale, slot mask, order
 -- number, reservation}, then the mark of the sale as the call leaves it
 -- {clock (unix ms), stock (-1: not preheated), latest keyed win (unix ms,
--- 0: none), reopened (unix ms, 0: never)}, as stockmark.lua reads it: a call that sold the sale out
--- tells the API's sold-out memory at once (admission.SoldOut); code 0 = reserved, -1 = sold out, -2 = over the
+-- 0: none), reopened (unix ms, 0: never)}, as stockmark.lua reads it: a
+-- call that sold the sale out tells the API's sold-out memory at once
+-- (admission.SoldOut); code 0 = reserved, -1 = sold out, -2 = over the
 -- per-user limit, -3 = not preheated, -4 = order number taken by another
 -- purchase, -5 = idempotency key reused with another body, -6 = a key
 -- stamped ahead of Redis's clock by more than the skew, -7 = a reserved

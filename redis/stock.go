@@ -26,8 +26,8 @@ func (g *Gate) Release(ctx context.Context, sessionID int64, orderNo string) (in
 }
 
 // StockMark reads a session's stock (sku 0), or one item's of a sale of
-// several, together with Redis's clock and the time of the sale's latest
-// keyed win, in one atomic step.
+// several, together with Redis's clock, the time of the sale's latest
+// keyed win and the latest return of that stock, in one atomic step.
 func (g *Gate) StockMark(ctx context.Context, sessionID, sku int64) (seckill.StockMark, error) {
 	k := g.keys(sessionID)
 	v, err := idempotent(ctx, func(ctx context.Context) ([]any, error) {
@@ -70,9 +70,9 @@ func unixMilli(ms int64) time.Time {
 
 // Holders reads, in one atomic step, the shoppers who hold or held units
 // of a session (admission's sold-out memory answers the keyed losers of
-// the others), with the session's mark as of the read (its stock, latest
-// keyed win and latest return of stock; no clock): the read holds every
-// shopper who won up to that win and since that return. Redis scans the
+// the others), with the session's mark as of the read: the read holds
+// every shopper who won up to its latest keyed win and since its latest
+// return of stock. Redis scans the
 // sale's idempotency records for it: a few milliseconds for a sale of
 // thousands of units, once per sell-out and process.
 func (g *Gate) Holders(ctx context.Context, sessionID int64) (users []int64, mark seckill.StockMark, err error) {
@@ -84,14 +84,14 @@ func (g *Gate) Holders(ctx context.Context, sessionID int64) (users []int64, mar
 		return nil, mark, unavailable(err)
 	}
 	var ok bool
-	if len(v) >= 3 {
-		mark, ok = stockMark(append([]any{int64(0)}, v[:3]...))
+	if len(v) >= 4 {
+		mark, ok = stockMark(v[:4])
 	}
 	if !ok {
 		return nil, mark, fmt.Errorf("holders script returned %v", v)
 	}
-	users = make([]int64, 0, len(v)-3)
-	for _, u := range v[3:] {
+	users = make([]int64, 0, len(v)-4)
+	for _, u := range v[4:] {
 		s, _ := u.(string)
 		id, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {

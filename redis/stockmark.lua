@@ -14,10 +14,10 @@ if ARGV[1] ~= '' then
 else
   stock = redis.call('GET', KEYS[1])
 end
-local won = redis.call('HMGET', KEYS[2], 'm:won', reopened)
+local stamps = redis.call('HMGET', KEYS[2], 'm:won', reopened)
 return {
   tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),
   tonumber(stock or '-1'),
-  tonumber(won[1] or '0'),
-  tonumber(won[2] or '0'),
+  tonumber(stamps[1] or '0'),
+  tonumber(stamps[2] or '0'),
 }
