@@ -1,7 +1,6 @@
 package seckill
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -12,9 +11,8 @@ import (
 // This file is the order protocol every path shares: the API that admits
 // an order, the webhook that pays a QUEUED one, the relay that starts what
 // the API could not, the sweep that closes what no workflow will. Each of
-// them mints or parses order numbers, builds the workflow input from a
-// reservation and republishes an order's view the same way, so none of
-// them can drift from the others.
+// them mints or parses order numbers and builds the workflow input from a
+// reservation the same way, so none of them can drift from the others.
 
 // NewOrderNo returns "<session id>-<UUIDv7 hex>": unique without any
 // coordination, roughly time-ordered for the index (the first 48 bits are
@@ -97,27 +95,4 @@ func itemOf(sess *Session, skuID int64) Item {
 		return it
 	}
 	return Item{SKUID: skuID}
-}
-
-// OrderRows reads order rows (MySQL, the truth).
-type OrderRows interface {
-	Order(ctx context.Context, orderNo string) (*Order, error)
-}
-
-// OrderViews caches order views for polls (Redis), keeping the newest.
-type OrderViews interface {
-	PutOrder(ctx context.Context, o *Order) error
-}
-
-// PublishOrderView caches the view of an order from its row, after
-// whatever changed the row: an activity, a refund, the webhook settling a
-// late payment, the relays. It reads the row rather than trusting the
-// caller's copy, so a retried or late step never caches a stale status over
-// a newer one (and the cache keeps the newest by UpdatedAt besides).
-func PublishOrderView(ctx context.Context, rows OrderRows, views OrderViews, orderNo string) error {
-	o, err := rows.Order(ctx, orderNo)
-	if err != nil {
-		return err
-	}
-	return views.PutOrder(ctx, o)
 }

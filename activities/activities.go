@@ -35,8 +35,10 @@ type Store interface {
 	// CreateOrder returns the order's row as stored, whether this call
 	// created it or found it (CreateOrder caches it as the view as it is).
 	CreateOrder(ctx context.Context, req *seckill.OrderRequest, payDeadline time.Time) (*seckill.Order, error)
-	CloseOrder(ctx context.Context, req *seckill.OrderRequest, reason string) (seckill.Status, bool, error)
-	ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error)
+	// CloseOrder and ApplyPayment return the order as their transaction
+	// left it: cached as the view as it is.
+	CloseOrder(ctx context.Context, req *seckill.OrderRequest, reason string) (*seckill.Order, bool, error)
+	ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, *seckill.Order, error)
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 }
 
@@ -91,12 +93,12 @@ func (a *Activities) ApplyPayment(ctx context.Context, p seckill.Payment) (Payme
 
 func (a *Activities) applyPayment(ctx context.Context, l log.Logger, p seckill.Payment) (PaymentResult, error) {
 	l = log.With(l, "payment_id", p.PaymentID)
-	outcome, status, err := a.Store.ApplyPayment(ctx, &p)
+	outcome, o, err := a.Store.ApplyPayment(ctx, &p)
 	if err != nil {
 		return PaymentResult{}, failed(l, "apply payment", err)
 	}
-	l.Info("payment applied", "outcome", outcome, "status", status)
-	return PaymentResult{Outcome: outcome, Status: status}, a.publish(ctx, l, p.OrderNo)
+	l.Info("payment applied", "outcome", outcome, "status", o.Status)
+	return PaymentResult{Outcome: outcome, Status: o.Status}, a.publish(ctx, l, o)
 }
 
 // closeOrder closes an unpaid order and gives its MySQL stock back.
@@ -117,12 +119,12 @@ func (a *Activities) closeOrder(ctx context.Context, l log.Logger, in CloseOrder
 		// closed already, not its amount): it is recorded for refund, and
 		// the close goes on.
 	}
-	status, gaveBack, err := a.Store.CloseOrder(ctx, &in.Request, in.Reason)
+	o, gaveBack, err := a.Store.CloseOrder(ctx, &in.Request, in.Reason)
 	if err != nil {
 		return CloseOrderResult{}, failed(l, "close order", err)
 	}
-	l.Debug("close", "reason", in.Reason, "status", status, "gave_back", gaveBack)
-	return CloseOrderResult{Status: status, GaveBack: gaveBack}, a.publish(ctx, l, in.Request.OrderNo)
+	l.Debug("close", "reason", in.Reason, "status", o.Status, "gave_back", gaveBack)
+	return CloseOrderResult{Status: o.Status, GaveBack: gaveBack}, a.publish(ctx, l, o)
 }
 
 // paidAfterAll asks the provider, before the order closes, whether it was
@@ -181,13 +183,19 @@ func (a *Activities) CloseLost(ctx context.Context, l log.Logger, in CloseOrderI
 // it finds without a cached view (Redis rebuilt from MySQL keeps no views),
 // so that it does not look at them again.
 func (a *Activities) RefreshView(ctx context.Context, l log.Logger, orderNo string) error {
-	return a.publish(ctx, l, orderNo)
+	o, err := a.Store.Order(ctx, orderNo)
+	if err != nil {
+		return failed(l, "read order", err)
+	}
+	return a.publish(ctx, l, o)
 }
 
-// publish refreshes the cached view of an order from its row
-// (seckill.PublishOrderView), classifying a failure for Temporal.
-func (a *Activities) publish(ctx context.Context, l log.Logger, orderNo string) error {
-	if err := seckill.PublishOrderView(ctx, a.Store, a.Gate, orderNo); err != nil {
+// publish caches o, the order as a step's transaction left it, as its
+// view, classifying a failure for Temporal. A retried or late step cannot
+// cache an older view over a newer one: the cache keeps the newest by
+// UpdatedAt, which every change moves forward.
+func (a *Activities) publish(ctx context.Context, l log.Logger, o *seckill.Order) error {
+	if err := a.Gate.PutOrder(ctx, o); err != nil {
 		return failed(l, "publish order view", err)
 	}
 	return nil

@@ -85,9 +85,9 @@ func BenchmarkCloseOrder(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			st, gave, err := e.DB.CloseOrder(ctx, reqs[n.Add(1)-1], "pay_timeout")
-			if err != nil || st != seckill.StatusClosed || !gave {
-				b.Fatalf("close: %s %v %v", st, gave, err)
+			o, gave, err := e.DB.CloseOrder(ctx, reqs[n.Add(1)-1], "pay_timeout")
+			if err != nil || o.Status != seckill.StatusClosed || !gave {
+				b.Fatalf("close: %+v %v %v", o, gave, err)
 			}
 		}
 	})

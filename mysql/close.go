@@ -15,7 +15,8 @@ import (
 
 // CloseOrder is the compensation: compare-and-set WAIT_PAY → CLOSED, give
 // the units back to the database stock and free the user's slots, in one
-// transaction. It returns the order's status afterwards, and gaveBack tells
+// transaction. It returns the order as the transaction left it (the caller
+// caches it as the view without reading it back), and gaveBack tells
 // whether this call returned stock (false on a retry, or when the close lost
 // the race to a payment and the order is PAID).
 //
@@ -27,7 +28,7 @@ import (
 // one increment of the stock (batch.go): same outcome per order, one fsync
 // for all, so a crowd of pay timers firing at once is not bound by the
 // session row's lock.
-func (db *DB) CloseOrder(ctx context.Context, req *seckill.OrderRequest, reason string) (status seckill.Status, gaveBack bool, err error) {
+func (db *DB) CloseOrder(ctx context.Context, req *seckill.OrderRequest, reason string) (o *seckill.Order, gaveBack bool, err error) {
 	return db.batchClose(ctx, req, reason)
 }
 
@@ -47,7 +48,8 @@ func (db *DB) closeOne(ctx context.Context, c *closeCall) closeResult {
 // compare-and-set UPDATE per reason, its slots freed, its ledger row and
 // event), and the stock they give back, the session's and each item's.
 // A close repeated within calls (an activity's retry) finds its order
-// CLOSED, as a later retry would. It returns each call's result.
+// CLOSED, as a later retry would. It returns each call's result, with its
+// order as the batch leaves it.
 func closeInTx(tx *gorm.DB, calls []*closeCall, now time.Time) ([]closeResult, error) {
 	out := make([]closeResult, len(calls))
 	nos := make([]string, len(calls))
@@ -78,20 +80,23 @@ func closeInTx(tx *gorm.DB, calls []*closeCall, now time.Time) ([]closeResult, e
 			}
 			rows[req.OrderNo], tombs = row, append(tombs, row)
 			changes = append(changes, ledger(row, seckill.StatusQueued, 0, now))
-			out[i] = closeResult{status: seckill.StatusClosed}
 			continue
 		}
 		t := seckill.Status(row.Status).Close(c.reason)
 		if t == nil {
-			out[i] = closeResult{status: seckill.Status(row.Status)} // already closed, paid or failed: nothing to give back
-			continue
+			continue // already closed, paid or failed: nothing to give back
 		}
 		closing[t.Reason] = append(closing[t.Reason], row.ID)
 		freed = append(freed, row.OrderNo)
 		back[row.SKUID] += row.Quantity
 		row.Status, row.Reason = string(t.To), t.Reason
-		changes = append(changes, ledger(row, t.From, row.Quantity, now))
-		out[i] = closeResult{status: t.To, gaveBack: true}
+		ch := ledger(row, t.From, row.Quantity, now)
+		row.UpdatedAt = ch.order.UpdatedAt
+		changes = append(changes, ch)
+		out[i].gaveBack = true
+	}
+	for i, c := range calls {
+		out[i].order = rows[c.req.OrderNo].domain()
 	}
 	if len(tombs) > 0 {
 		if err := tx.Create(tombs).Error; err != nil {
@@ -127,22 +132,22 @@ type closeCall struct {
 }
 
 type closeResult struct {
-	status   seckill.Status
+	order    *seckill.Order
 	gaveBack bool
 	err      error
 }
 
 // batchClose queues one close and waits for its batch.
-func (db *DB) batchClose(ctx context.Context, req *seckill.OrderRequest, reason string) (seckill.Status, bool, error) {
+func (db *DB) batchClose(ctx context.Context, req *seckill.OrderRequest, reason string) (*seckill.Order, bool, error) {
 	call := &closeCall{req: req, reason: reason, done: make(chan closeResult, 1), trace: trace.SpanContextFromContext(ctx)}
 	db.closes.add(req.SessionID, call)
 	select {
 	case r := <-call.done:
-		return r.status, r.gaveBack, r.err
+		return r.order, r.gaveBack, r.err
 	case <-ctx.Done():
 		// The batch may still commit this close: the retry finds the order
 		// CLOSED and gives nothing back twice (CloseOrder is idempotent).
-		return "", false, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 }
 

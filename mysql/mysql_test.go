@@ -109,9 +109,9 @@ func TestSlotKeyEnforcesPerUserLimit(t *testing.T) {
 	require.Equal(t, 8, dbStock(t, e, sess.ID))
 
 	// Closing frees the slots: the user may buy again.
-	st, gave, err := e.DB.CloseOrder(ctx, request(sess, "1-a", 7, 2, 1, 2), "test")
+	closed, gave, err := e.DB.CloseOrder(ctx, request(sess, "1-a", 7, 2, 1, 2), "test")
 	require.NoError(t, err)
-	require.Equal(t, seckill.StatusClosed, st)
+	require.Equal(t, seckill.StatusClosed, closed.Status)
 	require.True(t, gave)
 	o, err = e.DB.CreateOrder(ctx, request(sess, "1-c", 7, 1, 1), time.Now())
 	require.NoError(t, err)
@@ -132,7 +132,7 @@ func TestPaymentRacesClose(t *testing.T) {
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		var outcome seckill.PaymentOutcome
-		var closed seckill.Status
+		var closed *seckill.Order
 		var gave bool
 		wg.Add(2)
 		go func() {
@@ -154,7 +154,7 @@ func TestPaymentRacesClose(t *testing.T) {
 		switch outcome {
 		case seckill.PaymentCaptured:
 			require.Equal(t, seckill.StatusPaid, o.Status)
-			require.Equal(t, seckill.StatusPaid, closed)
+			require.Equal(t, seckill.StatusPaid, closed.Status)
 			require.False(t, gave)
 		case seckill.PaymentRefundPending:
 			require.Equal(t, seckill.StatusRefundPending, o.Status)
@@ -212,16 +212,16 @@ func TestEveryChangeAdvancesUpdatedAt(t *testing.T) {
 	_, _, err = e.DB.CloseOrder(ctx, late, "pay_timeout")
 	require.NoError(t, err)
 	step("closed")
-	outcome, status, err := e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: "e-late", PaymentID: "p-late",
+	outcome, o, err := e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: "e-late", PaymentID: "p-late",
 		OrderNo: late.OrderNo, AmountCents: 100, TraceID: "t"})
 	require.NoError(t, err)
 	require.Equal(t, seckill.PaymentRefundPending, outcome)
-	require.Equal(t, seckill.StatusRefundPending, status)
+	require.Equal(t, seckill.StatusRefundPending, o.Status)
 	step("paid late")
 	// The refund workflow's two steps: the provider's refund, then its record.
 	refundID, err := e.Provider.Refund(ctx, seckill.Refund{PaymentID: "p-late", OrderNo: late.OrderNo, AmountCents: 100})
 	require.NoError(t, err)
-	status, err = e.DB.MarkRefunded(ctx, "p-late", refundID)
+	status, err := e.DB.MarkRefunded(ctx, "p-late", refundID)
 	require.NoError(t, err)
 	require.Equal(t, seckill.StatusRefunded, status)
 	step("refunded")
@@ -250,7 +250,11 @@ func TestApplyPaymentRules(t *testing.T) {
 	_, err := e.DB.CreateOrder(ctx, req, time.Now())
 	require.NoError(t, err)
 	pay := func(p, ev string, amount int64) (seckill.PaymentOutcome, seckill.Status, error) {
-		return e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: ev, PaymentID: p, OrderNo: "1-a", AmountCents: amount, TraceID: "t"})
+		out, o, err := e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: ev, PaymentID: p, OrderNo: "1-a", AmountCents: amount, TraceID: "t"})
+		if err != nil {
+			return out, "", err
+		}
+		return out, o.Status, nil
 	}
 	out, st, err := pay("p0", "e0", 99)
 	require.NoError(t, err)
@@ -284,18 +288,19 @@ func TestCloseWithoutRowLeavesTombstone(t *testing.T) {
 	e, sess := store(t, 5, 1)
 	ctx := context.Background()
 	req := request(sess, "1-a", 7, 1, 1)
-	st, gave, err := e.DB.CloseOrder(ctx, req, "workflow_cancelled")
+	tomb, gave, err := e.DB.CloseOrder(ctx, req, "workflow_cancelled")
 	require.NoError(t, err)
-	require.Equal(t, seckill.StatusClosed, st)
+	require.Equal(t, seckill.StatusClosed, tomb.Status)
 	require.False(t, gave)
 	o, err := e.DB.CreateOrder(ctx, req, time.Now())
 	require.NoError(t, err)
 	require.Equal(t, seckill.StatusClosed, o.Status)
+	require.Equal(t, tomb, o, "the tombstone as the close returned it is the row")
 	require.Equal(t, 5, dbStock(t, e, sess.ID))
 	// A second close is a no-op.
-	st, gave, err = e.DB.CloseOrder(ctx, req, "again")
+	again, gave, err := e.DB.CloseOrder(ctx, req, "again")
 	require.NoError(t, err)
-	require.Equal(t, seckill.StatusClosed, st)
+	require.Equal(t, tomb, again)
 	require.False(t, gave)
 }
 
@@ -342,9 +347,9 @@ func TestBatchedClosesGiveBackExactlyOnce(t *testing.T) {
 	gaveBack := map[string]int{}
 	closeIt := func(req *seckill.OrderRequest) {
 		defer wg.Done()
-		status, back, err := e.DB.CloseOrder(ctx, req, "pay_timeout")
+		closed, back, err := e.DB.CloseOrder(ctx, req, "pay_timeout")
 		require.NoError(t, err)
-		require.Equal(t, seckill.StatusClosed, status)
+		require.Equal(t, seckill.StatusClosed, closed.Status)
 		if back {
 			mu.Lock()
 			gaveBack[req.OrderNo]++

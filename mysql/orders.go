@@ -79,8 +79,10 @@ func lockOrder(tx *gorm.DB, orderNo string) (*orderRow, error) {
 // transition persists an order's transition (seckill.Transition) on row,
 // which the caller holds locked: the compare-and-set from t.From, the
 // reason, the slots freed when it gives the units back, and its ledger row
-// (with the event it makes). It returns the units to give back to the
-// session's stock, which is the caller's (one increment per batch).
+// (with the event it makes). row is left as stored now, so the caller can
+// return the order without reading it back. It returns the units to give
+// back to the session's stock, which is the caller's (one increment per
+// batch).
 func transition(tx *gorm.DB, row *orderRow, t *seckill.Transition, traceID string, now time.Time) (int, error) {
 	res := tx.Model(&orderRow{}).Where("id = ? AND status = ?", row.ID, t.From).
 		Updates(map[string]any{"status": t.To, "reason": t.Reason, "updated_at": changedAt(now)})
@@ -97,8 +99,13 @@ func transition(tx *gorm.DB, row *orderRow, t *seckill.Transition, traceID strin
 		}
 		units = row.Quantity
 	}
+	// The ledger row and the event carry the change's trace id; the
+	// order's row keeps its purchase's.
+	stored := row.TraceID
 	row.Status, row.Reason, row.TraceID = string(t.To), t.Reason, cmp.Or(traceID, row.TraceID)
-	return units, recordChange(tx, ledger(row, t.From, units, now))
+	ch := ledger(row, t.From, units, now)
+	row.UpdatedAt, row.TraceID = ch.order.UpdatedAt, stored
+	return units, recordChange(tx, ch)
 }
 
 // LiveHoldings returns, as reservations, the orders of a session that hold

@@ -38,7 +38,8 @@ func (db *DB) RecordPayment(ctx context.Context, p *seckill.Payment) (settled bo
 }
 
 // ApplyPayment records a captured payment against its order, in one
-// transaction, and returns what it did and the order's status afterwards:
+// transaction, and returns what it did and the order as it left it (the
+// caller caches it as the view without reading it back):
 // the order's transition is Status.Pay's (PAID, a late payment's
 // REFUND_PENDING, or none, the payment then waiting for its refund); the
 // same payment or event seen before changes nothing.
@@ -47,16 +48,14 @@ func (db *DB) RecordPayment(ctx context.Context, p *seckill.Payment) (settled bo
 //
 // A payment whose amount differs from the order's never pays it, but the
 // money was captured: it is recorded to be refunded, like a second payment.
-func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error) {
+func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, *seckill.Order, error) {
 	var outcome seckill.PaymentOutcome
-	var status seckill.Status
+	var row *orderRow
 	now := db.now()
-	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		row, err := lockOrder(tx, p.OrderNo)
-		if err != nil {
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) (err error) {
+		if row, err = lockOrder(tx, p.OrderNo); err != nil {
 			return err
 		}
-		status = seckill.Status(row.Status)
 		var seen []paymentRow
 		if err := tx.Where("payment_id = ? OR event_id = ?", p.PaymentID, p.EventID).Find(&seen).Error; err != nil {
 			return err
@@ -77,7 +76,7 @@ func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.Pay
 			Status: paymentRefundPending, TraceID: p.TraceID, RefundNextAt: &now, CreatedAt: now, UpdatedAt: now,
 		}
 		var t *seckill.Transition
-		outcome, t = status.Pay(p.AmountCents, row.AmountCents)
+		outcome, t = seckill.Status(row.Status).Pay(p.AmountCents, row.AmountCents)
 		if outcome == seckill.PaymentCaptured {
 			pay.Status, pay.RefundNextAt = paymentCaptured, nil
 		}
@@ -96,22 +95,21 @@ func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.Pay
 		if t == nil {
 			return nil
 		}
-		status = t.To
 		_, err = transition(tx, row, t, p.TraceID, now)
 		return err
 	})
 	if isDuplicate(err) {
 		// A concurrent delivery of the same payment won the insert.
-		o, oerr := db.Order(ctx, p.OrderNo)
-		if oerr != nil {
-			return "", "", oerr
+		o, err := db.Order(ctx, p.OrderNo)
+		if err != nil {
+			return "", nil, err
 		}
-		return seckill.PaymentDuplicate, o.Status, nil
+		return seckill.PaymentDuplicate, o, nil
 	}
 	if err != nil {
-		return "", "", err
+		return "", nil, err
 	}
-	return outcome, status, nil
+	return outcome, row.domain(), nil
 }
 
 // ReceivedPayment is the order's first payment still RECEIVED (a webhook

@@ -37,10 +37,10 @@ func TestReceivedPaymentIsAppliedInPlace(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, p, waiting)
 
-	outcome, status, err := e.DB.ApplyPayment(ctx, p)
+	outcome, o, err := e.DB.ApplyPayment(ctx, p)
 	require.NoError(t, err)
 	require.Equal(t, seckill.PaymentCaptured, outcome)
-	require.Equal(t, seckill.StatusPaid, status)
+	require.Equal(t, seckill.StatusPaid, o.Status)
 	outcome, _, err = e.DB.ApplyPayment(ctx, p)
 	require.NoError(t, err)
 	require.Equal(t, seckill.PaymentDuplicate, outcome)
@@ -76,10 +76,10 @@ func TestRefundRetriesBackOffAndPark(t *testing.T) {
 		_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
 		require.NoError(t, err)
 		p := &seckill.Payment{EventID: "evt-" + name, PaymentID: "pay-" + name, OrderNo: req.OrderNo, AmountCents: 100}
-		outcome, status, err := e.DB.ApplyPayment(ctx, p)
+		outcome, o, err := e.DB.ApplyPayment(ctx, p)
 		require.NoError(t, err)
 		require.Equal(t, seckill.PaymentRefundPending, outcome)
-		require.Equal(t, seckill.StatusRefundPending, status)
+		require.Equal(t, seckill.StatusRefundPending, o.Status)
 		return p.PaymentID
 	}
 	due := func() []string {

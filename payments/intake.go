@@ -17,8 +17,8 @@ type Ledger interface {
 	// the payment (or its event) was settled already, a replay.
 	RecordPayment(ctx context.Context, p *seckill.Payment) (settled bool, err error)
 	// ApplyPayment settles a payment no workflow will take: PAID, or a
-	// refund to come.
-	ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error)
+	// refund to come; it returns the order as it left it.
+	ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, *seckill.Order, error)
 	// Order is the order's row; NOT_FOUND before it is created.
 	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
 }
@@ -96,7 +96,8 @@ func (in *Intake) Receive(ctx context.Context, p *seckill.Payment) error {
 	if seckill.ErrorCode(err) == seckill.ENOTFOUND {
 		// No running workflow: the order is finished (a late payment).
 		var outcome seckill.PaymentOutcome
-		outcome, _, err = in.Ledger.ApplyPayment(ctx, p)
+		var settled *seckill.Order
+		outcome, settled, err = in.Ledger.ApplyPayment(ctx, p)
 		if seckill.ErrorCode(err) == seckill.ENOTFOUND {
 			return seckill.Errorf(seckill.EUNAVAILABLE, "order %s is still being created; retry the delivery", p.OrderNo)
 		}
@@ -104,7 +105,7 @@ func (in *Intake) Receive(ctx context.Context, p *seckill.Payment) error {
 			in.Log.Warn("payment for a finished order", "trace_id", p.TraceID, "order_no", p.OrderNo,
 				"payment_id", p.PaymentID, "outcome", outcome)
 			// No workflow was there to republish the view.
-			err = seckill.PublishOrderView(ctx, in.Ledger, in.Reservations, p.OrderNo)
+			err = in.Reservations.PutOrder(ctx, settled)
 		}
 	}
 	if err != nil {

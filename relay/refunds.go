@@ -19,8 +19,7 @@ type RefundStore interface {
 	ClaimRefund(ctx context.Context, paymentID string, lease time.Duration) (bool, error)
 	RefundCounts(ctx context.Context) (map[string]int, error)
 	ReceivedPayments(ctx context.Context, olderThan time.Duration, after int64, limit int) ([]seckill.Payment, int64, error)
-	ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error)
-	Order(ctx context.Context, orderNo string) (*seckill.Order, error)
+	ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, *seckill.Order, error)
 }
 
 // RefundStarter starts a payment's refund run and tells whether an order's
@@ -158,7 +157,7 @@ func (r *Refunds) settleReceived(ctx context.Context) error {
 			r.resignal(ctx, l, p, age)
 			continue
 		}
-		outcome, status, err := r.Store.ApplyPayment(ctx, p)
+		outcome, o, err := r.Store.ApplyPayment(ctx, p)
 		if seckill.ErrorCode(err) == seckill.ENOTFOUND {
 			// No order row yet: its workflow has not created it. The
 			// payment stays RECEIVED, listed by `seckill refunds`.
@@ -170,9 +169,9 @@ func (r *Refunds) settleReceived(ctx context.Context) error {
 			continue
 		}
 		r.count("settled")
-		l.Warn("payment no workflow recorded: settled by the refund relay", "outcome", outcome, "status", status)
+		l.Warn("payment no workflow recorded: settled by the refund relay", "outcome", outcome, "status", o.Status)
 		if r.Views != nil {
-			if err := seckill.PublishOrderView(ctx, r.Store, r.Views, p.OrderNo); err != nil {
+			if err := r.Views.PutOrder(ctx, o); err != nil {
 				l.Warn("refund relay: order view not refreshed", "error", err)
 			}
 		}

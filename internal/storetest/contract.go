@@ -76,20 +76,33 @@ func create(t *testing.T, s Store, req *seckill.OrderRequest, want seckill.Statu
 	return o
 }
 
+// closeOrder closes req and checks the order it returns: want, and the
+// row as stored (the activity caches it as the view without a read).
 func closeOrder(t *testing.T, s Store, req *seckill.OrderRequest, want seckill.Status, gaveBack bool) {
 	t.Helper()
-	st, gave, err := s.CloseOrder(ctx, req, "contract")
+	o, gave, err := s.CloseOrder(ctx, req, "contract")
 	require.NoError(t, err)
-	require.Equal(t, want, st, "%s closed", req.OrderNo)
+	require.Equal(t, want, o.Status, "%s closed", req.OrderNo)
 	require.Equal(t, gaveBack, gave, "%s: close gave back", req.OrderNo)
+	requireStored(t, s, o)
 }
 
+// applyPayment applies p and checks what it returns, as closeOrder.
 func applyPayment(t *testing.T, s Store, p *seckill.Payment, outcome seckill.PaymentOutcome, status seckill.Status) {
 	t.Helper()
-	got, st, err := s.ApplyPayment(ctx, p)
+	got, o, err := s.ApplyPayment(ctx, p)
 	require.NoError(t, err)
 	require.Equal(t, outcome, got, "payment %s", p.PaymentID)
-	require.Equal(t, status, st, "order after payment %s", p.PaymentID)
+	require.Equal(t, status, o.Status, "order after payment %s", p.PaymentID)
+	requireStored(t, s, o)
+}
+
+// requireStored checks that o is its row as read back.
+func requireStored(t *testing.T, s Store, o *seckill.Order) {
+	t.Helper()
+	row, err := s.Order(ctx, o.OrderNo)
+	require.NoError(t, err)
+	require.Equal(t, row, o, "%s: the order returned is the row as stored", o.OrderNo)
 }
 
 func requireStatus(t *testing.T, s Store, orderNo string, want seckill.Status) {
@@ -275,9 +288,9 @@ func TestStore(t *testing.T, newStore NewStore) {
 		}()
 		go func() {
 			defer wg.Done()
-			o, _, err := s.ApplyPayment(ctx, pay(req, "p"))
+			got, _, err := s.ApplyPayment(ctx, pay(req, "p"))
 			assertNoError(t, err)
-			outcome = o
+			outcome = got
 		}()
 		wg.Wait()
 		o, err := s.Order(ctx, req.OrderNo)

@@ -108,24 +108,24 @@ func (s *MemStore) refusal(req *seckill.OrderRequest) string {
 }
 
 type closeResult struct {
-	status   seckill.Status
+	order    *seckill.Order
 	gaveBack bool
 }
 
 // CloseOrder is the compensation's compare-and-set; see MemStore.
-func (s *MemStore) CloseOrder(_ context.Context, req *seckill.OrderRequest, reason string) (seckill.Status, bool, error) {
+func (s *MemStore) CloseOrder(_ context.Context, req *seckill.OrderRequest, reason string) (*seckill.Order, bool, error) {
 	r, err := step(s.inj, CloseOrder, func() (closeResult, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		o, ok := s.orders[req.OrderNo]
 		if !ok {
-			s.orders[req.OrderNo] = s.stamp(req.Order(seckill.StatusClosed, time.Time{}))
-			s.reasons[req.OrderNo] = reason
-			return closeResult{status: seckill.StatusClosed}, nil
+			o = s.stamp(req.Order(seckill.StatusClosed, time.Time{}))
+			s.orders[req.OrderNo], s.reasons[req.OrderNo] = o, reason
+			return closeResult{order: copyOrder(o)}, nil
 		}
 		t := o.Status.Close(reason)
 		if t == nil {
-			return closeResult{status: o.Status}, nil
+			return closeResult{order: copyOrder(o)}, nil
 		}
 		o.Status, s.reasons[req.OrderNo] = t.To, t.Reason
 		s.stamp(o)
@@ -136,20 +136,20 @@ func (s *MemStore) CloseOrder(_ context.Context, req *seckill.OrderRequest, reas
 		}
 		s.stock += o.Quantity
 		s.restored[req.OrderNo] += o.Quantity
-		return closeResult{status: seckill.StatusClosed, gaveBack: true}, nil
+		return closeResult{order: copyOrder(o), gaveBack: true}, nil
 	})
-	return r.status, r.gaveBack, err
+	return r.order, r.gaveBack, err
 }
 
 type applyResult struct {
 	outcome seckill.PaymentOutcome
-	status  seckill.Status
+	order   *seckill.Order
 }
 
 // ApplyPayment mirrors mysql.DB.ApplyPayment: duplicates change nothing,
 // and the order makes Status.Pay's transition (any other status, or a
 // wrong amount, keeps the order and queues the payment for a refund).
-func (s *MemStore) ApplyPayment(_ context.Context, p *seckill.Payment) (seckill.PaymentOutcome, seckill.Status, error) {
+func (s *MemStore) ApplyPayment(_ context.Context, p *seckill.Payment) (seckill.PaymentOutcome, *seckill.Order, error) {
 	r, err := step(s.inj, ApplyPayment, func() (applyResult, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -159,7 +159,7 @@ func (s *MemStore) ApplyPayment(_ context.Context, p *seckill.Payment) (seckill.
 		}
 		for _, q := range s.payments {
 			if q.PaymentID == p.PaymentID || q.EventID == p.EventID {
-				return applyResult{seckill.PaymentDuplicate, o.Status}, nil
+				return applyResult{seckill.PaymentDuplicate, copyOrder(o)}, nil
 			}
 		}
 		outcome, t := o.Status.Pay(p.AmountCents, o.AmountCents)
@@ -168,9 +168,9 @@ func (s *MemStore) ApplyPayment(_ context.Context, p *seckill.Payment) (seckill.
 			o.Status, s.reasons[o.OrderNo] = t.To, t.Reason
 			s.stamp(o)
 		}
-		return applyResult{outcome, o.Status}, nil
+		return applyResult{outcome, copyOrder(o)}, nil
 	})
-	return r.outcome, r.status, err
+	return r.outcome, r.order, err
 }
 
 // Order returns the row of an order, NOT_FOUND without one.
