@@ -68,7 +68,9 @@ func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, 
 		r.step.Concurrency = level
 	}
 	n := cfg.Users * cfg.PerUser
-	r.burst(ctx, level, "admission-only warm-up", cfg.Keys, n)
+	if _, _, err := r.burst(ctx, level, "admission-only warm-up", cfg.Keys, n); err != nil {
+		return nil, err
+	}
 	m := newBurstMeter(srv.cmd.Process.Pid, b.RedisAddr)
 	var keyed, plain bursts
 	for i := range pairOrder {
@@ -85,7 +87,10 @@ func admissionOnlyBaseline(ctx context.Context, cfg Config, shoppers []shopper, 
 		}
 		r.step.SessionID = p.session
 		m.start()
-		rs, dur := r.burst(ctx, level, name, p.keyed, n)
+		rs, dur, err := r.burst(ctx, level, name, p.keyed, n)
+		if err != nil {
+			return nil, err
+		}
 		into.add(rs, dur)
 		into.cpu.add(m.stop())
 		if !cfg.Keys && len(plain.runs) == 1 {

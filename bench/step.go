@@ -81,7 +81,10 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 		fmt.Fprintf(r.cfg.Progress, "step %s: no workflow-start latency: %v\n", r.levelName(), err)
 	}
 	r.creating = r.cpu.mark()
-	results, dur := r.burst(ctx, level, "burst", r.cfg.Keys, r.cfg.Users*r.cfg.PerUser)
+	results, dur, err := r.burst(ctx, level, "burst", r.cfg.Keys, r.cfg.Users*r.cfg.PerUser)
+	if err != nil {
+		return nil, err
+	}
 	r.step.DurationSeconds = dur.Seconds()
 	r.step.Throughput = float64(len(results)) / dur.Seconds()
 	r.tally(results)
@@ -130,7 +133,10 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 		if sl.c != nil {
 			r.c = sl.c
 		}
-		rs, d := r.burst(ctx, level, sl.name, sl.keyed, r.cfg.Users*r.cfg.PerUser/(turns*len(slices)))
+		rs, d, err := r.burst(ctx, level, sl.name, sl.keyed, r.cfg.Users*r.cfg.PerUser/(turns*len(slices)))
+		if err != nil {
+			return nil, err
+		}
 		r.c = stack
 		sl.rs, sl.dur = append(sl.rs, rs...), sl.dur+d
 	}
