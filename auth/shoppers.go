@@ -150,7 +150,7 @@ func (v *Shoppers) remember(token string, id int64, exp, now time.Time) {
 // under each of our secrets, the claims decoded as the parser decodes
 // them and held to golang-jwt's Validator with the parser's options. A
 // shopper's first click of a sale carries such a token, and the header's
-// decoding into a map was a third of its check (docs/BENCHMARKS.md). It
+// decoding into a map was much of its check (docs/BENCHMARKS.md). It
 // reports false for any other token and for any it does not accept,
 // which the parser then checks and explains: it accepts only what the
 // parser accepts, with the same user id (TestOwnTokensCheckedAsTheParserDoes).
