@@ -82,14 +82,14 @@ func (v *Shoppers) Verify(token string) (int64, error) {
 	if id, ok := v.verified.Get(token, now); ok {
 		return id, nil
 	}
-	id, exp, ok := v.own(token)
-	if !ok {
+	id, exp, ours := v.own(token)
+	if !ours {
 		var err error
-		if id, exp, ok, err = v.parse(token); err != nil {
+		if id, exp, ours, err = v.parse(token); err != nil {
 			return 0, err
 		}
 	}
-	if ok {
+	if ours {
 		v.remember(token, id, exp, now)
 	}
 	return id, nil
