@@ -125,17 +125,11 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 		defer srv.stop()
 		slices = append(slices, &slice{name: "bare Fiber beside it", c: newLoadClient("http://" + srv.addr)})
 	}
-	// Four turns of each kind, each slice a sixth of the burst's requests
-	// with keys and Fiber: a slice lasts about a tenth of a second, the
-	// scale of a GC cycle or of the order tier's batches running beside
-	// it, and with two turns per kind one slow slice moved a round's
-	// sold-out ratios past their spread's target (docs/BENCHMARKS.md).
-	// Four halve what one slice weighs.
-	const turns = 4
-	per := r.cfg.Users * r.cfg.PerUser / (2 * len(slices))
+	const turns = 2
+	per := r.cfg.Users * r.cfg.PerUser / (turns * len(slices))
 	stack := r.c
 	for i := range turns * len(slices) {
-		// U K F K F U F U K U K F: no kind always goes first.
+		// U K F K F U: no kind always goes first.
 		sl := slices[(i+i/len(slices))%len(slices)]
 		if sl.c != nil {
 			r.c = sl.c
