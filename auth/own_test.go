@@ -2,6 +2,7 @@ package auth
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,3 +122,56 @@ func FuzzOwnTokens(f *testing.F) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// The claims IssueToken writes are read without encoding/json, and every
+// other form is left to it.
+func TestPlainClaimsAreIssueTokensForm(t *testing.T) {
+	now := time.Now()
+	tok, err := IssueToken([]byte("secret"), 42, time.Hour, now)
+	require.NoError(t, err)
+	body, err := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[1])
+	require.NoError(t, err)
+	c, ok := plainClaims(body)
+	require.True(t, ok, "IssueToken's claims are not read plain: %s", body)
+	require.Equal(t, "42", c.Subject)
+	require.Equal(t, now.Add(time.Hour).Unix(), c.ExpiresAt.Unix())
+	require.Equal(t, now.Unix(), c.IssuedAt.Unix())
+
+	for _, body := range []string{
+		`{"sub": "42","exp":1}`, `{"sub":"42","exp":1.5}`, `{"sub":"42","exp":"1"}`, `{"sub":"\u0034","exp":1}`,
+		`{"SUB":"42","exp":1}`, `{"sub":"4","sub":"2","exp":1}`, `{"sub":"42","exp":1,"exp":2}`,
+		`{"sub":"42","exp":1,"aud":"x"}`, `{"sub":"42","exp":-1}`, `{"sub":"42","exp":01}`,
+		`{"sub":"42","exp":1234567890123456}`, `{"sub":"42","exp":1,}`, `{"sub":"","exp":1}`, `{"sub":42,"exp":1}`,
+		`{"sub":"42","exp":1}}`, `{"sub":"42","exp":1} `, `[]`, `{`, ``,
+	} {
+		_, ok := plainClaims([]byte(body))
+		require.False(t, ok, "read plain: %s", body)
+	}
+}
+
+// FuzzPlainClaims: whatever plainClaims reads, encoding/json reads the
+// same from it into the parser's claims type.
+func FuzzPlainClaims(f *testing.F) {
+	for _, c := range []string{`{"sub":"42","exp":1765000000,"iat":1764996400}`, `{"exp":999999999999999,"nbf":0}`,
+		`{"sub":"007"}`, `{}`, `{"iat":1,"sub":"1","nbf":2,"exp":3}`, `{"sub":"1","sub":"2"}`} {
+		f.Add(c)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		c, ok := plainClaims([]byte(body))
+		if !ok {
+			return
+		}
+		var want jwt.RegisteredClaims
+		require.NoError(t, json.Unmarshal([]byte(body), &want), "read plain, refused by encoding/json: %s", body)
+		require.Equal(t, want.Subject, c.Subject, body)
+		for _, d := range [][2]*jwt.NumericDate{{want.ExpiresAt, c.ExpiresAt}, {want.IssuedAt, c.IssuedAt}, {want.NotBefore, c.NotBefore}} {
+			require.Equal(t, d[0] == nil, d[1] == nil, body)
+			if d[0] != nil {
+				require.True(t, d[0].Equal(d[1].Time), "%s: %v, encoding/json's %v", body, d[1], d[0])
+			}
+		}
+		require.Empty(t, want.Issuer)
+		require.Empty(t, want.Audience)
+		require.Empty(t, want.ID)
+	})
+}
