@@ -126,7 +126,8 @@ endif
 # package/FuzzName: a target that names no fuzz test fails (go test alone
 # would only warn and pass).
 FUZZ_TARGETS := api/FuzzDecodeOrderBody api/FuzzDecodeSessionBody api/FuzzDecodeSessionChange auth/FuzzShopperToken \
-	api/FuzzVerifyWebhook admission/FuzzVerifyTicket api/FuzzErrorBodyJSON clientip/FuzzClientIP
+	auth/FuzzOwnTokens auth/FuzzPlainClaims api/FuzzVerifyWebhook admission/FuzzVerifyTicket api/FuzzErrorBodyJSON \
+	clientip/FuzzClientIP
 # An execution count, not a duration: a duration races Go's fuzz coordinator
 # at its deadline on a busy machine (go.dev/issue/75804, fixed in Go 1.27)
 # and fails with a bare "context deadline exceeded".
