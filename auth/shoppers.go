@@ -292,6 +292,7 @@ func seconds(b []byte, d **jwt.NumericDate) bool {
 	return true
 }
 
+// digits reports whether b is one ASCII digit or more.
 func digits(b []byte) bool {
 	for _, c := range b {
 		if c < '0' || c > '9' {

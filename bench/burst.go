@@ -151,9 +151,11 @@ func (r *stepRunner) purchase(path string, s shopper, body []byte, start time.Ti
 	return res
 }
 
-// progress prints a progress line every half second until stopped.
+// progress prints a progress line every half second until stopped, then
+// the requests answered and their pace.
 func (r *stepRunner) progress(name string, done *atomic.Int64, n int) func() {
 	quit := make(chan struct{})
+	began := time.Now()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -163,7 +165,9 @@ func (r *stepRunner) progress(name string, done *atomic.Int64, n int) func() {
 		for {
 			select {
 			case <-quit:
-				fmt.Fprintf(r.cfg.Progress, "\r  %s %s: %d/%d answered\n", r.levelName(), name, done.Load(), n)
+				// Each slice's own pace, to read how a step's slices move.
+				fmt.Fprintf(r.cfg.Progress, "\r  %s %s: %d/%d answered, %.0f req/s\n", r.levelName(), name, done.Load(), n,
+					float64(done.Load())/time.Since(began).Seconds())
 				return
 			case <-t.C:
 				fmt.Fprintf(r.cfg.Progress, "\r  %s %s: %d/%d answered", r.levelName(), name, done.Load(), n)
