@@ -129,8 +129,16 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 	per := r.cfg.Users * r.cfg.PerUser / (turns * len(slices))
 	stack := r.c
 	for i := range turns * len(slices) {
-		// U K F K F U: no kind always goes first.
-		sl := slices[(i+i/len(slices))%len(slices)]
+		// U K F F K U, a palindrome: the machine's pace drifts across the
+		// step (the orders being created slow its first slices), and a
+		// steady drift then weighs on every kind alike, as the
+		// admission-only bursts' K U U K. U K F K F U gave Fiber the later
+		// slices on average.
+		j := i % len(slices)
+		if i/len(slices)%2 == 1 {
+			j = len(slices) - 1 - j
+		}
+		sl := slices[j]
 		if sl.c != nil {
 			r.c = sl.c
 		}
