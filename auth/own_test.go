@@ -14,20 +14,25 @@ import (
 
 // checkedAlike asserts that own, the check of tokens carrying our header,
 // accepts token only when golang-jwt's parser does, with the same user id
-// and exp; want tells whether own is to take it at all (false: the
-// parser decides alone).
+// and exp, and refuses it only as the parser does, with the same error;
+// want tells whether own is to take it at all (false: it may leave the
+// token to the parser).
 func checkedAlike(t *testing.T, v *Shoppers, token string, want bool) {
 	t.Helper()
-	id, exp, ok := v.own(token)
+	id, exp, decided, refused := v.own(token)
 	pid, pexp, ours, err := v.parse(token)
-	if ok {
+	switch {
+	case decided && refused != nil:
+		require.Error(t, err, "own refused what the parser accepts: %s", token)
+		require.Equal(t, err, refused, "own's refusal is not the parser's: %s", token)
+	case decided:
 		require.NoError(t, err, "own accepted what the parser refuses: %s", token)
 		require.True(t, ours)
 		require.Equal(t, pid, id, token)
 		require.True(t, pexp.Equal(exp), "exp %v, the parser's %v", exp, pexp)
 	}
 	if want {
-		require.True(t, ok, "own did not take a token of ours the parser accepts: %s", token)
+		require.True(t, decided && refused == nil, "own did not take a token of ours the parser accepts: %s", token)
 	}
 }
 
@@ -101,10 +106,26 @@ func TestOwnTokensCheckedAsTheParserDoes(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) { checkedAlike(t, v, tok, false) })
 	}
+
+	// Plain claims that do not pass are refused by own alone: a forged or
+	// an expired token costs one check.
+	for name, tok := range map[string]string{
+		"another secret":  other,
+		"payload changed": parts[0] + "." + base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"43","exp":`+itoa(exp)+`}`)) + "." + parts[2],
+		"expired":         signed(t, ownHeaderJSON, `{"sub":"7","exp":`+itoa(now.Add(-time.Minute).Unix())+`}`, secret),
+		"not valid yet":   signed(t, ownHeaderJSON, claims(`,"nbf":`+itoa(now.Add(time.Hour).Unix())), secret),
+		"no exp":          signed(t, ownHeaderJSON, `{"sub":"7"}`, secret),
+		"sub zero":        signed(t, ownHeaderJSON, `{"sub":"0","exp":`+itoa(exp)+`}`, secret),
+	} {
+		_, _, decided, refused := v.own(tok)
+		require.True(t, decided, name)
+		require.Error(t, refused, name)
+	}
 }
 
-// FuzzOwnTokens signs any claims under our header and secret: own never
-// takes one the parser refuses, nor reads another user id or exp from it.
+// FuzzOwnTokens signs any claims under our header, with our secret and
+// with another: own never takes one the parser refuses, nor reads another
+// user id or exp from it, nor refuses one otherwise than the parser.
 func FuzzOwnTokens(f *testing.F) {
 	now := time.Now()
 	exp := itoa(now.Add(time.Hour).Unix())
@@ -118,6 +139,7 @@ func FuzzOwnTokens(f *testing.F) {
 	v.once.Do(v.build)
 	f.Fuzz(func(t *testing.T, claims string) {
 		checkedAlike(t, v, signed(t, ownHeaderJSON, claims, secret), false)
+		checkedAlike(t, v, signed(t, ownHeaderJSON, claims, []byte("forged")), false)
 	})
 }
 

@@ -56,3 +56,32 @@ func BenchmarkShopperVerifyFirst(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkShopperVerifyRefused is the refusal of a token in our form
+// that does not pass: forged (signed with another secret, as a bot's
+// flood of made-up tokens) and expired (a page left open past its token's
+// end, clicking on). Refusals are never remembered, so each is checked in
+// full.
+func BenchmarkShopperVerifyRefused(b *testing.B) {
+	secret := []byte("bench-secret")
+	now := time.Now()
+	forged, err := auth.IssueToken([]byte("someone else's"), 42, time.Hour, now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	expired, err := auth.IssueToken(secret, 42, time.Minute, now.Add(-time.Hour))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, tok := range map[string]string{"forged": forged, "expired": expired} {
+		b.Run(name, func(b *testing.B) {
+			v := &auth.Shoppers{Secrets: [][]byte{secret}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := v.Verify(tok); err == nil {
+					b.Fatal("refused token accepted")
+				}
+			}
+		})
+	}
+}
