@@ -73,6 +73,8 @@ func TestBenchSmallRun(t *testing.T) {
 		require.Positive(t, s.SoldOutThroughput)
 		require.Positive(t, s.SoldOutKeyedThroughput)
 		require.Positive(t, s.SoldOutKeyedFromMemory, "keyed losers of a sold-out sale are answered from memory")
+		require.Positive(t, s.SoldOutFiberThroughput, "bare Fiber measured beside the sold-out burst")
+		require.Positive(t, s.SoldOutFiberKeyedThroughput, "and sent the keyed requests too")
 		require.Positive(t, s.OrdersPerSecond)
 		require.Positive(t, s.CreationPerSecond)
 		require.LessOrEqual(t, s.CreatedDuringBurst, f.OrdersCreated)

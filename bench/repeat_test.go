@@ -90,6 +90,11 @@ func TestKeyedRatios(t *testing.T) {
 		"soldout_keyed_vs_fiber": 0.4, "soldout_keyed_vs_unkeyed": 0.5} {
 		require.InDelta(t, v, r[k], 1e-9, k)
 	}
+	// Fiber sent the keyed requests too: the keyed burst is divided by that.
+	r = stepRatios(Step{SoldOutThroughput: 600, SoldOutKeyedThroughput: 300, SoldOutFiberThroughput: 750,
+		SoldOutFiberKeyedThroughput: 500}, b)
+	require.InDelta(t, 0.8, r["soldout_vs_fiber"], 1e-9)
+	require.InDelta(t, 0.6, r["soldout_keyed_vs_fiber"], 1e-9)
 	refused, _ := RatioByKey("refused_p50_keyed_vs_unkeyed")
 	require.False(t, refused.Met(r["refused_p50_keyed_vs_unkeyed"]))
 	b.AdmissionOnly.Unkeyed = nil

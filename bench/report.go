@@ -103,6 +103,10 @@ type Step struct {
 	// sold-out answers (the order tier creating the step's orders, whatever
 	// else runs on the machine), which the sold-out ratios divide by.
 	SoldOutFiberThroughput float64 `json:"soldout_fiber_throughput,omitempty"`
+	// SoldOutFiberKeyedThroughput is the same handler sent the keyed
+	// half's requests (a fresh Idempotency-Key on each, with --keys), in
+	// slices of their own: what the keyed sold-out ratio divides by.
+	SoldOutFiberKeyedThroughput float64 `json:"soldout_fiber_keyed_throughput,omitempty"`
 	// Losers are the burst's requests sent from its sell-out on, as the
 	// burst sent them (with keys under --keys).
 	Losers *Losers `json:"losers_after_sell_out,omitempty"`

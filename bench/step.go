@@ -123,17 +123,25 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 			return nil, fmt.Errorf("bare Fiber beside the sold-out burst: %w", err)
 		}
 		defer srv.stop()
-		slices = append(slices, &slice{name: "bare Fiber beside it", c: newLoadClient("http://" + srv.addr)})
+		fiber := newLoadClient("http://" + srv.addr)
+		slices = append(slices, &slice{name: "bare Fiber beside it", c: fiber})
+		if r.cfg.Keys {
+			// The keyed burst's own Fiber slices, sent with a fresh key
+			// too: the load generator makes a UUIDv7 per request and sends
+			// the longer request, a cost of the client, not of the API,
+			// which each keyed ratio then carries on both sides.
+			slices = append(slices, &slice{name: "bare Fiber beside it, keyed", keyed: true, c: fiber})
+		}
 	}
 	const turns = 2
 	per := r.cfg.Users * r.cfg.PerUser / (turns * len(slices))
 	stack := r.c
 	for i := range turns * len(slices) {
-		// U K F F K U, a palindrome: the machine's pace drifts across the
-		// step (the orders being created slow its first slices), and a
-		// steady drift then weighs on every kind alike, as the
-		// admission-only bursts' K U U K. U K F K F U gave Fiber the later
-		// slices on average.
+		// U K F Fk Fk F K U, a palindrome: the machine's pace drifts
+		// across the step (the orders being created slow its first
+		// slices), and a steady drift then weighs on every kind alike, as
+		// the admission-only bursts' K U U K. U K F K F U gave Fiber the
+		// later slices on average.
 		j := i % len(slices)
 		if i/len(slices)%2 == 1 {
 			j = len(slices) - 1 - j
@@ -152,6 +160,8 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 	for _, sl := range slices {
 		perSec := float64(len(sl.rs)) / sl.dur.Seconds()
 		switch {
+		case sl.c != nil && sl.keyed:
+			r.step.SoldOutFiberKeyedThroughput = perSec
 		case sl.c != nil:
 			r.step.SoldOutFiberThroughput = perSec
 		case sl.keyed:
