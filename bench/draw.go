@@ -165,7 +165,9 @@ func measureDraw(ctx context.Context, cfg Config, c *httpClient, admin *client.C
 		id, d.FrontDoorRequests, d.FrontDoorPerSecond, d.P99Ms, d.Purchases, r.step.Funnel.Accepted, d.Statuses)
 
 	accepted := accepted(buys)
-	r.follow(ctx, accepted)
+	if err := r.follow(ctx, accepted, nil); err != nil {
+		return nil, err
+	}
 	r.reconcile(ctx)
 	if cfg.TemporalAddr != "" && cfg.TaskQueue != "" {
 		n, err := countOrderWorkflows(ctx, cfg, id, len(accepted))

@@ -22,10 +22,12 @@ import (
 const pollEvery = time.Second
 
 // follow tracks every accepted order to WAIT_PAY, pays PayRatio of them
-// through signed webhooks and waits for the rest to time out.
-func (r *stepRunner) follow(ctx context.Context, won []result) {
+// through signed webhooks and waits for the rest to time out. created (nil:
+// nothing) runs once every order is created and the creation measured,
+// before the payments are awaited.
+func (r *stepRunner) follow(ctx context.Context, won []result, created func() error) error {
 	if len(won) == 0 {
-		return
+		return nil
 	}
 	f := &r.step.Funnel
 	nPay := int(float64(len(won)) * r.cfg.PayRatio)
@@ -72,6 +74,11 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 		r.step.OrdersPerSecond = float64(len(won)) / r.step.TimeToAllWaitPaySeconds
 		if span := last.Sub(firstOf(reached)).Seconds(); len(reached) > 1 && span > 0 {
 			r.step.CreationPerSecond = float64(len(reached)-1) / span
+		}
+	}
+	if created != nil {
+		if err := created(); err != nil {
+			return err
 		}
 	}
 
@@ -132,6 +139,7 @@ func (r *stepRunner) follow(ctx context.Context, won []result) {
 	if spent.CreateShare > 0 {
 		r.step.TemporalCPU = &spent
 	}
+	return nil
 }
 
 // cancel cancels an unpaid order as its shopper does.

@@ -1,11 +1,13 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The rates of the order tier (orders, payments, closes per second) are
@@ -107,6 +109,36 @@ func machineBusy() (float64, error) {
 		busy += v
 	}
 	return busy / userHZ, nil
+}
+
+// quietCores is the busy CPU, in cores, under which the machine counts
+// as quiet (quiet): above an idle stack's own (the servers' timers and
+// heartbeats), far below a workflow backlog being drained.
+const quietCores = 0.3
+
+// quiet waits until the machine's cores were busy less than quietCores
+// over a quarter of a second, or at most max, and says how long it
+// waited: the work a phase leaves behind (the Temporal server's
+// visibility and timer tasks after a step's orders are created, its
+// history written back) then no longer weighs on the next phase's first
+// measurements. It waits for nothing where /proc cannot say.
+func quiet(ctx context.Context, max time.Duration) time.Duration {
+	const every = 250 * time.Millisecond
+	start := time.Now()
+	prev, err := machineBusy()
+	for err == nil && time.Since(start) < max {
+		select {
+		case <-ctx.Done():
+			return time.Since(start)
+		case <-time.After(every):
+		}
+		var now float64
+		if now, err = machineBusy(); err == nil && (now-prev)/every.Seconds() < quietCores {
+			break
+		}
+		prev = now
+	}
+	return time.Since(start)
 }
 
 // phase is what the server spent between two readings: CPU seconds, and

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"net"
 	"os"
 	"testing"
@@ -37,6 +38,28 @@ func TestServerCPUMeter(t *testing.T) {
 	var none *serverCPU
 	require.Nil(t, none.mark())
 	require.Zero(t, none.phase(nil))
+}
+
+// quiet waits out a machine kept busy, up to its bound, and not a
+// cancelled context.
+func TestQuietWaitsForABusyMachine(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	for range 2 {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default: // busy: a core's worth of work, more than quietCores
+				}
+			}
+		}()
+	}
+	require.GreaterOrEqual(t, quiet(context.Background(), 600*time.Millisecond), 600*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.Less(t, quiet(ctx, time.Minute), time.Minute)
 }
 
 // A burst's meter splits what the burst cost per request by process: here

@@ -91,21 +91,44 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 
 	r.step.Losers = afterSellOut(results, dur)
 
-	// The same burst again, now that the session is sold out: the fast
-	// path. With --keys, half of it without keys and half with a fresh key
-	// on every request; with --baselines, the bare Fiber handler too: in
-	// alternating slices, so that the orders being created meanwhile (and
-	// whatever else runs on the machine) take CPU from each alike, and the
-	// sold-out ratios compare answers measured under the same load (a
-	// Fiber figure measured before the step, on a quieter machine, made
-	// soldout_vs_fiber swing from 0.37 to 0.93 between runs). Both measure
-	// a sale that has been sold out for a moment: every API has read the
-	// sell-out, and the keys are stamped more than the clock skew after
-	// the last win (Losers measure the first second).
+	won := accepted(results)
+	if err := r.follow(ctx, won, func() error { return r.soldOut(ctx, level) }); err != nil {
+		return nil, err
+	}
+	if haveStarts {
+		if after, ok, err := scrapeStarts(ctx, r.cfg.BaseURL); err == nil && ok {
+			r.step.StartLatency = startLatency(before, after)
+		}
+	}
+	r.reconcile(ctx)
+	fmt.Fprintf(r.cfg.Progress, "step %s: %.0f req/s, sold-out %.0f req/s, %d accepted, all WAIT_PAY after %.2fs (%.0f orders/s), invariants ok: %v\n",
+		r.levelName(), r.step.Throughput, r.step.SoldOutThroughput, len(won), r.step.TimeToAllWaitPaySeconds,
+		r.step.OrdersPerSecond, r.step.InvariantsOK)
+	return r.step, nil
+}
+
+// soldOut sends the burst again once the session is sold out and its
+// orders are created: the fast path. With --keys, half of it without keys
+// and half with a fresh key on every request; with --baselines, the bare
+// Fiber handler too, in alternating slices, so that whatever else runs on
+// the machine takes CPU from each alike and the sold-out ratios compare
+// answers measured under the same load (a Fiber figure measured before
+// the step, on a quieter machine, made soldout_vs_fiber swing from 0.37
+// to 0.93 between runs). Not while the orders are created: the starter
+// holds its starts while the API's front door is busy, and so started
+// them in the Fiber slices only, which then ran beside the order tier and
+// the API's slices did not. It measures a sale that has been sold out for
+// a moment: every API has read the sell-out, and the keys are stamped
+// more than the clock skew after the last win (Losers measure the first
+// second).
+func (r *stepRunner) soldOut(ctx context.Context, level int) error {
 	if wait := time.Until(r.burstStart.Add(time.Duration(r.step.TimeToSellOutSeconds*float64(time.Second)) +
 		seckill.KeyClockSkew + 500*time.Millisecond)); wait > 0 {
 		time.Sleep(wait)
 	}
+	// And for the machine to be quiet: the server's tasks left over from
+	// the orders' creation slowed the first slices of each step.
+	fmt.Fprintf(r.cfg.Progress, "  %s: the machine quiet after %.1fs\n", r.levelName(), quiet(ctx, 10*time.Second).Seconds())
 	type slice struct {
 		name  string
 		keyed bool
@@ -120,7 +143,7 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 	if b := r.cfg.Baselines; b != nil {
 		srv, err := startBaselineServer(ctx, b.Exec, r.cfg.Pin.frontPrefix(), ServerSpec{Kind: ServerFiber})
 		if err != nil {
-			return nil, fmt.Errorf("bare Fiber beside the sold-out burst: %w", err)
+			return fmt.Errorf("bare Fiber beside the sold-out burst: %w", err)
 		}
 		defer srv.stop()
 		fiber := newLoadClient("http://" + srv.addr)
@@ -133,15 +156,18 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 			slices = append(slices, &slice{name: "bare Fiber beside it, keyed", keyed: true, c: fiber})
 		}
 	}
-	const turns = 2
-	per := r.cfg.Users * r.cfg.PerUser / (turns * len(slices))
+	// Several times the burst's requests: slices of the burst's size were
+	// too short to measure a pace on a shared host, where a GC or another
+	// process's share of the cores moved one slice's pace far more than
+	// the kinds differ (docs/BENCHMARKS.md).
+	const turns, scale = 2, 4
+	per := scale * r.cfg.Users * r.cfg.PerUser / (turns * len(slices))
 	stack := r.c
 	for i := range turns * len(slices) {
 		// U K F Fk Fk F K U, a palindrome: the machine's pace drifts
-		// across the step (the orders being created slow its first
-		// slices), and a steady drift then weighs on every kind alike, as
-		// the admission-only bursts' K U U K. U K F K F U gave Fiber the
-		// later slices on average.
+		// across the step, and a steady drift then weighs on every kind
+		// alike, as the admission-only bursts' K U U K. U K F K F U gave
+		// Fiber the later slices on average.
 		j := i % len(slices)
 		if i/len(slices)%2 == 1 {
 			j = len(slices) - 1 - j
@@ -152,7 +178,7 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 		}
 		rs, d, err := r.burst(ctx, level, sl.name, sl.keyed, per)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		r.c = stack
 		sl.rs, sl.dur = append(sl.rs, rs...), sl.dur+d
@@ -173,19 +199,7 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 			r.step.Latency["soldout_burst"] = percentiles(sl.rs, "")
 		}
 	}
-
-	won := accepted(results)
-	r.follow(ctx, won)
-	if haveStarts {
-		if after, ok, err := scrapeStarts(ctx, r.cfg.BaseURL); err == nil && ok {
-			r.step.StartLatency = startLatency(before, after)
-		}
-	}
-	r.reconcile(ctx)
-	fmt.Fprintf(r.cfg.Progress, "step %s: %.0f req/s, sold-out %.0f req/s, %d accepted, all WAIT_PAY after %.2fs (%.0f orders/s), invariants ok: %v\n",
-		r.levelName(), r.step.Throughput, r.step.SoldOutThroughput, len(won), r.step.TimeToAllWaitPaySeconds,
-		r.step.OrdersPerSecond, r.step.InvariantsOK)
-	return r.step, nil
+	return nil
 }
 
 func (r *stepRunner) levelName() string {
