@@ -87,9 +87,9 @@ type Step struct {
 	// DurationSeconds is the burst's wall time; Throughput its requests/s.
 	DurationSeconds float64 `json:"duration_seconds"`
 	Throughput      float64 `json:"throughput"`
-	// SoldOutThroughput is requests/s of a second burst of the same size
-	// against the sold-out session (the fast path); with --keys, of its
-	// half sent without keys.
+	// SoldOutThroughput is requests/s of a second burst, four times the
+	// first's requests, against the sold-out session once its orders are
+	// created (the fast path); with --keys, of its half sent without keys.
 	SoldOutThroughput float64 `json:"soldout_throughput"`
 	// SoldOutKeyedThroughput is requests/s of the sold-out burst's half
 	// sent with a fresh Idempotency-Key on every request (--keys), in
@@ -100,8 +100,8 @@ type Step struct {
 	// SoldOutFiberThroughput is requests/s of the bare Fiber handler (a
 	// process of its own) in slices interleaved with the sold-out burst's
 	// (with --baselines): the ceiling measured under the same load as the
-	// sold-out answers (the order tier creating the step's orders, whatever
-	// else runs on the machine), which the sold-out ratios divide by.
+	// sold-out answers (whatever else runs on the machine), which the
+	// unkeyed sold-out ratio divides by.
 	SoldOutFiberThroughput float64 `json:"soldout_fiber_throughput,omitempty"`
 	// SoldOutFiberKeyedThroughput is the same handler sent the keyed
 	// half's requests (a fresh Idempotency-Key on each, with --keys), in

@@ -127,8 +127,15 @@ func (r *stepRunner) soldOut(ctx context.Context, level int) error {
 		time.Sleep(wait)
 	}
 	// And for the machine to be quiet: the server's tasks left over from
-	// the orders' creation slowed the first slices of each step.
-	fmt.Fprintf(r.cfg.Progress, "  %s: the machine quiet after %.1fs\n", r.levelName(), quiet(ctx, 10*time.Second).Seconds())
+	// the orders' creation slowed the first slices of each step. At most a
+	// quarter of the time left before the first pay deadline (none is
+	// earlier than the burst's start plus the pay timeout): the slices are
+	// to end well before it, the closes being measured alone.
+	most := 10 * time.Second
+	if r.cfg.PayTimeout > 0 {
+		most = min(most, time.Until(r.burstStart.Add(r.cfg.PayTimeout))/4)
+	}
+	fmt.Fprintf(r.cfg.Progress, "  %s: the machine quiet after %.1fs\n", r.levelName(), quiet(ctx, most).Seconds())
 	type slice struct {
 		name  string
 		keyed bool
