@@ -113,8 +113,8 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 // Fiber handler too, in alternating slices, so that whatever else runs on
 // the machine takes CPU from each alike and the sold-out ratios compare
 // answers measured under the same load (a Fiber figure measured before
-// the step, on a quieter machine, made soldout_vs_fiber swing from 0.37
-// to 0.93 between runs). Not while the orders are created: the starter
+// the step, on a quieter machine, made soldout_vs_fiber swing between
+// runs; docs/BENCHMARKS.md). Not while the orders are created: the starter
 // holds its starts while the API's front door is busy, and so started
 // them in the Fiber slices only, which then ran beside the order tier and
 // the API's slices did not. It measures a sale that has been sold out for
