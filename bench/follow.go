@@ -27,6 +27,9 @@ const pollEvery = time.Second
 // before the payments are awaited.
 func (r *stepRunner) follow(ctx context.Context, won []result, created func() error) error {
 	if len(won) == 0 {
+		if created != nil {
+			return created()
+		}
 		return nil
 	}
 	f := &r.step.Funnel

@@ -44,3 +44,15 @@ func TestFollowerWaitsWhileOrdersAreCreated(t *testing.T) {
 	require.Len(t, created, orders, "every order the tier created, though it took longer than Settle")
 	require.NotContains(t, created, fmt.Sprintf("o-%d", orders))
 }
+
+// A step without a winner still measures its sold-out burst: follow runs
+// what comes once the orders are created, and returns its error.
+func TestFollowWithoutWinners(t *testing.T) {
+	r := &stepRunner{step: &Step{}}
+	ran := 0
+	require.NoError(t, r.follow(context.Background(), nil, func() error { ran++; return nil }))
+	require.Equal(t, 1, ran)
+	failed := fmt.Errorf("the sold-out burst failed")
+	require.ErrorIs(t, r.follow(context.Background(), nil, func() error { return failed }), failed)
+	require.NoError(t, r.follow(context.Background(), nil, nil))
+}

@@ -117,16 +117,16 @@ func machineBusy() (float64, error) {
 const quietCores = 0.3
 
 // quiet waits until the machine's cores were busy less than quietCores
-// over a quarter of a second, or at most max, and says how long it
+// over a quarter of a second, or at most most, and says how long it
 // waited: the work a phase leaves behind (the Temporal server's
 // visibility and timer tasks after a step's orders are created, its
 // history written back) then no longer weighs on the next phase's first
 // measurements. It waits for nothing where /proc cannot say.
-func quiet(ctx context.Context, max time.Duration) time.Duration {
+func quiet(ctx context.Context, most time.Duration) time.Duration {
 	const every = 250 * time.Millisecond
 	start := time.Now()
 	prev, err := machineBusy()
-	for err == nil && time.Since(start) < max {
+	for err == nil && time.Since(start) < most {
 		select {
 		case <-ctx.Done():
 			return time.Since(start)
