@@ -188,27 +188,26 @@ func (v *Shoppers) own(token string) (id int64, exp time.Time, decided bool, err
 		return 0, exp, false, nil
 	}
 	claims, plain := plainClaims(body)
-	if !v.signed(token[:len(head)+1+len(payload)], mac) {
-		if plain {
-			return 0, exp, true, refusal(jwt.ErrTokenSignatureInvalid)
+	// refuse decides a refusal of plain claims, and leaves any other to
+	// the parser.
+	refuse := func(err error) (int64, time.Time, bool, error) {
+		if !plain {
+			err = nil
 		}
-		return 0, exp, false, nil
+		return 0, exp, plain, err
+	}
+	if !v.signed(token[:len(head)+1+len(payload)], mac) {
+		return refuse(refusal(jwt.ErrTokenSignatureInvalid))
 	}
 	if !plain && json.Unmarshal(body, &claims) != nil {
 		return 0, exp, false, nil
 	}
 	if err := v.validator.Validate(claims); err != nil {
-		if plain {
-			return 0, exp, true, refusal(err)
-		}
-		return 0, exp, false, nil
+		return refuse(refusal(err))
 	}
 	id, err = strconv.ParseInt(claims.Subject, 10, 64)
 	if err != nil || id <= 0 {
-		if plain {
-			return 0, exp, true, errNoUser
-		}
-		return 0, exp, false, nil
+		return refuse(errNoUser)
 	}
 	return id, claims.ExpiresAt.Time, true, nil
 }
