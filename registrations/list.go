@@ -30,15 +30,16 @@ func (d *Desk) List(ctx context.Context, sess *seckill.Session) ([]byte, error) 
 		return seckill.RegistrantList(ctx, d.Store, sess) // its CONFLICT
 	}
 	l := &d.lists
-	l.mu.Lock()
-	list, ok := l.kept[sess.RegistrantsDigest]
-	l.mu.Unlock()
-	if ok {
+	if list, ok := l.lookup(sess.RegistrantsDigest); ok {
 		return list, nil
 	}
-	// Kept inside the flight: a caller arriving between the flight's end
-	// and a keep after it would start a second read.
+	// Kept inside the flight, and looked for again inside it: a caller
+	// that missed just before an earlier flight kept the list would
+	// otherwise read it a second time.
 	v, err, _ := l.flight.Do(sess.RegistrantsDigest, func() (any, error) {
+		if list, ok := l.lookup(sess.RegistrantsDigest); ok {
+			return list, nil
+		}
 		list, err := seckill.RegistrantList(context.WithoutCancel(ctx), d.Store, sess)
 		if err == nil {
 			l.keep(sess.RegistrantsDigest, list)
@@ -49,6 +50,14 @@ func (d *Desk) List(ctx context.Context, sess *seckill.Session) ([]byte, error) 
 		return nil, err
 	}
 	return v.([]byte), nil
+}
+
+// lookup is a list kept by its digest.
+func (l *lists) lookup(digest string) ([]byte, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	list, ok := l.kept[digest]
+	return list, ok
 }
 
 // keep keeps a published list by its digest, the oldest let go past

@@ -46,16 +46,17 @@ type standing struct {
 }
 
 func (s *standings) get(ctx context.Context, sessionID int64, version int, now time.Time) (*drawn, error) {
-	s.mu.Lock()
-	d := s.cache[sessionID]
-	if d != nil && d.version == version {
-		d.asked = now
-		s.mu.Unlock()
+	if d := s.cached(sessionID, version, now); d != nil {
 		return d, nil
 	}
-	s.mu.Unlock()
 	key := strconv.FormatInt(sessionID, 10) + ":" + strconv.Itoa(version)
 	v, err, _ := s.group.Do(key, func() (any, error) {
+		// Looked for again inside the flight: a caller that missed the
+		// cache just before an earlier flight stored its copy would
+		// otherwise load a second time.
+		if d := s.cached(sessionID, version, now); d != nil {
+			return d, nil
+		}
 		// Detached from the request that happened to trigger the load:
 		// the others waiting on it must not fail because that one left.
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -92,4 +93,16 @@ func (s *standings) get(ctx context.Context, sessionID int64, version int, now t
 		return nil, err
 	}
 	return v.(*drawn), nil
+}
+
+// cached is the sale's copy at version, if memory holds it, marked asked.
+func (s *standings) cached(sessionID int64, version int, now time.Time) *drawn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.cache[sessionID]
+	if d == nil || d.version != version {
+		return nil
+	}
+	d.asked = now
+	return d
 }
