@@ -81,15 +81,24 @@ func (v *Views) View(ctx context.Context, sess *seckill.Session) (*seckill.Sessi
 	return &seckill.SessionView{Session: sess, RemainingStock: stock, State: state, Items: items}, nil
 }
 
+// kept is the list answer memory holds and whether it is still fresh.
+func (v *Views) kept() ([]byte, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.body, v.body != nil && time.Now().Before(v.expires)
+}
+
 // List is the encoded list answer ({"sessions": [views]}), at most TTL old.
 func (v *Views) List(ctx context.Context) ([]byte, error) {
-	v.mu.RLock()
-	body, expires := v.body, v.expires
-	v.mu.RUnlock()
-	if body != nil && time.Now().Before(expires) {
+	body, fresh := v.kept()
+	if fresh {
 		return body, nil
 	}
 	b, err, _ := v.group.Do("list", func() (any, error) {
+		// A load that finished just before this one started has answered.
+		if b, fresh := v.kept(); fresh {
+			return b, nil
+		}
 		// Detached from the request that happened to trigger the load: the
 		// others waiting on it must not fail because that one went away.
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
