@@ -58,6 +58,9 @@ type Activities struct {
 	// Settle asks the payment provider before an order closes unpaid
 	// whether it was paid after all; nil closes without asking.
 	Settle *payments.Settle
+	// Now is the worker's clock (nil: time.Now); tests give the test
+	// environment's.
+	Now func() time.Time
 }
 
 // CreateOrder creates the order row (WAIT_PAY, or FAILED when MySQL refuses
@@ -82,7 +85,14 @@ func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (Crea
 	if err := a.Gate.PutNewOrder(ctx, o); err != nil {
 		return CreateOrderResult{}, failed(l, "publish order view", err)
 	}
-	return CreateOrderResult{Status: o.Status}, nil
+	return CreateOrderResult{Status: o.Status, At: a.now()}, nil
+}
+
+func (a *Activities) now() time.Time {
+	if a.Now == nil {
+		return time.Now()
+	}
+	return a.Now()
 }
 
 // ApplyPayment records a payment: PAID, or a refund to come.

@@ -44,6 +44,9 @@ type CreateOrderInput struct {
 // why); another status when the order was already decided before (a retry).
 type CreateOrderResult struct {
 	Status seckill.Status `json:"status"`
+	// At is when the step ended, by the worker's clock: the pay timer is
+	// set from it (zero in histories from before it was recorded).
+	At time.Time `json:"at,omitzero"`
 }
 
 // PaymentResult is the result of the ApplyPayment activity.

@@ -82,7 +82,7 @@ func newHarness(t *testing.T, total int) *harness {
 	inj := storetest.NewInjector()
 	h := &harness{t: t, env: env, session: sess, total: total, inj: inj,
 		store: storetest.NewMemStore(inj, sess), gate: storetest.NewMemGate(inj, sess)}
-	h.acts = &activities.Activities{Store: h.store, Gate: h.gate}
+	h.acts = &activities.Activities{Store: h.store, Gate: h.gate, Now: env.Now}
 	worker.Register(env, h.acts)
 	// The test environment keeps search attributes to itself; a mock on the
 	// upsert is the supported way to observe them.

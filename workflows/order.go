@@ -79,6 +79,13 @@ type order struct {
 	// order as. Upserting it is a billable action, so it is only upserted
 	// when it changes.
 	listed seckill.Status
+	// lag is how far the workflow's clock was behind the worker's when the
+	// row was created (never negative), added to it to set the pay timer.
+	// The clock of an eagerly started workflow is when its start reached
+	// the server, and under a sale's load the start's answer, which
+	// carries the first task, comes back long after: set from that clock,
+	// every pay timer of a burst fired that much after its deadline.
+	lag time.Duration
 }
 
 // OrderWorkflow is the saga of one order, started by the API (or the relay)
@@ -137,6 +144,7 @@ func OrderWorkflow(ctx workflow.Context, req seckill.OrderRequest) (OrderState, 
 		o.log.Warn("create order failed; compensating", "error", err)
 		return o.finish(ctx, steady, reason)
 	}
+	o.lag = max(0, created.At.Sub(workflow.Now(ctx)))
 	o.setStatus(ctx, created.Status)
 	o.applyBuffered(ctx, steady, payments)
 
@@ -208,7 +216,7 @@ func (o *order) awaitPayment(ctx, steady workflow.Context, payments, cancels wor
 	defer stopTimer()
 	// The deadline was fixed before the row was created (and stored with
 	// it); if creating took long, what is left may be nothing at all.
-	timer := workflow.NewTimer(timerCtx, max(0, o.state.PayDeadline.Sub(workflow.Now(ctx))))
+	timer := workflow.NewTimer(timerCtx, max(0, o.state.PayDeadline.Sub(workflow.Now(ctx).Add(o.lag))))
 	reason := ""
 	for o.state.Status == seckill.StatusWaitPay && reason == "" && o.err == nil {
 		sel := workflow.NewSelector(ctx)
