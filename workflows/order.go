@@ -80,11 +80,11 @@ type order struct {
 	// when it changes.
 	listed seckill.Status
 	// lag is how far the workflow's clock was behind the worker's when the
-	// row was created (never negative), added to it to set the pay timer.
-	// The clock of an eagerly started workflow is when its start reached
-	// the server, and under a sale's load the start's answer, which
-	// carries the first task, comes back long after: set from that clock,
-	// every pay timer of a burst fired that much after its deadline.
+	// row was created, added to it to set the pay timer. The clock of an
+	// eagerly started workflow is when its start reached the server, and
+	// under a sale's load the start's answer, which carries the first
+	// task, comes back long after: set from that clock, every pay timer of
+	// a burst fired that much after its deadline.
 	lag time.Duration
 }
 
@@ -144,7 +144,12 @@ func OrderWorkflow(ctx workflow.Context, req seckill.OrderRequest) (OrderState, 
 		o.log.Warn("create order failed; compensating", "error", err)
 		return o.finish(ctx, steady, reason)
 	}
-	o.lag = max(0, created.At.Sub(workflow.Now(ctx)))
+	// A worker's clock behind the workflow's never delays the close; one
+	// ahead by more than the task could have taken (it would have timed
+	// out) is a wrong clock, not a late answer, and must not close early.
+	if lag := created.At.Sub(workflow.Now(ctx)); lag > 0 && lag < workflow.GetInfo(ctx).WorkflowTaskTimeout {
+		o.lag = lag
+	}
 	o.setStatus(ctx, created.Status)
 	o.applyBuffered(ctx, steady, payments)
 
