@@ -26,11 +26,11 @@ const pollEvery = time.Second
 // nothing) runs once every order is created and the creation measured,
 // before the payments are awaited.
 func (r *stepRunner) follow(ctx context.Context, won []result, created func() error) error {
+	if created == nil {
+		created = func() error { return nil }
+	}
 	if len(won) == 0 {
-		if created != nil {
-			return created()
-		}
-		return nil
+		return created()
 	}
 	f := &r.step.Funnel
 	nPay := int(float64(len(won)) * r.cfg.PayRatio)
@@ -79,10 +79,8 @@ func (r *stepRunner) follow(ctx context.Context, won []result, created func() er
 			r.step.CreationPerSecond = float64(len(reached)-1) / span
 		}
 	}
-	if created != nil {
-		if err := created(); err != nil {
-			return err
-		}
+	if err := created(); err != nil {
+		return err
 	}
 
 	// A few unpaid orders are cancelled by their shoppers, for the cost
