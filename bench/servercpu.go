@@ -64,26 +64,36 @@ func meterServer(addr string) *serverCPU {
 
 // snap reads the server's and the machine's CPU times now.
 func (m *serverCPU) snap() (cpuSnap, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.pid))
+	server, err := ProcessCPU(m.pid)
 	if err != nil {
 		return cpuSnap{}, err
-	}
-	// pid (comm) state ppid … utime stime: fields 14 and 15, counted after
-	// the command name, which may hold spaces.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 13 {
-		return cpuSnap{}, fmt.Errorf("/proc/%d/stat: too few fields", m.pid)
-	}
-	utime, err1 := strconv.ParseFloat(f[11], 64)
-	stime, err2 := strconv.ParseFloat(f[12], 64)
-	if err1 != nil || err2 != nil {
-		return cpuSnap{}, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", m.pid, f[11], f[12])
 	}
 	busy, err := machineBusy()
 	if err != nil {
 		return cpuSnap{}, err
 	}
-	return cpuSnap{server: (utime + stime) / userHZ, busy: busy}, nil
+	return cpuSnap{server: server, busy: busy}, nil
+}
+
+// ProcessCPU is the CPU time process pid has spent, user and system, in
+// seconds, from /proc.
+func ProcessCPU(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// pid (comm) state ppid … utime stime: fields 14 and 15, counted after
+	// the command name, which may hold spaces.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
+	}
+	return (utime + stime) / userHZ, nil
 }
 
 // machineBusy reads the CPU time the machine's cores spent working (all

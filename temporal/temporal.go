@@ -28,6 +28,13 @@ import (
 func Dial(ctx context.Context, opts client.Options, logger *slog.Logger, metrics client.MetricsHandler) (client.Client, error) {
 	opts.Logger = log.NewStructuredLogger(logger)
 	opts.MetricsHandler = metrics
+	if opts.ConnectionOptions.GrpcCompression == nil {
+		// The SDK gzips every request by default (and the server answers a
+		// gzipped request gzipped): CPU spent shrinking messages of a few
+		// hundred bytes, in the process that also answers the sale's
+		// shoppers (BenchmarkNoopsByCompression, docs/BENCHMARKS.md).
+		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
+	}
 	if err := traced(&opts); err != nil {
 		return nil, err
 	}
