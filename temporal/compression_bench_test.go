@@ -4,8 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
-	"syscall"
 	"testing"
 
 	"go.temporal.io/sdk/client"
@@ -23,7 +23,7 @@ import (
 // several times interleaved: the dev server slows as its history grows.
 func BenchmarkNoopsByCompression(b *testing.B) {
 	e := testenv.New(b, testenv.Options{NoWorker: true, NoAPI: true})
-	server := 0
+	server, self := 0, os.Getpid()
 	if _, port, err := net.SplitHostPort(e.TemporalAddr); err == nil {
 		if n, err := strconv.Atoi(port); err == nil {
 			server, _ = bench.ListeningPID(n)
@@ -41,34 +41,25 @@ func BenchmarkNoopsByCompression(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer c.Close()
-			server0, self0 := serverCPU(server), selfCPU()
+			server0, self0 := processCPU(server), processCPU(self)
 			b.ResetTimer()
 			if _, err := bench.Noops(ctx, c, 64, b.N); err != nil {
 				b.Fatal(err)
 			}
 			b.StopTimer()
-			b.ReportMetric((selfCPU()-self0)*1000/float64(b.N), "client-cpu-ms/op")
+			b.ReportMetric((processCPU(self)-self0)*1000/float64(b.N), "client-cpu-ms/op")
 			if server > 0 {
-				b.ReportMetric((serverCPU(server)-server0)*1000/float64(b.N), "server-cpu-ms/op")
+				b.ReportMetric((processCPU(server)-server0)*1000/float64(b.N), "server-cpu-ms/op")
 			}
 		})
 	}
 }
 
-// serverCPU is the Temporal server's CPU time in seconds; 0 when unknown.
-func serverCPU(pid int) float64 {
+// processCPU is process pid's CPU time in seconds; 0 when unknown.
+func processCPU(pid int) float64 {
 	if pid <= 0 {
 		return 0
 	}
 	s, _ := bench.ProcessCPU(pid)
 	return s
-}
-
-// selfCPU is this process's CPU time in seconds.
-func selfCPU() float64 {
-	var r syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r); err != nil {
-		return 0
-	}
-	return float64(r.Utime.Nano()+r.Stime.Nano()) / 1e9
 }
