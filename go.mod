@@ -10,7 +10,6 @@ require (
 	github.com/compose-spec/compose-go/v2 v2.16.2
 	github.com/dchest/captcha v1.1.0
 	github.com/getkin/kin-openapi v0.153.0
-	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/golang-jwt/jwt/v5 v5.3.1

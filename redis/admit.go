@@ -62,7 +62,7 @@ func (g *Gate) AdmitAttempt(ctx context.Context, a *seckill.Attempt) (*seckill.A
 // other attempts (and lookups) when the gate coalesces, alone otherwise.
 func (g *Gate) call(ctx context.Context, a *seckill.Attempt) admitResult {
 	if g.Coalesce {
-		return g.coalescerFor(a.Session.ID).submit(ctx, &admitCall{ctx: ctx, a: a, done: make(chan admitResult, 1)})
+		return g.submit(ctx, &admitCall{ctx: ctx, a: a, done: make(chan admitResult, 1)})
 	}
 	res, err := g.runAdmit(ctx, a.Session.ID, []*seckill.Attempt{a})
 	if err != nil {

@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
@@ -41,6 +43,9 @@ func TestKeysOfASessionShareOneSlot(t *testing.T) {
 
 // The rate limiter's script takes one key per call: it works on a
 // cluster, and its budget is shared by every client of the cluster.
+// Concurrent calls share a pipeline (spanning the cluster's nodes) and
+// each key keeps its own budget: a burst of one key's calls gets that
+// budget and no more, whatever batches they went in.
 func TestLimiter(t *testing.T) { testenv.OnTopologies(t, testLimiter) }
 
 func testLimiter(t *testing.T, server string) {
@@ -50,6 +55,7 @@ func testLimiter(t *testing.T, server string) {
 	other := redis.NewClient(&goredis.UniversalOptions{Addrs: redis.ParseAddrs(e.RedisAddr)})
 	t.Cleanup(func() { other.Close() })
 	l2 := redis.NewLimiter(other, e.Prefix)
+	l2.Coalesce = false
 	for _, key := range []string{"user:1", "user:2", "ip:10.0.0.1"} {
 		for i := 0; i < 3; i++ {
 			lim := l
@@ -65,6 +71,49 @@ func testLimiter(t *testing.T, server string) {
 		require.False(t, ok, "%s: the fourth in a second, from another client", key)
 		require.Positive(t, retry)
 	}
+
+	// 200 keys (spread over the cluster's slots), 10 calls each at once,
+	// 4 a second allowed: exactly 4 of each key's pass, plus what the
+	// elapsed time refills.
+	const keys, calls, rate = 200, 10, 4
+	var allowed [keys]atomic.Int32
+	var wg sync.WaitGroup
+	start := time.Now()
+	for k := range keys {
+		for range calls {
+			wg.Go(func() {
+				ok, retry, err := l.Allow(ctx, fmt.Sprintf("burst:%d", k), rate)
+				if assert.NoError(t, err) && ok {
+					allowed[k].Add(1)
+				} else if err == nil {
+					assert.Positive(t, retry)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	refill := int32(time.Since(start).Seconds() * rate)
+	for k := range keys {
+		require.GreaterOrEqual(t, allowed[k].Load(), int32(rate), "key %d", k)
+		require.LessOrEqual(t, allowed[k].Load(), rate+refill, "key %d", k)
+	}
+
+	// A caller that gave up is refused, never let through.
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	ok, _, err := l.Allow(gone, "user:gone", rate)
+	require.Error(t, err)
+	require.False(t, ok)
+
+	// Redis lost its scripts (a restart, a promoted replica): the calls
+	// that met NOSCRIPT did not run, and run with the script's source.
+	require.NoError(t, e.Redis.ScriptFlush(ctx).Err())
+	ok, _, err = l.Allow(ctx, "user:after-flush", 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, _, err = l.Allow(ctx, "user:after-flush", 1)
+	require.NoError(t, err)
+	require.False(t, ok, "the first call ran once: its token is taken")
 }
 
 // Unsettled pages through a session's reservations with HSCAN (one key:

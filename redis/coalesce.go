@@ -3,21 +3,66 @@ package redis
 import (
 	"context"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seckill/seckill"
 )
 
-// Concurrent admissions of one session are coalesced into one script call
-// (group commit, as databases batch fsyncs): while a call is in flight, the
-// attempts that arrive queue up and go together in the next one. An idle
-// gate adds no wait (a lone attempt goes at once); a busy one pays one round
-// trip per batch instead of one per attempt. The script decides each
-// attempt in arrival order exactly as if it ran alone.
+// Concurrent calls of one kind are coalesced into one round trip (group
+// commit, as databases batch fsyncs): while a batch is in flight, the calls
+// that arrive queue up and go together in the next one. An idle client adds
+// no wait (a lone call goes at once); a busy one pays one round trip per
+// batch instead of one per call. The admissions of one session share one
+// script call, whose script decides each attempt in arrival order exactly
+// as if it ran alone; the rate limiter's calls share one pipeline.
 
-// maxAdmitBatch bounds one script call (Redis runs it without interruption).
-const maxAdmitBatch = 256
+// maxBatch bounds one batch (Redis runs a script without interruption).
+const maxBatch = 256
+
+// batcher sends its calls in batches, at most one batch in flight.
+type batcher[C any] struct {
+	run   func([]C)
+	mu    sync.Mutex
+	queue []C
+	busy  bool
+}
+
+// add queues a call; the caller waits for run to answer it.
+func (b *batcher[C]) add(call C) {
+	b.mu.Lock()
+	b.queue = append(b.queue, call)
+	if !b.busy {
+		b.busy = true
+		go b.drain()
+	}
+	b.mu.Unlock()
+}
+
+// drain runs the queue in batches until it is empty.
+func (b *batcher[C]) drain() {
+	for {
+		b.mu.Lock()
+		if len(b.queue) == 0 {
+			b.busy = false
+			b.mu.Unlock()
+			return
+		}
+		n := min(len(b.queue), maxBatch)
+		batch := b.queue[:n:n]
+		b.queue = b.queue[n:]
+		b.mu.Unlock()
+		b.run(batch)
+	}
+}
+
+// batchContext is the context of a batch that serves many callers: not
+// theirs (one caller's end must not fail the others), bounded by budget,
+// and a span of its first caller's trace.
+func batchContext(first context.Context, budget time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(trace.ContextWithSpanContext(context.Background(), trace.SpanContextFromContext(first)), budget)
+}
 
 type admitCall struct {
 	ctx  context.Context
@@ -25,31 +70,17 @@ type admitCall struct {
 	done chan admitResult
 }
 
-type coalescer struct {
-	g         *Gate
-	sessionID int64
-	mu        sync.Mutex
-	queue     []*admitCall
-	busy      bool
-}
-
-func (g *Gate) coalescerFor(sessionID int64) *coalescer {
+func (g *Gate) coalescerFor(sessionID int64) *batcher[*admitCall] {
 	if c, ok := g.coalescers.Load(sessionID); ok {
-		return c.(*coalescer)
+		return c.(*batcher[*admitCall])
 	}
-	c, _ := g.coalescers.LoadOrStore(sessionID, &coalescer{g: g, sessionID: sessionID})
-	return c.(*coalescer)
+	c, _ := g.coalescers.LoadOrStore(sessionID, &batcher[*admitCall]{run: func(batch []*admitCall) { g.admitBatch(sessionID, batch) }})
+	return c.(*batcher[*admitCall])
 }
 
-// submit queues one attempt and waits for its result.
-func (c *coalescer) submit(ctx context.Context, call *admitCall) admitResult {
-	c.mu.Lock()
-	c.queue = append(c.queue, call)
-	if !c.busy {
-		c.busy = true
-		go c.drain()
-	}
-	c.mu.Unlock()
+// submit runs one attempt with the session's other attempts.
+func (g *Gate) submit(ctx context.Context, call *admitCall) admitResult {
+	g.coalescerFor(call.a.Session.ID).add(call)
 	select {
 	case r := <-call.done:
 		return r
@@ -62,24 +93,7 @@ func (c *coalescer) submit(ctx context.Context, call *admitCall) admitResult {
 	}
 }
 
-// drain sends the queue in batches until it is empty.
-func (c *coalescer) drain() {
-	for {
-		c.mu.Lock()
-		if len(c.queue) == 0 {
-			c.busy = false
-			c.mu.Unlock()
-			return
-		}
-		n := min(len(c.queue), maxAdmitBatch)
-		batch := c.queue[:n:n]
-		c.queue = c.queue[n:]
-		c.mu.Unlock()
-		c.run(batch)
-	}
-}
-
-func (c *coalescer) run(batch []*admitCall) {
+func (g *Gate) admitBatch(sessionID int64, batch []*admitCall) {
 	// Callers that gave up while queued are left out: their attempt then
 	// certainly did not run, and a retry with the same key runs afresh.
 	live := batch[:0:0]
@@ -91,15 +105,13 @@ func (c *coalescer) run(batch []*admitCall) {
 	if len(live) == 0 {
 		return
 	}
-	// Not the callers' contexts: a batch serves many callers. Its script
-	// call is a span of its first caller's trace.
-	ctx, cancel := context.WithTimeout(trace.ContextWithSpanContext(context.Background(), trace.SpanContextFromContext(live[0].ctx)), admitBudget)
+	ctx, cancel := batchContext(live[0].ctx, admitBudget)
 	defer cancel()
 	attempts := make([]*seckill.Attempt, len(live))
 	for i, call := range live {
 		attempts[i] = call.a
 	}
-	res, err := c.g.runAdmit(ctx, c.sessionID, attempts)
+	res, err := g.runAdmit(ctx, sessionID, attempts)
 	for i, call := range live {
 		if err != nil {
 			call.done <- admitResult{err: err}

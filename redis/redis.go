@@ -24,7 +24,7 @@
 //	  Pinned, Sessions, Backlog…)
 //	ZREM (Started), SADD + SETNX   set semantics                               yes
 //	  (Preheat), ZADD XX (Hold)
-//	redis_rate script (Limiter)    no: every run takes a token                 never: 503, the client retries
+//	limit.lua (Limiter)            no: every run takes a token                 never: 503, the client retries
 //	MULTI rebuild (Rebuild)        no: a re-run would drop reservations made   never: the admin runs it again
 //	                               since the first
 //	snapshot.lua (SessionSnapshot) a read-only script: one instant per run     yes
@@ -81,6 +81,8 @@ var (
 	rightsSrc string
 	//go:embed holders.lua
 	holdersSrc string
+	//go:embed limit.lua
+	limitSrc string
 
 	admitScript     = goredis.NewScript(admitSrc)
 	releaseScript   = goredis.NewScript(releaseSrc)
@@ -92,6 +94,7 @@ var (
 	stockMarkScript = goredis.NewScript(stockMarkSrc)
 	rightsScript    = goredis.NewScript(rightsSrc)
 	holdersScript   = goredis.NewScript(holdersSrc)
+	limitScript     = goredis.NewScript(limitSrc)
 )
 
 // Gate is the Redis side of admission.
