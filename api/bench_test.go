@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -32,12 +34,12 @@ import (
 // makes each request's Idempotency-Key (a fresh one per request, as the
 // shop sends them).
 func runHandler(b *testing.B, h fasthttp.RequestHandler, auth string, key func() string) {
-	runHandlerOn(b, h, "/api/v1/sessions/1/orders", func() string { return auth }, key)
+	runHandlerOn(b, h, "/api/v1/sessions/1/orders", fiber.StatusConflict, func() string { return auth }, key)
 }
 
 // runHandlerOn is runHandler on path, each request's Authorization made by
-// auth.
-func runHandlerOn(b *testing.B, h fasthttp.RequestHandler, path string, auth, key func() string) {
+// auth, each answer's status want.
+func runHandlerOn(b *testing.B, h fasthttp.RequestHandler, path string, want int, auth, key func() string) {
 	b.ReportAllocs()
 	b.ResetTimer() // the set-up (a sale sold out, its winner) is not measured
 	b.RunParallel(func(pb *testing.PB) {
@@ -56,7 +58,7 @@ func runHandlerOn(b *testing.B, h fasthttp.RequestHandler, path string, auth, ke
 			}
 			ctx.Request.SetBodyString(`{"quantity":1}`)
 			h(&ctx)
-			if ctx.Response.StatusCode() != fiber.StatusConflict {
+			if ctx.Response.StatusCode() != want {
 				b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
 			}
 		}
@@ -119,32 +121,11 @@ func BenchmarkSoldOutFastPathKeyed(b *testing.B) {
 //
 //	go test ./api/ -run '^$' -bench 'SoldOut|BareFiber' -benchmem -cpuprofile cpu.out
 func BenchmarkSoldOutKeyedFirstSecond(b *testing.B) {
-	addr := os.Getenv("SECKILL_TEST_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	rdb := redis.NewClient(&goredis.UniversalOptions{Addrs: redis.ParseAddrs(addr), PoolSize: 64})
-	defer rdb.Close()
-	prefix := fmt.Sprintf("bench-keyed-%d", time.Now().UnixNano())
-	defer func() { _ = redis.DeletePrefix(context.Background(), rdb, prefix) }()
-	gate := redis.New(rdb, prefix)
-	ctx := context.Background()
-	if err := gate.Load(ctx); err != nil {
-		b.Fatal(err)
-	}
 	now := time.Now()
 	sess := &seckill.Session{ID: 1, SKUID: 1, Title: "b", PriceCents: 1, TotalStock: 1, PerUserLimit: 1,
 		StartAt: now.Add(-time.Hour), EndAt: now.Add(time.Hour)}
-	if _, err := gate.Preheat(ctx, sess.ID, 1); err != nil {
-		b.Fatal(err)
-	}
-	secret := []byte("bench-secret")
-	cache := sessions.NewCache(time.Hour, func(context.Context, int64) (*seckill.Session, error) { return sess, nil })
-	svc := admission.New(admission.Config{Sessions: cache, Stock: gate, Starts: noStarts{}})
-	srv, err := New(Config{JWTSecret: secret, WebhookSecret: secret, Operators: &auth.Operators{Bootstrap: "a"}, Shoppers: &auth.Shoppers{Secrets: [][]byte{secret}}}, Services{Admission: svc, Sessions: cache})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv, gate := gateServer(b, sess, noStarts{}, nil)
+	svc, ctx, secret := srv.svc.Admission, context.Background(), []byte(benchSecret)
 	a := &seckill.Attempt{Session: sess, UserID: 1, Quantity: 1, OrderNo: seckill.NewOrderNo(sess.ID), TraceID: "w",
 		Now: now, IdempotencyKey: uuid.Must(uuid.NewV7()).String(), Fingerprint: "1"}
 	a.KeyTime, _ = admission.KeyTime(a.IdempotencyKey)
@@ -170,9 +151,100 @@ func BenchmarkSoldOutKeyedFirstSecond(b *testing.B) {
 	var next, nextTok atomic.Uint32
 	// Many in flight, as in a burst: a lookup waits for a round trip.
 	b.SetParallelism(64)
-	runHandlerOn(b, srv.App().Handler(), fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID),
+	runHandlerOn(b, srv.App().Handler(), fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID), fiber.StatusConflict,
 		func() string { return toks[nextTok.Add(1)%uint32(len(toks))] },
 		func() string { return keys[next.Add(1)%uint32(len(keys))] })
+}
+
+// benchSecret signs the benchmarks' tokens.
+const benchSecret = "bench-secret"
+
+// gateServer is an API deciding on a gate over the real Redis (a prefix of
+// its own, removed at the end), its session sess preheated with
+// sess.TotalStock units and its starts given to starts; limits, when
+// set, are its rate limits on the Redis limiter it is handed.
+func gateServer(b *testing.B, sess *seckill.Session, starts admission.Starts, limits func(*redis.Limiter) admission.Limits) (*Server, *redis.Gate) {
+	addr := os.Getenv("SECKILL_TEST_REDIS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	rdb := redis.NewClient(&goredis.UniversalOptions{Addrs: redis.ParseAddrs(addr), PoolSize: 64})
+	prefix := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	b.Cleanup(func() {
+		_ = redis.DeletePrefix(context.Background(), rdb, prefix)
+		rdb.Close()
+	})
+	gate, limiter := redis.New(rdb, prefix), redis.NewLimiter(rdb, prefix)
+	ctx := context.Background()
+	if err := gate.Load(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := gate.Preheat(ctx, sess.ID, sess.TotalStock); err != nil {
+		b.Fatal(err)
+	}
+	// Its winners' log lines formatted as the API's are, and dropped.
+	cfg := admission.Config{Stock: gate, Starts: starts, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	if limits != nil {
+		cfg.Limits = limits(limiter)
+	}
+	cache := sessions.NewCache(time.Hour, func(context.Context, int64) (*seckill.Session, error) { return sess, nil })
+	cfg.Sessions = cache
+	secret := []byte(benchSecret)
+	srv, err := New(Config{JWTSecret: secret, WebhookSecret: secret, Operators: &auth.Operators{Bootstrap: "a"}, Shoppers: &auth.Shoppers{Secrets: [][]byte{secret}}},
+		Services{Admission: admission.New(cfg), Sessions: cache})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv, gate
+}
+
+// takenStarts takes every start and forgets it: the winners' orders are
+// not what is measured.
+type takenStarts struct{}
+
+func (takenStarts) Offer(*seckill.OrderRequest) bool { return true }
+
+// Winners through the whole handler (the shopper's JWT, the body, the
+// per-user rate limit, the coalesced script, the 202), 65,536 shoppers
+// buying in turn: without the limit, with the limiter's calls
+// coalesced into pipelines, and one round trip per call, interleaved in
+// one run, many requests in flight as in a burst:
+//
+//	go test ./api/ -run '^$' -bench WinnersLimited -benchtime 3s
+func BenchmarkWinnersLimited(b *testing.B) {
+	now := time.Now()
+	toks := make([]string, 1<<16)
+	for i := range toks {
+		tok, _ := auth.IssueToken([]byte(benchSecret), int64(i+1), time.Hour, now)
+		toks[i] = "Bearer " + tok
+	}
+	for _, mode := range []string{"no-limit", "coalesced", "one-call-each", "no-limit", "one-call-each", "coalesced"} {
+		b.Run(mode, func(b *testing.B) {
+			// Every shopper may buy a unit in each of the run's rounds.
+			sess := &seckill.Session{ID: 1, SKUID: 1, Title: "b", PriceCents: 1, TotalStock: 100_000_000, PerUserLimit: 1000,
+				StartAt: now.Add(-time.Hour), EndAt: now.Add(time.Hour)}
+			var limits func(*redis.Limiter) admission.Limits
+			if mode != "no-limit" {
+				limits = func(l *redis.Limiter) admission.Limits {
+					l.Coalesce = mode == "coalesced"
+					return admission.Limits{Limiter: l, User: 5}
+				}
+			}
+			srv, gate := gateServer(b, sess, takenStarts{}, limits)
+			var next atomic.Uint32
+			b.SetParallelism(64)
+			runHandlerOn(b, srv.App().Handler(), "/api/v1/sessions/1/orders", fiber.StatusAccepted,
+				func() string { return toks[next.Add(1)%uint32(len(toks))] }, nil)
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "winners/s")
+			b.StopTimer()
+			// Each 202 holds one unit, and no unit is lost or doubled.
+			snap, err := gate.SessionSnapshot(context.Background(), sess.ID)
+			if err != nil || len(snap.Reservations) != b.N || snap.Stock+b.N != sess.TotalStock || snap.MarkMismatches != 0 {
+				b.Fatalf("%d winners, Redis holds %d reservations and %d units left of %d, %d mark mismatches (%v)",
+					b.N, len(snap.Reservations), snap.Stock, sess.TotalStock, snap.MarkMismatches, err)
+			}
+		})
+	}
 }
 
 func BenchmarkBareFiber(b *testing.B) {
