@@ -124,7 +124,7 @@ func BenchmarkSoldOutKeyedFirstSecond(b *testing.B) {
 	now := time.Now()
 	sess := &seckill.Session{ID: 1, SKUID: 1, Title: "b", PriceCents: 1, TotalStock: 1, PerUserLimit: 1,
 		StartAt: now.Add(-time.Hour), EndAt: now.Add(time.Hour)}
-	srv, gate := gateServer(b, sess, noStarts{}, nil)
+	srv, gate, _ := gateServer(b, sess, noStarts{}, 0)
 	svc, ctx, secret := srv.svc.Admission, context.Background(), []byte(benchSecret)
 	a := &seckill.Attempt{Session: sess, UserID: 1, Quantity: 1, OrderNo: seckill.NewOrderNo(sess.ID), TraceID: "w",
 		Now: now, IdempotencyKey: uuid.Must(uuid.NewV7()).String(), Fingerprint: "1"}
@@ -161,9 +161,9 @@ const benchSecret = "bench-secret"
 
 // gateServer is an API deciding on a gate over the real Redis (a prefix of
 // its own, removed at the end), its session sess preheated with
-// sess.TotalStock units and its starts given to starts; limits, when
-// set, are its rate limits on the Redis limiter it is handed.
-func gateServer(b *testing.B, sess *seckill.Session, starts admission.Starts, limits func(*redis.Limiter) admission.Limits) (*Server, *redis.Gate) {
+// sess.TotalStock units and its starts given to starts; userRPS (0: off)
+// is its per-user rate limit, kept by the Redis limiter it returns.
+func gateServer(b *testing.B, sess *seckill.Session, starts admission.Starts, userRPS int) (*Server, *redis.Gate, *redis.Limiter) {
 	addr := os.Getenv("SECKILL_TEST_REDIS_ADDR")
 	if addr == "" {
 		addr = "127.0.0.1:6379"
@@ -182,20 +182,17 @@ func gateServer(b *testing.B, sess *seckill.Session, starts admission.Starts, li
 	if _, err := gate.Preheat(ctx, sess.ID, sess.TotalStock); err != nil {
 		b.Fatal(err)
 	}
-	// Its winners' log lines formatted as the API's are, and dropped.
-	cfg := admission.Config{Stock: gate, Starts: starts, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-	if limits != nil {
-		cfg.Limits = limits(limiter)
-	}
 	cache := sessions.NewCache(time.Hour, func(context.Context, int64) (*seckill.Session, error) { return sess, nil })
-	cfg.Sessions = cache
+	// Its winners' log lines formatted as the API's are, and dropped.
+	adm := admission.New(admission.Config{Sessions: cache, Stock: gate, Starts: starts,
+		Limits: admission.Limits{Limiter: limiter, User: userRPS}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	secret := []byte(benchSecret)
 	srv, err := New(Config{JWTSecret: secret, WebhookSecret: secret, Operators: &auth.Operators{Bootstrap: "a"}, Shoppers: &auth.Shoppers{Secrets: [][]byte{secret}}},
-		Services{Admission: admission.New(cfg), Sessions: cache})
+		Services{Admission: adm, Sessions: cache})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return srv, gate
+	return srv, gate, limiter
 }
 
 // takenStarts takes every start and forgets it: the winners' orders are
@@ -223,14 +220,12 @@ func BenchmarkWinnersLimited(b *testing.B) {
 			// Every shopper may buy a unit in each of the run's rounds.
 			sess := &seckill.Session{ID: 1, SKUID: 1, Title: "b", PriceCents: 1, TotalStock: 100_000_000, PerUserLimit: 1000,
 				StartAt: now.Add(-time.Hour), EndAt: now.Add(time.Hour)}
-			var limits func(*redis.Limiter) admission.Limits
-			if mode != "no-limit" {
-				limits = func(l *redis.Limiter) admission.Limits {
-					l.Coalesce = mode == "coalesced"
-					return admission.Limits{Limiter: l, User: 5}
-				}
+			userRPS := 5
+			if mode == "no-limit" {
+				userRPS = 0
 			}
-			srv, gate := gateServer(b, sess, takenStarts{}, limits)
+			srv, gate, limiter := gateServer(b, sess, takenStarts{}, userRPS)
+			limiter.Coalesce = mode == "coalesced"
 			var next atomic.Uint32
 			b.SetParallelism(64)
 			runHandlerOn(b, srv.App().Handler(), "/api/v1/sessions/1/orders", fiber.StatusAccepted,
