@@ -41,7 +41,7 @@ type Services struct {
 	Sessions  SessionCache
 	Views     SessionViews
 	Orders    OrderFinder
-	Backlog   StartBacklog
+	Line      StartLine
 	Cancels   OrderCancels
 	History   OrderHistory
 	// Payments takes in the payments whose provider's signature held

@@ -81,7 +81,9 @@ func (f heldFlow) Start(ctx context.Context, req *seckill.OrderRequest) (bool, e
 }
 
 // While orders wait for their workflows, a QUEUED order's poll says how
-// many of its sale wait to be created; once created, it says nothing more.
+// many of its sale wait to be created, and when to look again (the line's
+// pace is not known yet: the shop page's second); once created, it says
+// neither.
 func TestQueuedOrderSaysTheBacklog(t *testing.T) {
 	release := make(chan struct{})
 	e := testenv.New(t, testenv.Options{WrapFlow: func(f app.APIFlow) app.APIFlow { return heldFlow{APIFlow: f, release: release} }})
@@ -98,12 +100,14 @@ func TestQueuedOrderSaysTheBacklog(t *testing.T) {
 		require.Equal(t, 200, r.Status, "%s", r.Raw)
 		require.Equal(t, "QUEUED", r.Str("status"))
 		require.Equal(t, float64(3), r.Body["queued"], "%s", r.Raw)
+		require.Equal(t, "1", r.Header.Get("Retry-After"))
 	}
 	close(release)
 	for i, no := range nos {
 		e.WaitStatus(e.Token(int64(51+i)), no, 30*time.Second, seckill.StatusWaitPay)
 		r := e.Do("GET", "/api/v1/orders/"+no, e.Token(int64(51+i)), nil)
 		require.NotContains(t, r.Body, "queued")
+		require.Empty(t, r.Header.Get("Retry-After"))
 	}
 	e.RequireInvariants(sess.ID)
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -17,11 +18,10 @@ type OrderFinder interface {
 	Find(ctx context.Context, orderNo string, owner int64) (*seckill.Order, error)
 }
 
-// StartBacklog is how many orders of a sale wait for their workflow to
-// create them (the starters' backlog, in Redis): a QUEUED order's poll
-// shows it.
-type StartBacklog interface {
-	Backlog(ctx context.Context, sessionID int64) (int, error)
+// StartLine is a sale's line of orders waiting to be created (orders.Line):
+// how many wait, and when a QUEUED order's poll should look again.
+type StartLine interface {
+	Wait(ctx context.Context, sessionID int64) (queued int, after time.Duration, err error)
 }
 
 // OrderCancels ask an order's workflow to close it (the shopper's
@@ -136,9 +136,10 @@ func (s *Server) getOrder(c *fiber.Ctx) error {
 	}
 	v := orderJSON{Order: o}
 	if o.Status == seckill.StatusQueued {
-		// Best effort: the queue view is a courtesy, the status the answer.
-		if n, err := s.svc.Backlog.Backlog(c.UserContext(), o.SessionID); err == nil {
+		// Best effort: the line is a courtesy, the status the answer.
+		if n, after, err := s.svc.Line.Wait(c.UserContext(), o.SessionID); err == nil {
 			v.Queued = n
+			setRetryAfter(c, after)
 		}
 	}
 	return c.JSON(v)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,6 +280,27 @@ func TestClientNonAPIAnswers(t *testing.T) {
 	require.Error(t, err)
 	require.Zero(t, client.StatusCode(err))
 	require.Equal(t, seckill.EINTERNAL, seckill.ErrorCode(err))
+}
+
+// WaitOrder waits as long as a QUEUED order's answer asks (Retry-After)
+// when that is longer than its own interval: in 1.5 s at a 10 ms interval
+// it polls at most twice (at 0 and 1 s), not 150 times.
+func TestClientWaitOrderHonoursRetryAfter(t *testing.T) {
+	var polls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		polls.Add(1)
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"order_no":"1-a","status":"QUEUED","queued":4000}`))
+	}))
+	defer srv.Close()
+	c := client.New(srv.URL)
+	c.PollInterval = 10 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	_, err := c.WaitOrder(ctx, "1-a", seckill.StatusWaitPay)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.LessOrEqual(t, polls.Load(), int32(2))
 }
 
 // A draw sale made through the client: its mode and registration window

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -127,10 +128,12 @@ func (c *Client) Orders(ctx context.Context, cursor string, limit int) (*OrderPa
 // client's PollInterval is 0.
 const DefaultPollInterval = 50 * time.Millisecond
 
-// WaitOrder polls one of the shopper's orders, every PollInterval, until
-// its status is one of want, and returns it. Errors on the way (the order
-// not visible yet, an API restarting) are polled through; when ctx ends
-// first, the error says the last status or error seen.
+// WaitOrder polls one of the shopper's orders, every PollInterval or, on a
+// QUEUED order, after the wait its answer asks for (Retry-After: the line
+// of orders still to create), until its status is one of want, and
+// returns it. Errors on the way (the order not visible yet, an API
+// restarting) are polled through; when ctx ends first, the error says the
+// last status or error seen.
 func (c *Client) WaitOrder(ctx context.Context, orderNo string, want ...seckill.Status) (*seckill.Order, error) {
 	var last error
 	var lastStatus seckill.Status
@@ -138,19 +141,21 @@ func (c *Client) WaitOrder(ctx context.Context, orderNo string, want ...seckill.
 	if every <= 0 {
 		every = DefaultPollInterval
 	}
-	t := time.NewTicker(every)
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
-		o, err := c.Order(ctx, orderNo)
+		var o seckill.Order
+		m, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/orders/" + url.PathEscape(orderNo), auth: c.Token, out: &o})
+		next := every
 		if err == nil {
 			lastStatus = o.Status
-			for _, w := range want {
-				if o.Status == w {
-					return o, nil
-				}
+			if slices.Contains(want, o.Status) {
+				return &o, nil
 			}
+			next = max(every, m.RetryAfter())
 		}
 		last = err
+		t.Reset(next)
 		select {
 		case <-ctx.Done():
 			if last != nil {

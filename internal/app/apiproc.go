@@ -54,7 +54,7 @@ type APIGate interface {
 	payments.Reservations                                                   // the payment intake's view of a QUEUED order
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)          // the session views' stock
 	ItemStocks(ctx context.Context, sessionID int64) (map[int64]int, error) // a sale of items' stock
-	api.StartBacklog                                                        // a QUEUED order's poll
+	orders.Backlogs                                                         // a QUEUED order's poll, its line
 	relay.Gate                                                              // the outbox relay (and the starter's starts confirmed)
 	// Reconcile, and its repair of Redis from MySQL.
 	seckill.RedisSnapshotter
@@ -231,7 +231,7 @@ func NewAPI(cfg APIConfig, sc starter.Config, store APIStore, gate APIGate, flow
 	srv, err := api.New(httpCfg, api.Services{
 		Admission: a.Admission, Sessions: a.Sessions,
 		Views:  &sessions.Views{Stock: gate, Open: store, TTL: cfg.SessionCacheTTL, Now: cfg.Now, Currency: cfg.Currency},
-		Orders: a.Orders, Backlog: gate, Cancels: flow, History: store, Payments: intake,
+		Orders: a.Orders, Line: orders.NewLine(gate, cfg.Now), Cancels: flow, History: store, Payments: intake,
 		Checkout: cfg.Checkout, Refund: cfg.Refund,
 		Controls: cfg.Controls, Audit: store, Blocklist: store, Events: store, Backoffice: store,
 		Reconcile:     reconciler{policy: seckill.ReconcilePolicy{PayTimeout: cfg.PayTimeout, SweepGrace: cfg.SweepGrace}, db: store, rd: gate},

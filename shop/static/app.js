@@ -105,12 +105,13 @@
     }).then(function (res) {
       clock.sample(res.headers, sent, Date.now());
       return res.json().catch(function () { return {}; }).then(function (data) {
-        if (res.ok) return { ok: true, status: res.status, data: data };
+        var retry = parseInt(res.headers.get("Retry-After") || "", 10);
+        if (res.ok) return { ok: true, status: res.status, data: data, retry: retry };
         var err = {
           code: data.code || (res.status >= 500 ? "UNAVAILABLE" : "INTERNAL"),
           message: data.message || ("HTTP " + res.status),
           trace_id: data.trace_id || res.headers.get("X-Request-ID") || "",
-          retry: parseInt(res.headers.get("Retry-After") || "", 10)
+          retry: retry
         };
         return { ok: false, status: res.status, error: err };
       });
@@ -799,6 +800,8 @@
         return;
       }
       var wait = order.status === "QUEUED" || Date.now() < fastUntil ? POLL_FAST : POLL_SLOW;
+      // A long line of orders still to create: the API says when to look again.
+      if (order.status === "QUEUED" && r.retry > 0) wait = Math.max(wait, r.retry * 1000);
       if (order.status === "WAIT_PAY" && order.pay_deadline) {
         // Look again right after the deadline, when the order closes.
         var left = Date.parse(order.pay_deadline) - now();
