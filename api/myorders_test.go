@@ -80,6 +80,35 @@ func (f heldFlow) Start(ctx context.Context, req *seckill.OrderRequest) (bool, e
 	}
 }
 
+// A long line that goes slowly asks its polls to wait longer: 24 orders
+// wait, one start is confirmed a second or more after the first poll
+// counted them (a pace under one a second), so the 23 left take over 23 s
+// and a quarter of that is the longest wait asked, 5 s.
+func TestQueuedOrderPollWaitsForALongLine(t *testing.T) {
+	release := make(chan struct{})
+	e := testenv.New(t, testenv.Options{WrapFlow: func(f app.APIFlow) app.APIFlow { return heldFlow{APIFlow: f, release: release} }})
+	sess := e.Session(30, 1, 100)
+	ctx := context.Background()
+	var nos []string
+	for u := int64(1); u <= 24; u++ {
+		a, err := e.Shopper(u).Buy(ctx, sess.ID, client.BuyOptions{})
+		require.NoError(t, err)
+		nos = append(nos, a.OrderNo)
+	}
+	r := e.Do("GET", "/api/v1/orders/"+nos[1], e.Token(2), nil)
+	require.Equal(t, "1", r.Header.Get("Retry-After"), "the pace is not known yet")
+	time.Sleep(1100 * time.Millisecond)
+	require.NoError(t, e.Gate.Started(ctx, sess.ID, nos[0]))
+	r = e.Do("GET", "/api/v1/orders/"+nos[1], e.Token(2), nil)
+	require.Equal(t, float64(23), r.Body["queued"], "%s", r.Raw)
+	require.Equal(t, "5", r.Header.Get("Retry-After"))
+	close(release)
+	for i, no := range nos {
+		e.WaitStatus(e.Token(int64(1+i)), no, 30*time.Second, seckill.StatusWaitPay)
+	}
+	e.RequireInvariants(sess.ID)
+}
+
 // While orders wait for their workflows, a QUEUED order's poll says how
 // many of its sale wait to be created, and when to look again (the line's
 // pace is not known yet: the shop page's second); once created, it says
