@@ -105,8 +105,9 @@ func (l *Line) observe(sessionID int64, n int) float64 {
 }
 
 // forget drops the sales not counted for paceTTL, or every one if none
-// is that idle: a flood of made-up sessions costs bounded memory, and a
-// live sale's pace is measured again within two seconds.
+// is that idle: however many sales an API serves, their paces cost
+// bounded memory, and a live sale's pace is measured again within two
+// seconds.
 func (l *Line) forget(now time.Time) {
 	for id, p := range l.sales {
 		if now.Sub(p.at) >= paceTTL {
