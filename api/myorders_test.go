@@ -80,21 +80,35 @@ func (f heldFlow) Start(ctx context.Context, req *seckill.OrderRequest) (bool, e
 	}
 }
 
+// heldEnv is a test environment whose workflow starts wait until release
+// is closed: the orders bought stay QUEUED until then.
+func heldEnv(t *testing.T) (*testenv.Env, chan struct{}) {
+	release := make(chan struct{})
+	e := testenv.New(t, testenv.Options{WrapFlow: func(f app.APIFlow) app.APIFlow { return heldFlow{APIFlow: f, release: release} }})
+	return e, release
+}
+
+// buyEach buys one unit of the session for each user from first to last
+// and returns their order numbers, in that order.
+func buyEach(t *testing.T, e *testenv.Env, sessionID, first, last int64) []string {
+	var nos []string
+	for u := first; u <= last; u++ {
+		a, err := e.Shopper(u).Buy(context.Background(), sessionID, client.BuyOptions{})
+		require.NoError(t, err)
+		nos = append(nos, a.OrderNo)
+	}
+	return nos
+}
+
 // A long line that goes slowly asks its polls to wait longer: 24 orders
 // wait, one start is confirmed a second or more after the first poll
 // counted them (a pace under one a second), so the 23 left take over 23 s
 // and a quarter of that is the longest wait asked, 5 s.
 func TestQueuedOrderPollWaitsForALongLine(t *testing.T) {
-	release := make(chan struct{})
-	e := testenv.New(t, testenv.Options{WrapFlow: func(f app.APIFlow) app.APIFlow { return heldFlow{APIFlow: f, release: release} }})
+	e, release := heldEnv(t)
 	sess := e.Session(30, 1, 100)
 	ctx := context.Background()
-	var nos []string
-	for u := int64(1); u <= 24; u++ {
-		a, err := e.Shopper(u).Buy(ctx, sess.ID, client.BuyOptions{})
-		require.NoError(t, err)
-		nos = append(nos, a.OrderNo)
-	}
+	nos := buyEach(t, e, sess.ID, 1, 24)
 	r := e.Do("GET", "/api/v1/orders/"+nos[1], e.Token(2), nil)
 	require.Equal(t, "1", r.Header.Get("Retry-After"), "the pace is not known yet")
 	time.Sleep(1100 * time.Millisecond)
@@ -114,16 +128,9 @@ func TestQueuedOrderPollWaitsForALongLine(t *testing.T) {
 // pace is not known yet: the shop page's second); once created, it says
 // neither.
 func TestQueuedOrderSaysTheBacklog(t *testing.T) {
-	release := make(chan struct{})
-	e := testenv.New(t, testenv.Options{WrapFlow: func(f app.APIFlow) app.APIFlow { return heldFlow{APIFlow: f, release: release} }})
+	e, release := heldEnv(t)
 	sess := e.Session(5, 1, 100)
-	ctx := context.Background()
-	var nos []string
-	for u := int64(51); u <= 53; u++ {
-		a, err := e.Shopper(u).Buy(ctx, sess.ID, client.BuyOptions{})
-		require.NoError(t, err)
-		nos = append(nos, a.OrderNo)
-	}
+	nos := buyEach(t, e, sess.ID, 51, 53)
 	for i, no := range nos {
 		r := e.Do("GET", "/api/v1/orders/"+no, e.Token(int64(51+i)), nil)
 		require.Equal(t, 200, r.Status, "%s", r.Raw)

@@ -88,11 +88,18 @@ func (c *Client) Buy(ctx context.Context, sessionID int64, o BuyOptions) (*Accep
 
 // Order returns one of the shopper's orders (anyone else's is NOT_FOUND).
 func (c *Client) Order(ctx context.Context, orderNo string) (*seckill.Order, error) {
+	o, _, err := c.order(ctx, orderNo)
+	return o, err
+}
+
+// order is Order with its answer's Meta (a QUEUED order's Retry-After).
+func (c *Client) order(ctx context.Context, orderNo string) (*seckill.Order, Meta, error) {
 	var o seckill.Order
-	if err := c.get(ctx, "/api/v1/orders/"+url.PathEscape(orderNo), c.Token, &o); err != nil {
-		return nil, err
+	m, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/orders/" + url.PathEscape(orderNo), auth: c.Token, out: &o})
+	if err != nil {
+		return nil, m, err
 	}
-	return &o, nil
+	return &o, m, nil
 }
 
 // OrderPage is one page of the shopper's orders, newest first; NextCursor
@@ -144,13 +151,12 @@ func (c *Client) WaitOrder(ctx context.Context, orderNo string, want ...seckill.
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
-		var o seckill.Order
-		m, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/orders/" + url.PathEscape(orderNo), auth: c.Token, out: &o})
+		o, m, err := c.order(ctx, orderNo)
 		next := every
 		if err == nil {
 			lastStatus = o.Status
 			if slices.Contains(want, o.Status) {
-				return &o, nil
+				return o, nil
 			}
 			next = max(every, m.RetryAfter())
 		}
