@@ -56,3 +56,27 @@ func TestFollowWithoutWinners(t *testing.T) {
 	require.ErrorIs(t, r.follow(context.Background(), nil, func() error { return failed }), failed)
 	require.NoError(t, r.follow(context.Background(), nil, nil))
 }
+
+// A cancel that meets an order its pay timer closed is the race the
+// workflow settles; any other refusal is the bench's to report.
+func TestClosedByItsTimer(t *testing.T) {
+	deadline := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	closed := seckill.Errorf(seckill.ECONFLICT, "order 1-x is CLOSED and cannot be cancelled")
+	for _, tc := range []struct {
+		name     string
+		err      error
+		deadline time.Time
+		now      time.Time
+		want     bool
+	}{
+		{"conflict after the deadline", closed, deadline, deadline.Add(time.Millisecond), true},
+		{"conflict at the deadline", closed, deadline, deadline, true},
+		{"conflict before the deadline", closed, deadline, deadline.Add(-time.Second), false},
+		{"conflict, deadline unknown", closed, time.Time{}, deadline, false},
+		{"another error after the deadline", seckill.Errorf(seckill.EUNAVAILABLE, "down"), deadline, deadline.Add(time.Second), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, closedByItsTimer(tc.err, tc.deadline, tc.now))
+		})
+	}
+}
