@@ -244,8 +244,8 @@ func (s *Server) countDoor(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// globalLimit is the global token bucket (this process's share of it), the
-// first thing an admission meets.
+// globalLimit is the global token bucket (this process's share of it),
+// the first limit an admission meets (after the sold-out memory).
 func (s *Server) globalLimit(c *fiber.Ctx) error {
 	if s.cfg.Global != nil && !s.cfg.Global.Allow() {
 		c.Set(HeaderLayer, LayerGlobalLimit)
@@ -255,9 +255,9 @@ func (s *Server) globalLimit(c *fiber.Ctx) error {
 }
 
 // soldOutFast answers SOLD_OUT from memory for a session this process saw
-// sell out, before the body and the handler (admission's SoldOutFast):
-// the shopper's token is verified here only for a keyed request that may
-// have won, whose shopper's holdings decide.
+// sell out (admission's SoldOutFast), before the global bucket: its losers
+// are told to stop, not 429 (retry). The shopper's token is verified here
+// only for a keyed request that may have won, whose holdings decide.
 func (s *Server) soldOutFast(c *fiber.Ctx) error {
 	if s.svc.Admission.SoldOutFast(c.Params("id"), utils.UnsafeString(c.Request().Header.Peek(HeaderIdempotencyKey)),
 		func() (int64, error) { return s.shopperID(c) }) {

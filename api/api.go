@@ -257,7 +257,7 @@ func (s *Server) App() *fiber.App {
 	v1.Get("/sessions", s.readLimit, s.listSessions)
 	v1.Get("/sessions/:id", s.readLimit, s.getSession)
 	v1.Get("/device", s.readLimit, s.device)
-	v1.Post("/sessions/:id/orders", s.countDoor, s.globalLimit, s.soldOutFast, s.authorize, s.createOrder)
+	v1.Post("/sessions/:id/orders", s.countDoor, s.soldOutFast, s.globalLimit, s.authorize, s.createOrder)
 	v1.Post("/sessions/:id/ticket", s.globalLimit, s.authorize, s.issueTicket)
 	v1.Post("/sessions/:id/captcha", s.globalLimit, s.authorize, s.newCaptcha)
 	v1.Post("/sessions/:id/registrations", s.globalLimit, s.authorize, s.register)
