@@ -98,16 +98,17 @@ func TestRateLimits(t *testing.T) {
 	// the global budget: a 429 would bring each of them back in a second.
 	t.Run("global, after the sold-out memory", func(t *testing.T) {
 		e := testenv.New(t, testenv.Options{NoWorker: true, Limits: app.Limits{Global: 2}})
-		sess := e.Session(1, 1, 100)
+		// Both sales first: the budget refills a token every half second,
+		// so the requests below follow each other without a pause.
+		sess, other := e.Session(1, 1, 100), e.Session(10, 5, 100)
 		require.Equal(t, http.StatusAccepted, e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(1), nil).Status)
 		for u := int64(2); u <= 6; u++ {
 			r := e.Do("POST", testenv.OrdersPath(sess.ID), e.Token(u), nil)
 			testenv.RequireError(t, r, 409, "SOLD_OUT", "sold out")
 			require.Equal(t, api.LayerSoldOutMemory, r.Header.Get(api.HeaderLayer))
 		}
-		// The budget is still the one admissions meet: another sale's
-		// buyer spends what the sold-out answers left.
-		other := e.Session(10, 5, 100)
+		// The sold-out answers took nothing from the budget, which
+		// another sale's buyers still meet.
 		require.Equal(t, http.StatusAccepted, e.Do("POST", testenv.OrdersPath(other.ID), e.Token(7), nil).Status)
 		testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(other.ID), e.Token(8), nil), 429, "RATE_LIMITED", "too many")
 		require.Equal(t, 0, e.Reconcile(sess.ID).RedisStock)
