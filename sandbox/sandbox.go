@@ -12,6 +12,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -46,6 +47,9 @@ const keep = 24 * time.Hour
 type Provider struct {
 	// APIBase is the seckill API the webhooks go to (http://host:port).
 	APIBase string
+	// CheckoutBase is the API as shoppers' browsers reach it, where the
+	// checkout pages are linked (SECKILL_PUBLIC_URL); APIBase when empty.
+	CheckoutBase string
 	// Secret signs the webhooks (SECKILL_WEBHOOK_SECRET) and makes the
 	// payment ids, so a checkout URL cannot be guessed from an order number.
 	Secret []byte
@@ -154,7 +158,7 @@ func (p *Provider) CreatePayment(ctx context.Context, r seckill.CheckoutRequest)
 		return nil, seckill.Errorf(seckill.ECONFLICT, "order %s: its payment was cancelled, the order is closing", r.OrderNo)
 	}
 	return &seckill.Checkout{Provider: Name, OrderNo: r.OrderNo, PaymentID: id,
-		CheckoutURL: strings.TrimSuffix(p.APIBase, "/") + CheckoutPath + id, ExpiresAt: pay.ExpiresAt}, nil
+		CheckoutURL: strings.TrimSuffix(cmp.Or(p.CheckoutBase, p.APIBase), "/") + CheckoutPath + id, ExpiresAt: pay.ExpiresAt}, nil
 }
 
 // Payment returns a payment by id; nil when there is none.

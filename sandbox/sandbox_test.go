@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,4 +38,22 @@ func TestCancelledPaymentCannotBePaid(t *testing.T) {
 	require.Equal(t, seckill.PaymentCanceled, got.State)
 	_, err = p.Complete(ctx, co.PaymentID, false)
 	require.ErrorIs(t, err, sandbox.ErrNotPayable)
+}
+
+// The checkout page is linked where shoppers' browsers reach the API
+// (CheckoutBase, SECKILL_PUBLIC_URL), the API's own address without it.
+func TestCheckoutURL(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	p := e.Provider
+	ctx := context.Background()
+	req := seckill.CheckoutRequest{OrderNo: "7-linked", AmountCents: 990, Currency: "usd", ExpiresAt: time.Now().Add(time.Minute)}
+	co, err := p.CreatePayment(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, strings.TrimSuffix(p.APIBase, "/")+sandbox.CheckoutPath+co.PaymentID, co.CheckoutURL)
+
+	p.CheckoutBase = "https://shop.example/"
+	req.OrderNo = "7-behind-a-balancer"
+	co, err = p.CreatePayment(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, "https://shop.example/dev/checkout/"+co.PaymentID, co.CheckoutURL)
 }

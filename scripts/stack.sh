@@ -156,6 +156,8 @@ start() {
   # Shoppers reach the APIs through HAProxy, which names them in
   # X-Forwarded-For; only HAProxy (loopback) is believed.
   export SECKILL_PROXY_HEADER=X-Forwarded-For SECKILL_TRUSTED_PROXIES=127.0.0.1/32
+  # ... and the sandbox's checkout pages are linked there, not at one API.
+  export SECKILL_PUBLIC_URL="http://$lb"
   bin/seckill migrate >"$dir/migrate.log" 2>&1
 
   for i in 0 1; do

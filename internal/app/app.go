@@ -183,7 +183,7 @@ func (m *Main) PaymentProvider() seckill.PaymentProvider {
 // checkout pages are served under /dev/checkout/ when it is the provider.
 func (m *Main) Provider() *sandbox.Provider {
 	if m.Sandbox == nil {
-		m.Sandbox = &sandbox.Provider{APIBase: m.Config.APIBase(), Secret: m.Config.SigningWebhookSecret()}
+		m.Sandbox = &sandbox.Provider{APIBase: m.Config.APIBase(), CheckoutBase: m.Config.PublicBase(), Secret: m.Config.SigningWebhookSecret()}
 	}
 	if m.Sandbox.Redis == nil {
 		m.Sandbox.Redis, m.Sandbox.Prefix = m.Redis, m.Config.RedisPrefix

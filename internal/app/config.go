@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -100,6 +101,10 @@ type Config struct {
 	ProxyHeader       string        `env:"SECKILL_PROXY_HEADER"`
 	TrustedProxies    string        `env:"SECKILL_TRUSTED_PROXIES"`
 	PaymentProvider   string        `env:"SECKILL_PAYMENT_PROVIDER"`
+	// PublicURL is the API as shoppers' browsers reach it (the balancer,
+	// the ingress): the sandbox links its checkout pages there. Empty:
+	// this process's own address, right only when browsers reach it.
+	PublicURL string `env:"SECKILL_PUBLIC_URL"`
 	// PaymentURL, PaymentRefundURL and PaymentProviderSecret configure the
 	// http provider (package paymenthttp): the adapter's payments API,
 	// where refunds are sent (PaymentURL + "/refunds" when empty), and the
@@ -222,6 +227,9 @@ func LoadConfig() (*Config, error) {
 	}
 	if err := c.checkEvents(); err != nil {
 		return nil, err
+	}
+	if u, err := url.Parse(c.PublicURL); c.PublicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		return nil, fmt.Errorf("SECKILL_PUBLIC_URL=%q must be an absolute http or https URL (the API as shoppers reach it)", c.PublicURL)
 	}
 	if c.ObserveEvery <= 0 {
 		return nil, errors.New("SECKILL_OBSERVE_EVERY must be a positive duration")
@@ -412,6 +420,10 @@ func (c *Config) RequireSecrets(names ...string) error {
 
 // APIBase is the URL this machine reaches the API at.
 func (c *Config) APIBase() string { return LocalURL(c.HTTPAddr) }
+
+// PublicBase is the URL shoppers' browsers reach the API at
+// (SECKILL_PUBLIC_URL, else APIBase).
+func (c *Config) PublicBase() string { return cmp.Or(c.PublicURL, c.APIBase()) }
 
 // LocalURL is the URL this machine reaches a listen address (":8080") at.
 func LocalURL(addr string) string {

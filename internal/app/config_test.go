@@ -547,3 +547,29 @@ func TestStoreTLSFilesAreCheckedAtStart(t *testing.T) {
 		})
 	}
 }
+
+// SECKILL_PUBLIC_URL: unset, the sandbox links its checkout pages at the
+// API's own address; set, where browsers reach the API (the balancer);
+// anything but an absolute http(s) URL does not start.
+func TestPublicURL(t *testing.T) {
+	t.Setenv("SECKILL_PUBLIC_URL", "")
+	os.Unsetenv("SECKILL_PUBLIC_URL")
+	t.Setenv("SECKILL_HTTP_ADDR", ":18080")
+	c, err := LoadConfig()
+	require.NoError(t, err)
+	require.Equal(t, "http://127.0.0.1:18080", c.PublicBase())
+	require.Equal(t, "http://127.0.0.1:18080", (&Main{Config: c}).Provider().CheckoutBase)
+
+	t.Setenv("SECKILL_PUBLIC_URL", "https://shop.example")
+	c, err = LoadConfig()
+	require.NoError(t, err)
+	p := (&Main{Config: c}).Provider()
+	require.Equal(t, "https://shop.example", p.CheckoutBase)
+	require.Equal(t, "http://127.0.0.1:18080", p.APIBase, "the webhooks still go to the process itself")
+
+	for _, bad := range []string{"shop.example", "ftp://shop.example", "https://"} {
+		t.Setenv("SECKILL_PUBLIC_URL", bad)
+		_, err = LoadConfig()
+		require.ErrorContains(t, err, "SECKILL_PUBLIC_URL", bad)
+	}
+}
