@@ -228,7 +228,7 @@ func LoadConfig() (*Config, error) {
 	if err := c.checkEvents(); err != nil {
 		return nil, err
 	}
-	if u, err := url.Parse(c.PublicURL); c.PublicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+	if c.PublicURL != "" && !absoluteHTTP(c.PublicURL) {
 		return nil, fmt.Errorf("SECKILL_PUBLIC_URL=%q must be an absolute http or https URL (the API as shoppers reach it)", c.PublicURL)
 	}
 	if c.ObserveEvery <= 0 {
@@ -303,7 +303,7 @@ func (c *Config) checkEvents() error {
 	if c.EventsURL == "" {
 		return nil
 	}
-	if u, err := url.Parse(c.EventsURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if !absoluteHTTP(c.EventsURL) {
 		return fmt.Errorf("SECKILL_EVENTS_URL=%q must be an absolute http or https URL", c.EventsURL)
 	}
 	if c.EventsSecret == "" {
@@ -323,7 +323,7 @@ func (c *Config) checkRisk() error {
 	if c.RiskURL == "" {
 		return nil
 	}
-	if u, err := url.Parse(c.RiskURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if !absoluteHTTP(c.RiskURL) {
 		return fmt.Errorf("SECKILL_RISK_URL=%q must be an absolute http or https URL", c.RiskURL)
 	}
 	return nil
@@ -424,6 +424,13 @@ func (c *Config) APIBase() string { return LocalURL(c.HTTPAddr) }
 // PublicBase is the URL shoppers' browsers reach the API at
 // (SECKILL_PUBLIC_URL, else APIBase).
 func (c *Config) PublicBase() string { return cmp.Or(c.PublicURL, c.APIBase()) }
+
+// absoluteHTTP reports whether raw is an absolute http or https URL: what
+// every URL setting must be.
+func absoluteHTTP(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
 
 // LocalURL is the URL this machine reaches a listen address (":8080") at.
 func LocalURL(addr string) string {

@@ -3,7 +3,6 @@ package app
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/seckill/seckill/auth"
@@ -68,7 +67,7 @@ func (c *Config) checkIdentity() error {
 		if j.url == "" {
 			continue
 		}
-		if u, err := url.Parse(j.url); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		if !absoluteHTTP(j.url) {
 			return fmt.Errorf("%s=%q must be an absolute http(s) URL", j.name, j.url)
 		}
 		if j.issuer == "" || j.audience == "" {

@@ -42,11 +42,8 @@ func (w Web) checkWeb() error {
 	if _, err := w.origins(); err != nil {
 		return err
 	}
-	if w.TemporalUIURL != "" {
-		u, err := url.Parse(w.TemporalUIURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("SECKILL_TEMPORAL_UI_URL=%q must be an absolute http(s) URL", w.TemporalUIURL)
-		}
+	if w.TemporalUIURL != "" && !absoluteHTTP(w.TemporalUIURL) {
+		return fmt.Errorf("SECKILL_TEMPORAL_UI_URL=%q must be an absolute http(s) URL", w.TemporalUIURL)
 	}
 	return nil
 }
