@@ -304,8 +304,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// local activity in the first task, which comes back on the eager
 	// start, then done), counted like the orders: what a create or a close
 	// costs the server beyond it (docs/BENCHMARKS.md, "What a close costs").
-	err = ph.measure(ctx, "temporal_noop", n, idleAll, func() error {
-		_, err := bench.Noops(ctx, s.app.Temporal, 8, n)
+	// At least minNoops of them: the idle loops tick once a second, and over
+	// a few units a tick more or less in the phase is a tenth of a round
+	// trip per unit.
+	noops := max(n, minNoops)
+	err = ph.measure(ctx, "temporal_noop", noops, idleAll, func() error {
+		_, err := bench.Noops(ctx, s.app.Temporal, 8, noops)
 		settle()
 		return err
 	})
@@ -360,6 +364,9 @@ type phases struct {
 	rep  *Report
 	logf func(string, ...any)
 }
+
+// minNoops is the fewest no-op workflows the temporal_noop phase runs.
+const minNoops = 100
 
 // idleWindow is how long the idle traffic is read for.
 const idleWindow = 5 * time.Second
