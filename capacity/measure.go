@@ -304,9 +304,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// local activity in the first task, which comes back on the eager
 	// start, then done), counted like the orders: what a create or a close
 	// costs the server beyond it (docs/BENCHMARKS.md, "What a close costs").
-	// At least minNoops of them: the idle loops tick once a second, and over
-	// a few units a tick more or less in the phase is a tenth of a round
-	// trip per unit.
+	// At least minNoops of them: the idle loops tick every one to five
+	// seconds, and over ten units one tick more or less in the phase than
+	// the idle rate predicts is a tenth of a round trip per unit.
 	noops := max(n, minNoops)
 	err = ph.measure(ctx, "temporal_noop", noops, idleAll, func() error {
 		_, err := bench.Noops(ctx, s.app.Temporal, 8, noops)
