@@ -306,7 +306,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// costs the server beyond it (docs/BENCHMARKS.md, "What a close costs").
 	// At least minNoops of them: the idle loops tick every one to five
 	// seconds, and over ten units one tick more or less in the phase than
-	// the idle rate predicts is a tenth of a round trip per unit.
+	// the idle rate predicts is a tenth of a command per unit.
 	noops := max(n, minNoops)
 	err = ph.measure(ctx, "temporal_noop", noops, idleAll, func() error {
 		_, err := bench.Noops(ctx, s.app.Temporal, 8, noops)

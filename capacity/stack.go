@@ -129,7 +129,7 @@ func (s *stack) startAPI() error {
 		return err
 	}
 	fiberApp := srv.App()
-	bg, stop := context.WithCancel(context.Background())
+	bg, stop := context.WithCancel(background(context.Background()))
 	srv.Start(bg)
 	go func() { _ = fiberApp.Listener(ln) }()
 	s.baseURL = "http://" + ln.Addr().String()
