@@ -197,7 +197,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	c := newLoadClient(cfg.BaseURL)
 	if cfg.Warmup {
 		wcfg := cfg
-		wcfg.PayRatio, wcfg.PayTimeout, wcfg.Stock = 1, 0, min(cfg.Stock, warmupStock)
+		// Every winner paid, so no order is left to time out; the pay
+		// timeout stays, as on a slow machine its timers race the payments
+		// too (stepRunner.pay).
+		wcfg.PayRatio, wcfg.Stock = 1, min(cfg.Stock, warmupStock)
 		r := &stepRunner{cfg: wcfg, c: c, api: admin, shoppers: shoppers, rep: rep, label: "warm-up "}
 		fmt.Fprintln(cfg.Progress, "warm-up step (not recorded)")
 		st, err := r.run(ctx, steps[len(steps)-1])

@@ -80,3 +80,21 @@ func TestClosedByItsTimer(t *testing.T) {
 		})
 	}
 }
+
+// A payment counts as late from the order's earliest deadline on: its
+// purchase's send time plus the stack's pay timeout; with no timeout
+// known (--pay-timeout 0) never.
+func TestPaidLate(t *testing.T) {
+	start := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	x := result{at: 300 * time.Millisecond}
+	r := &stepRunner{start: start, cfg: Config{PayTimeout: 20 * time.Second}}
+	payBy := r.payBy(x)
+	require.Equal(t, start.Add(20300*time.Millisecond), payBy)
+	require.False(t, paidLate(payBy, payBy.Add(-time.Millisecond)))
+	require.True(t, paidLate(payBy, payBy))
+	require.True(t, paidLate(payBy, payBy.Add(time.Second)))
+
+	r.cfg.PayTimeout = 0
+	require.True(t, r.payBy(x).IsZero())
+	require.False(t, paidLate(r.payBy(x), payBy.Add(time.Hour)))
+}

@@ -44,6 +44,9 @@ type stepRunner struct {
 	// paymentIDs are the orders' payments at the provider (order number →
 	// payment id), from their checkouts.
 	paymentIDs sync.Map
+	// paidLate are the orders whose shopper paid, or tried to, from their
+	// earliest pay deadline on (payBy): their pay timer may win.
+	paidLate sync.Map
 }
 
 func (r *stepRunner) problem(format string, args ...any) {
