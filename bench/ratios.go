@@ -108,10 +108,10 @@ var Ratios = []Ratio{
 		Target:  0.85, of: itemsOfTheRound},
 	{Key: "orders_vs_temporal_noop", Name: "Orders vs Temporal no-op",
 		Meaning: "orders reaching WAIT_PAY per second, first order created to last, against no-op workflows per second, from the first start to the last completion: order creation should be bound by Temporal itself",
-		Target:  0.9, of: func(s Step, b *Baselines) (float64, bool) { return div(s.CreationPerSecond, b.TemporalNoopPerSecond) }},
+		Target:  0.7, of: func(s Step, b *Baselines) (float64, bool) { return div(s.CreationPerSecond, b.TemporalNoopPerSecond) }},
 	{Key: "closes_vs_temporal_noop", Name: "Closes vs Temporal no-op",
 		Meaning: "unpaid orders closed with stock back per second, from the first pay deadline to the last close, against no-op workflows per second (bounded by the pace of the deadlines when the closes keep up)",
-		Target:  0.9, of: func(s Step, b *Baselines) (float64, bool) {
+		Target:  0.6, of: func(s Step, b *Baselines) (float64, bool) {
 			if s.Closing == nil {
 				return 0, false
 			}
