@@ -78,6 +78,7 @@ func TestBenchSmallRun(t *testing.T) {
 		require.Positive(t, s.OrdersPerSecond)
 		require.Positive(t, s.CreationPerSecond)
 		require.LessOrEqual(t, s.CreatedDuringBurst, f.OrdersCreated)
+		require.LessOrEqual(t, s.PaidDuringCreation, f.Paid)
 		require.NotNil(t, s.Closing, "the unpaid orders' pay timers")
 		require.NotNil(t, s.TemporalCPU, "the test's Temporal server runs on this machine")
 		require.Positive(t, s.TemporalCPU.CreateAndPayMs, "shoppers paid as the orders showed WAIT_PAY")

@@ -60,7 +60,8 @@ func WriteTable(w io.Writer, r *Report) error {
 			if tc.CreateMs > 0 {
 				fmt.Fprintf(w, "  %s: Temporal server CPU per order: created %.1f ms (%.0f%% of the busy CPU)", stepLabel(s), tc.CreateMs, tc.CreateShare*100)
 			} else {
-				fmt.Fprintf(w, "  %s: Temporal server CPU per order: created and paid meanwhile %.1f ms (%.0f%% of the busy CPU)", stepLabel(s), tc.CreateAndPayMs, tc.CreateShare*100)
+				fmt.Fprintf(w, "  %s: Temporal server CPU per order: created and paid meanwhile %.1f ms (%.0f%% of the busy CPU; %d of the %d payments before the last order was created)",
+					stepLabel(s), tc.CreateAndPayMs, tc.CreateShare*100, s.PaidDuringCreation, s.Funnel.Paid)
 			}
 			if tc.PayMs > 0 {
 				fmt.Fprintf(w, ", paid %.1f ms (%.0f%%)", tc.PayMs, tc.PayShare*100)
