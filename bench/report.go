@@ -133,10 +133,8 @@ type Step struct {
 	CreatedDuringBurst int `json:"created_during_burst"`
 	// PaidDuringCreation counts the payments applied (the order PAID)
 	// before the last order was created, when shoppers pay as their orders
-	// show WAIT_PAY: each is work the server did inside the creation's
-	// span, so the fewer land there (the faster the creation), the faster
-	// it looks, and the slower the creation, the more do
-	// (docs/BENCHMARKS.md).
+	// show WAIT_PAY: how much of the payments' work fell within the span
+	// CreationPerSecond is timed over.
 	PaidDuringCreation int `json:"paid_during_creation,omitempty"`
 	// PaymentsPerSecond, with --pay-after-creation: the paid orders over
 	// the time from the first payment sent to the last order PAID (each a
