@@ -108,19 +108,15 @@ func (r *stepRunner) follow(ctx context.Context, won []result, created func() er
 	}
 	paid := r.waitAll(ctx, pay, r.cfg.Settle, nil, changedAt, seckill.StatusPaid)
 	f.Paid = len(paid)
-	if payNow != nil {
-		for _, x := range paid {
-			if x.at.Before(last) {
-				r.step.PaidDuringCreation++
-			}
-		}
-	}
 	// An order paid late and not PAID is one its timer closed first: it
 	// must be CLOSED (the payment, if one was taken, is refunded).
 	var late, paidOnes []result
 	for _, x := range pay {
-		if _, ok := paid[x.orderNo]; ok {
+		if p, ok := paid[x.orderNo]; ok {
 			paidOnes = append(paidOnes, x)
+			if payNow != nil && p.at.Before(last) {
+				r.step.PaidDuringCreation++
+			}
 		} else if _, ok := r.paidLate.Load(x.orderNo); ok {
 			late = append(late, x)
 		}
