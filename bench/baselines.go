@@ -198,7 +198,7 @@ func temporalBaseline(ctx context.Context, cfg BaselineConfig, conc, k int) (flo
 		return 0, err
 	}
 	defer c.Close()
-	return Noops(ctx, c, conc, k)
+	return Noops(ctx, c, conc, k, nil)
 }
 
 // Noops starts k no-op workflows, conc at a time, with eager start and a
@@ -206,8 +206,11 @@ func temporalBaseline(ctx context.Context, cfg BaselineConfig, conc, k int) (flo
 // from the first completion to the last: the pace, without the first round
 // trip's ramp (the order tier's rate is timed the same way,
 // Step.CreationPerSecond). It is the Temporal baseline of the bench's rate
-// ratios, and the capacity model counts what one costs the server.
-func Noops(ctx context.Context, c client.Client, conc, k int) (float64, error) {
+// ratios, and the capacity model counts what one costs the server. with,
+// when not nil, adds to the i-th workflow's start options what the
+// baseline leaves out (an order's search attributes, say), for what those
+// cost the server.
+func Noops(ctx context.Context, c client.Client, conc, k int, with func(i int, o *client.StartWorkflowOptions)) (float64, error) {
 	queue := "bench-noop-" + strconv.Itoa(rand.IntN(1<<30))
 	w := sdkworker.New(c, queue, sdkworker.Options{})
 	w.RegisterWorkflowWithOptions(noopWorkflow, workflow.RegisterOptions{Name: "BenchNoopWorkflow"})
@@ -217,9 +220,11 @@ func Noops(ctx context.Context, c client.Client, conc, k int) (float64, error) {
 	defer w.Stop()
 	done := make([]time.Time, k)
 	perSecond, err := closedLoop(conc, k, func(i int) error {
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: fmt.Sprintf("%s-%d", queue, i), TaskQueue: queue, EnableEagerStart: true,
-		}, "BenchNoopWorkflow")
+		opts := client.StartWorkflowOptions{ID: fmt.Sprintf("%s-%d", queue, i), TaskQueue: queue, EnableEagerStart: true}
+		if with != nil {
+			with(i, &opts)
+		}
+		run, err := c.ExecuteWorkflow(ctx, opts, "BenchNoopWorkflow")
 		if err != nil {
 			return err
 		}

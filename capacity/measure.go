@@ -309,7 +309,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// the idle rate predicts is a tenth of a command per unit.
 	noops := max(n, minNoops)
 	err = ph.measure(ctx, "temporal_noop", noops, idleAll, func() error {
-		_, err := bench.Noops(ctx, s.app.Temporal, 8, noops)
+		_, err := bench.Noops(ctx, s.app.Temporal, 8, noops, nil)
 		settle()
 		return err
 	})
