@@ -52,7 +52,7 @@ func (r *stepRunner) follow(ctx context.Context, won []result, created func() er
 	if r.cfg.PayAfterCreation {
 		payNow = nil
 	}
-	reached := r.waitCreated(ctx, won, payNow)
+	reached, missed := r.waitCreated(ctx, won, payNow)
 	last := lastOf(reached)
 	f.OrdersCreated = len(reached)
 	burstEnd := r.start.Add(time.Duration(r.step.DurationSeconds * float64(time.Second)))
@@ -71,7 +71,7 @@ func (r *stepRunner) follow(ctx context.Context, won []result, created func() er
 		}
 	}
 	if f.OrdersCreated < len(won) {
-		r.problem("%d accepted orders never reached WAIT_PAY: none did in the last %s", len(won)-f.OrdersCreated, r.cfg.Settle)
+		r.problem("%d accepted orders never reached WAIT_PAY: none did in the last %s (%v)", len(won)-f.OrdersCreated, r.cfg.Settle, missed)
 	} else {
 		r.step.TimeToAllWaitPaySeconds = last.Sub(r.start).Seconds()
 		r.step.OrdersPerSecond = float64(len(won)) / r.step.TimeToAllWaitPaySeconds
@@ -106,7 +106,7 @@ func (r *stepRunner) follow(ctx context.Context, won []result, created func() er
 		paying, payCPU = time.Now(), r.cpu.mark()
 		r.parallel(pay, func(x result) { r.pay(ctx, x) })
 	}
-	paid := r.waitAll(ctx, pay, r.cfg.Settle, nil, changedAt, seckill.StatusPaid)
+	paid, _ := r.waitAll(ctx, pay, r.cfg.Settle, nil, changedAt, seckill.StatusPaid)
 	f.Paid = len(paid)
 	// An order paid late and not PAID is one its timer closed first: it
 	// must be CLOSED (the payment, if one was taken, is refunded).
@@ -123,10 +123,10 @@ func (r *stepRunner) follow(ctx context.Context, won []result, created func() er
 	}
 	if len(late) > 0 {
 		fmt.Fprintf(r.cfg.Progress, "  %s: %d orders were paid from their pay deadline on, and closed by their timer first (a slow machine: raise the stack's pay timeout, BENCH_PAY_TIMEOUT in make bench)\n", r.levelName(), len(late))
-		closedLate := r.waitAll(ctx, late, r.cfg.Settle, nil, changedAt, seckill.StatusClosed)
+		closedLate, missed := r.waitAll(ctx, late, r.cfg.Settle, nil, changedAt, seckill.StatusClosed)
 		f.Closed = len(closedLate)
 		if len(closedLate) < len(late) {
-			r.problem("%d orders paid after their deadline are neither PAID nor CLOSED", len(late)-len(closedLate))
+			r.problem("%d orders paid after their deadline are neither PAID nor CLOSED (%v)", len(late)-len(closedLate), missed)
 		}
 	}
 	if f.Paid+len(late) < len(pay) {
@@ -141,7 +141,7 @@ func (r *stepRunner) follow(ctx context.Context, won []result, created func() er
 	if r.costs != nil && f.Paid == len(pay) {
 		r.refund(ctx, pay[len(pay)-min(r.cfg.CostSample, len(pay)/2):])
 	}
-	if len(cancelled) > 0 && len(r.waitAll(ctx, cancelled, r.cfg.Settle, nil, changedAt, seckill.StatusClosed)) == len(cancelled) {
+	if closed, _ := r.waitAll(ctx, cancelled, r.cfg.Settle, nil, changedAt, seckill.StatusClosed); len(cancelled) > 0 && len(closed) == len(cancelled) {
 		r.count(ctx, pathCancel, byShopper)
 	}
 	if r.cfg.PayTimeout > 0 && len(rest) > 0 {
@@ -153,10 +153,10 @@ func (r *stepRunner) follow(ctx context.Context, won []result, created func() er
 		case <-ctx.Done():
 		}
 		closeCPU := r.cpu.mark()
-		closed := r.waitAll(ctx, rest, r.cfg.PayTimeout+r.cfg.Settle, nil, changedAt, seckill.StatusClosed)
+		closed, missed := r.waitAll(ctx, rest, r.cfg.PayTimeout+r.cfg.Settle, nil, changedAt, seckill.StatusClosed)
 		f.Closed += len(closed)
 		if len(closed) < len(rest) {
-			r.problem("%d unpaid orders did not close after the pay timeout", len(rest)-len(closed))
+			r.problem("%d unpaid orders did not close after the pay timeout (%v)", len(rest)-len(closed), missed)
 		}
 		timedOut := rest[len(cancelled):]
 		r.step.Closing = closing(timedOut, reached, closed)
@@ -208,10 +208,10 @@ func (r *stepRunner) refund(ctx context.Context, orders []result) {
 			return
 		}
 	}
-	refunded := r.waitAll(ctx, orders, r.cfg.Settle, nil, changedAt, seckill.StatusRefunded)
+	refunded, missed := r.waitAll(ctx, orders, r.cfg.Settle, nil, changedAt, seckill.StatusRefunded)
 	r.step.Funnel.Refunded = len(refunded)
 	if len(refunded) < len(orders) {
-		r.problem("%d refunded orders never reached REFUNDED (is the worker's refund relay running?)", len(orders)-len(refunded))
+		r.problem("%d refunded orders never reached REFUNDED (is the worker's refund relay running?) (%v)", len(orders)-len(refunded), missed)
 		return
 	}
 	for _, x := range orders {
@@ -380,7 +380,7 @@ func changedAt(o *seckill.Order) time.Time { return o.UpdatedAt }
 // order got there for Settle. A sale's thousands of winners are created
 // at the order tier's pace (a few dozen a second on a small machine), far
 // longer than any one order should take.
-func (r *stepRunner) waitCreated(ctx context.Context, won []result, reached func(result)) map[string]seen {
+func (r *stepRunner) waitCreated(ctx context.Context, won []result, reached func(result)) (map[string]seen, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	idle := time.AfterFunc(r.cfg.Settle, cancel)
@@ -401,17 +401,25 @@ const followAtMost = time.Hour
 // gets there, and returns when each got there: at(order) from the view
 // (the row's times, by the stack's clock: run the bench on a host whose
 // clock agrees with the stack's), or when it was first seen so if the
-// view does not say (an API from before updated_at).
+// view does not say (an API from before updated_at). missed is the first
+// order that did not get there, with what its polls last saw (nil when
+// every one did): the problem a caller reports says why, not only how many.
 func (r *stepRunner) waitAll(ctx context.Context, orders []result, timeout time.Duration, reached func(result),
-	at func(*seckill.Order) time.Time, want ...seckill.Status) map[string]seen {
+	at func(*seckill.Order) time.Time, want ...seckill.Status) (got map[string]seen, missed error) {
 	var mu sync.Mutex
-	got := map[string]seen{}
+	got = map[string]seen{}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	r.parallel(orders, func(x result) {
 		o, err := r.shoppers[x.shopper].api.WaitOrder(wctx, x.orderNo, want...)
 		if err != nil {
-			return // the timeout: the caller counts who never got there
+			// The timeout: the caller counts who never got there.
+			mu.Lock()
+			if missed == nil {
+				missed = fmt.Errorf("shopper %d's %w", r.shoppers[x.shopper].user, err)
+			}
+			mu.Unlock()
+			return
 		}
 		when := at(o)
 		if when.IsZero() {
@@ -424,7 +432,7 @@ func (r *stepRunner) waitAll(ctx context.Context, orders []result, timeout time.
 			reached(x)
 		}
 	})
-	return got
+	return got, missed
 }
 
 // parallel runs f over xs with a bounded number of goroutines.

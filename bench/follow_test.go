@@ -40,7 +40,8 @@ func TestFollowerWaitsWhileOrdersAreCreated(t *testing.T) {
 	for i := range orders + 1 { // the last is never created
 		won = append(won, result{orderNo: fmt.Sprintf("o-%d", i)})
 	}
-	created := r.waitCreated(context.Background(), won, nil)
+	created, missed := r.waitCreated(context.Background(), won, nil)
+	require.ErrorContains(t, missed, fmt.Sprintf("o-%d", orders), "the order that never came is named")
 	require.Len(t, created, orders, "every order the tier created, though it took longer than Settle")
 	require.NotContains(t, created, fmt.Sprintf("o-%d", orders))
 }

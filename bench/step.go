@@ -129,6 +129,13 @@ func (r *stepRunner) soldOut(ctx context.Context, level int) error {
 		seckill.KeyClockSkew + 500*time.Millisecond)); wait > 0 {
 		time.Sleep(wait)
 	}
+	if r.cfg.PayTimeout > 0 && !time.Now().Before(r.burstStart.Add(r.cfg.PayTimeout)) {
+		// The unpaid orders close from here on and their units are on sale
+		// again: the burst would buy them, not meet a sold-out sale (it
+		// happens when following the orders waited out Settle).
+		fmt.Fprintf(r.cfg.Progress, "  %s: no sold-out burst: the first pay deadline passed while the orders were followed\n", r.levelName())
+		return nil
+	}
 	// And for the machine to be quiet: the server's tasks left over from
 	// the orders' creation slowed the first slices of each step. At most a
 	// quarter of the time left before the first pay deadline (none is
