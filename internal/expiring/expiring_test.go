@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -41,4 +42,32 @@ func TestExpiringIsBounded(t *testing.T) {
 	m.Remove("k")
 	_, ok = m.Get("k", now.Add(5*time.Second))
 	require.False(t, ok)
+}
+
+// A lookup's key is not kept: a hit in the old generation moves the entry
+// under the key it was stored with. The auth cache is asked with a view of
+// the request's Authorization header (fasthttp reuses the buffer for the
+// next request); kept, that view turned into the next request's token
+// under the map, and a shopper's token could then answer with another
+// shopper's id.
+func TestLookupKeysAreNotKept(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	m := New[string, int](4)
+	m.Put("token-of-b", 2, now.Add(time.Hour))
+	m.Put("x1", 0, now.Add(time.Hour))
+	m.Put("x2", 0, now.Add(time.Hour)) // the young generation was full: "token-of-b" is old now
+
+	buf := []byte("token-of-b") // a request buffer
+	view := unsafe.String(&buf[0], len(buf))
+	v, ok := m.Get(view, now) // promoted to the young generation
+	require.True(t, ok)
+	require.Equal(t, 2, v)
+	copy(buf, "token-of-a") // the buffer serves the next request
+
+	v, ok = m.Get("token-of-b", now)
+	require.True(t, ok, "the entry is still under its own key")
+	require.Equal(t, 2, v)
+	_, ok = m.Get("token-of-a", now)
+	require.False(t, ok, "and answers for no other")
+	require.Equal(t, 3, m.Len())
 }
