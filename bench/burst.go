@@ -22,6 +22,8 @@ type result struct {
 	outcome string
 	orderNo string
 	shopper int
+	// requestID is an accepted purchase's X-Request-ID (its trace id).
+	requestID string
 }
 
 // burst sends n requests of the shoppers, shuffled, at the level's load
@@ -139,9 +141,10 @@ func freshTokens(secret []byte, shoppers []shopper) ([]string, error) {
 // and returns its result, timed from start.
 func (r *stepRunner) purchase(path string, s shopper, body []byte, start time.Time, header ...string) result {
 	t0 := time.Now()
-	code, raw, layer, err := r.c.do("POST", path, s.auth, body, header...)
+	code, raw, layer, id, err := r.c.send("POST", path, s.auth, body, header...)
 	res := result{at: t0.Sub(start), latency: time.Since(t0), shopper: s.index, outcome: classify(code, raw, layer, err)}
 	if res.outcome == OutAccepted {
+		res.requestID = id
 		var v struct {
 			OrderNo string `json:"order_no"`
 		}

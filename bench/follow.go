@@ -407,6 +407,8 @@ const followAtMost = time.Hour
 func (r *stepRunner) waitAll(ctx context.Context, orders []result, timeout time.Duration, reached func(result),
 	at func(*seckill.Order) time.Time, want ...seckill.Status) (got map[string]seen, missed error) {
 	var mu sync.Mutex
+	var first *result
+	var firstErr error
 	got = map[string]seen{}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -415,8 +417,8 @@ func (r *stepRunner) waitAll(ctx context.Context, orders []result, timeout time.
 		if err != nil {
 			// The timeout: the caller counts who never got there.
 			mu.Lock()
-			if missed == nil {
-				missed = fmt.Errorf("shopper %d's %w", r.shoppers[x.shopper].user, err)
+			if first == nil {
+				first, firstErr = &x, err
 			}
 			mu.Unlock()
 			return
@@ -432,7 +434,27 @@ func (r *stepRunner) waitAll(ctx context.Context, orders []result, timeout time.
 			reached(x)
 		}
 	})
+	if first != nil {
+		missed = r.missedOrder(ctx, *first, firstErr)
+	}
 	return got, missed
+}
+
+// missedOrder says why x's polls never saw it get there: what they last
+// saw (err), the purchase's request, and the order as an operator finds
+// it (whose it is, and which request made it).
+func (r *stepRunner) missedOrder(ctx context.Context, x result, err error) error {
+	err = fmt.Errorf("shopper %d's %w; the purchase was request %s", r.shoppers[x.shopper].user, err, x.requestID)
+	if r.api == nil {
+		return err
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	rec, lerr := r.api.OrderRecord(lctx, x.orderNo)
+	if lerr != nil {
+		return fmt.Errorf("%w; as an operator finds it: %v", err, lerr)
+	}
+	return fmt.Errorf("%w; as an operator finds it: user %d's, %s, made by request %s", err, rec.UserID, rec.Status, rec.TraceID)
 }
 
 // parallel runs f over xs with a bounded number of goroutines.

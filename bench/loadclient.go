@@ -45,6 +45,13 @@ func (c *httpClient) warm(level int) {
 
 // do sends one request; header is name, value pairs.
 func (c *httpClient) do(method, path, auth string, body []byte, header ...string) (int, []byte, string, error) {
+	code, raw, layer, _, err := c.send(method, path, auth, body, header...)
+	return code, raw, layer, err
+}
+
+// send is do, and also returns the answer's X-Request-ID: the trace id
+// the API gave the request, which its logs and the order it made carry.
+func (c *httpClient) send(method, path, auth string, body []byte, header ...string) (int, []byte, string, string, error) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
@@ -59,7 +66,8 @@ func (c *httpClient) do(method, path, auth string, body []byte, header ...string
 	}
 	req.SetBody(body)
 	if err := c.hc.Do(req, resp); err != nil {
-		return 0, nil, "", err
+		return 0, nil, "", "", err
 	}
-	return resp.StatusCode(), append([]byte(nil), resp.Body()...), string(resp.Header.Peek(client.HeaderLayer)), nil
+	return resp.StatusCode(), append([]byte(nil), resp.Body()...), string(resp.Header.Peek(client.HeaderLayer)),
+		string(resp.Header.Peek(client.HeaderRequestID)), nil
 }
