@@ -143,8 +143,7 @@ func (b *bursts) admissionOnly() (*AdmissionOnly, error) {
 		}
 	}
 	if len(after) > 0 {
-		lp := percentiles(after, "")
-		a.Losers = &Losers{Count: len(after), PerSecond: float64(len(after)) / span.Seconds(), P50: lp.P50, P99: lp.P99}
+		a.Losers = losers(after, span)
 	}
 	a.CPU = b.cpu.perRequest(len(b.results))
 	return a, nil

@@ -111,6 +111,7 @@ func TestAfterSellOut(t *testing.T) {
 	require.Equal(t, 2, l.Count)
 	require.InDelta(t, 2/0.1, l.PerSecond, 1e-9)
 	require.Equal(t, 4.0, l.P50)
+	require.Equal(t, map[string]int{OutSoldOutMemory: 2}, l.Outcomes)
 	require.Nil(t, afterSellOut(rs[2:], 120*ms), "never sold out")
 	require.Equal(t, 2.0, refusals(rs).P50)
 }

@@ -139,6 +139,16 @@ type Losers struct {
 	PerSecond float64 `json:"per_second"`
 	P50       float64 `json:"p50_ms"`
 	P99       float64 `json:"p99_ms"`
+	// Outcomes counts them by answer: how many the sold-out memory refused
+	// and how many still reached the script.
+	Outcomes map[string]int `json:"outcomes"`
+}
+
+// losers measures the requests after sell-outs, sent over span.
+func losers(after []result, span time.Duration) *Losers {
+	p := percentiles(after, "")
+	return &Losers{Count: len(after), PerSecond: float64(len(after)) / span.Seconds(), P50: p.P50, P99: p.P99,
+		Outcomes: outcomeCounts(after)}
 }
 
 // afterSellOut measures the requests of a burst of wall time dur sent from
@@ -150,8 +160,7 @@ func afterSellOut(rs []result, dur time.Duration) *Losers {
 	if soldOut == 0 || len(after) == 0 || span <= 0 {
 		return nil
 	}
-	p := percentiles(after, "")
-	return &Losers{Count: len(after), PerSecond: float64(len(after)) / span.Seconds(), P50: p.P50, P99: p.P99}
+	return losers(after, span)
 }
 
 // lost returns the requests of a burst sent from its last win's answer on,
