@@ -71,6 +71,7 @@ func TestBenchSmallRun(t *testing.T) {
 		require.Equal(t, 2, f.Refunded, "refunded by the bench as an operator, for their cost")
 		require.Positive(t, s.Throughput)
 		require.Positive(t, s.SoldOutThroughput)
+		require.Positive(t, s.FiberThroughput, "bare Fiber sent the burst just before it")
 		require.Positive(t, s.SoldOutKeyedThroughput)
 		require.Positive(t, s.SoldOutKeyedFromMemory, "keyed losers of a sold-out sale are answered from memory")
 		require.Positive(t, s.SoldOutFiberThroughput, "bare Fiber measured beside the sold-out burst")

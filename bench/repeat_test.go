@@ -95,6 +95,11 @@ func TestKeyedRatios(t *testing.T) {
 		SoldOutFiberKeyedThroughput: 500}, b)
 	require.InDelta(t, 0.8, r["soldout_vs_fiber"], 1e-9)
 	require.InDelta(t, 0.6, r["soldout_keyed_vs_fiber"], 1e-9)
+	// Fiber sent the step's burst just before it: the burst and its losers
+	// are divided by that, not by the round's baseline.
+	r = stepRatios(Step{Throughput: 540, FiberThroughput: 1200, Losers: &Losers{PerSecond: 900}}, b)
+	require.InDelta(t, 0.45, r["admission_vs_fiber"], 1e-9)
+	require.InDelta(t, 0.75, r["losers_vs_fiber"], 1e-9)
 	refused, _ := RatioByKey("refused_p50_keyed_vs_unkeyed")
 	require.False(t, refused.Met(r["refused_p50_keyed_vs_unkeyed"]))
 	b.AdmissionOnly.Unkeyed = nil

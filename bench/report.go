@@ -91,6 +91,10 @@ type Step struct {
 	// first's requests, against the sold-out session once its orders are
 	// created (the fast path); with --keys, of its half sent without keys.
 	SoldOutThroughput float64 `json:"soldout_throughput"`
+	// FiberThroughput is requests/s of the bare Fiber handler sent the same
+	// burst just before it (with --baselines): what the burst and its
+	// losers are divided by (admission_vs_fiber, losers_vs_fiber).
+	FiberThroughput float64 `json:"fiber_throughput,omitempty"`
 	// SoldOutKeyedThroughput is requests/s of the sold-out burst's half
 	// sent with a fresh Idempotency-Key on every request (--keys), in
 	// slices alternating with the unkeyed half; SoldOutKeyedFromMemory how

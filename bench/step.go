@@ -83,6 +83,9 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 	if err != nil {
 		fmt.Fprintf(r.cfg.Progress, "step %s: no workflow-start latency: %v\n", r.levelName(), err)
 	}
+	if err := r.fiberBeside(ctx, level); err != nil {
+		return nil, err
+	}
 	r.creating = r.cpu.mark()
 	results, dur, err := r.burst(ctx, level, "burst", r.cfg.Keys, r.cfg.Users*r.cfg.PerUser)
 	if err != nil {
@@ -108,6 +111,35 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 		r.levelName(), r.step.Throughput, r.step.SoldOutThroughput, len(won), r.step.TimeToAllWaitPaySeconds,
 		r.step.OrdersPerSecond, r.step.InvariantsOK)
 	return r.step, nil
+}
+
+// fiberBeside sends the step's burst, keyed alike, to a bare Fiber handler
+// just before the step's own (with --baselines, in a first-come sale): the
+// ceiling its burst and its losers are divided by, measured on the machine
+// as the burst finds it. The round's Fiber baseline is measured minutes
+// earlier, before the no-op workflows and the admission-only API, and the
+// machine's pace moves by more than the ratios' distance to their targets
+// in that time (docs/BENCHMARKS.md). Before the burst, not after it: the
+// orders are created after it.
+func (r *stepRunner) fiberBeside(ctx context.Context, level int) error {
+	b := r.cfg.Baselines
+	if b == nil || r.step.Sale != "" {
+		return nil
+	}
+	srv, err := startBaselineServer(ctx, b.Exec, r.cfg.Pin.frontPrefix(), ServerSpec{Kind: ServerFiber})
+	if err != nil {
+		return fmt.Errorf("bare Fiber beside the burst: %w", err)
+	}
+	defer srv.stop()
+	stack := r.c
+	r.c = newLoadClient("http://" + srv.addr)
+	rs, dur, err := r.burst(ctx, level, "bare Fiber beside the burst", r.cfg.Keys, r.cfg.Users*r.cfg.PerUser)
+	r.c, r.start = stack, time.Time{} // the step's times count from its own burst
+	if err != nil {
+		return err
+	}
+	r.step.FiberThroughput = float64(len(rs)) / dur.Seconds()
+	return nil
 }
 
 // soldOut sends the burst again once the session is sold out and its

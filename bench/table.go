@@ -52,6 +52,10 @@ func WriteTable(w io.Writer, r *Report) error {
 			fmt.Fprintf(w, "  %s: the API started %d workflows, StartWorkflow p50 %.1f ms, p99 %.1f ms\n",
 				stepLabel(s), sl.Starts, sl.P50Ms, sl.P99Ms)
 		}
+		if s.FiberThroughput > 0 {
+			fmt.Fprintf(w, "  %s: bare Fiber sent the same burst just before it: %.0f req/s (the burst %.0f, its losers %.0f)\n",
+				stepLabel(s), s.FiberThroughput, s.Throughput, s.Losers.perSecond())
+		}
 		if s.Funnel.OrdersCreated > 0 {
 			fmt.Fprintf(w, "  %s: %d of the %d orders were created while the burst was being answered\n",
 				stepLabel(s), s.CreatedDuringBurst, s.Funnel.OrdersCreated)

@@ -144,6 +144,14 @@ type Losers struct {
 	Outcomes map[string]int `json:"outcomes"`
 }
 
+// perSecond is the losers' pace; 0 when there were none (nil).
+func (l *Losers) perSecond() float64 {
+	if l == nil {
+		return 0
+	}
+	return l.PerSecond
+}
+
 // losers measures the requests after sell-outs, sent over span.
 func losers(after []result, span time.Duration) *Losers {
 	p := percentiles(after, "")
