@@ -263,13 +263,32 @@ func (s *SoldOut) list() []soldKey {
 	return out
 }
 
+// Shopper is an order request's shopper as the sold-out memory asks for
+// it, from the request's token (api): only for a key that may have won.
+type Shopper struct {
+	// Named is the user id the token names, read without checking it,
+	// for a token whose check can fail only by time or by proving no one
+	// (auth.Shoppers.Named); false for any other.
+	Named func() (int64, bool)
+	// Verified checks the token: the user id it proves, or why not, and
+	// whether the refusal means the token proves no one (auth.Forged).
+	Verified func() (id int64, forged bool, err error)
+}
+
 // SoldOutFast reports whether an order request to session id (as the
 // path gives it) carrying key (empty: none) is answered SOLD_OUT from
 // memory, before its body and the handler: Fast's answer, and a keyed
 // loser of the sale's first second whose shopper holds nothing
-// (keyedLoser). user gives the request's shopper, verified; it is called
-// only for such a key (an error: not known, the handler decides).
-func (s *Service) SoldOutFast(id, key string, user func() (int64, error)) bool {
+// (keyedLoser), asked of who only for such a key.
+//
+// The shopper the token names decides before the token is checked: one
+// who holds nothing is refused whatever the token proves. A token naming
+// a holder is checked, and one that proves no one is refused the same, so
+// a forged token hears SOLD_OUT whoever it names and cannot tell holders
+// from the others. A holder's own token goes on (its pin decides), and so
+// does one we signed that has expired (the handler answers 401, and the
+// shopper signs in again): a winner is never told SOLD_OUT.
+func (s *Service) SoldOutFast(id, key string, who Shopper) bool {
 	if !s.SoldOut.Any() {
 		return false
 	}
@@ -287,8 +306,18 @@ func (s *Service) SoldOutFast(id, key string, user func() (int64, error)) bool {
 	if !ok || s.SoldOut.keyed(soldKey{id: sid}, at) != keyedPin {
 		return false
 	}
-	uid, err := user()
-	return err == nil && s.keyedLoser(sid, uid, at)
+	named, ok := who.Named()
+	if ok && s.keyedLoser(sid, named, at) {
+		return true
+	}
+	uid, forged, err := who.Verified()
+	switch {
+	case err != nil:
+		return ok && forged
+	case ok && uid == named:
+		return false // a holder's, or the holders are not read yet
+	}
+	return s.keyedLoser(sid, uid, at)
 }
 
 // keyedLoser reports whether a keyed attempt of user that may have won

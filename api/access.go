@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/ratelimit"
 )
 
@@ -200,9 +201,12 @@ func bearer(c *fiber.Ctx) (string, bool) {
 
 const localUser = "seckill.user"
 
-// ShopperTokens verifies a shopper's bearer token (auth.Shoppers).
+// ShopperTokens verifies a shopper's bearer token (auth.Shoppers), and
+// reads whom one of ours names without checking it (for the sold-out
+// memory's refusals, which a forged token gets alike).
 type ShopperTokens interface {
 	Verify(token string) (userID int64, err error)
+	Named(token string) (userID int64, ok bool)
 }
 
 // OperatorAuth names the operator of an admin credential
@@ -256,11 +260,20 @@ func (s *Server) globalLimit(c *fiber.Ctx) error {
 
 // soldOutFast answers SOLD_OUT from memory for a session this process saw
 // sell out (admission's SoldOutFast), before the global bucket: its losers
-// are told to stop, not 429 (retry). The shopper's token is verified here
+// are told to stop, not 429 (retry). The shopper's token is read here
 // only for a keyed request that may have won, whose holdings decide.
 func (s *Server) soldOutFast(c *fiber.Ctx) error {
-	if s.svc.Admission.SoldOutFast(c.Params("id"), utils.UnsafeString(c.Request().Header.Peek(HeaderIdempotencyKey)),
-		func() (int64, error) { return s.shopperID(c) }) {
+	who := admission.Shopper{
+		Named: func() (int64, bool) {
+			tok, _ := bearer(c)
+			return s.shoppers.Named(tok)
+		},
+		Verified: func() (int64, bool, error) {
+			id, err := s.shopperID(c)
+			return id, auth.Forged(err), err
+		},
+	}
+	if s.svc.Admission.SoldOutFast(c.Params("id"), utils.UnsafeString(c.Request().Header.Peek(HeaderIdempotencyKey)), who) {
 		c.Set(HeaderLayer, LayerSoldOutMemory)
 		return admission.ErrSoldOut
 	}

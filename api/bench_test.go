@@ -113,11 +113,11 @@ func BenchmarkSoldOutFastPathKeyed(b *testing.B) {
 // A keyed loser in a sale's first second after its sell-out: its key is
 // stamped within the clock skew of the last keyed win, so it may have
 // won, and its shopper's first click (a token the API has not checked
-// yet). The shopper's JWT is checked, then the sale's holders (read once
-// from the real Redis, in the background; until then the pin is looked
-// up) say it holds nothing. What the key costs a loser next to
-// BenchmarkSoldOutFastPath (answered from memory before the JWT), in the
-// same run:
+// yet). The shopper its JWT names is read, and the sale's holders (read
+// once from the real Redis, in the background; until then the token is
+// checked and the pin looked up) say it holds nothing. What the key costs
+// a loser next to BenchmarkSoldOutFastPath (answered from memory before
+// the JWT), in the same run:
 //
 //	go test ./api/ -run '^$' -bench 'SoldOut|BareFiber' -benchmem -cpuprofile cpu.out
 func BenchmarkSoldOutKeyedFirstSecond(b *testing.B) {

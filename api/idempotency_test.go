@@ -15,6 +15,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/testenv"
 )
@@ -257,12 +258,24 @@ func TestKeyedLosersFromMemory(t *testing.T) {
 		}
 		return nil
 	})
-	// Its shopper is known from a verified token only: a forged one is
-	// refused as before the sell-out.
-	forged := e.Token(2)
-	forged = forged[:len(forged)-4] + "AAAA"
-	testenv.RequireError(t, e.Do("POST", testenv.OrdersPath(sess.ID), forged, map[string]int{"quantity": 1}, "Idempotency-Key", early),
-		401, seckill.EUNAUTHORIZED, "")
+	// The shopper the token names decides before its check, so a forged
+	// token hears SOLD_OUT whoever it names, the holder too: it cannot
+	// tell holders from the others. An expired token of ours naming the
+	// holder is refused 401 (the winner signs in again and hears its
+	// order); one naming a shopper who holds nothing hears SOLD_OUT.
+	for _, user := range []int64{1, 2} {
+		forged := e.Token(user)
+		forged = forged[:len(forged)-4] + "AAAA"
+		r := e.Do("POST", testenv.OrdersPath(sess.ID), forged, map[string]int{"quantity": 1}, "Idempotency-Key", early)
+		testenv.RequireError(t, r, 409, "SOLD_OUT", "sold out")
+		require.Equal(t, api.LayerSoldOutMemory, r.Header.Get(api.HeaderLayer), "a forged token naming shopper %d", user)
+	}
+	for user, status := range map[int64]int{1: 401, 2: 409} {
+		expired, err := auth.IssueToken(testenv.JWTSecret, user, -time.Minute, time.Now())
+		require.NoError(t, err)
+		r := e.Do("POST", testenv.OrdersPath(sess.ID), expired, map[string]int{"quantity": 1}, "Idempotency-Key", early)
+		require.Equal(t, status, r.Status, "an expired token naming shopper %d: %s", user, r.Raw)
+	}
 	for _, c := range []struct {
 		user int64
 		key  string

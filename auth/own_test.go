@@ -36,6 +36,26 @@ func checkedAlike(t *testing.T, v *Shoppers, token string, want bool) {
 	}
 }
 
+// namedAlike asserts what the sold-out memory relies on when it refuses a
+// shopper by the token's name before checking it (Named): a token Verify
+// accepts is named as the shopper it proves, and a named token Verify
+// refuses is refused as forged or by time, never otherwise (a forged
+// token then hears the same answer whoever it names).
+func namedAlike(t *testing.T, v *Shoppers, token string) {
+	t.Helper()
+	named, ok := v.Named(token)
+	if !ok {
+		return
+	}
+	id, err := v.Verify(token)
+	switch {
+	case err == nil:
+		require.Equal(t, id, named, "named as another shopper than it proves: %s", token)
+	case !Forged(err):
+		require.Contains(t, []error{errExpired, errNotYet, errNoExp}, err, "a named token refused otherwise than forged or by time: %s", token)
+	}
+}
+
 // signed is a token with header and claims as given (raw JSON), signed
 // HS256 with secret, the way IssueToken signs but with any bytes.
 func signed(t *testing.T, header, claims string, secret []byte) string {
@@ -138,8 +158,10 @@ func FuzzOwnTokens(f *testing.F) {
 	v := &Shoppers{Secrets: [][]byte{secret}, Now: func() time.Time { return now }}
 	v.once.Do(v.build)
 	f.Fuzz(func(t *testing.T, claims string) {
-		checkedAlike(t, v, signed(t, ownHeaderJSON, claims, secret), false)
-		checkedAlike(t, v, signed(t, ownHeaderJSON, claims, []byte("forged")), false)
+		for _, tok := range []string{signed(t, ownHeaderJSON, claims, secret), signed(t, ownHeaderJSON, claims, []byte("forged"))} {
+			checkedAlike(t, v, tok, false)
+			namedAlike(t, v, tok)
+		}
 	})
 }
 

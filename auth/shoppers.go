@@ -100,6 +100,43 @@ func (v *Shoppers) Verify(token string) (int64, error) {
 	return id, nil
 }
 
+// Named is the user id a token of the form IssueToken signs names (its
+// header byte for byte, plain claims, sub a positive decimal), read
+// without checking the token; false for any other token. It is for an
+// answer that a forged token naming the same shopper gets too: a check of
+// such a token can only fail by time (expired, not yet valid), which
+// only a token we signed reaches, or by proving no one (Forged), never by
+// a key that cannot be fetched. The login service's tokens are never
+// named so: their check can fail by their JWKS.
+func (v *Shoppers) Named(token string) (int64, bool) {
+	v.once.Do(v.build)
+	head, rest, _ := strings.Cut(token, ".")
+	payload, sig, _ := strings.Cut(rest, ".")
+	// As own decides a token: Verify then checks it there, never by the
+	// parser (nor a JWKS).
+	if head != v.ownHeader || payload == "" || sig == "" || strings.Contains(sig, ".") || len(v.macs) == 0 {
+		return 0, false
+	}
+	body, err := v.parser.DecodeSegment(payload)
+	if err != nil {
+		return 0, false
+	}
+	c, plain := plainClaims(body)
+	if !plain {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(c.Subject, 10, 64)
+	return id, err == nil && id > 0
+}
+
+// Forged reports whether Verify refused a token for proving no one: no
+// key of ours signed it, or it is no token. A token we signed that is not
+// valid now (expired, not yet valid) is not forged, nor is one of the
+// login service whose key is not known.
+func Forged(err error) bool {
+	return errors.Is(err, errSignature) || errors.Is(err, errInvalid)
+}
+
 // build makes, on the first token, what every token is checked with.
 func (v *Shoppers) build() {
 	v.methods = []string{jwt.SigningMethodHS256.Alg()}
@@ -363,8 +400,10 @@ func refusal(err error) error {
 		return errNotYet
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
 		return errNoExp
-	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
 		return errSignature
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		return errUnverifiable
 	default:
 		return errInvalid
 	}
@@ -375,5 +414,8 @@ var (
 	errNotYet    = seckill.Errorf(seckill.EUNAUTHORIZED, "token not valid yet")
 	errNoExp     = seckill.Errorf(seckill.EUNAUTHORIZED, "token has no exp claim")
 	errSignature = seckill.Errorf(seckill.EUNAUTHORIZED, "token signature does not verify")
-	errInvalid   = seckill.Errorf(seckill.EUNAUTHORIZED, "invalid token")
+	// A key the token names (its kid) that the login service does not
+	// publish, or not yet: Forged tells it from a wrong signature.
+	errUnverifiable = seckill.Errorf(seckill.EUNAUTHORIZED, "token signature does not verify: its key is not known")
+	errInvalid      = seckill.Errorf(seckill.EUNAUTHORIZED, "invalid token")
 )

@@ -183,3 +183,63 @@ func TestARotatedOutSecretsRememberedTokenIsRefused(t *testing.T) {
 	_, err = after.Verify(tok)
 	require.Equal(t, seckill.EUNAUTHORIZED, seckill.ErrorCode(err))
 }
+
+// Named reads whom a token of ours names without checking it; a check of
+// such a token fails only as forged (Forged) or by time. The login's
+// tokens are not named: their check can fail by their JWKS, which is
+// neither.
+func TestNamedTokensFailOnlyAsForgedOrByTime(t *testing.T) {
+	p := testenv.NewIdP(t)
+	p.AddRSA("r1")
+	secret := []byte("our-secret")
+	v := &auth.Shoppers{Secrets: [][]byte{secret}, JWKS: p.JWKS(), Issuer: testenv.IdPIssuer, Audience: "seckill"}
+	now := time.Now()
+	issue := func(key []byte, ttl time.Duration) string {
+		tok, err := auth.IssueToken(key, 8, ttl, now)
+		require.NoError(t, err)
+		return tok
+	}
+	valid := issue(secret, time.Hour)
+	for name, c := range map[string]struct {
+		token  string
+		forged bool
+	}{
+		"valid":                {valid, false},
+		"expired":              {issue(secret, -time.Minute), false},
+		"another secret's":     {issue([]byte("not ours"), time.Hour), true},
+		"a signature tampered": {valid[:len(valid)-4] + "AAAA", true},
+	} {
+		id, ok := v.Named(c.token)
+		require.True(t, ok, name)
+		require.EqualValues(t, 8, id, name)
+		_, err := v.Verify(c.token)
+		require.Equal(t, c.forged, auth.Forged(err), "%s: %v", name, err)
+	}
+
+	extra, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "8", "exp": now.Add(time.Hour).Unix(), "aud": "x"}).SignedString(secret)
+	require.NoError(t, err)
+	p.AddRSA("gone")
+	p.Retire("gone")
+	unknownKid := p.Sign("gone", testenv.Claims("8", now, nil))
+	for name, tok := range map[string]string{
+		"the login's":       p.Sign("r1", testenv.Claims("8", now, nil)),
+		"claims not plain":  extra,
+		"an unknown kid":    unknownKid,
+		"not a token":       "x",
+		"sub not a user id": issueSub(t, secret, "0", now),
+	} {
+		_, ok := v.Named(tok)
+		require.False(t, ok, name)
+	}
+	_, err = v.Verify(unknownKid)
+	require.Error(t, err)
+	require.False(t, auth.Forged(err), "a key not known is not a forgery: %v", err)
+}
+
+// issueSub is an HS256 token of ours naming sub as given.
+func issueSub(t *testing.T, secret []byte, sub string, now time.Time) string {
+	t.Helper()
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}).SignedString(secret)
+	require.NoError(t, err)
+	return tok
+}
