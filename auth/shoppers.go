@@ -100,14 +100,14 @@ func (v *Shoppers) Verify(token string) (int64, error) {
 	return id, nil
 }
 
-// Named is the user id a token of the form IssueToken signs names (its
+// Named is the user id a token in the form IssueToken signs names (its
 // header byte for byte, plain claims, sub a positive decimal), read
-// without checking the token; false for any other token. It is for an
-// answer that a forged token naming the same shopper gets too: a check of
-// such a token can only fail by time (expired, not yet valid), which
-// only a token we signed reaches, or by proving no one (Forged), never by
-// a key that cannot be fetched. The login service's tokens are never
-// named so: their check can fail by their JWKS.
+// without checking the token; false for any other token. Verify refuses
+// such a token only by time (expired, not yet valid, no exp) or as forged
+// (Forged), never for want of a key: a caller may then answer a forged
+// token as it answers the named shopper's own, as the sold-out memory
+// does. The login service's tokens are never named: their check can fail
+// on their JWKS.
 func (v *Shoppers) Named(token string) (int64, bool) {
 	v.once.Do(v.build)
 	head, rest, _ := strings.Cut(token, ".")
@@ -416,6 +416,6 @@ var (
 	errSignature = seckill.Errorf(seckill.EUNAUTHORIZED, "token signature does not verify")
 	// A key the token names (its kid) that the login service does not
 	// publish, or not yet: Forged tells it from a wrong signature.
-	errUnverifiable = seckill.Errorf(seckill.EUNAUTHORIZED, "token signature does not verify: its key is not known")
+	errUnverifiable = seckill.Errorf(seckill.EUNAUTHORIZED, "token signature cannot be checked: its key is not known")
 	errInvalid      = seckill.Errorf(seckill.EUNAUTHORIZED, "invalid token")
 )
