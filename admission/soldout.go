@@ -306,15 +306,15 @@ func (s *Service) SoldOutFast(id, key string, who Shopper) bool {
 	if !ok || s.SoldOut.keyed(soldKey{id: sid}, at) != keyedPin {
 		return false
 	}
-	named, ok := who.Named()
-	if ok && s.keyedLoser(sid, named, at) {
+	named, byName := who.Named()
+	if byName && s.keyedLoser(sid, named, at) {
 		return true
 	}
 	uid, forged, err := who.Verified()
 	switch {
 	case err != nil:
-		return ok && forged
-	case ok && uid == named:
+		return byName && forged
+	case byName && uid == named:
 		return false // a holder's, or the holders are not read yet
 	}
 	return s.keyedLoser(sid, uid, at)
