@@ -110,11 +110,10 @@ func (v *Shoppers) Verify(token string) (int64, error) {
 // on their JWKS.
 func (v *Shoppers) Named(token string) (int64, bool) {
 	v.once.Do(v.build)
-	head, rest, _ := strings.Cut(token, ".")
-	payload, sig, _ := strings.Cut(rest, ".")
-	// As own decides a token: Verify then checks it there, never by the
-	// parser (nor a JWKS).
-	if head != v.ownHeader || payload == "" || sig == "" || strings.Contains(sig, ".") || len(v.macs) == 0 {
+	// A token own takes: Verify checks it there, never by the parser (nor
+	// a JWKS).
+	payload, _, ok := v.ownParts(token)
+	if !ok {
 		return 0, false
 	}
 	body, err := v.parser.DecodeSegment(payload)
@@ -211,9 +210,8 @@ func (v *Shoppers) remember(token string, id int64, exp, now time.Time) {
 // refuses with the parser's answer (TestOwnTokensCheckedAsTheParserDoes,
 // FuzzOwnTokens).
 func (v *Shoppers) own(token string) (id int64, exp time.Time, decided bool, err error) {
-	head, rest, _ := strings.Cut(token, ".")
-	payload, sig, _ := strings.Cut(rest, ".")
-	if head != v.ownHeader || payload == "" || sig == "" || strings.Contains(sig, ".") || len(v.macs) == 0 {
+	payload, sig, ok := v.ownParts(token)
+	if !ok {
 		return 0, exp, false, nil
 	}
 	mac, err := v.parser.DecodeSegment(sig)
@@ -233,7 +231,7 @@ func (v *Shoppers) own(token string) (id int64, exp time.Time, decided bool, err
 		}
 		return 0, exp, plain, err
 	}
-	if !v.signed(token[:len(head)+1+len(payload)], mac) {
+	if !v.signed(token[:len(v.ownHeader)+1+len(payload)], mac) {
 		return refuse(refusal(jwt.ErrTokenSignatureInvalid))
 	}
 	if !plain && json.Unmarshal(body, &claims) != nil {
@@ -247,6 +245,15 @@ func (v *Shoppers) own(token string) (id int64, exp time.Time, decided bool, err
 		return refuse(errNoUser)
 	}
 	return id, claims.ExpiresAt.Time, true, nil
+}
+
+// ownParts splits a token that carries, byte for byte, the header
+// IssueToken signs into its payload and signature segments; false for any
+// other token, which the parser checks.
+func (v *Shoppers) ownParts(token string) (payload, sig string, ok bool) {
+	head, rest, _ := strings.Cut(token, ".")
+	payload, sig, _ = strings.Cut(rest, ".")
+	return payload, sig, head == v.ownHeader && payload != "" && sig != "" && !strings.Contains(sig, ".") && len(v.macs) > 0
 }
 
 // signed reports whether mac is the HMAC-SHA256 of s under one of our
