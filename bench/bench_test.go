@@ -41,7 +41,10 @@ func stackConfig(e *testenv.Env) bench.Config {
 func TestBenchSmallRun(t *testing.T) {
 	e := testenv.New(t, testenv.Options{PayTimeout: 12 * time.Second})
 	cfg := stackConfig(e)
-	cfg.Users, cfg.PerUser, cfg.Concurrency, cfg.Steps, cfg.Stock = 80, 2, 16, []int{8, 32}, 20
+	// Enough shoppers that every burst sends requests after its last win's
+	// answer, which the losers' ratios count: with 80, a slow winner's
+	// answer sometimes came after the last request was sent.
+	cfg.Users, cfg.PerUser, cfg.Concurrency, cfg.Steps, cfg.Stock = 200, 2, 16, []int{8, 32}, 20
 	cfg.PayRatio, cfg.PayTimeout = 0.5, 12*time.Second
 	cfg.Baselines = &bench.BaselineConfig{RedisAddr: e.RedisAddr, TemporalAddr: e.TemporalAddr,
 		TemporalNamespace: "default", NoopWorkflows: 20, MySQLDSN: e.DSN, Exec: testenv.LabBinary(t)}
@@ -60,7 +63,7 @@ func TestBenchSmallRun(t *testing.T) {
 	}
 	for _, s := range rep.Steps {
 		f := s.Funnel
-		require.Equal(t, 160, f.Requests)
+		require.Equal(t, 400, f.Requests)
 		require.Equal(t, 20, f.Accepted)
 		require.Equal(t, f.Requests, f.Accepted+f.SoldOutMemory+f.SoldOutRedis+f.LimitExceeded+f.RateLimited+f.Window+f.OtherErrors)
 		require.Zero(t, f.OtherErrors)

@@ -40,7 +40,10 @@ type stepRunner struct {
 	// burstStart is when the latest burst began: the origin of its
 	// results' times.
 	burstStart time.Time
-	mu         sync.Mutex // guards problems found by concurrent followers
+	// fiber sends to the step's bare Fiber handler (nil without
+	// --baselines): one warm process for all of the step's Fiber figures.
+	fiber *httpClient
+	mu    sync.Mutex // guards problems found by concurrent followers
 	// paymentIDs are the orders' payments at the provider (order number →
 	// payment id), from their checkouts.
 	paymentIDs sync.Map
@@ -83,6 +86,13 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 	if err != nil {
 		fmt.Fprintf(r.cfg.Progress, "step %s: no workflow-start latency: %v\n", r.levelName(), err)
 	}
+	if r.cfg.Baselines != nil {
+		stop, err := r.startFiber(ctx, level)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 	if err := r.fiberBeside(ctx, level); err != nil {
 		return nil, err
 	}
@@ -122,17 +132,11 @@ func (r *stepRunner) sell(ctx context.Context) (*Step, error) {
 // in that time (docs/BENCHMARKS.md). Before the burst, not after it: the
 // orders are created after it.
 func (r *stepRunner) fiberBeside(ctx context.Context, level int) error {
-	b := r.cfg.Baselines
-	if b == nil || r.step.Sale != "" {
+	if r.fiber == nil || r.step.Sale != "" {
 		return nil
 	}
-	srv, err := startBaselineServer(ctx, b.Exec, r.cfg.Pin.frontPrefix(), ServerSpec{Kind: ServerFiber})
-	if err != nil {
-		return fmt.Errorf("bare Fiber beside the burst: %w", err)
-	}
-	defer srv.stop()
 	stack := r.c
-	r.c = newLoadClient("http://" + srv.addr)
+	r.c = r.fiber
 	rs, dur, err := r.burst(ctx, level, "bare Fiber beside the burst", r.cfg.Keys, r.cfg.Users*r.cfg.PerUser)
 	r.c, r.start = stack, time.Time{} // the step's times count from its own burst
 	if err != nil {
@@ -140,6 +144,29 @@ func (r *stepRunner) fiberBeside(ctx context.Context, level int) error {
 	}
 	r.step.FiberThroughput = float64(len(rs)) / dur.Seconds()
 	return nil
+}
+
+// startFiber runs the step's bare Fiber handler, a process of its own, and
+// warms it with a quarter of the burst, not measured: the API it is set
+// beside has answered the warm-up step and the rounds before, and a fresh
+// process's first slice ran well below its later ones' pace
+// (docs/BENCHMARKS.md). One process for the step: the sold-out slices had
+// a fresh one of their own, whose first slice was cold again.
+func (r *stepRunner) startFiber(ctx context.Context, level int) (stop func(), err error) {
+	srv, err := startBaselineServer(ctx, r.cfg.Baselines.Exec, r.cfg.Pin.frontPrefix(), ServerSpec{Kind: ServerFiber})
+	if err != nil {
+		return nil, fmt.Errorf("bare Fiber beside the step: %w", err)
+	}
+	stack, fiber := r.c, newLoadClient("http://"+srv.addr)
+	r.c = fiber
+	_, _, err = r.burst(ctx, level, "bare Fiber warm-up", r.cfg.Keys, r.cfg.Users*r.cfg.PerUser/4)
+	r.c, r.start = stack, time.Time{}
+	if err != nil {
+		srv.stop()
+		return nil, err
+	}
+	r.fiber = fiber
+	return func() { srv.stop(); r.fiber = nil }, nil
 }
 
 // soldOut sends the burst again once the session is sold out and its
@@ -189,13 +216,7 @@ func (r *stepRunner) soldOut(ctx context.Context, level int) error {
 	if r.cfg.Keys {
 		slices = append(slices, &slice{name: "sold-out burst, keyed", keyed: true})
 	}
-	if b := r.cfg.Baselines; b != nil {
-		srv, err := startBaselineServer(ctx, b.Exec, r.cfg.Pin.frontPrefix(), ServerSpec{Kind: ServerFiber})
-		if err != nil {
-			return fmt.Errorf("bare Fiber beside the sold-out burst: %w", err)
-		}
-		defer srv.stop()
-		fiber := newLoadClient("http://" + srv.addr)
+	if fiber := r.fiber; fiber != nil {
 		slices = append(slices, &slice{name: "bare Fiber beside it", c: fiber})
 		if r.cfg.Keys {
 			// The keyed burst's own Fiber slices, sent with a fresh key
