@@ -135,13 +135,13 @@ func (s *Server) authenticateOperator(c *fiber.Ctx) error {
 // before its credential costs a lookup.
 func (s *Server) checkOperator(c *fiber.Ctx, tok string) (*seckill.Operator, error) {
 	if s.adminFails == nil {
-		return s.operators.Authenticate(c.UserContext(), tok)
+		return s.cfg.Operators.Authenticate(c.UserContext(), tok)
 	}
 	giveBack, wait, ok := s.adminFails.Reserve(s.clientIP(c), time.Now())
 	if !ok {
 		return nil, rateLimited(c, wait)
 	}
-	op, err := s.operators.Authenticate(c.UserContext(), tok)
+	op, err := s.cfg.Operators.Authenticate(c.UserContext(), tok)
 	// Only a refused credential counts: one that held, or a store that
 	// could not answer, costs the address nothing.
 	if seckill.ErrorCode(err) != seckill.EUNAUTHORIZED {
@@ -231,7 +231,7 @@ func (s *Server) shopperID(c *fiber.Ctx) (int64, error) {
 	if !ok {
 		return 0, seckill.Errorf(seckill.EUNAUTHORIZED, "missing bearer token")
 	}
-	return s.shoppers.Verify(tok)
+	return s.cfg.Shoppers.Verify(tok)
 }
 
 func userID(c *fiber.Ctx) int64 {
@@ -243,8 +243,8 @@ func userID(c *fiber.Ctx) int64 {
 // and out of the front door, whatever answers it (the memory, a limit, the
 // script).
 func (s *Server) countDoor(c *fiber.Ctx) error {
-	s.door.Enter()
-	defer s.door.Leave()
+	s.cfg.Door.Enter()
+	defer s.cfg.Door.Leave()
 	return c.Next()
 }
 
@@ -266,7 +266,7 @@ func (s *Server) soldOutFast(c *fiber.Ctx) error {
 	who := admission.Shopper{
 		Named: func() (int64, bool) {
 			tok, _ := bearer(c)
-			return s.shoppers.Named(tok)
+			return s.cfg.Shoppers.Named(tok)
 		},
 		Verified: func() (int64, bool, error) {
 			id, err := s.shopperID(c)
@@ -288,6 +288,24 @@ func (s *Server) shopperLimits(c *fiber.Ctx) error {
 	if err := s.refused(c, s.svc.Admission.Limits.Allow(c.UserContext(), userID(c), ratelimit.Key(s.clientIP(c)), "")); err != nil {
 		return err
 	}
+	return c.Next()
+}
+
+// HeaderTime carries the server's clock, in Unix milliseconds, on the
+// answers of the reads a shop page polls: the clock its Idempotency-Keys
+// are stamped with, known to within half a round trip (Date has whole
+// seconds only).
+const HeaderTime = "X-Seckill-Time"
+
+// readLimit is the middleware of the reads (the session list, one session,
+// order polling): 429 RATE_LIMITED with Retry-After past Limits.Read
+// requests per second from one client IP, counted in this process's memory
+// (ratelimit.PerSecond); the answer carries HeaderTime.
+func (s *Server) readLimit(c *fiber.Ctx) error {
+	if s.reads != nil && !s.reads.Allow(s.clientIP(c), time.Now()) {
+		return rateLimited(c, time.Second)
+	}
+	c.Set(HeaderTime, strconv.FormatInt(s.cfg.Now().UnixMilli(), 10))
 	return c.Next()
 }
 

@@ -140,14 +140,8 @@ type Server struct {
 	svc  Services
 	log  *slog.Logger
 	shop *shop.Shop
-	// shoppers and operators verify who calls (Config.Shoppers,
-	// Config.Operators).
-	shoppers  ShopperTokens
-	operators OperatorAuth
 	// series caches the metric children of the hot path.
 	series *metrics.Series
-	// door measures the order route: the front door the starter yields to.
-	door *admission.FrontDoor
 	// reads limits the public reads per client IP (nil: off).
 	reads *ratelimit.PerAddr
 	// adminFails limits failed admin credentials per client IP (nil: off).
@@ -206,9 +200,7 @@ func New(cfg Config, svc Services) (*Server, error) {
 	if cfg.Door == nil {
 		cfg.Door = &admission.FrontDoor{}
 	}
-	s := &Server{cfg: cfg, svc: svc, log: cfg.Logger, door: cfg.Door,
-		shoppers: cfg.Shoppers, operators: cfg.Operators,
-		series: metrics.NewSeries(cfg.Metrics)}
+	s := &Server{cfg: cfg, svc: svc, log: cfg.Logger, series: metrics.NewSeries(cfg.Metrics)}
 	page, err := shop.New(shop.Options{Dev: cfg.Dev})
 	if err != nil {
 		return nil, err
@@ -315,7 +307,7 @@ func (s *Server) Start(ctx context.Context) {
 	if s.cfg.DependencyPing >= 0 {
 		go s.cfg.Metrics.WatchDependencies(ctx, s.cfg.DependencyPing, s.svc.Dependencies)
 	}
-	s.door.Start(ctx)
+	s.cfg.Door.Start(ctx)
 }
 
 // Drain turns /readyz to 503 for good: the process was told to stop, and
