@@ -81,27 +81,6 @@ func (m keyedMark) answer(at time.Time) keyedAnswer {
 	}
 }
 
-// Fast reports whether an order request to session id (as the path gives
-// it) carrying key (empty: none) is answered SOLD_OUT from memory, before
-// any other work: after a sell-out nearly every request is a loser, and
-// the answer does not depend on who asks (the state is public on GET
-// /api/v1/sessions/{id}). Nothing here touches stock.
-//
-// A request with an Idempotency-Key may be the retry of one that won (its
-// answer was lost), which a SOLD_OUT would contradict: it is answered here
-// only when its key is a UUIDv7 stamped too late to hold a reservation
-// (keyedMark); Buy decides the others.
-func (s *SoldOut) Fast(id string, key string) bool {
-	if s.n.Load() == 0 {
-		return false
-	}
-	sid, err := strconv.ParseInt(id, 10, 64)
-	if err != nil {
-		return false
-	}
-	return s.fromMemory(soldKey{id: sid}, key)
-}
-
 // fromMemory reports whether a request carrying key (empty: none) to
 // what k flags is answered SOLD_OUT from memory.
 func (s *SoldOut) fromMemory(k soldKey, key string) bool {
@@ -277,9 +256,17 @@ type Shopper struct {
 
 // SoldOutFast reports whether an order request to session id (as the
 // path gives it) carrying key (empty: none) is answered SOLD_OUT from
-// memory, before its body and the handler: Fast's answer, and a keyed
-// loser of the sale's first second whose shopper holds nothing
-// (keyedLoser), asked of who only for such a key.
+// memory, before its body and the handler: after a sell-out nearly every
+// request is a loser, and the answer does not depend on who asks (the
+// state is public on GET /api/v1/sessions/{id}). Nothing here touches
+// stock.
+//
+// A request with an Idempotency-Key may be the retry of one that won (its
+// answer was lost), which a SOLD_OUT would contradict. A UUIDv7 key
+// stamped too late to hold a reservation is refused by its time alone
+// (keyedMark). One that may have won is refused when its shopper holds
+// nothing (holdsNothing), asked of who only for such a key; Buy decides
+// the others.
 //
 // The shopper the token names decides before the token is checked: one
 // who holds nothing is refused whatever the token proves. A token naming
@@ -292,22 +279,26 @@ func (s *Service) SoldOutFast(id, key string, who Shopper) bool {
 	if !s.SoldOut.Any() {
 		return false
 	}
-	if s.SoldOut.Fast(id, key) {
-		return true
-	}
-	if key == "" {
-		return false
-	}
 	sid, err := strconv.ParseInt(id, 10, 64)
 	if err != nil {
 		return false
 	}
+	k := soldKey{id: sid}
+	if key == "" {
+		return s.SoldOut.has(k)
+	}
 	at, ok := KeyTime(key)
-	if !ok || s.SoldOut.keyed(soldKey{id: sid}, at) != keyedPin {
+	if !ok {
+		return false
+	}
+	switch s.SoldOut.keyed(k, at) {
+	case keyedMemory:
+		return true
+	case keyedScript:
 		return false
 	}
 	named, byName := who.Named()
-	if byName && s.keyedLoser(sid, named, at) {
+	if byName && s.holdsNothing(k, named) {
 		return true
 	}
 	uid, forged, err := who.Verified()
@@ -317,21 +308,23 @@ func (s *Service) SoldOutFast(id, key string, who Shopper) bool {
 	case byName && uid == named:
 		return false // a holder's, or the holders are not read yet
 	}
-	return s.keyedLoser(sid, uid, at)
+	return s.holdsNothing(k, uid)
 }
 
 // keyedLoser reports whether a keyed attempt of user that may have won
 // (its key stamped at, by the last keyed win plus the skew) is refused
-// SOLD_OUT from memory: its sale is sold out and its shopper holds no
-// unit and held none, so has no pin, and the lookup would refuse it
-// SOLD_OUT. The holders are read once per sell-out, in the background:
-// until then, and for a holder's key or one that carries no time, the pin
-// is looked up.
+// SOLD_OUT from memory: its sale is sold out and its shopper holds
+// nothing. For a key that carries no time, the pin is looked up.
 func (s *Service) keyedLoser(id, user int64, at time.Time) bool {
 	k := soldKey{id: id}
-	if at.IsZero() || s.SoldOut.keyed(k, at) != keyedPin {
-		return false
-	}
+	return !at.IsZero() && s.SoldOut.keyed(k, at) == keyedPin && s.holdsNothing(k, user)
+}
+
+// holdsNothing reports whether user is known to hold no unit of what k
+// flags and to have held none, so has no pin, and the lookup would refuse
+// its key SOLD_OUT. The holders are read once per sell-out, in the
+// background: until then, and for a holder, the pin is looked up.
+func (s *Service) holdsNothing(k soldKey, user int64) bool {
 	known, holds := s.SoldOut.holds(k, user)
 	if !known && s.SoldOut.startLoad(k) {
 		go func() {
