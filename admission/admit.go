@@ -205,8 +205,8 @@ func (s *Service) Buy(ctx context.Context, r *Request) Answer {
 		return ans
 	}
 	// An item sold out on its own: its losers are answered from memory
-	// as the sale's are once it is (SoldOutFast), a keyed one once the watcher
-	// read the item at zero.
+	// as the sale's are once it is (SoldOutFast), a keyed one once the
+	// watcher read the item at zero.
 	item := soldKey{id: sess.ID, sku: a.SKUID}
 	if a.SKUID != 0 && s.SoldOut.fromMemory(item, r.IdempotencyKey) {
 		return Answer{Err: ErrSoldOut, Layer: LayerSoldOutMemory}

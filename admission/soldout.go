@@ -297,6 +297,7 @@ func (s *Service) SoldOutFast(id, key string, who Shopper) bool {
 	case keyedScript:
 		return false
 	}
+	// The key may have won (keyedPin): its shopper's holdings decide.
 	named, byName := who.Named()
 	if byName && s.holdsNothing(k, named) {
 		return true
