@@ -135,10 +135,7 @@ func (r *stepRunner) fiberBeside(ctx context.Context, level int) error {
 	if r.fiber == nil || r.step.Sale != "" {
 		return nil
 	}
-	stack := r.c
-	r.c = r.fiber
-	rs, dur, err := r.burst(ctx, level, "bare Fiber beside the burst", r.cfg.Keys, r.cfg.Users*r.cfg.PerUser)
-	r.c, r.start = stack, time.Time{} // the step's times count from its own burst
+	rs, dur, err := r.burstBefore(ctx, r.fiber, level, "bare Fiber beside the burst", r.cfg.Users*r.cfg.PerUser)
 	if err != nil {
 		return err
 	}
@@ -157,16 +154,22 @@ func (r *stepRunner) startFiber(ctx context.Context, level int) (stop func(), er
 	if err != nil {
 		return nil, fmt.Errorf("bare Fiber beside the step: %w", err)
 	}
-	stack, fiber := r.c, newLoadClient("http://"+srv.addr)
-	r.c = fiber
-	_, _, err = r.burst(ctx, level, "bare Fiber warm-up", r.cfg.Keys, r.cfg.Users*r.cfg.PerUser/4)
-	r.c, r.start = stack, time.Time{}
-	if err != nil {
+	fiber := newLoadClient("http://" + srv.addr)
+	if _, _, err := r.burstBefore(ctx, fiber, level, "bare Fiber warm-up", r.cfg.Users*r.cfg.PerUser/4); err != nil {
 		srv.stop()
 		return nil, err
 	}
 	r.fiber = fiber
 	return func() { srv.stop(); r.fiber = nil }, nil
+}
+
+// burstBefore sends a burst keyed as the step's to c instead of the
+// stack, before the step's own: the step's times count from its own burst.
+func (r *stepRunner) burstBefore(ctx context.Context, c *httpClient, level int, name string, n int) ([]result, time.Duration, error) {
+	stack := r.c
+	r.c = c
+	defer func() { r.c, r.start = stack, time.Time{} }()
+	return r.burst(ctx, level, name, r.cfg.Keys, n)
 }
 
 // soldOut sends the burst again once the session is sold out and its
