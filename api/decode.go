@@ -18,11 +18,15 @@ import (
 // types, trailing data and non-objects are INVALID_ARGUMENT naming the
 // problem. An empty body leaves v as it is when allowEmpty.
 func decodeStrict(body []byte, v any, allowEmpty bool) error {
-	if len(bytes.TrimSpace(body)) == 0 {
-		if allowEmpty {
-			return nil
-		}
+	switch trimmed := bytes.TrimSpace(body); {
+	case len(trimmed) == 0 && allowEmpty:
+		return nil
+	case len(trimmed) == 0:
 		return seckill.Errorf(seckill.EINVALID, "request body is required")
+	case string(trimmed) == "null":
+		// encoding/json takes a top-level null as "leave v as it is": an
+		// empty body by another name, which [1] is not either.
+		return seckill.Errorf(seckill.EINVALID, "request body must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

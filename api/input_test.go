@@ -69,6 +69,7 @@ func TestAdmissionRejectsBadInput(t *testing.T) {
 		{"fraction", path, tok, `{"quantity":1.5}`, 400, "INVALID_ARGUMENT", `"quantity"`},
 		{"unknown field", path, tok, `{"quantity":1,"price":0}`, 400, "INVALID_ARGUMENT", `unknown field "price"`},
 		{"not an object", path, tok, `[1]`, 400, "INVALID_ARGUMENT", "JSON object"},
+		{"null", path, tok, ` null `, 400, "INVALID_ARGUMENT", "JSON object"},
 		{"trailing data", path, tok, `{"quantity":1}{}`, 400, "INVALID_ARGUMENT", "after the JSON object"},
 		{"zero", path, tok, `{"quantity":0}`, 400, "INVALID_ARGUMENT", "between 1 and 2"},
 		{"negative", path, tok, `{"quantity":-1}`, 400, "INVALID_ARGUMENT", "between 1 and 2"},
