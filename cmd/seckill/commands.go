@@ -187,11 +187,13 @@ func devCmd() *cobra.Command {
 	}
 }
 
-// demoSession creates and preheats a session that is on sale for an hour.
+// demoSession creates and preheats a session that is on sale for an hour,
+// priced in the deployment's currency as an operator's sale is: its
+// orders, their export and their events carry it.
 func demoSession(ctx context.Context, m *app.Main) (*seckill.Session, error) {
 	now := time.Now().UTC().Truncate(time.Second)
-	s := &seckill.Session{SKUID: 1001, Title: "Demo flash sale", PriceCents: 1999, TotalStock: 100,
-		PerUserLimit: 2, StartAt: now, EndAt: now.Add(time.Hour)}
+	s := &seckill.Session{SKUID: 1001, Title: "Demo flash sale", PriceCents: 1999, Currency: m.Config.Currency,
+		TotalStock: 100, PerUserLimit: 2, StartAt: now, EndAt: now.Add(time.Hour)}
 	if err := m.DB.CreateSession(ctx, s, nil); err != nil {
 		return nil, err
 	}
