@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -58,6 +59,17 @@ func TestAdminSessionLifecycle(t *testing.T) {
 		}
 		testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", admin, b), 422, "OUT_OF_RANGE", "end_at")
 	}
+	// A currency no one pays in, a typo above all, is refused before the
+	// sale exists: each of its payments would fail at the provider's
+	// checkout, the winners' units held until the pay timeout.
+	for _, bad := range []string{"uds", "xxx", "xts"} {
+		b := maps.Clone(body)
+		b["currency"], b["title"] = bad, "priced in "+bad
+		testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", admin, b), 400, "INVALID_ARGUMENT", "not an ISO 4217 currency in use")
+	}
+	listed := e.Do("GET", "/api/v1/sessions", "", nil)
+	require.Equal(t, 200, listed.Status)
+	require.NotContains(t, string(listed.Raw), "priced in", "a refused sale was created")
 	missing := map[string]any{"sku_id": 9}
 	testenv.RequireError(t, e.Do("POST", "/admin/v1/sessions", admin, missing), 400, "INVALID_ARGUMENT", `"title" is required`)
 

@@ -76,6 +76,8 @@ func (c *Controls) Create(ctx context.Context, sess *seckill.Session, by *seckil
 	}
 	if sess.Currency == "" {
 		sess.Currency = c.Currency
+	} else if err := CheckCurrency(sess.Currency); err != nil {
+		return err
 	}
 	if err := c.Store.CreateSession(ctx, sess, by); err != nil {
 		return err

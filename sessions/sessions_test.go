@@ -179,3 +179,15 @@ func TestPreheatCopiesTheRegistrants(t *testing.T) {
 	require.True(t, registered(registrants))
 	e.RequireInvariants(sess.ID)
 }
+
+// The currencies a sale may be priced in are those the world pays in, in
+// lower case: the newer ones too (ves, sle, zwg), never a typo, a special
+// or test code, or the code in upper case (the providers take lower).
+func TestCheckCurrency(t *testing.T) {
+	for _, c := range []string{"usd", "eur", "jpy", "cny", "gbp", "ves", "sle", "zwg"} {
+		require.NoError(t, sessions.CheckCurrency(c), c)
+	}
+	for _, c := range []string{"", "uds", "xxx", "xts", "xau", "USD", "us", "usdd", "u$d"} {
+		require.Equal(t, seckill.EINVALID, seckill.ErrorCode(sessions.CheckCurrency(c)), "%q", c)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/seckill/seckill/redis"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/risk"
+	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/temporal/starter"
 	"github.com/seckill/seckill/tracing"
 )
@@ -216,8 +217,8 @@ func LoadConfig() (*Config, error) {
 	if c.PayTimeout <= 0 || c.SweepGrace <= 0 || c.PayGrace <= 0 || c.RelayMinAge <= 0 || c.RetainAfter <= 0 || c.PreheatLead <= 0 {
 		return nil, errors.New("SECKILL_PAY_TIMEOUT, SECKILL_SWEEP_GRACE, SECKILL_PAY_GRACE, SECKILL_RELAY_MIN_AGE, SECKILL_PREHEAT_LEAD and SECKILL_RETAIN_AFTER must be positive durations")
 	}
-	if !seckill.ValidCurrency(c.Currency) {
-		return nil, fmt.Errorf("SECKILL_CURRENCY=%q must be a lower-case ISO 4217 code such as usd", c.Currency)
+	if err := sessions.CheckCurrency(c.Currency); err != nil {
+		return nil, fmt.Errorf("SECKILL_CURRENCY: %s", seckill.ErrorMessage(err))
 	}
 	if _, err := c.provider(); err != nil {
 		return nil, err

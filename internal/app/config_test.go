@@ -106,6 +106,17 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 	t.Setenv("SECKILL_LIMIT_USER_RPS", "-1")
 	_, err = LoadConfig()
 	require.Error(t, err)
+	t.Setenv("SECKILL_LIMIT_USER_RPS", "")
+	os.Unsetenv("SECKILL_LIMIT_USER_RPS")
+	for _, bad := range []string{"uds", "USD", "xxx"} {
+		t.Setenv("SECKILL_CURRENCY", bad)
+		_, err = LoadConfig()
+		require.ErrorContains(t, err, "SECKILL_CURRENCY", "%q is no currency to price sales in", bad)
+	}
+	t.Setenv("SECKILL_CURRENCY", "jpy")
+	c, err = LoadConfig()
+	require.NoError(t, err)
+	require.Equal(t, "jpy", c.Currency)
 	t.Setenv("SECKILL_LIMIT_USER_RPS", "lots")
 	_, err = LoadConfig()
 	require.Error(t, err)
