@@ -129,6 +129,18 @@ func (c *RedisCluster) ReplicaInSync(ctx context.Context, master string, d time.
 	}
 }
 
+// Replicas are the running nodes that replicate master.
+func (c *RedisCluster) Replicas(ctx context.Context, master string) []string {
+	_, port, _ := strings.Cut(master, ":")
+	var out []string
+	for _, a := range c.Running() {
+		if r, err := infoReplication(ctx, a); err == nil && r["role"] == "slave" && r["master_port"] == port {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // replicaCaughtUp is one look of ReplicaInSync: the master's replication
 // offset first, then whether a replica's applied offset has reached it.
 func (c *RedisCluster) replicaCaughtUp(ctx context.Context, master, port string) error {
@@ -346,6 +358,25 @@ func (c *redisProcs) Kill(addr string) error {
 	}
 	delete(c.nodes, addr)
 	return cmd.Process.Kill()
+}
+
+// Freeze stops the node at addr (SIGSTOP) until Thaw: it reads nothing,
+// not even what its master sends it, and sends nothing, not even its
+// reconnection; the cluster's other nodes take it for alive until the
+// node timeout.
+func (c *redisProcs) Freeze(addr string) error { return c.signal(addr, syscall.SIGSTOP) }
+
+// Thaw resumes a node Freeze stopped (SIGCONT).
+func (c *redisProcs) Thaw(addr string) error { return c.signal(addr, syscall.SIGCONT) }
+
+func (c *redisProcs) signal(addr string, sig syscall.Signal) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cmd := c.nodes[addr]
+	if cmd == nil {
+		return fmt.Errorf("no running node %s", addr)
+	}
+	return cmd.Process.Signal(sig)
 }
 
 // Stop kills every node and removes their directory.
