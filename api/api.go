@@ -165,6 +165,13 @@ const (
 	stripeBodyLimit = 256 << 10
 )
 
+// headerLimit bounds a request's line and headers (Fiber's read buffer,
+// held by each connection while it lives). Fiber's 4 KB refused
+// purchases from a shop domain's cookies (consent, analytics, A/B tests
+// add up to several kilobytes); HAProxy in front passes up to 16 KB
+// (tune.bufsize), so the API reads what the edge lets through.
+const headerLimit = 16 << 10
+
 // writeTimeout bounds writing an answer: a client that reads nothing for
 // that long is let go.
 const writeTimeout = 10 * time.Second
@@ -219,6 +226,7 @@ func (s *Server) App() *fiber.App {
 	app := fiber.New(fiber.Config{
 		AppName:               "seckill",
 		BodyLimit:             bodyLimit,
+		ReadBufferSize:        headerLimit,
 		DisableStartupMessage: true,
 		ErrorHandler:          s.errorHandler,
 		ReadTimeout:           10 * time.Second,

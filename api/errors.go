@@ -71,6 +71,8 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		switch fe.Code {
 		case http.StatusRequestEntityTooLarge:
 			err = seckill.Errorf(seckill.ETOOLARGE, "request body is larger than %d bytes", s.bodyLimitOf(&c.Request().Header))
+		case http.StatusRequestHeaderFieldsTooLarge:
+			err = seckill.Errorf(seckill.EINVALID, "request line and headers are larger than %d bytes", headerLimit)
 		case http.StatusNotFound, http.StatusMethodNotAllowed:
 			err = seckill.Errorf(seckill.ENOTFOUND, "no route %s %s", c.Method(), c.Path())
 		case http.StatusBadRequest:

@@ -205,6 +205,33 @@ func requireRefundDue(t *testing.T, e *testenv.Env, paymentID string, amountCent
 // hugeBody announces a 64 KiB body and reads the answer without sending it:
 // the server refuses on Content-Length alone, and an HTTP client still
 // writing the body could see the closed connection instead of the 413.
+// A shop's domain carries cookies on every request, the purchase
+// included: consent, analytics, A/B tests, several kilobytes of them.
+// Fiber's 4 KB read buffer refused such a purchase before reading it (400
+// "Request Header Fields Too Large"); the API reads what HAProxy in front
+// lets through, and says plainly when the headers are larger still.
+func TestAShopDomainsCookiesBuy(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	sess := e.Session(1, 1, 100)
+	path := fmt.Sprintf("/api/v1/sessions/%d/orders", sess.ID)
+	cookies := func(n int) string {
+		var b strings.Builder
+		for i := 0; b.Len() < n; i++ {
+			fmt.Fprintf(&b, "c%d=%s; ", i, strings.Repeat("v", 2000)) // a browser keeps each under 4 KB
+		}
+		return b.String()
+	}
+	testenv.RequireError(t, e.Do("POST", path, e.Token(2), nil, "Cookie", cookies(20<<10)),
+		400, "INVALID_ARGUMENT", "request line and headers are larger than 16384 bytes")
+	requireUntouched(t, e, sess)
+
+	tok := e.Token(1)
+	r := e.Do("POST", path, tok, nil, "Cookie", cookies(10<<10))
+	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	e.WaitStatus(tok, r.Str("order_no"), 30*time.Second, seckill.StatusWaitPay)
+	e.RequireInvariants(sess.ID)
+}
+
 func hugeBody(t *testing.T, e *testenv.Env, path, token string) *testenv.Response {
 	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(e.BaseURL, "http://"))
