@@ -24,8 +24,9 @@ func decodeStrict(body []byte, v any, allowEmpty bool) error {
 	case len(trimmed) == 0:
 		return seckill.Errorf(seckill.EINVALID, "request body is required")
 	case string(trimmed) == "null":
-		// encoding/json takes a top-level null as "leave v as it is": an
-		// empty body by another name, which [1] is not either.
+		// encoding/json decodes a top-level null as "leave v as it is",
+		// so it passed as an empty body would; it is no object, as [1]
+		// is not.
 		return seckill.Errorf(seckill.EINVALID, "request body must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
