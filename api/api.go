@@ -159,18 +159,14 @@ type Server struct {
 // bodyLimit caps request bodies: every request of this API is a few
 // hundred bytes, but Stripe's events, whole objects (an old API version's
 // payment intent with its charges and metadata), get the larger
-// stripeBodyLimit on their one route (bodyLimitOf).
+// stripeBodyLimit on their one route (bodyLimitOf). headerLimit bounds the
+// request line and headers (Fiber's read buffer, 4 KB unless set): a shop
+// domain's cookies ride on every purchase, and HAProxy in front passes 16 KB.
 const (
 	bodyLimit       = 8 << 10
 	stripeBodyLimit = 256 << 10
+	headerLimit     = 16 << 10
 )
-
-// headerLimit bounds a request's line and headers (Fiber's read buffer,
-// held by each connection while it lives). Fiber's 4 KB refused
-// purchases from a shop domain's cookies (consent, analytics, A/B tests
-// add up to several kilobytes); HAProxy in front passes up to 16 KB
-// (tune.bufsize), so the API reads what the edge lets through.
-const headerLimit = 16 << 10
 
 // writeTimeout bounds writing an answer: a client that reads nothing for
 // that long is let go.

@@ -23,10 +23,7 @@ func decodeStrict(body []byte, v any, allowEmpty bool) error {
 		return nil
 	case len(trimmed) == 0:
 		return seckill.Errorf(seckill.EINVALID, "request body is required")
-	case string(trimmed) == "null":
-		// encoding/json decodes a top-level null as "leave v as it is",
-		// so it passed as an empty body would; it is no object, as [1]
-		// is not.
+	case trimmed[0] != '{': // null too, which encoding/json takes as "leave v as it is"
 		return seckill.Errorf(seckill.EINVALID, "request body must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -49,8 +46,6 @@ func decodeStrict(body []byte, v any, allowEmpty bool) error {
 		return seckill.Errorf(seckill.EINVALID, "a time must be an RFC 3339 string (2026-01-02T15:04:05Z)")
 	case errors.As(err, &typeErr) && typeErr.Field != "":
 		return seckill.Errorf(seckill.EINVALID, "field %q must be %s", typeErr.Field, kindName(typeErr.Type.Kind().String()))
-	case errors.As(err, &typeErr):
-		return seckill.Errorf(seckill.EINVALID, "request body must be a JSON object")
 	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
 		return seckill.Errorf(seckill.EINVALID, "request body is not valid JSON")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
