@@ -202,9 +202,6 @@ func requireRefundDue(t *testing.T, e *testenv.Env, paymentID string, amountCent
 	})
 }
 
-// hugeBody announces a 64 KiB body and reads the answer without sending it:
-// the server refuses on Content-Length alone, and an HTTP client still
-// writing the body could see the closed connection instead of the 413.
 // A shop's domain carries cookies on every request, the purchase
 // included: consent, analytics, A/B tests, several kilobytes of them.
 // Fiber's 4 KB read buffer refused such a purchase before reading it (400
@@ -232,6 +229,9 @@ func TestAShopDomainsCookiesBuy(t *testing.T) {
 	e.RequireInvariants(sess.ID)
 }
 
+// hugeBody announces a 64 KiB body and reads the answer without sending it:
+// the server refuses on Content-Length alone, and an HTTP client still
+// writing the body could see the closed connection instead of the 413.
 func hugeBody(t *testing.T, e *testenv.Env, path, token string) *testenv.Response {
 	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(e.BaseURL, "http://"))
