@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -43,6 +44,46 @@ func TestEveryRouteHasAnAccessRule(t *testing.T) {
 	}
 	for key := range rules {
 		require.True(t, served[key], "access rule for %s, which no route serves", key)
+	}
+}
+
+// A process given no session controls, registrations, payment provider,
+// refunds or order records answers each of their routes 503 naming what
+// it lacks, to a caller who may call it, before reading the request.
+func TestRoutesOfAMissingServiceAnswerUnavailable(t *testing.T) {
+	srv, err := api.New(api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
+		Operators: &auth.Operators{Bootstrap: testenv.AdminToken}, Shoppers: &auth.Shoppers{Secrets: [][]byte{testenv.JWTSecret}}}, routesOnly())
+	require.NoError(t, err)
+	shopper, err := auth.IssueToken(testenv.JWTSecret, 7, time.Hour, time.Now())
+	require.NoError(t, err)
+	app := srv.App()
+	for route, missing := range map[string]string{
+		"POST /admin/v1/sessions":                 "session controls",
+		"POST /admin/v1/sessions/:id/preheat":     "session controls",
+		"POST /admin/v1/sessions/:id/pause":       "session controls",
+		"PATCH /admin/v1/sessions/:id":            "session controls",
+		"POST /api/v1/sessions/:id/registrations": "registrations",
+		"GET /api/v1/sessions/:id/registration":   "registrations",
+		"GET /api/v1/sessions/:id/registrants":    "registrations",
+		"POST /api/v1/orders/:order_no/payment":   "a payment provider",
+		"POST /admin/v1/orders/:order_no/refund":  "refunds",
+		"GET /admin/v1/orders":                    "the order records",
+		"GET /admin/v1/orders/export":             "the order records",
+		"GET /admin/v1/orders/:order_no":          "the order records",
+	} {
+		method, path, _ := strings.Cut(route, " ")
+		req := httptest.NewRequest(method, fill(path), strings.NewReader("not even JSON"))
+		token := testenv.AdminToken
+		if strings.HasPrefix(path, "/api/") {
+			token = shopper
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := app.Test(req, -1)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(res.Body)
+		require.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "%s: %s", route, body)
+		require.Contains(t, string(body), `"code":"UNAVAILABLE"`, route)
+		require.Contains(t, string(body), missing+": not configured in this process", route)
 	}
 }
 

@@ -21,10 +21,6 @@ func (s *Server) createSession(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	controls, err := s.controls()
-	if err != nil {
-		return err
-	}
 	key, err := idempotencyKey(c)
 	if err != nil {
 		return err
@@ -34,7 +30,7 @@ func (s *Server) createSession(c *fiber.Ctx) error {
 	if key != "" {
 		by.RequestID, by.Fingerprint = key, body.Fingerprint()
 	}
-	if err := controls.Create(c.UserContext(), sess, by); err != nil {
+	if err := s.svc.Controls.Create(c.UserContext(), sess, by); err != nil {
 		return err
 	}
 	s.svc.Sessions.Forget(sess.ID)
@@ -57,11 +53,7 @@ func (s *Server) preheat(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	controls, err := s.controls()
-	if err != nil {
-		return err
-	}
-	p, err := controls.Preheat(c.UserContext(), id, force, traceID(c))
+	p, err := s.svc.Controls.Preheat(c.UserContext(), id, force, traceID(c))
 	// Whatever it did, the next reads see it.
 	s.svc.Sessions.Forget(id)
 	s.svc.Admission.SoldOut.Clear(id)
@@ -77,14 +69,6 @@ type SessionControls interface {
 	Create(ctx context.Context, sess *seckill.Session, by *seckill.SessionChange) error
 	Change(ctx context.Context, ch *seckill.SessionChange) (*sessions.Changed, error)
 	Preheat(ctx context.Context, id int64, force bool, traceID string) (*sessions.Preheated, error)
-}
-
-// controls are the session controls, UNAVAILABLE when the process has none.
-func (s *Server) controls() (SessionControls, error) {
-	if s.svc.Controls == nil {
-		return nil, seckill.Errorf(seckill.EUNAVAILABLE, "session controls are not configured in this process")
-	}
-	return s.svc.Controls, nil
 }
 
 // Reconciler checks one session's MySQL and Redis state against the

@@ -117,6 +117,7 @@ func TestAdminSessionLifecycle(t *testing.T) {
 	}
 	testenv.RequireError(t, e.Do("POST", path+"/preheat", admin, nil), 409, "CONFLICT", "force=true")
 	testenv.RequireError(t, e.Do("POST", path+"/preheat?force=maybe", admin, nil), 400, "INVALID_ARGUMENT", "force")
+	testenv.RequireError(t, e.Do("POST", path+"/preheat?froce=true", admin, nil), 400, "INVALID_ARGUMENT", "takes force")
 	f, err := cl.Preheat(ctx, id, true)
 	require.NoError(t, err)
 	require.Equal(t, 2, f.Stock)

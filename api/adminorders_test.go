@@ -98,11 +98,15 @@ func TestAdminOrders(t *testing.T) {
 		"session_id=x": "session_id", "session_id=-1": "session_id", "user_id=0": "user_id",
 		"from=yesterday": "from", "to=2026-13-01T00:00:00Z": "to",
 		"from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z": "from is after to",
+		// A misspelt or repeated filter would list every order, or one
+		// filter's orders where the caller meant another's.
+		"user=42": `"user" is unknown`, "status=PAID&status=CLOSED": `"status" is unknown or repeated`,
 	} {
 		testenv.RequireError(t, e.Do("GET", "/admin/v1/orders?"+q, admin, nil), 400, "INVALID_ARGUMENT", msg)
 	}
 	testenv.RequireError(t, e.Do("GET", "/admin/v1/orders/export", admin, nil), 400, "INVALID_ARGUMENT", "session_id")
 	testenv.RequireError(t, e.Do("GET", "/admin/v1/orders/export?session_id=1&status=NOPE", admin, nil), 400, "INVALID_ARGUMENT", "status")
+	testenv.RequireError(t, e.Do("GET", "/admin/v1/orders/export?session_id=1&limit=5", admin, nil), 400, "INVALID_ARGUMENT", "takes session_id, user_id, status, from, to")
 	e.RequireInvariants(sess.ID)
 	e.RequireInvariants(other.ID)
 }

@@ -246,6 +246,10 @@ func (s *Server) App() *fiber.App {
 
 	s.shop.Mount(app)
 
+	// A route whose service this process was not given answers 503.
+	controls, desk := needs(s.svc.Controls != nil, "session controls"), needs(s.svc.Registrations != nil, "registrations")
+	checkout, backoffice := needs(s.svc.Checkout != nil, "a payment provider"), needs(s.svc.Backoffice != nil, "the order records")
+
 	v1 := app.Group("/api/v1")
 	if len(s.cfg.CORSOrigins) > 0 {
 		v1.Use(s.cors)
@@ -256,14 +260,14 @@ func (s *Server) App() *fiber.App {
 	v1.Post("/sessions/:id/orders", s.countDoor, s.soldOutFast, s.globalLimit, s.authorize, s.createOrder)
 	v1.Post("/sessions/:id/ticket", s.globalLimit, s.authorize, s.issueTicket)
 	v1.Post("/sessions/:id/captcha", s.globalLimit, s.authorize, s.newCaptcha)
-	v1.Post("/sessions/:id/registrations", s.globalLimit, s.authorize, s.register)
-	v1.Get("/sessions/:id/registration", s.readLimit, s.authorize, s.shopperLimits, s.registration)
-	v1.Get("/sessions/:id/registrants", s.readLimit, s.registrantList)
+	v1.Post("/sessions/:id/registrations", s.globalLimit, s.authorize, desk, s.register)
+	v1.Get("/sessions/:id/registration", s.readLimit, s.authorize, s.shopperLimits, desk, s.registration)
+	v1.Get("/sessions/:id/registrants", s.readLimit, desk, s.registrantList)
 	v1.Get("/captchas/:captcha_id/audio", s.readLimit, s.authorize, s.shopperLimits, s.captchaAudio)
-	v1.Get("/orders", s.readLimit, s.authorize, s.shopperLimits, s.listOrders)
+	v1.Get("/orders", s.readLimit, s.authorize, s.shopperLimits, query("limit", "cursor"), s.listOrders)
 	v1.Get("/orders/:order_no", s.readLimit, s.authorize, s.getOrder)
 	v1.Post("/orders/:order_no/cancel", s.globalLimit, s.authorize, s.shopperLimits, s.cancelOrder)
-	v1.Post("/orders/:order_no/payment", s.globalLimit, s.authorize, s.shopperLimits, s.createPayment)
+	v1.Post("/orders/:order_no/payment", s.globalLimit, s.authorize, s.shopperLimits, checkout, s.createPayment)
 	// Stripe's route only with Stripe as the provider, and then only it:
 	// elsewhere nothing verifies Stripe's events, and with Stripe a payment
 	// signed with SECKILL_WEBHOOK_SECRET would be one Stripe never took. A
@@ -276,21 +280,21 @@ func (s *Server) App() *fiber.App {
 	}
 
 	admin := app.Group("/admin/v1", s.authenticateOperator)
-	admin.Post("/sessions", s.authorize, s.createSession)
-	admin.Post("/sessions/:id/preheat", s.authorize, s.preheat)
+	admin.Post("/sessions", s.authorize, controls, s.createSession)
+	admin.Post("/sessions/:id/preheat", s.authorize, query("force"), controls, s.preheat)
 	admin.Get("/sessions/:id/reconcile", s.authorize, s.reconcile)
 	admin.Post("/sessions/:id/repair", s.authorize, s.repair)
-	admin.Patch("/sessions/:id", s.authorize, s.changeSession(seckill.ActionUpdate))
-	admin.Post("/sessions/:id/pause", s.authorize, s.changeSession(seckill.ActionPause))
-	admin.Post("/sessions/:id/resume", s.authorize, s.changeSession(seckill.ActionResume))
-	admin.Post("/sessions/:id/end", s.authorize, s.changeSession(seckill.ActionEnd))
-	admin.Post("/sessions/:id/stock", s.authorize, s.changeSession(seckill.ActionAddStock))
+	admin.Patch("/sessions/:id", s.authorize, controls, s.changeSession(seckill.ActionUpdate))
+	admin.Post("/sessions/:id/pause", s.authorize, controls, s.changeSession(seckill.ActionPause))
+	admin.Post("/sessions/:id/resume", s.authorize, controls, s.changeSession(seckill.ActionResume))
+	admin.Post("/sessions/:id/end", s.authorize, controls, s.changeSession(seckill.ActionEnd))
+	admin.Post("/sessions/:id/stock", s.authorize, controls, s.changeSession(seckill.ActionAddStock))
 	admin.Get("/sessions/:id/audit", s.authorize, s.sessionAudit)
-	admin.Post("/orders/:order_no/refund", s.authorize, s.refundOrder)
-	admin.Get("/events", s.authorize, s.listEvents)
-	admin.Get("/orders", s.authorize, s.adminOrders)
-	admin.Get("/orders/export", s.authorize, s.exportOrders)
-	admin.Get("/orders/:order_no", s.authorize, s.adminOrder)
+	admin.Post("/orders/:order_no/refund", s.authorize, needs(s.svc.Refund != nil, "refunds"), s.refundOrder)
+	admin.Get("/events", s.authorize, query("cursor", "limit"), s.listEvents)
+	admin.Get("/orders", s.authorize, query(append(orderFilters, "limit", "cursor")...), backoffice, s.adminOrders)
+	admin.Get("/orders/export", s.authorize, query(orderFilters...), backoffice, s.exportOrders)
+	admin.Get("/orders/:order_no", s.authorize, backoffice, s.adminOrder)
 	admin.Put("/blocklist/:user_id", s.authorize, s.setBlocked(true))
 	admin.Delete("/blocklist/:user_id", s.authorize, s.setBlocked(false))
 	if s.cfg.Dev {
@@ -302,6 +306,17 @@ func (s *Server) App() *fiber.App {
 		return seckill.Errorf(seckill.ENOTFOUND, "no route %s %s", c.Method(), c.Path())
 	})
 	return app
+}
+
+// needs lets a request through to a route whose service the process was
+// given, and answers UNAVAILABLE naming it on one it was not.
+func needs(given bool, what string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if !given {
+			return seckill.Errorf(seckill.EUNAVAILABLE, "%s: not configured in this process", what)
+		}
+		return c.Next()
+	}
 }
 
 // Start runs the HTTP server's background loops until ctx ends: the

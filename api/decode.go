@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -91,4 +92,25 @@ func pathID(c *fiber.Ctx, name string) (int64, error) {
 		return 0, seckill.Errorf(seckill.EINVALID, "%s must be a positive integer, got %q", name, raw)
 	}
 	return id, nil
+}
+
+// query lets a request through when its query names only the route's
+// parameters, each once: a misspelt filter (?user=42 for ?user_id=42)
+// would otherwise be ignored, and the list of every order taken for the
+// shopper's.
+func query(names ...string) fiber.Handler {
+	return func(c *fiber.Ctx) (err error) {
+		seen := make(map[string]bool, len(names))
+		c.Context().QueryArgs().VisitAll(func(k, _ []byte) {
+			name := string(k)
+			if err == nil && (seen[name] || !slices.Contains(names, name)) {
+				err = seckill.Errorf(seckill.EINVALID, "query parameter %q is unknown or repeated: this route takes %s, each at most once", name, strings.Join(names, ", "))
+			}
+			seen[name] = true
+		})
+		if err != nil {
+			return err
+		}
+		return c.Next()
+	}
 }

@@ -32,7 +32,7 @@ func TestEventFeed(t *testing.T) {
 
 	testenv.RequireError(t, e.Do("GET", "/admin/v1/events", "", nil), 401, "UNAUTHENTICATED", "operator credential")
 	testenv.RequireError(t, e.Do("GET", "/admin/v1/events", e.Token(1), nil), 401, "UNAUTHENTICATED", "operator credential")
-	for _, q := range []string{"cursor=abc", "cursor=-1", "cursor=1.5", "limit=0", "limit=1001", "limit=x"} {
+	for _, q := range []string{"cursor=abc", "cursor=-1", "cursor=1.5", "limit=0", "limit=1001", "limit=x", "after=3", "limit=5&limit=6"} {
 		testenv.RequireError(t, e.Do("GET", "/admin/v1/events?"+q, testenv.AdminToken, nil), 400, "INVALID_ARGUMENT", "")
 	}
 

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -131,6 +132,57 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 		require.True(t, documented[key], "route %s is not in api/openapi.yaml", key)
 	}
 	require.Len(t, documented, len(routed))
+}
+
+// Each operation's query parameters in the document are the ones its
+// route takes: a parameter it does not take is 400 naming exactly the
+// document's, and an operation without any reads no query at all.
+func TestOpenAPIQueryParametersAreTheRoutes(t *testing.T) {
+	doc := openAPIDoc(t)
+	srv, err := api.New(api.Config{JWTSecret: testenv.JWTSecret, WebhookSecret: testenv.WebhookSecret,
+		Operators: &auth.Operators{Bootstrap: testenv.AdminToken}, Shoppers: &auth.Shoppers{Secrets: [][]byte{testenv.JWTSecret}}, Dev: true}, routesOnly())
+	require.NoError(t, err)
+	app := srv.App()
+	shopper, err := auth.IssueToken(testenv.JWTSecret, 7, time.Hour, time.Now())
+	require.NoError(t, err)
+	takes := regexp.MustCompile(`this route takes ([a-z_, ]+), each at most once`)
+	checked := 0
+	for path, item := range obj(doc, "paths") {
+		for method, op := range item.(map[string]any) {
+			if method == "parameters" {
+				continue
+			}
+			var want []string
+			params, _ := op.(map[string]any)["parameters"].([]any)
+			shared, _ := item.(map[string]any)["parameters"].([]any)
+			for _, p := range append(params, shared...) {
+				p := p.(map[string]any)
+				if ref, ok := p["$ref"].(string); ok {
+					p = obj(doc, "components", "parameters", strings.TrimPrefix(ref, "#/components/parameters/"))
+				}
+				if p["in"] == "query" {
+					want = append(want, p["name"].(string))
+				}
+			}
+			req := httptest.NewRequest(strings.ToUpper(method), fill(regexp.MustCompile(`\{(\w+)\}`).ReplaceAllString(path, ":$1"))+"?not_a_parameter=1", nil)
+			req.Header.Set("Authorization", "Bearer "+testenv.AdminToken)
+			if strings.HasPrefix(path, "/api/") {
+				req.Header.Set("Authorization", "Bearer "+shopper)
+			}
+			res, err := app.Test(req, -1)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(res.Body)
+			got := takes.FindStringSubmatch(string(body))
+			if len(want) == 0 {
+				require.Nil(t, got, "%s %s takes no query parameter, yet: %s", method, path, body)
+				continue
+			}
+			require.NotNil(t, got, "%s %s: %s", method, path, body)
+			require.ElementsMatch(t, want, strings.Split(got[1], ", "), "%s %s: the document's query parameters and the route's", method, path)
+			checked++
+		}
+	}
+	require.Equal(t, 5, checked, "the operations with query parameters")
 }
 
 // Each error answer of the document (components/responses) is used under

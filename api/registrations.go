@@ -21,10 +21,6 @@ type Registrations interface {
 // where a second is cheap (admission.Service.MayRegister, the rate limits
 // included).
 func (s *Server) register(c *fiber.Ctx) error {
-	desk, err := s.registrations()
-	if err != nil {
-		return err
-	}
 	r, err := s.shopperRequest(c)
 	if err != nil {
 		return err
@@ -40,7 +36,7 @@ func (s *Server) register(c *fiber.Ctx) error {
 	if err := s.refused(c, ans); err != nil {
 		return err
 	}
-	created, err := desk.Register(c.UserContext(), sess, r.UserID, body.SKUID)
+	created, err := s.svc.Registrations.Register(c.UserContext(), sess, r.UserID, body.SKUID)
 	if err != nil {
 		return err
 	}
@@ -59,15 +55,11 @@ func (s *Server) register(c *fiber.Ctx) error {
 // REGISTERED, or once a draw is made WON, USED, WAITLISTED or LOST
 // (seckill.DrawStatus).
 func (s *Server) registration(c *fiber.Ctx) error {
-	desk, err := s.registrations()
-	if err != nil {
-		return err
-	}
 	sess, err := s.pathSession(c)
 	if err != nil {
 		return err
 	}
-	r, err := desk.Status(c.UserContext(), sess, userID(c))
+	r, err := s.svc.Registrations.Status(c.UserContext(), sess, userID(c))
 	if err != nil {
 		return err
 	}
@@ -97,15 +89,11 @@ func (s *Server) registration(c *fiber.Ctx) error {
 // registrants_digest. A shopper finds their own line in it, and checks
 // the count, the digest and, once the seed is revealed, the ranking.
 func (s *Server) registrantList(c *fiber.Ctx) error {
-	desk, err := s.registrations()
-	if err != nil {
-		return err
-	}
 	sess, err := s.pathSession(c)
 	if err != nil {
 		return err
 	}
-	list, err := desk.List(c.UserContext(), sess)
+	list, err := s.svc.Registrations.List(c.UserContext(), sess)
 	if err != nil {
 		return err
 	}
@@ -114,12 +102,4 @@ func (s *Server) registrantList(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "public, max-age=86400, immutable")
 	c.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
 	return c.Send(list)
-}
-
-// registrations is the desk, UNAVAILABLE when the process has none.
-func (s *Server) registrations() (Registrations, error) {
-	if s.svc.Registrations == nil {
-		return nil, seckill.Errorf(seckill.EUNAVAILABLE, "registrations are not configured in this process")
-	}
-	return s.svc.Registrations, nil
 }

@@ -73,12 +73,8 @@ func (s *Server) changeSession(action seckill.SessionAction) fiber.Handler {
 				return err
 			}
 		}
-		controls, err := s.controls()
-		if err != nil {
-			return err
-		}
 		ctx := c.UserContext()
-		done, err := controls.Change(ctx, ch)
+		done, err := s.svc.Controls.Change(ctx, ch)
 		if err != nil {
 			return err
 		}
