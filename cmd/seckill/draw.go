@@ -80,7 +80,7 @@ func drawCmd() *cobra.Command {
 				if user == 0 {
 					return nil
 				}
-				return printInclusion(cmd, user, registrants, entries)
+				return printInclusion(cmd, user, registrants, entries, s.DrawPools())
 			})
 		},
 	}
@@ -92,8 +92,9 @@ func drawCmd() *cobra.Command {
 
 // printInclusion says whether a shopper is in the verified list, at which
 // line of it (in ascending user id order, one a line: the text whose
-// SHA-256 is the digest), for which item, and the position drawn.
-func printInclusion(cmd *cobra.Command, user int64, registrants []seckill.Registrant, entries []seckill.DrawEntry) error {
+// SHA-256 is the digest), for which item, and the position drawn: a
+// winner's, or the place in the waitlist the API shows as "position".
+func printInclusion(cmd *cobra.Command, user int64, registrants []seckill.Registrant, entries []seckill.DrawEntry, pools []seckill.DrawPool) error {
 	out := cmd.OutOrStdout()
 	line, in := slices.BinarySearchFunc(registrants, user, func(r seckill.Registrant, u int64) int { return cmp.Compare(r.UserID, u) })
 	if !in {
@@ -102,8 +103,14 @@ func printInclusion(cmd *cobra.Command, user int64, registrants []seckill.Regist
 	}
 	place := "not among the positions recorded (LOST)"
 	for _, e := range entries {
-		if e.UserID == user {
-			place = fmt.Sprintf("drawn at position %d", e.Position)
+		if e.UserID != user {
+			continue
+		}
+		i := slices.IndexFunc(pools, func(p seckill.DrawPool) bool { return p.SKUID == e.SKUID })
+		if stock := pools[i].Stock; e.Position <= stock {
+			place = fmt.Sprintf("drawn at position %d (WON)", e.Position)
+		} else {
+			place = fmt.Sprintf("drawn at position %d (WAITLISTED at position %d)", e.Position, e.Position-stock)
 		}
 	}
 	item := ""

@@ -92,6 +92,6 @@ func TestDrawSaleOfSizes(t *testing.T) {
 	require.Contains(t, out, "draw verified")
 	require.Contains(t, out, "item 38: stock at the draw 2: 4 positions (2 winners, 2 waitlisted)")
 	require.Contains(t, out, "item 39: stock at the draw 1: 2 positions (1 winners, 1 waitlisted)")
-	require.Contains(t, out, fmt.Sprintf("user %d is line %d of the list for item 39, drawn at position 1", w39, w39))
+	require.Contains(t, out, fmt.Sprintf("user %d is line %d of the list for item 39, drawn at position 1 (WON)\n", w39, w39))
 	e.RequireInvariants(id)
 }
