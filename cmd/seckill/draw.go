@@ -93,7 +93,8 @@ func drawCmd() *cobra.Command {
 // printInclusion says whether a shopper is in the verified list, at which
 // line of it (in ascending user id order, one a line: the text whose
 // SHA-256 is the digest), for which item, and the position drawn: a
-// winner's, or the place in the waitlist the API shows as "position".
+// winner's, or the place in the waitlist (the API's "position" until
+// rights pass on).
 func printInclusion(cmd *cobra.Command, user int64, registrants []seckill.Registrant, entries []seckill.DrawEntry, pools []seckill.DrawPool) error {
 	out := cmd.OutOrStdout()
 	line, in := slices.BinarySearchFunc(registrants, user, func(r seckill.Registrant, u int64) int { return cmp.Compare(r.UserID, u) })
@@ -110,7 +111,7 @@ func printInclusion(cmd *cobra.Command, user int64, registrants []seckill.Regist
 		if stock := pools[i].Stock; e.Position <= stock {
 			place = fmt.Sprintf("drawn at position %d (WON)", e.Position)
 		} else {
-			place = fmt.Sprintf("drawn at position %d (WAITLISTED at position %d)", e.Position, e.Position-stock)
+			place = fmt.Sprintf("drawn at position %d (WAITLISTED, position %d at the draw)", e.Position, e.Position-stock)
 		}
 	}
 	item := ""
