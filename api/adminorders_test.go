@@ -57,6 +57,8 @@ func TestAdminOrders(t *testing.T) {
 	mine, err := viewer.FindOrders(ctx, seckill.OrderFilter{UserID: 41}, "", 0)
 	require.NoError(t, err)
 	require.Equal(t, []string{b.OrderNo, placed[2], placed[0]}, orderNos(mine.Orders), "a shopper's orders of every sale")
+	_, err = viewer.FindOrders(ctx, seckill.OrderFilter{UserID: -41}, "", 0)
+	require.Equal(t, seckill.EINVALID, seckill.ErrorCode(err), "a negative id is refused, not dropped to list every order: %v", err)
 	paid, err := viewer.FindOrders(ctx, seckill.OrderFilter{SessionID: sess.ID, Status: seckill.StatusPaid}, "", 0)
 	require.NoError(t, err)
 	require.Equal(t, []string{placed[1]}, orderNos(paid.Orders))

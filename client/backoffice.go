@@ -22,13 +22,15 @@ type OrderRecord struct {
 	WorkflowURL string                  `json:"workflow_url,omitempty"`
 }
 
-// filterQuery is f as the admin order routes' query.
+// filterQuery is f as the admin order routes' query. Zero is no filter;
+// a negative id is sent, for the API to refuse rather than the list to
+// grow to every order.
 func filterQuery(f seckill.OrderFilter) url.Values {
 	q := url.Values{}
-	if f.SessionID > 0 {
+	if f.SessionID != 0 {
 		q.Set("session_id", strconv.FormatInt(f.SessionID, 10))
 	}
-	if f.UserID > 0 {
+	if f.UserID != 0 {
 		q.Set("user_id", strconv.FormatInt(f.UserID, 10))
 	}
 	if f.Status != "" {
@@ -51,7 +53,7 @@ func (c *Client) FindOrders(ctx context.Context, f seckill.OrderFilter, cursor s
 	if cursor != "" {
 		q.Set("cursor", cursor)
 	}
-	if limit > 0 {
+	if limit != 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
 	var p OrderPage

@@ -25,6 +25,14 @@ func orderReadCmds(base *string) []*cobra.Command {
 		Short: "List orders newest first, one page (next_cursor, when present, is the next page's --cursor)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Zero is "no filter" to the client: --user 0 (or -42, a typo)
+			// would list every order, which customer service could take
+			// for the shopper's.
+			for name, v := range map[string]int64{"session": f.SessionID, "user": f.UserID, "limit": int64(limit)} {
+				if cmd.Flags().Changed(name) && v < 1 {
+					return fmt.Errorf("--%s must be a positive integer, got %d", name, v)
+				}
+			}
 			cl, err := adminClient(*base)
 			if err != nil {
 				return err

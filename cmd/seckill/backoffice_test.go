@@ -58,4 +58,15 @@ func TestOrdersReadCommands(t *testing.T) {
 	rows, err := csv.NewReader(strings.NewReader(run("export", "--session", fmt.Sprint(sess.ID)))).ReadAll()
 	require.NoError(t, err)
 	require.Len(t, rows, 4, "a header row and the three orders")
+
+	// A filter of zero or less is refused, not dropped: it would list
+	// every order of every sale as if they were the shopper's.
+	for _, args := range [][]string{{"--user", "-2"}, {"--session", "0"}, {"--limit", "-1"}} {
+		cmd := exec.Command(testenv.Binary(t), append([]string{"orders", "--api", e.BaseURL, "list"}, args...)...)
+		cmd.Env = append(e.ProcessEnv(), "SECKILL_OPERATOR_TOKEN="+e.OperatorToken("cli-cs", seckill.RoleViewer))
+		out, err := cmd.CombinedOutput()
+		require.Error(t, err, "%v: %s", args, out)
+		require.Contains(t, string(out), args[0]+" must be a positive integer", "%v", args)
+		require.NotContains(t, string(out), placed[0])
+	}
 }

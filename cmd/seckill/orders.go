@@ -53,9 +53,8 @@ answers the first refund (applied: false) and never sends a second one.`,
 		},
 	}
 	refund.Flags().StringVar(&reason, "reason", "", "why the order is refunded (kept in the audit ledger)")
-	f := cmd.PersistentFlags()
-	f.StringVar(&base, "api", "http://127.0.0.1:8080", "base URL of the running API")
-	f.StringVar(&opts.RequestID, "request-id", "", `idempotency key of the refund (default "refund:<order_no>")`)
+	refund.Flags().StringVar(&opts.RequestID, "request-id", "", `idempotency key of the refund (default "refund:<order_no>")`)
+	cmd.PersistentFlags().StringVar(&base, "api", "http://127.0.0.1:8080", "base URL of the running API")
 	cmd.AddCommand(refund)
 	cmd.AddCommand(orderReadCmds(&base)...)
 	return cmd
