@@ -177,7 +177,7 @@ func (s *Server) allow(c *fiber.Ctx, role seckill.Role) error {
 		return seckill.Errorf(seckill.EUNAUTHORIZED, "operator credential required")
 	}
 	if !op.Role.Allows(role) {
-		return seckill.Errorf(seckill.EFORBIDDEN, "operator %s is a %s; this needs %s", op.Name, op.Role, role)
+		return seckill.Errorf(seckill.EFORBIDDEN, "operator %s has the role %s; this needs %s", op.Name, op.Role, role)
 	}
 	return nil
 }

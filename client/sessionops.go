@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/seckill/seckill"
 )
@@ -83,23 +82,7 @@ func (c *Client) AddItemStock(ctx context.Context, sessionID, skuID int64, units
 // UpdateSession changes a session that has not started (CONFLICT once it
 // has): only u's non-nil fields.
 func (c *Client) UpdateSession(ctx context.Context, sessionID int64, u *seckill.SessionUpdate, o ChangeOptions) (*Changed, error) {
-	body := map[string]any{}
-	if u.Title != nil {
-		body["title"] = *u.Title
-	}
-	if u.PriceCents != nil {
-		body["price_cents"] = *u.PriceCents
-	}
-	if u.PerUserLimit != nil {
-		body["per_user_limit"] = *u.PerUserLimit
-	}
-	if u.StartAt != nil {
-		body["start_at"] = u.StartAt.UTC().Format(time.RFC3339Nano)
-	}
-	if u.EndAt != nil {
-		body["end_at"] = u.EndAt.UTC().Format(time.RFC3339Nano)
-	}
-	return c.change(ctx, sessionID, http.MethodPatch, "", body, o)
+	return c.change(ctx, sessionID, http.MethodPatch, "", u, o)
 }
 
 // SessionAudit returns the session's audit ledger, oldest first.

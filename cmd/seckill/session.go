@@ -127,11 +127,13 @@ func printJSON(cmd *cobra.Command, v any) error {
 // updateCmd is `seckill session update`: only the flags given change.
 func updateCmd(verb func(string, string, func(*cobra.Command, *client.Client, int64, []string) (any, error)) *cobra.Command, opts *client.ChangeOptions) *cobra.Command {
 	var (
-		title        string
-		price, limit int64
-		start, end   string
+		title, mode     string
+		price, limit    int64
+		ttl             int
+		start, end      string
+		regFrom, regTil string
 	)
-	cmd := verb("update <session> [--title T] [--price-cents N] [--per-user-limit N] [--start-at T] [--end-at T]",
+	cmd := verb("update <session> [--title T] [--price-cents N] [--per-user-limit N] [--start-at T] [--end-at T] [--mode M] [--register-from T] [--register-until T] [--right-ttl-seconds N]",
 		"Change a session that has not started (times in RFC 3339)",
 		func(cmd *cobra.Command, cl *client.Client, id int64, _ []string) (any, error) {
 			u := &seckill.SessionUpdate{}
@@ -146,10 +148,17 @@ func updateCmd(verb func(string, string, func(*cobra.Command, *client.Client, in
 				n := int(limit)
 				u.PerUserLimit = &n
 			}
+			if fl.Changed("mode") {
+				m := seckill.SessionMode(mode)
+				u.Mode = &m
+			}
+			if fl.Changed("right-ttl-seconds") {
+				u.RightTTLSeconds = &ttl
+			}
 			for _, t := range []struct {
 				flag, raw string
 				to        **time.Time
-			}{{"start-at", start, &u.StartAt}, {"end-at", end, &u.EndAt}} {
+			}{{"start-at", start, &u.StartAt}, {"end-at", end, &u.EndAt}, {"register-from", regFrom, &u.RegisterFrom}, {"register-until", regTil, &u.RegisterUntil}} {
 				if !fl.Changed(t.flag) {
 					continue
 				}
@@ -160,7 +169,7 @@ func updateCmd(verb func(string, string, func(*cobra.Command, *client.Client, in
 				*t.to = &v
 			}
 			if u.Empty() {
-				return nil, errors.New("nothing to change: give --title, --price-cents, --per-user-limit, --start-at or --end-at")
+				return nil, errors.New("nothing to change: give --title, --price-cents, --per-user-limit, --start-at, --end-at, --mode, --register-from, --register-until or --right-ttl-seconds")
 			}
 			return cl.UpdateSession(cmd.Context(), id, u, *opts)
 		})
@@ -170,5 +179,9 @@ func updateCmd(verb func(string, string, func(*cobra.Command, *client.Client, in
 	f.Int64Var(&limit, "per-user-limit", 0, "new per-user limit")
 	f.StringVar(&start, "start-at", "", "new start (RFC 3339)")
 	f.StringVar(&end, "end-at", "", "new end (RFC 3339)")
+	f.StringVar(&mode, "mode", "", "new mode: first_come, reserved or draw (before registration opens)")
+	f.StringVar(&regFrom, "register-from", "", "new opening of registration (RFC 3339; before it opens)")
+	f.StringVar(&regTil, "register-until", "", "new close of registration (RFC 3339; before it opens)")
+	f.IntVar(&ttl, "right-ttl-seconds", 0, "new duration of a draw's rights")
 	return cmd
 }

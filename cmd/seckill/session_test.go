@@ -113,3 +113,34 @@ func TestSessionCreateItems(t *testing.T) {
 	require.Equal(t, 2, ch.Session.Items[0].RemainingStock)
 	e.RequireInvariants(v.ID)
 }
+
+// A reserved sale's registration window from the CLI: set at creation,
+// then moved with the mode and a draw's rights by update before it opens,
+// every field given reaching the API (the client once sent only the
+// first five, and an update of the mode alone was "nothing to change").
+func TestSessionRegistrationWindow(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	at := func(d time.Duration) string { return time.Now().UTC().Add(d).Truncate(time.Second).Format(time.RFC3339) }
+	from, until := at(time.Hour), at(2*time.Hour)
+	var v seckill.SessionView
+	sessionCLIAs(t, e, "cli-admin", seckill.RoleAdmin, &v, "create", "--title", "Console", "--sku", "9", "--price-cents", "100",
+		"--stock", "2", "--start-at", at(3*time.Hour), "--end-at", at(4*time.Hour), "--mode", "reserved",
+		"--register-from", from, "--register-until", until)
+	require.Equal(t, seckill.ModeReserved, v.Mode)
+	require.Equal(t, from, v.RegisterFrom.UTC().Format(time.RFC3339))
+	require.Equal(t, until, v.RegisterUntil.UTC().Format(time.RFC3339))
+
+	var ch client.Changed
+	later, sooner := at(80*time.Minute), at(90*time.Minute)
+	sessionCLIAs(t, e, "cli-admin", seckill.RoleAdmin, &ch, "update", fmt.Sprint(v.ID), "--mode", "draw", "--right-ttl-seconds", "120",
+		"--register-from", later, "--register-until", sooner)
+	require.True(t, ch.Applied)
+	require.Equal(t, seckill.ModeDraw, ch.Session.Mode)
+	require.Equal(t, 120, ch.Session.RightTTLSeconds)
+	require.Equal(t, later, ch.Session.RegisterFrom.UTC().Format(time.RFC3339))
+	require.Equal(t, sooner, ch.Session.RegisterUntil.UTC().Format(time.RFC3339))
+	sessionCLIAs(t, e, "cli-admin", seckill.RoleAdmin, &ch, "update", fmt.Sprint(v.ID), "--register-until", until)
+	require.Equal(t, until, ch.Session.RegisterUntil.UTC().Format(time.RFC3339))
+	require.Equal(t, later, ch.Session.RegisterFrom.UTC().Format(time.RFC3339), "what was not given stays")
+	e.RequireInvariants(v.ID)
+}

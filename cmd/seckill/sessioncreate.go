@@ -20,6 +20,7 @@ func createCmd(admin func() (*client.Client, error)) *cobra.Command {
 		s               seckill.Session
 		mode            string
 		start, end      string
+		regFrom, regTil string
 		items           []string
 		sku, price      int64
 		stock, ttl      int
@@ -30,12 +31,18 @@ func createCmd(admin func() (*client.Client, error)) *cobra.Command {
 		Short: "Create a sale: of one SKU, or of several items (sizes) with --item each, the per-user limit across them",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var err error
-			if s.StartAt, err = time.Parse(time.RFC3339, start); err != nil {
-				return fmt.Errorf("--start-at must be an RFC 3339 time: %v", err)
-			}
-			if s.EndAt, err = time.Parse(time.RFC3339, end); err != nil {
-				return fmt.Errorf("--end-at must be an RFC 3339 time: %v", err)
+			for _, t := range []struct {
+				flag, raw string
+				to        *time.Time
+			}{{"start-at", start, &s.StartAt}, {"end-at", end, &s.EndAt}, {"register-from", regFrom, &s.RegisterFrom}, {"register-until", regTil, &s.RegisterUntil}} {
+				if t.raw == "" && strings.HasPrefix(t.flag, "register") {
+					continue // the API's defaults: from now, until the start
+				}
+				v, err := time.Parse(time.RFC3339, t.raw)
+				if err != nil {
+					return fmt.Errorf("--%s must be an RFC 3339 time: %v", t.flag, err)
+				}
+				*t.to = v
 			}
 			s.Mode, s.RightTTLSeconds, s.RequireTicket, s.RequireCaptcha = seckill.SessionMode(mode), ttl, ticket, captcha
 			if len(items) == 0 {
@@ -73,6 +80,8 @@ func createCmd(admin func() (*client.Client, error)) *cobra.Command {
 	f.StringVar(&s.Currency, "currency", "", "ISO 4217 code in lower case (default: the deployment's)")
 	f.StringVar(&mode, "mode", "", "first_come (default), reserved or draw")
 	f.IntVar(&ttl, "right-ttl-seconds", 0, "a draw's rights (default 600)")
+	f.StringVar(&regFrom, "register-from", "", "a reserved or draw sale's registration opens (RFC 3339; default now)")
+	f.StringVar(&regTil, "register-until", "", "and closes (RFC 3339; default --start-at)")
 	f.BoolVar(&ticket, "require-ticket", false, "orders need a purchase ticket")
 	f.BoolVar(&captcha, "require-captcha", false, "tickets need a solved captcha")
 	return cmd
