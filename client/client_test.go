@@ -354,6 +354,10 @@ func TestClientDrawSale(t *testing.T) {
 	require.True(t, answers[seckill.RegistrationWon].RightUntil.Equal(drawn.DrawnAt.Add(2*time.Minute)),
 		"right until %s, drawn at %s", answers[seckill.RegistrationWon].RightUntil, drawn.DrawnAt)
 	require.Equal(t, 1, answers[seckill.RegistrationWaitlisted].Position)
+	for _, r := range answers {
+		require.NotNil(t, r.InList, "the list is published: each answer says whether it is in it")
+		require.True(t, *r.InList)
+	}
 	_, err = e.Shopper(3-winner).Buy(ctx, sess.ID, client.BuyOptions{})
 	requireAnswer(t, err, 403, seckill.ENOTELIGIBLE)
 	placed, err := e.Shopper(winner).Buy(ctx, sess.ID, client.BuyOptions{})

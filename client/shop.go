@@ -295,6 +295,9 @@ type Registration struct {
 	RegisteredAt time.Time `json:"registered_at,omitzero"`
 	RightUntil   time.Time `json:"right_until,omitzero"`
 	Position     int       `json:"position,omitempty"`
+	// InList says, once a draw's list is published (nil before), whether
+	// the registration is in it (made before register_until).
+	InList *bool `json:"in_list,omitempty"`
 	// Created is true for the request that registered (201), false for a
 	// registration that already held (200).
 	Created bool `json:"-"`
