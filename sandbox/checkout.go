@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/bojanz/currency"
 )
 
 // page is the hosted checkout: what a provider's payment page shows, and
@@ -89,11 +91,21 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if pay == nil {
 		status = http.StatusNotFound
 	} else {
-		d.Amount = fmt.Sprintf("%d.%02d", pay.AmountCents/100, pay.AmountCents%100)
+		d.Amount = amount(pay)
 		d.Open = pay.State == "OPEN" && p.now().Before(pay.ExpiresAt)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = page.Execute(w, d)
+}
+
+// amount is what the page asks for, in the currency's own minor unit
+// (19.99 USD, but 1999 JPY: amounts count the smallest unit, as the
+// providers do).
+func amount(pay *Payment) string {
+	if a, err := currency.NewAmountFromInt64(pay.AmountCents, strings.ToUpper(pay.Currency)); err == nil {
+		return a.String()
+	}
+	return fmt.Sprintf("%d.%02d", pay.AmountCents/100, pay.AmountCents%100)
 }

@@ -92,17 +92,20 @@ type Payment struct {
 	ID          string
 	OrderNo     string
 	AmountCents int64
-	State       seckill.PaymentState
-	ExpiresAt   time.Time
+	// Currency is the order's (lower case), "" for a payment opened
+	// before the sandbox kept it.
+	Currency  string
+	State     seckill.PaymentState
+	ExpiresAt time.Time
 }
 
 // open creates the payment unless it exists, then returns it.
 var open = goredis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('HSET', KEYS[1], 'order_no', ARGV[1], 'amount', ARGV[2], 'state', 'OPEN', 'expires', ARGV[3])
+  redis.call('HSET', KEYS[1], 'order_no', ARGV[1], 'amount', ARGV[2], 'state', 'OPEN', 'expires', ARGV[3], 'currency', ARGV[5])
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
 end
-return redis.call('HMGET', KEYS[1], 'order_no', 'amount', 'state', 'expires')`)
+return redis.call('HMGET', KEYS[1], 'order_no', 'amount', 'state', 'expires', 'currency')`)
 
 // move changes an OPEN payment's state to ARGV[1] (SUCCEEDED only before
 // it expires at ARGV[2] ms) and returns the payment as it then is. A
@@ -110,12 +113,12 @@ return redis.call('HMGET', KEYS[1], 'order_no', 'amount', 'state', 'expires')`)
 // (kept ARGV[4] ms): the close cancelled while its checkout was being
 // opened, and the payment must never be opened afterwards.
 var move = goredis.NewScript(`
-local p = redis.call('HMGET', KEYS[1], 'order_no', 'amount', 'state', 'expires')
+local p = redis.call('HMGET', KEYS[1], 'order_no', 'amount', 'state', 'expires', 'currency')
 if not p[1] then
   if ARGV[1] ~= 'CANCELED' then return p end
   redis.call('HSET', KEYS[1], 'order_no', ARGV[3], 'amount', 0, 'state', 'CANCELED', 'expires', 0)
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
-  return {ARGV[3], '0', 'CANCELED', '0'}
+  return {ARGV[3], '0', 'CANCELED', '0', ''}
 end
 if p[3] == 'OPEN' and (ARGV[1] ~= 'SUCCEEDED' or tonumber(ARGV[2]) <= tonumber(p[4])) then
   redis.call('HSET', KEYS[1], 'state', ARGV[1])
@@ -133,12 +136,13 @@ func (p *Provider) decode(id string, v any, err error) (*Payment, error) {
 		return nil, fmt.Errorf("sandbox payments: %w", err)
 	}
 	f, _ := v.([]any)
-	if len(f) != 4 || f[0] == nil {
+	if len(f) != 5 || f[0] == nil {
 		return nil, nil
 	}
 	amount, _ := strconv.ParseInt(fmt.Sprint(f[1]), 10, 64)
 	ms, _ := strconv.ParseInt(fmt.Sprint(f[3]), 10, 64)
-	return &Payment{ID: id, OrderNo: fmt.Sprint(f[0]), AmountCents: amount,
+	currency, _ := f[4].(string)
+	return &Payment{ID: id, OrderNo: fmt.Sprint(f[0]), AmountCents: amount, Currency: currency,
 		State: seckill.PaymentState(fmt.Sprint(f[2])), ExpiresAt: time.UnixMilli(ms).UTC()}, nil
 }
 
@@ -146,7 +150,7 @@ func (p *Provider) decode(id string, v any, err error) (*Payment, error) {
 // page; CONFLICT once the payment was cancelled (the order is closing).
 func (p *Provider) CreatePayment(ctx context.Context, r seckill.CheckoutRequest) (*seckill.Checkout, error) {
 	id := p.PaymentID(r.OrderNo)
-	v, err := open.Run(ctx, p.Redis, []string{p.key(id)}, r.OrderNo, r.AmountCents, r.ExpiresAt.UnixMilli(), keep.Milliseconds()).Result()
+	v, err := open.Run(ctx, p.Redis, []string{p.key(id)}, r.OrderNo, r.AmountCents, r.ExpiresAt.UnixMilli(), keep.Milliseconds(), r.Currency).Result()
 	pay, err := p.decode(id, v, err)
 	if err != nil {
 		return nil, err
@@ -163,7 +167,7 @@ func (p *Provider) CreatePayment(ctx context.Context, r seckill.CheckoutRequest)
 
 // Payment returns a payment by id; nil when there is none.
 func (p *Provider) Payment(ctx context.Context, paymentID string) (*Payment, error) {
-	v, err := p.Redis.HMGet(ctx, p.key(paymentID), "order_no", "amount", "state", "expires").Result()
+	v, err := p.Redis.HMGet(ctx, p.key(paymentID), "order_no", "amount", "state", "expires", "currency").Result()
 	return p.decode(paymentID, v, err)
 }
 

@@ -2,6 +2,8 @@ package sandbox_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -56,4 +58,22 @@ func TestCheckoutURL(t *testing.T) {
 	co, err = p.CreatePayment(ctx, req)
 	require.NoError(t, err)
 	require.Equal(t, "https://shop.example/dev/checkout/"+co.PaymentID, co.CheckoutURL)
+}
+
+// The checkout page asks for the amount in the order's currency, counted
+// in its smallest unit as the providers count it: cents for usd, yen for
+// jpy (no minor unit), fils for bhd (three digits).
+func TestCheckoutPageAmount(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	p := e.Provider
+	for cur, want := range map[string]string{"usd": "19.99 USD", "jpy": "1999 JPY", "bhd": "1.999 BHD"} {
+		co, err := p.CreatePayment(context.Background(), seckill.CheckoutRequest{OrderNo: "7-priced-" + cur, AmountCents: 1999,
+			Currency: cur, ExpiresAt: time.Now().Add(time.Minute)})
+		require.NoError(t, err)
+		w := httptest.NewRecorder()
+		p.ServeHTTP(w, httptest.NewRequest(http.MethodGet, sandbox.CheckoutPath+co.PaymentID, nil))
+		require.Equal(t, http.StatusOK, w.Code)
+		require.Contains(t, w.Body.String(), `<p class="amount" id="amount">`+want+`</p>`, cur)
+		require.Contains(t, w.Body.String(), `>Pay `+want+`</button>`, cur)
+	}
 }

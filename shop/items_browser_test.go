@@ -19,7 +19,8 @@ func TestBrowserSizes(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	ctx := context.Background()
 	now := time.Now().UTC()
-	sess := &seckill.Session{Title: "Runner", Currency: "usd", PerUserLimit: 1, StartAt: now.Add(-time.Minute), EndAt: now.Add(time.Hour)}
+	// Priced in yen, which has no minor unit: 700 is ¥700, not 7.00.
+	sess := &seckill.Session{Title: "Runner", Currency: "jpy", PerUserLimit: 1, StartAt: now.Add(-time.Minute), EndAt: now.Add(time.Hour)}
 	sess.SetItems([]seckill.Item{{SKUID: 3801, Title: "EU 38", PriceCents: 700, TotalStock: 1},
 		{SKUID: 3802, Title: "EU 39", PriceCents: 800, TotalStock: 2}})
 	require.NoError(t, e.DB.CreateSession(ctx, sess, nil))
@@ -38,7 +39,7 @@ func TestBrowserSizes(t *testing.T) {
 	)
 	require.Equal(t, "EU 38 · sold out", p.text(c+` button[data-sku="3801"]`))
 	require.Equal(t, "EU 39 · 2 left", p.text(c+` button[data-sku="3802"]`))
-	require.Contains(t, p.text(c+` [data-role="price"]`), "8.00", "the chosen size's price")
+	require.Equal(t, "price 800 JPY", p.text(c+` [data-role="price"]`), "the chosen size's price")
 	p.pasteToken(9)
 	p.do(
 		click(c+` button[data-role="buy"]`),
@@ -59,7 +60,7 @@ func TestBrowserSizes(t *testing.T) {
 		wait(c+`[data-state="SOLD_OUT"]`),
 		wait(c+` button[data-sku="3802"]:disabled`),
 	)
-	require.Equal(t, "price 7.00", p.text(c+` [data-role="price"]`), "the first size's price, never NaN")
+	require.Equal(t, "price 700 JPY", p.text(c+` [data-role="price"]`), "the first size's price, never NaN")
 	waitOrder(e, 8, r.Str("order_no"), seckill.StatusWaitPay)
 	waitOrder(e, 10, last.Str("order_no"), seckill.StatusWaitPay)
 	e.RequireInvariants(sess.ID)

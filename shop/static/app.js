@@ -228,7 +228,15 @@
 
   // ---- sessions -----------------------------------------------------------
 
-  function money(cents) { return (cents / 100).toFixed(2); }
+  // An amount counts the currency's smallest unit, as the providers do:
+  // cents of usd, but yen of jpy (no minor unit) and fils of bhd (three).
+  function money(minor, currency) {
+    var code = String(currency || "usd").toUpperCase(), digits = 2;
+    try {
+      digits = new Intl.NumberFormat("en", { style: "currency", currency: code }).resolvedOptions().maximumFractionDigits;
+    } catch (e) { /* a code this browser does not know: two digits */ }
+    return (minor / Math.pow(10, digits)).toFixed(digits) + " " + code;
+  }
 
   function duration(ms) {
     var s = Math.max(0, Math.ceil(ms / 1000));
@@ -286,7 +294,7 @@
       renderSizes(li, s);
       // A sale of sizes with none left to choose shows its first size's price.
       var chosen = chosenItem(li, s) || (s.items && s.items[0]);
-      li.querySelector('[data-role="price"]').textContent = "price " + money(chosen ? chosen.price_cents : s.price_cents);
+      li.querySelector('[data-role="price"]').textContent = "price " + money(chosen ? chosen.price_cents : s.price_cents, s.currency);
       li.querySelector('[data-role="limit"]').textContent = String(s.per_user_limit);
       var rem = li.querySelector('[data-role="remaining"]');
       // Before the sale its stock may not be loaded yet: say what is on offer.
@@ -349,7 +357,7 @@
       box.appendChild(b);
     });
     var c = chosenItem(li, s);
-    if (c) li.querySelector('[data-role="price"]').textContent = "price " + money(c.price_cents);
+    if (c) li.querySelector('[data-role="price"]').textContent = "price " + money(c.price_cents, s.currency);
   }
 
   // registeredSize is the size (its sku_id, a string) the signed-in
@@ -843,7 +851,7 @@
     if (!order) return;
     var detail = "";
     if (order.quantity) detail = order.quantity + (order.quantity === 1 ? " unit" : " units");
-    if (order.amount_cents) detail += ", total " + money(order.amount_cents);
+    if (order.amount_cents) detail += ", total " + money(order.amount_cents, order.currency);
     if (order.status === "WAIT_PAY" && order.pay_deadline) {
       var left = Date.parse(order.pay_deadline) - now();
       detail += left > 0 ? " · pay within " + duration(left) : " · pay deadline passed";
@@ -999,7 +1007,7 @@
       badge.textContent = o.status.replace("_", " ");
       badge.dataset.status = o.status;
       li.querySelector('[data-role="detail"]').textContent = "sale " + o.session_id + " · " + o.quantity +
-        (o.quantity === 1 ? " unit" : " units") + ", total " + money(o.amount_cents) + " · " + new Date(o.created_at).toLocaleString();
+        (o.quantity === 1 ? " unit" : " units") + ", total " + money(o.amount_cents, o.currency) + " · " + new Date(o.created_at).toLocaleString();
       li.querySelector('[data-role="open"]').addEventListener("click", function () {
         clearMessage();
         setOrder(o);
