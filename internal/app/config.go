@@ -410,7 +410,7 @@ func (c *Config) RequireSecrets(names ...string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("refusing to start without %v (set them in the environment; `seckill dev` makes its own)", missing)
+		return fmt.Errorf("refusing to start without %s (set them in the environment; `seckill dev` makes its own)", strings.Join(missing, ", "))
 	}
 	if len(short) > 0 {
 		return fmt.Errorf("refusing to start: %s must be at least %d bytes each, e.g. `openssl rand -hex 32` (SECKILL_ADMIN_TOKEN may be %q once named operators exist: no bootstrap admin)",
