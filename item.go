@@ -1,5 +1,12 @@
 package seckill
 
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
 // MaxItems caps the items of one sale: each is a field of the sale's
 // Redis hash and a row the session's cache reads with it.
 const MaxItems = 100
@@ -81,19 +88,34 @@ func (s *Session) validateItems() error {
 	}
 	seen := make(map[int64]bool, len(s.Items))
 	for i, it := range s.Items {
+		if err := checkTitle(fmt.Sprintf("items[%d].title", i), it.Title); err != nil {
+			return err
+		}
 		switch {
 		case it.SKUID <= 0:
 			return Errorf(EINVALID, "items[%d].sku_id must be a positive integer", i)
 		case seen[it.SKUID]:
 			return Errorf(EINVALID, "items[%d].sku_id %d is listed twice", i, it.SKUID)
-		case it.Title == "" || len(it.Title) > 200:
-			return Errorf(EINVALID, "items[%d].title must be 1 to 200 bytes", i)
 		case it.PriceCents <= 0:
 			return Errorf(EINVALID, "items[%d].price_cents must be a positive integer: free items are not supported", i)
 		case it.TotalStock <= 0 || it.TotalStock > 10_000_000:
 			return Errorf(EINVALID, "items[%d].stock must be between 1 and 10000000", i)
 		}
 		seen[it.SKUID] = true
+	}
+	return nil
+}
+
+// checkTitle refuses a title a shopper could not read: blank, over 200
+// bytes, not UTF-8, or holding control characters (a NUL, a newline),
+// which the shop page, the CSV export and a provider's checkout would
+// carry as they are.
+func checkTitle(field, t string) error {
+	switch {
+	case strings.TrimSpace(t) == "" || len(t) > 200:
+		return Errorf(EINVALID, "%s must be 1 to 200 bytes, not blank", field)
+	case !utf8.ValidString(t) || strings.ContainsFunc(t, unicode.IsControl):
+		return Errorf(EINVALID, "%s must be UTF-8 text without control characters (a newline, a tab, a NUL)", field)
 	}
 	return nil
 }

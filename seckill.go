@@ -165,11 +165,12 @@ func (s *Session) Validate() error {
 	if err := s.validateItems(); err != nil {
 		return err
 	}
+	if err := checkTitle("title", s.Title); err != nil {
+		return err
+	}
 	switch {
 	case s.SKUID <= 0 && !s.Several():
 		return Errorf(EINVALID, "sku_id must be a positive integer")
-	case s.Title == "" || len(s.Title) > 200:
-		return Errorf(EINVALID, "title must be 1 to 200 bytes")
 	case s.PriceCents <= 0 && !s.Several():
 		// Free items are refused rather than half supported: an order of
 		// amount 0 could never be paid (a provider sends no webhook for 0,

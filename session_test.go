@@ -1,6 +1,8 @@
 package seckill_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +24,36 @@ func TestSessionValidateRefusesFreeItems(t *testing.T) {
 		err := s.Validate()
 		require.Equal(t, seckill.EINVALID, seckill.ErrorCode(err), "price %d", price)
 		require.Contains(t, seckill.ErrorMessage(err), "free items", "price %d", price)
+	}
+}
+
+// A title is what the shop page, the CSV export and the provider's
+// checkout show: a blank one, one over 200 bytes, one not UTF-8 or one
+// with a control character is refused, for the sale and for each item.
+func TestSessionValidateRefusesUnreadableTitles(t *testing.T) {
+	now := time.Now().UTC()
+	single := seckill.Session{SKUID: 1, Title: "Runner · 跑鞋", PriceCents: 1, TotalStock: 1, PerUserLimit: 1,
+		StartAt: now, EndAt: now.Add(time.Hour)}
+	require.NoError(t, single.Validate())
+	several := single
+	several.SetItems([]seckill.Item{{SKUID: 38, Title: "EU 38", PriceCents: 1, TotalStock: 1}, {SKUID: 39, Title: "EU 39", PriceCents: 1, TotalStock: 1}})
+	require.NoError(t, several.Validate())
+	for bad, msg := range map[string]string{
+		"": "not blank", "   ": "not blank", strings.Repeat("x", 201): "1 to 200 bytes",
+		"a\x00b": "control characters", "two\nlines": "control characters", "tab\there": "control characters", "\xff": "UTF-8",
+	} {
+		s := single
+		s.Title = bad
+		err := s.Validate()
+		require.Equal(t, seckill.EINVALID, seckill.ErrorCode(err), "%q", bad)
+		require.Contains(t, seckill.ErrorMessage(err), "title must be", "%q", bad)
+		require.Contains(t, seckill.ErrorMessage(err), msg, "%q", bad)
+
+		s = several
+		s.Items = slices.Clone(several.Items)
+		s.Items[1].Title = bad
+		err = s.Validate()
+		require.Contains(t, seckill.ErrorMessage(err), "items[1].title must be", "%q", bad)
 	}
 }
 
