@@ -37,6 +37,11 @@ var orderFilters = []string{"session_id", "user_id", "status", "from", "to"}
 // RFC 3339; from inclusive, to exclusive).
 func orderFilter(c *fiber.Ctx) (seckill.OrderFilter, error) {
 	var f seckill.OrderFilter
+	for _, name := range orderFilters { // ?user_id= filters nothing: it must not list every order
+		if args := c.Context().QueryArgs(); args.Has(name) && len(args.Peek(name)) == 0 {
+			return f, seckill.Errorf(seckill.EINVALID, "%s is empty: give it a value or leave it out", name)
+		}
+	}
 	for name, dst := range map[string]*int64{"session_id": &f.SessionID, "user_id": &f.UserID} {
 		if raw := c.Query(name); raw != "" {
 			n, err := strconv.ParseInt(raw, 10, 64)
