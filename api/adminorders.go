@@ -37,8 +37,9 @@ var orderFilters = []string{"session_id", "user_id", "status", "from", "to"}
 // RFC 3339; from inclusive, to exclusive).
 func orderFilter(c *fiber.Ctx) (seckill.OrderFilter, error) {
 	var f seckill.OrderFilter
+	args := c.Context().QueryArgs()
 	for _, name := range orderFilters { // ?user_id= filters nothing: it must not list every order
-		if args := c.Context().QueryArgs(); args.Has(name) && len(args.Peek(name)) == 0 {
+		if args.Has(name) && len(args.Peek(name)) == 0 {
 			return f, seckill.Errorf(seckill.EINVALID, "%s is empty: give it a value or leave it out", name)
 		}
 	}

@@ -102,7 +102,7 @@ func TestAdminOrders(t *testing.T) {
 		"from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z": "from is after to",
 		// A misspelt or repeated filter would list every order, or one
 		// filter's orders where the caller meant another's.
-		"user=42": `"user" is unknown`, "user_id=": "user_id is empty", "session_id": "session_id is empty", "status=PAID&status=CLOSED": `"status" is unknown or repeated`,
+		"user=42": `unknown query parameter "user"`, "user_id=": "user_id is empty", "session_id": "session_id is empty", "status=PAID&status=CLOSED": `"status" is given twice`,
 	} {
 		testenv.RequireError(t, e.Do("GET", "/admin/v1/orders?"+q, admin, nil), 400, "INVALID_ARGUMENT", msg)
 	}

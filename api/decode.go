@@ -102,11 +102,15 @@ func query(names ...string) fiber.Handler {
 	return func(c *fiber.Ctx) (err error) {
 		seen := make(map[string]bool, len(names))
 		c.Context().QueryArgs().VisitAll(func(k, _ []byte) {
-			name := string(k)
-			if err == nil && (seen[name] || !slices.Contains(names, name)) {
-				err = seckill.Errorf(seckill.EINVALID, "query parameter %q is unknown or repeated: this route takes %s, each at most once", name, strings.Join(names, ", "))
+			switch name := string(k); {
+			case err != nil:
+			case !slices.Contains(names, name):
+				err = seckill.Errorf(seckill.EINVALID, "unknown query parameter %q: this route takes %s", name, strings.Join(names, ", "))
+			case seen[name]:
+				err = seckill.Errorf(seckill.EINVALID, "query parameter %q is given twice", name)
+			default:
+				seen[name] = true
 			}
-			seen[name] = true
 		})
 		if err != nil {
 			return err

@@ -58,7 +58,7 @@ func TestListMyOrders(t *testing.T) {
 	for q, msg := range map[string]string{
 		"?limit=0": "limit", "?limit=101": "limit", "?limit=x": "limit",
 		"?cursor=!!": "cursor", "?cursor=bzA": "cursor", "?cursor=" + "eDEy": "cursor",
-		"?limits=5": `"limits" is unknown`, "?limit=5&limit=6": `"limit" is unknown or repeated`,
+		"?limits=5": `unknown query parameter "limits"`, "?limit=5&limit=6": `"limit" is given twice`,
 	} {
 		testenv.RequireError(t, e.Do("GET", "/api/v1/orders"+q, tok, nil), 400, "INVALID_ARGUMENT", msg)
 	}

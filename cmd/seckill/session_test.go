@@ -120,7 +120,9 @@ func TestSessionCreateItems(t *testing.T) {
 // first five, and an update of the mode alone was "nothing to change").
 func TestSessionRegistrationWindow(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
-	at := func(d time.Duration) string { return time.Now().UTC().Add(d).Truncate(time.Second).Format(time.RFC3339) }
+	at := func(d time.Duration) string {
+		return time.Now().UTC().Add(d).Truncate(time.Second).Format(time.RFC3339)
+	}
 	from, until := at(time.Hour), at(2*time.Hour)
 	var v seckill.SessionView
 	sessionCLIAs(t, e, "cli-admin", seckill.RoleAdmin, &v, "create", "--title", "Console", "--sku", "9", "--price-cents", "100",
