@@ -231,7 +231,8 @@
   // An amount counts the currency's smallest unit, as the providers do:
   // cents of usd, but yen of jpy (no minor unit) and fils of bhd (three).
   function money(minor, currency) {
-    var code = String(currency || "usd").toUpperCase(), digits = 2;
+    if (!currency) return (minor / 100).toFixed(2); // an order from before orders carried it
+    var code = String(currency).toUpperCase(), digits = 2;
     try {
       digits = new Intl.NumberFormat("en", { style: "currency", currency: code }).resolvedOptions().maximumFractionDigits;
     } catch (e) { /* a code this browser does not know: two digits */ }
