@@ -49,4 +49,7 @@ type RefundState struct {
 	ParkedAt time.Time `json:"parked_at,omitzero"`
 	// RefundID is the provider's refund, once refunded.
 	RefundID string `json:"refund_id,omitempty"`
+	// Currency is the order's, what AmountCents counts the smallest unit
+	// of ("" for an order from before orders carried it).
+	Currency string `json:"currency,omitempty"`
 }

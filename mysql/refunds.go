@@ -124,9 +124,22 @@ func (db *DB) RefundStates(ctx context.Context, limit int) ([]seckill.RefundStat
 		Order("id").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, err
 	}
+	nos := make([]string, len(rows))
+	for i := range rows {
+		nos[i] = rows[i].OrderNo
+	}
+	var orders []orderRow
+	if err := db.gorm.WithContext(ctx).Select("order_no", "currency").Where("order_no IN ?", nos).Find(&orders).Error; err != nil {
+		return nil, err
+	}
+	currency := make(map[string]string, len(orders))
+	for _, o := range orders {
+		currency[o.OrderNo] = o.Currency
+	}
 	out := make([]seckill.RefundState, len(rows))
 	for i := range rows {
 		out[i] = *refundState(&rows[i])
+		out[i].Currency = currency[rows[i].OrderNo]
 	}
 	return out, nil
 }

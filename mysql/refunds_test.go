@@ -19,6 +19,7 @@ func TestReceivedPaymentIsAppliedInPlace(t *testing.T) {
 	e, sess := store(t, 2, 1)
 	ctx := context.Background()
 	req := request(sess, fmt.Sprintf("%d-recv", sess.ID), 1, 1, 1)
+	req.Currency = "jpy"
 	_, err := e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
 	require.NoError(t, err)
 	p := &seckill.Payment{EventID: "evt-r", PaymentID: "pay-r", OrderNo: req.OrderNo, AmountCents: 100, TraceID: "t-r"}
@@ -33,6 +34,7 @@ func TestReceivedPaymentIsAppliedInPlace(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, states, 1)
 	require.Equal(t, seckill.RefundReceived, states[0].State)
+	require.Equal(t, "jpy", states[0].Currency, "the order's currency, what the amount counts")
 	waiting, err := e.DB.ReceivedPayment(ctx, req.OrderNo)
 	require.NoError(t, err)
 	require.Equal(t, p, waiting)

@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
+	"github.com/bojanz/currency"
 	"github.com/spf13/cobra"
 
 	"github.com/seckill/seckill"
@@ -43,8 +45,12 @@ func printRefunds(w io.Writer, states []seckill.RefundState, asJSON bool, now ti
 		default:
 			when = nextAttempt(now, s.NextAttemptAt)
 		}
-		rows[i] = fmt.Sprintf("%s\t%s\t%s\t%d.%02d\t%d\t%s\t%s", s.State, s.OrderNo, s.PaymentID,
-			s.AmountCents/100, s.AmountCents%100, s.Attempts, when, s.LastError)
+		amount := fmt.Sprintf("%d.%02d", s.AmountCents/100, s.AmountCents%100)
+		if a, err := currency.NewAmountFromInt64(s.AmountCents, strings.ToUpper(s.Currency)); err == nil {
+			amount = a.String() // in the currency's own digits: 1999 JPY, 19.99 USD
+		}
+		rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s", s.State, s.OrderNo, s.PaymentID,
+			amount, s.Attempts, when, s.LastError)
 	}
 	return cli.WriteTable(w, "no refunds pending", "STATE\tORDER_NO\tPAYMENT_ID\tAMOUNT\tATTEMPTS\tWHEN\tLAST_ERROR", rows)
 }

@@ -16,14 +16,15 @@ import (
 )
 
 // The table names each refund's state, order, payment, amount, attempts,
-// when (next attempt, parked since, received since) and last error.
+// when (next attempt, parked since, received since) and last error; an
+// amount in its currency's own digits when the order carries one.
 func TestPrintRefundsTable(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	states := []seckill.RefundState{
 		{Refund: seckill.Refund{PaymentID: "pay-p", OrderNo: "7-p", AmountCents: 1999}, State: seckill.RefundParked,
-			Attempts: 12, LastError: "provider: card closed", ParkedAt: now.Add(-time.Hour)},
+			Attempts: 12, LastError: "provider: card closed", ParkedAt: now.Add(-time.Hour), Currency: "usd"},
 		{Refund: seckill.Refund{PaymentID: "pay-d", OrderNo: "7-d", AmountCents: 500}, State: seckill.RefundDue,
-			Attempts: 2, LastError: "provider: 503", NextAttemptAt: now.Add(90 * time.Second)},
+			Attempts: 2, LastError: "provider: 503", NextAttemptAt: now.Add(90 * time.Second), Currency: "jpy"},
 		{Refund: seckill.Refund{PaymentID: "pay-r", OrderNo: "7-r", AmountCents: 500}, State: seckill.RefundReceived,
 			CreatedAt: now.Add(-5 * time.Minute)},
 	}
@@ -32,8 +33,8 @@ func TestPrintRefundsTable(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	require.Len(t, lines, 4)
 	require.Equal(t, []string{"STATE", "ORDER_NO", "PAYMENT_ID", "AMOUNT", "ATTEMPTS", "WHEN", "LAST_ERROR"}, strings.Fields(lines[0]))
-	require.Regexp(t, `^parked +7-p +pay-p +19\.99 +12 +parked 1h0m0s ago \(2026-01-02T02:04:05Z\) +provider: card closed$`, lines[1])
-	require.Regexp(t, `^pending +7-d +pay-d +5\.00 +2 +next in 1m30s +provider: 503$`, lines[2])
+	require.Regexp(t, `^parked +7-p +pay-p +19\.99 USD +12 +parked 1h0m0s ago \(2026-01-02T02:04:05Z\) +provider: card closed$`, lines[1])
+	require.Regexp(t, `^pending +7-d +pay-d +500 JPY +2 +next in 1m30s +provider: 503$`, lines[2])
 	require.Regexp(t, `^received +7-r +pay-r +5\.00 +0 +received 5m0s ago`, lines[3])
 
 	buf.Reset()
