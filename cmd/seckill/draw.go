@@ -107,11 +107,13 @@ func printInclusion(cmd *cobra.Command, user int64, registrants []seckill.Regist
 		if e.UserID != user {
 			continue
 		}
-		i := slices.IndexFunc(pools, func(p seckill.DrawPool) bool { return p.SKUID == e.SKUID })
-		if stock := pools[i].Stock; e.Position <= stock {
-			place = fmt.Sprintf("drawn at position %d (WON)", e.Position)
+		place = fmt.Sprintf("drawn at position %d", e.Position)
+		if i := slices.IndexFunc(pools, func(p seckill.DrawPool) bool { return p.SKUID == e.SKUID }); i < 0 {
+			continue // not after VerifyDraw held: it recomputed every entry, pool by pool
+		} else if stock := pools[i].Stock; e.Position <= stock {
+			place += " (WON)"
 		} else {
-			place = fmt.Sprintf("drawn at position %d (WAITLISTED, position %d at the draw)", e.Position, e.Position-stock)
+			place += fmt.Sprintf(" (WAITLISTED, position %d at the draw)", e.Position-stock)
 		}
 	}
 	item := ""
