@@ -265,6 +265,49 @@ func TestEventRelayRetriesParksAndKeepsOrderPerOrder(t *testing.T) {
 	require.Error(t, e.DB.RetryEvent(ctx, parked.ID), "delivered: nothing to retry")
 }
 
+// A receiver's URL that redirects (http to https, a moved path) is a
+// failed delivery naming where it points, for each kind of redirect: a
+// 302 followed would have turned the event into a GET that the page
+// behind it answered 200, and the event would count as delivered though
+// nothing took it. Nothing reaches the redirect's target.
+func TestEventRelayFollowsNoRedirect(t *testing.T) {
+	e := testenv.New(t, testenv.Options{NoWorker: true, NoAPI: true})
+	sess := e.Session(5, 1, 700)
+	ctx := context.Background()
+	var mu sync.Mutex
+	landed := 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("/landing", func(http.ResponseWriter, *http.Request) { mu.Lock(); landed++; mu.Unlock() })
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	codes := []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect}
+	for _, code := range codes {
+		mux.Handle(fmt.Sprintf("/moved-%d", code), http.RedirectHandler("/landing", code))
+	}
+	orders(t, e, sess, "closed-a")
+	m := metrics.New()
+	for _, code := range codes {
+		n, err := eventsRelay(e, fmt.Sprintf("%s/moved-%d", srv.URL, code), m).Pass(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n, "%d: delivered through a redirect", code)
+		list, err := e.DB.EventStates(ctx, 50)
+		require.NoError(t, err)
+		require.Len(t, list, 2, "%d: both events still undelivered", code) // created, closed
+		for _, st := range list {
+			if st.Type == seckill.EventOrderCreated { // the order's head, the one sent
+				require.Equal(t, 1, st.Attempts, "%d", code)
+				require.Contains(t, st.LastError, fmt.Sprintf("receiver answered %d, a redirect to /landing:", code))
+				require.NoError(t, e.DB.RetryEvent(ctx, st.ID)) // due again, for the next kind
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Zero(t, landed)
+	require.Zero(t, testutil.ToFloat64(m.EventsDelivered))
+}
+
 // Two relays (two workers) at once never send one event at the same
 // time, and between them deliver every event once.
 func TestEventRelaysShareTheWork(t *testing.T) {

@@ -30,6 +30,7 @@ import (
 	"github.com/seckill/seckill/sweep"
 	"github.com/seckill/seckill/temporal"
 	"github.com/seckill/seckill/temporal/starter"
+	"github.com/seckill/seckill/tracing"
 	"github.com/seckill/seckill/worker"
 )
 
@@ -331,7 +332,7 @@ func (m *Main) EventsRelay() *relay.Events {
 		attempts = seckill.DefaultEventAttempts // a Config built by hand
 	}
 	return &relay.Events{Store: m.DB, URL: c.EventsURL, Secret: []byte(c.EventsSecret), UnsentRetention: c.EventsUnsent,
-		Retry: seckill.EventRetry(attempts), Log: m.Log, Metrics: m.Metrics, Client: eventsClient()}
+		Retry: seckill.EventRetry(attempts), Log: m.Log, Metrics: m.Metrics, Transport: tracing.Transport(nil)}
 }
 
 // observeTail is how long after its end a session stays in the sale

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/seckill/seckill/redis"
@@ -41,12 +40,4 @@ func (m *Main) trace() error {
 		return err
 	}
 	return redis.Trace(m.Redis)
-}
-
-// eventsClient sends the order events' webhooks, traced when tracing is on.
-func eventsClient() *http.Client {
-	if !tracing.Enabled() {
-		return nil // http.DefaultClient
-	}
-	return &http.Client{Transport: tracing.Transport(nil)}
 }
