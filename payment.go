@@ -83,6 +83,8 @@ type ProviderPayment struct {
 	PaymentID   string
 	State       PaymentState
 	AmountCents int64
+	// Currency as Payment's: empty when the provider did not say.
+	Currency string
 }
 
 // Captured is the payment as the order's workflow applies it when the
@@ -91,7 +93,7 @@ type ProviderPayment struct {
 // id and changes nothing).
 func (p ProviderPayment) Captured(orderNo, traceID string) *Payment {
 	return &Payment{EventID: "settle:" + p.PaymentID, PaymentID: p.PaymentID, OrderNo: orderNo,
-		AmountCents: p.AmountCents, TraceID: traceID}
+		AmountCents: p.AmountCents, Currency: p.Currency, TraceID: traceID}
 }
 
 // DefaultPayGrace is how long past the pay deadline (or a cancel) an order

@@ -49,7 +49,8 @@ type RefundState struct {
 	ParkedAt time.Time `json:"parked_at,omitzero"`
 	// RefundID is the provider's refund, once refunded.
 	RefundID string `json:"refund_id,omitempty"`
-	// Currency is the order's, what AmountCents counts the smallest unit
-	// of ("" for an order from before orders carried it).
+	// Currency is what AmountCents counts the smallest unit of: the
+	// payment's as the provider named it, else its order's ("" when
+	// neither says).
 	Currency string `json:"currency,omitempty"`
 }

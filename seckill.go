@@ -260,7 +260,18 @@ type Payment struct {
 	PaymentID   string `json:"payment_id"`
 	OrderNo     string `json:"order_no"`
 	AmountCents int64  `json:"amount_cents"`
-	TraceID     string `json:"trace_id"`
+	// Currency is the money's, ISO 4217 in lower case, as the provider
+	// named it; empty when it did not (an adapter that leaves it out).
+	Currency string `json:"currency,omitempty"`
+	TraceID  string `json:"trace_id"`
+}
+
+// Pays tells whether p is the amount due in the currency due. Digits in
+// another currency are not the order's amount: ¥1999 does not pay
+// $19.99. A payment naming no currency, or an order of none (made before
+// orders carried one), is taken at its amount alone.
+func (p *Payment) Pays(dueCents int64, currency string) bool {
+	return p.AmountCents == dueCents && (p.Currency == "" || currency == "" || p.Currency == currency)
 }
 
 // PaymentOutcome is what applying a payment to an order did.

@@ -23,16 +23,16 @@ type Transition struct {
 	GivesBack bool
 }
 
-// Pay is what a captured payment of paidCents does to an order in status
-// s whose amount is dueCents. WAIT_PAY: PAID, the payment is the order's
-// one payment. CLOSED: a late payment; the order is never reopened and
-// waits as REFUND_PENDING for the payment's refund. Any other status (paid
-// by another payment, FAILED, refunding), or an amount that is not the
-// order's: the order stays as it is (nil) and the payment, captured all
-// the same, waits for its refund.
-func (s Status) Pay(paidCents, dueCents int64) (PaymentOutcome, *Transition) {
+// Pay is what a captured payment does to an order in status s; exact
+// tells whether it is the order's amount in its currency (Payment.Pays).
+// WAIT_PAY: PAID, the payment is the order's one payment. CLOSED: a late
+// payment; the order is never reopened and waits as REFUND_PENDING for the
+// payment's refund. Any other status (paid by another payment, FAILED,
+// refunding), or a payment that is not exact: the order stays as it is
+// (nil) and the payment, captured all the same, waits for its refund.
+func (s Status) Pay(exact bool) (PaymentOutcome, *Transition) {
 	switch {
-	case s == StatusWaitPay && paidCents == dueCents:
+	case s == StatusWaitPay && exact:
 		return PaymentCaptured, &Transition{From: s, To: StatusPaid, Reason: ReasonPaid}
 	case s == StatusClosed:
 		return PaymentRefundPending, &Transition{From: s, To: StatusRefundPending, Reason: ReasonLatePayment}

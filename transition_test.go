@@ -12,8 +12,8 @@ import (
 // statuses each one leaves alone.
 func TestOrderTransitions(t *testing.T) {
 	for _, s := range seckill.Statuses {
-		outcome, pay := s.Pay(100, 100)
-		wrongOutcome, wrongPay := s.Pay(99, 100)
+		outcome, pay := s.Pay(true)
+		wrongOutcome, wrongPay := s.Pay(false)
 		closed := s.Close("timeout")
 		refund, refundErr := s.OperatorRefund("7-x")
 		refunded := s.Refunded()
@@ -30,8 +30,8 @@ func TestOrderTransitions(t *testing.T) {
 			require.Equal(t, seckill.PaymentRefundPending, outcome, s)
 			require.Nil(t, pay, "%s takes no payment", s)
 		}
-		// A wrong amount never pays the order: it waits for its refund,
-		// as any payment the order cannot take.
+		// A wrong amount (or currency) never pays the order: it waits for
+		// its refund, as any payment the order cannot take.
 		require.Equal(t, seckill.PaymentRefundPending, wrongOutcome, s)
 		if s == seckill.StatusWaitPay {
 			require.Nil(t, wrongPay, "a wrong amount leaves WAIT_PAY alone")
@@ -60,7 +60,7 @@ func TestOrderTransitions(t *testing.T) {
 // that ends holding it gives the units back.
 func TestTransitionsGiveBackWhatStopsHoldingStock(t *testing.T) {
 	for _, s := range seckill.Statuses {
-		_, pay := s.Pay(100, 100)
+		_, pay := s.Pay(true)
 		refund, _ := s.OperatorRefund("7-x")
 		for _, tr := range []*seckill.Transition{pay, s.Close("cancelled"), refund, s.Refunded()} {
 			if tr == nil {
@@ -68,5 +68,26 @@ func TestTransitionsGiveBackWhatStopsHoldingStock(t *testing.T) {
 			}
 			require.Equal(t, tr.From.HoldsStock() && !tr.To.HoldsStock(), tr.GivesBack, "%+v", tr)
 		}
+	}
+}
+
+// A payment pays an order with its amount in its currency; where either
+// names no currency (an adapter that does not say, an order from before
+// orders carried one), the amount alone decides.
+func TestPaymentPaysTheAmountInTheCurrency(t *testing.T) {
+	for _, c := range []struct {
+		cents          int64
+		paid, currency string
+		pays           bool
+	}{
+		{990, "usd", "usd", true},
+		{990, "jpy", "usd", false},
+		{989, "usd", "usd", false},
+		{990, "", "usd", true},
+		{990, "jpy", "", true},
+		{991, "", "", false},
+	} {
+		p := seckill.Payment{AmountCents: c.cents, Currency: c.paid}
+		require.Equal(t, c.pays, p.Pays(990, c.currency), "%d %q for 990 %q", c.cents, c.paid, c.currency)
 	}
 }

@@ -127,8 +127,9 @@ func TestSaleWindow(t *testing.T) {
 }
 
 // Webhooks: forged, stale, malformed and unknown deliveries are refused
-// and change nothing; a wrong amount is refused (422) and never pays the
-// order, but the money was captured: it is recorded for its refund; replays
+// and change nothing; a wrong amount, or the order's amount in another
+// currency, is refused (422) and never pays the order, but the money was
+// captured: it is recorded for its refund; replays
 // answer 200 and change nothing; a payment after the order closed is
 // recorded for refund, never PAID.
 func TestWebhookRules(t *testing.T) {
@@ -159,9 +160,15 @@ func TestWebhookRules(t *testing.T) {
 	testenv.RequireError(t, signed(fmt.Sprintf(`{"event_id":"e1","payment_id":"p1","order_no":%q,"amount_cents":990,"status":"FAILED"}`, no)), 400, "INVALID_ARGUMENT", "status")
 	testenv.RequireError(t, signed(fmt.Sprintf(`{"event_id":"e1","payment_id":"p1","order_no":%q,"amount_cents":-5,"status":"SUCCEEDED"}`, no)), 400, "INVALID_ARGUMENT", "amount_cents")
 	testenv.RequireError(t, signed(`{"event_id":"e1","payment_id":"p1","order_no":"1-nope","amount_cents":990,"status":"SUCCEEDED"}`), 404, "NOT_FOUND", "not found")
-	testenv.RequireError(t, e.Pay(no, "p-wrong", "e-wrong", 991), 422, "AMOUNT_MISMATCH", "does not match")
+	testenv.RequireError(t, signed(fmt.Sprintf(`{"event_id":"e1","payment_id":"p1","order_no":%q,"amount_cents":990,"currency":"USD","status":"SUCCEEDED"}`, no)),
+		400, "INVALID_ARGUMENT", `"currency" must be a lower-case ISO 4217 code such as usd, not "USD"`)
+	testenv.RequireError(t, e.Pay(no, "p-wrong", "e-wrong", 991), 422, "AMOUNT_MISMATCH", "amount_cents 991 does not match the order's amount_cents 990 usd")
 	requireRefundDue(t, e, "p-wrong", 991)
 	require.Equal(t, 200, e.Pay(no, "p-wrong", "e-wrong", 991).Status, "a replay")
+	// The order's digits in another currency: ¥990 is not $9.90.
+	testenv.RequireError(t, signed(fmt.Sprintf(`{"event_id":"e-yen","payment_id":"p-yen","order_no":%q,"amount_cents":990,"currency":"jpy","status":"SUCCEEDED"}`, no)),
+		422, "AMOUNT_MISMATCH", "amount_cents 990 jpy does not match the order's amount_cents 990 usd")
+	requireRefundDue(t, e, "p-yen", 990)
 	got := e.Do("GET", "/api/v1/orders/"+no, tok, nil)
 	require.Equal(t, "WAIT_PAY", got.Str("status"), "refused webhooks changed nothing")
 

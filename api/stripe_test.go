@@ -68,6 +68,11 @@ func TestStripeWebhookPaysTheOrder(t *testing.T) {
 	wrong := map[string]any{"id": "pi_wrong", "object": "payment_intent", "amount_received": 1, "status": "succeeded", "metadata": map[string]string{"order_no": no}}
 	testenv.RequireError(t, signed(testenv.StripeEvent(t, "evt_wrong", "payment_intent.succeeded", wrong)), 422, "AMOUNT_MISMATCH", "")
 	requireRefundDue(t, e, "pi_wrong", 1)
+	// So does the order's amount in another currency.
+	yen := map[string]any{"id": "pi_yen", "object": "payment_intent", "amount_received": 990, "currency": "jpy", "status": "succeeded",
+		"metadata": map[string]string{"order_no": no}}
+	testenv.RequireError(t, signed(testenv.StripeEvent(t, "evt_yen", "payment_intent.succeeded", yen)), 422, "AMOUNT_MISMATCH", "990 jpy")
+	requireRefundDue(t, e, "pi_yen", 990)
 	// With Stripe as the provider the seckill-signed webhook pays nothing:
 	// its route is not served.
 	testenv.RequireError(t, e.Pay(no, pi, "evt_generic", 990), 404, "NOT_FOUND", "no route")

@@ -18,6 +18,7 @@ type webhookBody struct {
 	PaymentID   string `json:"payment_id"`
 	OrderNo     string `json:"order_no"`
 	AmountCents int64  `json:"amount_cents"`
+	Currency    string `json:"currency"` // optional; given, the order's or refunded
 	Status      string `json:"status"`
 }
 
@@ -32,10 +33,14 @@ func (b *webhookBody) payment(trace string) (*seckill.Payment, error) {
 	if b.AmountCents <= 0 {
 		return nil, seckill.Errorf(seckill.EINVALID, "field \"amount_cents\" must be a positive integer")
 	}
+	if b.Currency != "" && !seckill.ValidCurrency(b.Currency) {
+		return nil, seckill.Errorf(seckill.EINVALID, "field \"currency\" must be a lower-case ISO 4217 code such as usd, not %q", b.Currency)
+	}
 	if b.Status != "SUCCEEDED" {
 		return nil, seckill.Errorf(seckill.EINVALID, "field \"status\" must be \"SUCCEEDED\"")
 	}
-	return &seckill.Payment{EventID: b.EventID, PaymentID: b.PaymentID, OrderNo: b.OrderNo, AmountCents: b.AmountCents, TraceID: trace}, nil
+	return &seckill.Payment{EventID: b.EventID, PaymentID: b.PaymentID, OrderNo: b.OrderNo, AmountCents: b.AmountCents,
+		Currency: b.Currency, TraceID: trace}, nil
 }
 
 // webhook: POST /api/v1/payments/webhook, the seckill-signed payment

@@ -249,8 +249,9 @@ func (c *Client) Ticket(ctx context.Context, sessionID int64) (*Ticket, error) {
 }
 
 // PaymentBody is the provider's webhook body for a captured payment:
-// {"event_id", "payment_id", "order_no", "amount_cents", "status":
-// "SUCCEEDED"}. An empty EventID becomes "evt_" + PaymentID.
+// {"event_id", "payment_id", "order_no", "amount_cents", "currency" (when
+// known), "status": "SUCCEEDED"}. An empty EventID becomes "evt_" +
+// PaymentID.
 func PaymentBody(p seckill.Payment) []byte {
 	if p.EventID == "" {
 		p.EventID = "evt_" + p.PaymentID
@@ -260,15 +261,17 @@ func PaymentBody(p seckill.Payment) []byte {
 		PaymentID   string `json:"payment_id"`
 		OrderNo     string `json:"order_no"`
 		AmountCents int64  `json:"amount_cents"`
+		Currency    string `json:"currency,omitempty"`
 		Status      string `json:"status"`
-	}{p.EventID, p.PaymentID, p.OrderNo, p.AmountCents, "SUCCEEDED"})
+	}{p.EventID, p.PaymentID, p.OrderNo, p.AmountCents, p.Currency, "SUCCEEDED"})
 	return b
 }
 
 // Pay sends the payment provider's webhook for a captured payment, signed
 // with WebhookSecret (signature.Sign). Replays (same event or payment
-// id) succeed and change nothing; AMOUNT_MISMATCH when the amount is not
-// the order's (the payment is then recorded for its refund), NOT_FOUND for
+// id) succeed and change nothing; AMOUNT_MISMATCH when the amount (or the
+// currency, if given) is not the order's (the payment is then recorded
+// for its refund), NOT_FOUND for
 // an unknown order.
 func (c *Client) Pay(ctx context.Context, p seckill.Payment) (Meta, error) {
 	return c.Webhook(ctx, PaymentBody(p))

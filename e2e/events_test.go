@@ -74,7 +74,7 @@ func TestOrderEventsOfASale(t *testing.T) {
 
 	payer, idler := e.Token(1), e.Token(2)
 	paidNo, idleNo := buyOrder(t, e, sess.ID, payer), buyOrder(t, e, sess.ID, idler)
-	code, err := e.Provider.Pay(ctx, paidNo, fmt.Sprintf("pay-events-%d", time.Now().UnixNano()), 900)
+	code, err := e.Provider.Pay(ctx, seckill.Payment{PaymentID: fmt.Sprintf("pay-events-%d", time.Now().UnixNano()), OrderNo: paidNo, AmountCents: 900})
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
 	e.WaitStatus(payer, paidNo, 20*time.Second, seckill.StatusPaid)
@@ -175,7 +175,7 @@ func TestOperatorRefundIsAnnouncedBeforeTheMoneyMoves(t *testing.T) {
 	tok := e.Token(1)
 	no := buyOrder(t, e, sess.ID, tok)
 	payment := fmt.Sprintf("pay-refund-events-%d", time.Now().UnixNano())
-	code, err := e.Provider.Pay(ctx, no, payment, 900)
+	code, err := e.Provider.Pay(ctx, seckill.Payment{PaymentID: payment, OrderNo: no, AmountCents: 900})
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
 	e.WaitStatus(tok, no, 20*time.Second, seckill.StatusPaid)

@@ -37,7 +37,7 @@ func TestRefundThroughAConfiguredProvider(t *testing.T) {
 	tok := e.Token(1)
 	no := buyAndLetClose(t, e, sess.ID, tok)
 	pay := fmt.Sprintf("pay-late-http-%d", time.Now().UnixNano())
-	code, err := e.Provider.Pay(ctx, no, pay, 700)
+	code, err := e.Provider.Pay(ctx, seckill.Payment{PaymentID: pay, OrderNo: no, AmountCents: 700})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, code)
 	e.WaitStatus(tok, no, 90*time.Second, seckill.StatusRefunded)

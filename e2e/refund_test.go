@@ -43,11 +43,11 @@ func TestLateAndDuplicatePaymentsAreRefunded(t *testing.T) {
 	payOK, payTwice, payLate := "pay-ok-"+u, "pay-twice-"+u, "pay-late-"+u
 	// Paid at once, QUEUED or not (payable from the 202), well within its
 	// 2 s deadline.
-	code, err := e.Provider.Pay(ctx, paidNo, payOK, 500)
+	code, err := e.Provider.Pay(ctx, seckill.Payment{PaymentID: payOK, OrderNo: paidNo, AmountCents: 500})
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
 	e.WaitStatus(paid, paidNo, 20*time.Second, seckill.StatusPaid)
-	code, err = e.Provider.Pay(ctx, paidNo, payTwice, 500) // the shopper paid twice
+	code, err = e.Provider.Pay(ctx, seckill.Payment{PaymentID: payTwice, OrderNo: paidNo, AmountCents: 500}) // the shopper paid twice
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
 
@@ -55,7 +55,7 @@ func TestLateAndDuplicatePaymentsAreRefunded(t *testing.T) {
 	// Wait for the order's workflow to end: the next payment takes the
 	// API's direct path (no workflow to signal).
 	require.NoError(t, e.Temporal.GetWorkflow(ctx, temporal.WorkflowID(lateNo), "").Get(ctx, nil))
-	code, err = e.Provider.Pay(ctx, lateNo, payLate, 500)
+	code, err = e.Provider.Pay(ctx, seckill.Payment{PaymentID: payLate, OrderNo: lateNo, AmountCents: 500})
 	require.NoError(t, err)
 	require.Equal(t, 200, code)
 	e.WaitStatus(late, lateNo, 10*time.Second, seckill.StatusRefundPending)

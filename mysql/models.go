@@ -175,6 +175,7 @@ type paymentRow struct {
 	EventID     string
 	OrderNo     string
 	AmountCents int64
+	Currency    string
 	Status      string
 	TraceID     string
 	RefundID    *string
@@ -189,6 +190,12 @@ type paymentRow struct {
 }
 
 func (paymentRow) TableName() string { return "payments" }
+
+// payment is the row as the payment it records.
+func (r *paymentRow) payment() *seckill.Payment {
+	return &seckill.Payment{EventID: r.EventID, PaymentID: r.PaymentID, OrderNo: r.OrderNo, AmountCents: r.AmountCents,
+		Currency: r.Currency, TraceID: r.TraceID}
+}
 
 type ledgerRow struct {
 	ID         int64 `gorm:"primaryKey"`

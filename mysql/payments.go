@@ -25,7 +25,7 @@ import (
 func (db *DB) RecordPayment(ctx context.Context, p *seckill.Payment) (settled bool, err error) {
 	now := db.now()
 	err = db.gorm.WithContext(ctx).Create(&paymentRow{
-		PaymentID: p.PaymentID, EventID: p.EventID, OrderNo: p.OrderNo, AmountCents: p.AmountCents,
+		PaymentID: p.PaymentID, EventID: p.EventID, OrderNo: p.OrderNo, AmountCents: p.AmountCents, Currency: p.Currency,
 		Status: paymentReceived, TraceID: p.TraceID, CreatedAt: now, UpdatedAt: now,
 	}).Error
 	if !isDuplicate(err) {
@@ -46,8 +46,9 @@ func (db *DB) RecordPayment(ctx context.Context, p *seckill.Payment) (settled bo
 //
 // A payment the webhook wrote as RECEIVED is applied in place.
 //
-// A payment whose amount differs from the order's never pays it, but the
-// money was captured: it is recorded to be refunded, like a second payment.
+// A payment whose amount or currency differs from the order's never pays
+// it, but the money was captured: it is recorded to be refunded, like a
+// second payment.
 func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.PaymentOutcome, *seckill.Order, error) {
 	var outcome seckill.PaymentOutcome
 	var row *orderRow
@@ -72,11 +73,11 @@ func (db *DB) ApplyPayment(ctx context.Context, p *seckill.Payment) (seckill.Pay
 			received = &seen[i]
 		}
 		pay := paymentRow{
-			PaymentID: p.PaymentID, EventID: p.EventID, OrderNo: p.OrderNo, AmountCents: p.AmountCents,
+			PaymentID: p.PaymentID, EventID: p.EventID, OrderNo: p.OrderNo, AmountCents: p.AmountCents, Currency: p.Currency,
 			Status: paymentRefundPending, TraceID: p.TraceID, RefundNextAt: &now, CreatedAt: now, UpdatedAt: now,
 		}
 		var t *seckill.Transition
-		outcome, t = seckill.Status(row.Status).Pay(p.AmountCents, row.AmountCents)
+		outcome, t = seckill.Status(row.Status).Pay(p.Pays(row.AmountCents, row.Currency))
 		if outcome == seckill.PaymentCaptured {
 			pay.Status, pay.RefundNextAt = paymentCaptured, nil
 		}
@@ -121,6 +122,5 @@ func (db *DB) ReceivedPayment(ctx context.Context, orderNo string) (*seckill.Pay
 		Order("id").Limit(1).Find(&rows).Error; err != nil || len(rows) == 0 {
 		return nil, err
 	}
-	r := rows[0]
-	return &seckill.Payment{EventID: r.EventID, PaymentID: r.PaymentID, OrderNo: r.OrderNo, AmountCents: r.AmountCents, TraceID: r.TraceID}, nil
+	return rows[0].payment(), nil
 }

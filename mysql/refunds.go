@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -124,22 +125,28 @@ func (db *DB) RefundStates(ctx context.Context, limit int) ([]seckill.RefundStat
 		Order("id").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	nos := make([]string, len(rows))
+	// A payment whose provider did not name its currency counts in its
+	// order's.
+	var nos []string
 	for i := range rows {
-		nos[i] = rows[i].OrderNo
+		if rows[i].Currency == "" {
+			nos = append(nos, rows[i].OrderNo)
+		}
 	}
-	var orders []orderRow
-	if err := db.gorm.WithContext(ctx).Select("order_no", "currency").Where("order_no IN ?", nos).Find(&orders).Error; err != nil {
-		return nil, err
-	}
-	currency := make(map[string]string, len(orders))
-	for _, o := range orders {
-		currency[o.OrderNo] = o.Currency
+	currency := make(map[string]string, len(nos))
+	if len(nos) > 0 {
+		var orders []orderRow
+		if err := db.gorm.WithContext(ctx).Select("order_no", "currency").Where("order_no IN ?", nos).Find(&orders).Error; err != nil {
+			return nil, err
+		}
+		for _, o := range orders {
+			currency[o.OrderNo] = o.Currency
+		}
 	}
 	out := make([]seckill.RefundState, len(rows))
 	for i := range rows {
 		out[i] = *refundState(&rows[i])
-		out[i].Currency = currency[rows[i].OrderNo]
+		out[i].Currency = cmp.Or(rows[i].Currency, currency[rows[i].OrderNo])
 	}
 	return out, nil
 }
@@ -198,8 +205,7 @@ func (db *DB) ReceivedPayments(ctx context.Context, olderThan time.Duration, aft
 	}
 	out := make([]seckill.Payment, len(rows))
 	for i, r := range rows {
-		out[i] = seckill.Payment{EventID: r.EventID, PaymentID: r.PaymentID, OrderNo: r.OrderNo,
-			AmountCents: r.AmountCents, TraceID: r.TraceID}
+		out[i] = *r.payment()
 	}
 	next := int64(0)
 	if len(rows) == limit {

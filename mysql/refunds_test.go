@@ -22,7 +22,7 @@ func TestReceivedPaymentIsAppliedInPlace(t *testing.T) {
 	req.Currency = "jpy"
 	_, err := e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
 	require.NoError(t, err)
-	p := &seckill.Payment{EventID: "evt-r", PaymentID: "pay-r", OrderNo: req.OrderNo, AmountCents: 100, TraceID: "t-r"}
+	p := &seckill.Payment{EventID: "evt-r", PaymentID: "pay-r", OrderNo: req.OrderNo, AmountCents: 100, Currency: "jpy", TraceID: "t-r"}
 
 	settled, err := e.DB.RecordPayment(ctx, p)
 	require.NoError(t, err)
@@ -61,6 +61,16 @@ func TestReceivedPaymentIsAppliedInPlace(t *testing.T) {
 	snap, err := e.DB.SessionSnapshot(ctx, sess.ID, nil, time.Now())
 	require.NoError(t, err)
 	require.Zero(t, snap.PaidPaymentMismatch, "one captured payment")
+
+	// A second payment, in euros: refunded in what the provider took.
+	euros := &seckill.Payment{EventID: "evt-eur", PaymentID: "pay-eur", OrderNo: req.OrderNo, AmountCents: 100, Currency: "eur"}
+	outcome, _, err = e.DB.ApplyPayment(ctx, euros)
+	require.NoError(t, err)
+	require.Equal(t, seckill.PaymentRefundPending, outcome)
+	states, err = e.DB.RefundStates(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, states, 1)
+	require.Equal(t, "eur", states[0].Currency, "the payment's own currency, not the order's")
 }
 
 // A refund whose provider call keeps failing backs off (persisted: runs,

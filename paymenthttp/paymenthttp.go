@@ -115,6 +115,7 @@ type paymentBody struct {
 	PaymentID    string    `json:"payment_id"`
 	Status       string    `json:"status"`
 	AmountCents  int64     `json:"amount_cents"`
+	Currency     string    `json:"currency"`
 	CheckoutURL  string    `json:"checkout_url"`
 	ClientSecret string    `json:"client_secret"`
 	ExpiresAt    time.Time `json:"expires_at"`
@@ -169,7 +170,10 @@ func (p *Provider) state(ctx context.Context, path, key string, ref seckill.Paym
 	default:
 		return seckill.ProviderPayment{}, fmt.Errorf("payment of %s: the adapter answered status %q", ref.OrderNo, out.Status)
 	}
-	return seckill.ProviderPayment{PaymentID: out.PaymentID, State: st, AmountCents: out.AmountCents}, nil
+	if out.Currency != "" && !seckill.ValidCurrency(out.Currency) {
+		return seckill.ProviderPayment{}, fmt.Errorf("payment of %s: the adapter answered currency %q, not a lower-case ISO 4217 code", ref.OrderNo, out.Currency)
+	}
+	return seckill.ProviderPayment{PaymentID: out.PaymentID, State: st, AmountCents: out.AmountCents, Currency: out.Currency}, nil
 }
 
 // Refund asks the adapter to refund r and returns its refund id.

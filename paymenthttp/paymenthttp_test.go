@@ -67,7 +67,7 @@ func TestOpenIsOncePerOrder(t *testing.T) {
 	require.Equal(t, 2, a.Calls()[testenv.CallOpen])
 	held, ok := a.Payment(r.OrderNo)
 	require.True(t, ok)
-	require.Equal(t, seckill.ProviderPayment{PaymentID: first.PaymentID, State: seckill.PaymentOpen, AmountCents: 700}, held)
+	require.Equal(t, seckill.ProviderPayment{PaymentID: first.PaymentID, State: seckill.PaymentOpen, AmountCents: 700, Currency: "usd"}, held)
 
 	other, err := p.CreatePayment(ctx, checkoutRequest("7-other"))
 	require.NoError(t, err)
@@ -87,7 +87,7 @@ func TestQueryFollowsThePayment(t *testing.T) {
 	for _, ref := range []seckill.PaymentRef{ref, {OrderNo: ref.OrderNo, PaymentID: co.PaymentID}} {
 		got, err = p.QueryPayment(ctx, ref)
 		require.NoError(t, err)
-		require.Equal(t, seckill.ProviderPayment{PaymentID: co.PaymentID, State: seckill.PaymentOpen, AmountCents: 700}, got)
+		require.Equal(t, seckill.ProviderPayment{PaymentID: co.PaymentID, State: seckill.PaymentOpen, AmountCents: 700, Currency: "usd"}, got)
 	}
 
 	require.NoError(t, a.Process(ref.OrderNo))
@@ -100,7 +100,7 @@ func TestQueryFollowsThePayment(t *testing.T) {
 	require.Equal(t, seckill.PaymentSucceeded, paid.State)
 	got, err = p.QueryPayment(ctx, ref)
 	require.NoError(t, err)
-	require.Equal(t, seckill.ProviderPayment{PaymentID: co.PaymentID, State: seckill.PaymentSucceeded, AmountCents: 700}, got)
+	require.Equal(t, seckill.ProviderPayment{PaymentID: co.PaymentID, State: seckill.PaymentSucceeded, AmountCents: 700, Currency: "usd"}, got)
 	require.Equal(t, 5, a.Calls()[testenv.CallQuery])
 }
 
@@ -115,7 +115,7 @@ func TestCancel(t *testing.T) {
 	for range 2 { // a retry answers the same
 		got, err := p.CancelPayment(ctx, ref)
 		require.NoError(t, err)
-		require.Equal(t, seckill.ProviderPayment{PaymentID: co.PaymentID, State: seckill.PaymentCanceled, AmountCents: 700}, got)
+		require.Equal(t, seckill.ProviderPayment{PaymentID: co.PaymentID, State: seckill.PaymentCanceled, AmountCents: 700, Currency: "usd"}, got)
 	}
 	got, err := p.QueryPayment(ctx, ref)
 	require.NoError(t, err)
@@ -132,7 +132,7 @@ func TestCancel(t *testing.T) {
 	require.NoError(t, err)
 	got, err = p.CancelPayment(ctx, seckill.PaymentRef{OrderNo: "7-paid"})
 	require.NoError(t, err)
-	require.Equal(t, seckill.ProviderPayment{PaymentID: co.PaymentID, State: seckill.PaymentSucceeded, AmountCents: 700}, got)
+	require.Equal(t, seckill.ProviderPayment{PaymentID: co.PaymentID, State: seckill.PaymentSucceeded, AmountCents: 700, Currency: "usd"}, got)
 
 	// In flight: neither paid nor cancellable yet.
 	_, err = p.CreatePayment(ctx, checkoutRequest("7-flight"))
@@ -325,6 +325,14 @@ func TestAnswersThatAreNotAnswers(t *testing.T) {
 		_, err = p.CancelPayment(ctx, ref)
 		requireRetryable(t, err, status)
 	}
+	// A currency that is not a lower-case code is not one to judge a
+	// payment by.
+	for _, currency := range []string{"USD", "dollars", "us"} {
+		p := fixed(t, http.StatusOK, `{"payment_id":"pay_1","status":"SUCCEEDED","amount_cents":700,"currency":"`+currency+`"}`)
+		_, err := p.QueryPayment(ctx, ref)
+		requireRetryable(t, err, currency)
+		require.ErrorContains(t, err, "currency")
+	}
 	// An open without where to pay is no checkout.
 	for _, body := range []string{`{"payment_id":"pay_1"}`, `{"checkout_url":"https://pay.example/x"}`} {
 		_, err := fixed(t, http.StatusCreated, body).CreatePayment(ctx, checkoutRequest("7-x"))
@@ -380,7 +388,7 @@ func TestPayNotifiesSeckill(t *testing.T) {
 	_, err = a.Pay(ctx, "7-hook")
 	require.NoError(t, err)
 	require.JSONEq(t, `{"event_id":"evt_`+co.PaymentID+`","payment_id":"`+co.PaymentID+
-		`","order_no":"7-hook","amount_cents":700,"status":"SUCCEEDED"}`, <-got)
+		`","order_no":"7-hook","amount_cents":700,"currency":"usd","status":"SUCCEEDED"}`, <-got)
 
 	a.WebhookSecret = []byte("not-the-webhook-secret")
 	_, err = p.CreatePayment(ctx, checkoutRequest("7-lost"))

@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -111,12 +112,14 @@ func (in *Intake) Receive(ctx context.Context, p *seckill.Payment) error {
 	if err != nil {
 		return err
 	}
-	if o.AmountCents != p.AmountCents {
+	if !p.Pays(o.AmountCents, o.Currency) {
 		// Refused, yet the money was captured: the workflow (or the late
 		// path above) recorded it to be refunded; it never pays the order.
 		in.Log.Warn("payment of the wrong amount: refund pending", "trace_id", p.TraceID, "order_no", p.OrderNo,
-			"payment_id", p.PaymentID, "amount_cents", p.AmountCents, "order_amount_cents", o.AmountCents)
-		return seckill.Errorf(seckill.EAMOUNT, "amount_cents %d does not match the order's %d; the payment will be refunded", p.AmountCents, o.AmountCents)
+			"payment_id", p.PaymentID, "amount_cents", p.AmountCents, "currency", p.Currency,
+			"order_amount_cents", o.AmountCents, "order_currency", o.Currency)
+		return seckill.Errorf(seckill.EAMOUNT, "%s does not match the order's %s; the payment will be refunded",
+			amount(p.AmountCents, p.Currency), amount(o.AmountCents, o.Currency))
 	}
 	in.Log.Info("payment received", "trace_id", p.TraceID, "order_no", p.OrderNo, "payment_id", p.PaymentID)
 	return nil
@@ -181,4 +184,12 @@ func (in *Intake) orderRequest(ctx context.Context, orderNo string) (*seckill.Or
 		return nil, err
 	}
 	return seckill.NewOrderRequest(*r, sess, in.PayTimeout), nil
+}
+
+// amount names an amount as the webhook gave it, its currency when known.
+func amount(cents int64, currency string) string {
+	if currency == "" {
+		return fmt.Sprintf("amount_cents %d", cents)
+	}
+	return fmt.Sprintf("amount_cents %d %s", cents, currency)
 }

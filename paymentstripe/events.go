@@ -61,7 +61,8 @@ func (e Events) Payment(payload []byte, signature string) (*seckill.Payment, err
 		// nothing of ours, and a refusal would be resent for days.
 		return nil, nil
 	}
-	p := &seckill.Payment{EventID: ev.ID, PaymentID: pi.ID, OrderNo: pi.Metadata[MetadataOrderNo], AmountCents: pi.AmountReceived}
+	p := &seckill.Payment{EventID: ev.ID, PaymentID: pi.ID, OrderNo: pi.Metadata[MetadataOrderNo], AmountCents: pi.AmountReceived,
+		Currency: string(pi.Currency)}
 	for _, f := range []struct{ name, v string }{
 		{"id", p.EventID}, {"data.object.id", p.PaymentID}, {"data.object.metadata." + MetadataOrderNo, p.OrderNo},
 	} {

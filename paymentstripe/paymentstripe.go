@@ -245,7 +245,7 @@ func state(ref seckill.PaymentRef, pi *stripe.PaymentIntent) (seckill.ProviderPa
 	out := seckill.ProviderPayment{PaymentID: pi.ID}
 	switch pi.Status {
 	case stripe.PaymentIntentStatusSucceeded:
-		out.State, out.AmountCents = seckill.PaymentSucceeded, pi.AmountReceived
+		out.State, out.AmountCents, out.Currency = seckill.PaymentSucceeded, pi.AmountReceived, string(pi.Currency)
 	case stripe.PaymentIntentStatusProcessing:
 		out.State = seckill.PaymentProcessing
 	case stripe.PaymentIntentStatusCanceled:

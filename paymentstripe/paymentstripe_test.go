@@ -80,7 +80,7 @@ var ref = seckill.PaymentRef{OrderNo: "9-1", PaymentID: "pi_1"}
 
 func TestStripeStatusMapping(t *testing.T) {
 	for status, want := range map[string]seckill.ProviderPayment{
-		"succeeded":               {PaymentID: "pi_1", State: seckill.PaymentSucceeded, AmountCents: 700},
+		"succeeded":               {PaymentID: "pi_1", State: seckill.PaymentSucceeded, AmountCents: 700, Currency: "usd"},
 		"processing":              {PaymentID: "pi_1", State: seckill.PaymentProcessing},
 		"canceled":                {PaymentID: "pi_1", State: seckill.PaymentCanceled},
 		"requires_payment_method": {PaymentID: "pi_1", State: seckill.PaymentOpen},
@@ -97,11 +97,11 @@ func TestStripeStatusMapping(t *testing.T) {
 		require.Equal(t, want, got, status)
 	}
 
-	// Settle applies a succeeded payment with what it carries.
+	// Settle applies a succeeded payment with what it carries, its currency too.
 	f := &fakeStripe{status: "succeeded", received: 700, orderNo: ref.OrderNo}
 	got, err := startFake(t, f).QueryPayment(context.Background(), ref)
 	require.NoError(t, err)
-	require.Equal(t, &seckill.Payment{EventID: "settle:pi_1", PaymentID: "pi_1", OrderNo: ref.OrderNo, AmountCents: 700, TraceID: "tr"},
+	require.Equal(t, &seckill.Payment{EventID: "settle:pi_1", PaymentID: "pi_1", OrderNo: ref.OrderNo, AmountCents: 700, Currency: "usd", TraceID: "tr"},
 		got.Captured(ref.OrderNo, "tr"))
 
 	// A status newer than the code is not an answer to decide on.
@@ -131,7 +131,7 @@ func TestStripeCancel(t *testing.T) {
 	f = &fakeStripe{status: "succeeded", received: 700, orderNo: ref.OrderNo, cancelAnswer: unexpected}
 	got, err = startFake(t, f).CancelPayment(ctx, ref)
 	require.NoError(t, err)
-	require.Equal(t, seckill.ProviderPayment{PaymentID: "pi_1", State: seckill.PaymentSucceeded, AmountCents: 700}, got)
+	require.Equal(t, seckill.ProviderPayment{PaymentID: "pi_1", State: seckill.PaymentSucceeded, AmountCents: 700, Currency: "usd"}, got)
 	require.Equal(t, []string{"POST /v1/payment_intents/pi_1/cancel", "GET /v1/payment_intents/pi_1"}, f.calls)
 
 	// Cancelled before (a retried close): CANCELED again.

@@ -182,7 +182,7 @@ func answer(pay *Payment, id string) seckill.ProviderPayment {
 	if pay == nil {
 		return seckill.ProviderPayment{PaymentID: id, State: seckill.PaymentNone}
 	}
-	return seckill.ProviderPayment{PaymentID: pay.ID, State: pay.State, AmountCents: pay.AmountCents}
+	return seckill.ProviderPayment{PaymentID: pay.ID, State: pay.State, AmountCents: pay.AmountCents, Currency: pay.Currency}
 }
 
 // QueryPayment tells where the order's payment stands.
@@ -228,7 +228,7 @@ func (p *Provider) Complete(ctx context.Context, paymentID string, lose bool) (i
 	if lose {
 		return 0, nil
 	}
-	return p.Pay(ctx, pay.OrderNo, pay.ID, pay.AmountCents)
+	return p.Pay(ctx, seckill.Payment{PaymentID: pay.ID, OrderNo: pay.OrderNo, AmountCents: pay.AmountCents, Currency: pay.Currency})
 }
 
 // refundsKey is the hash of the refunds made: payment id → the refund as
@@ -294,9 +294,9 @@ func (p *Provider) Refunds() map[string]seckill.Refund {
 
 // Pay sends the signed SUCCEEDED webhook of a payment and returns the
 // API's status code; an error only when the API could not be reached.
-func (p *Provider) Pay(ctx context.Context, orderNo, paymentID string, amountCents int64) (int, error) {
+func (p *Provider) Pay(ctx context.Context, pay seckill.Payment) (int, error) {
 	c := &client.Client{BaseURL: p.APIBase, HTTP: p.Client, WebhookSecret: p.Secret}
-	m, err := c.Pay(ctx, seckill.Payment{PaymentID: paymentID, OrderNo: orderNo, AmountCents: amountCents})
+	m, err := c.Pay(ctx, pay)
 	if code := client.StatusCode(err); code != 0 {
 		return code, nil
 	}

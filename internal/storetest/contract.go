@@ -258,6 +258,19 @@ func TestStore(t *testing.T, newStore NewStore) {
 		applyPayment(t, s, pay(req, "good"), seckill.PaymentCaptured, seckill.StatusPaid)
 	})
 
+	t.Run("WrongCurrencyWaitsForItsRefund", func(t *testing.T) {
+		s, sess := newStore(t, 5, 2)
+		req := Request(sess, "a", 7, 1, 1)
+		req.Currency = "usd"
+		create(t, s, req, seckill.StatusWaitPay)
+		yen := pay(req, "yen") // the order's digits, in yen
+		yen.Currency = "jpy"
+		applyPayment(t, s, yen, seckill.PaymentRefundPending, seckill.StatusWaitPay)
+		dollars := pay(req, "usd")
+		dollars.Currency = "usd"
+		applyPayment(t, s, dollars, seckill.PaymentCaptured, seckill.StatusPaid)
+	})
+
 	t.Run("LatePaymentsNeverReopen", func(t *testing.T) {
 		s, sess := newStore(t, 1, 2)
 		closed := Request(sess, "closed", 7, 1, 1)

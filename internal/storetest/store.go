@@ -148,7 +148,8 @@ type applyResult struct {
 
 // ApplyPayment mirrors mysql.DB.ApplyPayment: duplicates change nothing,
 // and the order makes Status.Pay's transition (any other status, or a
-// wrong amount, keeps the order and queues the payment for a refund).
+// wrong amount or currency, keeps the order and queues the payment for a
+// refund).
 func (s *MemStore) ApplyPayment(_ context.Context, p *seckill.Payment) (seckill.PaymentOutcome, *seckill.Order, error) {
 	r, err := step(s.inj, ApplyPayment, func() (applyResult, error) {
 		s.mu.Lock()
@@ -162,7 +163,7 @@ func (s *MemStore) ApplyPayment(_ context.Context, p *seckill.Payment) (seckill.
 				return applyResult{seckill.PaymentDuplicate, copyOrder(o)}, nil
 			}
 		}
-		outcome, t := o.Status.Pay(p.AmountCents, o.AmountCents)
+		outcome, t := o.Status.Pay(p.Pays(o.AmountCents, o.Currency))
 		s.payments = append(s.payments, storedPayment{Payment: *p, captured: outcome == seckill.PaymentCaptured})
 		if t != nil {
 			o.Status, s.reasons[o.OrderNo] = t.To, t.Reason

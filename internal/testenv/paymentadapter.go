@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/signature"
 )
 
@@ -64,7 +65,6 @@ type PaymentAdapter struct {
 
 type adapterPayment struct {
 	seckill.ProviderPayment
-	currency  string
 	expiresAt time.Time
 }
 
@@ -73,6 +73,7 @@ type paymentWire struct {
 	PaymentID    string    `json:"payment_id"`
 	Status       string    `json:"status"`
 	AmountCents  int64     `json:"amount_cents"`
+	Currency     string    `json:"currency,omitempty"`
 	CheckoutURL  string    `json:"checkout_url,omitempty"`
 	ClientSecret string    `json:"client_secret,omitempty"`
 	ExpiresAt    time.Time `json:"expires_at,omitzero"`
@@ -158,11 +159,7 @@ func (a *PaymentAdapter) Process(orderNo string) error {
 
 // notify sends the payment webhook of a succeeded payment.
 func (a *PaymentAdapter) notify(ctx context.Context, orderNo string, p seckill.ProviderPayment) error {
-	body, err := json.Marshal(map[string]any{"event_id": "evt_" + p.PaymentID, "payment_id": p.PaymentID,
-		"order_no": orderNo, "amount_cents": p.AmountCents, "status": string(seckill.PaymentSucceeded)})
-	if err != nil {
-		return err
-	}
+	body := client.PaymentBody(seckill.Payment{PaymentID: p.PaymentID, OrderNo: orderNo, AmountCents: p.AmountCents, Currency: p.Currency})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.WebhookURL, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -294,10 +291,10 @@ func (a *PaymentAdapter) open(w http.ResponseWriter, body []byte, key string) {
 	switch {
 	case !ok:
 		p = &adapterPayment{ProviderPayment: seckill.ProviderPayment{PaymentID: "pay_" + paymentNonce(),
-			State: seckill.PaymentOpen, AmountCents: req.AmountCents}, currency: req.Currency, expiresAt: req.ExpiresAt}
+			State: seckill.PaymentOpen, AmountCents: req.AmountCents, Currency: req.Currency}, expiresAt: req.ExpiresAt}
 		a.payments[req.OrderNo] = p
 		status = http.StatusCreated
-	case p.AmountCents != req.AmountCents || p.currency != req.Currency:
+	case p.AmountCents != req.AmountCents || p.Currency != req.Currency:
 		writeAnswer(w, http.StatusConflict, map[string]string{"message": "the order's payment was opened for another amount"})
 		return
 	case p.State == seckill.PaymentCanceled:
@@ -336,7 +333,7 @@ func (a *PaymentAdapter) state(w http.ResponseWriter, call string, body []byte, 
 	if call == CallCancel && p.State == seckill.PaymentOpen {
 		p.State = seckill.PaymentCanceled
 	}
-	writeAnswer(w, http.StatusOK, paymentWire{PaymentID: p.PaymentID, Status: string(p.State), AmountCents: p.AmountCents})
+	writeAnswer(w, http.StatusOK, paymentWire{PaymentID: p.PaymentID, Status: string(p.State), AmountCents: p.AmountCents, Currency: p.Currency})
 }
 
 func (a *PaymentAdapter) refund(w http.ResponseWriter, body []byte, key string, n int, ans func(int) (int, string)) {
