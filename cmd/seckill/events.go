@@ -35,7 +35,11 @@ func eventsCmd() *cobra.Command {
 					if err != nil {
 						return err
 					}
-					_, err = fmt.Fprintf(out, "%d parked events are due now; a running worker's events relay sends them\n", n)
+					said := fmt.Sprintf("%d parked events are due now; a running worker's events relay sends them", n)
+					if n == 1 {
+						said = "1 parked event is due now; a running worker's events relay sends it"
+					}
+					_, err = fmt.Fprintln(out, said)
 					return err
 				}
 				for _, id := range args {

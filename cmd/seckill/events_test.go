@@ -94,7 +94,7 @@ func TestEventsCommand(t *testing.T) {
 	require.Regexp(t, `parked +`+due[1].ID, out)
 	out, err = run("events", "retry", "--all-parked")
 	require.NoError(t, err)
-	require.Contains(t, out, "1 parked events are due now")
+	require.Contains(t, out, "1 parked event is due now")
 	due, err = e.DB.DueEvents(ctx, 10)
 	require.NoError(t, err)
 	require.Len(t, due, 2, "both due again")
