@@ -22,5 +22,5 @@ func rootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(benchCmd(), drillCmd(), chaosCmd(), capacityCmd())
-	return root
+	return cli.RefuseStrayArgs(root)
 }

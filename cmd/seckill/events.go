@@ -23,6 +23,7 @@ func eventsCmd() *cobra.Command {
 	var allParked bool
 	retry := &cobra.Command{
 		Use:   "retry [EVENT_ID...] [--all-parked]",
+		Args:  cobra.ArbitraryArgs, // checked against --all-parked below
 		Short: "Make undelivered events due now with a fresh round of attempts (a running worker's relay sends them)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if allParked == (len(args) > 0) {

@@ -22,5 +22,5 @@ func rootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(migrateCmd(), apiCmd(), workerCmd(), devCmd(), tokenCmd(), reconcileCmd(), refundsCmd(), eventsCmd(), searchAttributesCmd(), sessionCmd(), ordersCmd(), operatorsCmd(), drawCmd(), versionCmd(), keyCmd(), healthcheckCmd())
-	return root
+	return cli.RefuseStrayArgs(root)
 }

@@ -31,6 +31,21 @@ func Main(root *cobra.Command) {
 	}
 }
 
+// RefuseStrayArgs makes every command under root that runs and declares
+// no arguments refuse them, and returns root: cobra lets a command without
+// Args take any, so `seckill reconcile --session 3 4` would reconcile
+// session 3 and drop the 4 unsaid. A command that takes arguments says
+// how many.
+func RefuseStrayArgs(root *cobra.Command) *cobra.Command {
+	if root.Args == nil && root.Runnable() {
+		root.Args = cobra.NoArgs
+	}
+	for _, sub := range root.Commands() {
+		RefuseStrayArgs(sub)
+	}
+	return root
+}
+
 // ExitError carries a specific exit status out of a command (2: a report
 // that found problems), so a script can tell a finding from a failure.
 type ExitError struct {
