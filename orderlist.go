@@ -36,9 +36,11 @@ type OrderChange struct {
 // the one of the order's checkout ("" when it opened none, e.g. a payment
 // through the signed webhook).
 type PaymentRecord struct {
-	Provider    string    `json:"provider,omitempty"`
-	PaymentID   string    `json:"payment_id"`
-	Status      string    `json:"status"`
-	AmountCents int64     `json:"amount_cents"`
-	At          time.Time `json:"at"`
+	Provider    string `json:"provider,omitempty"`
+	PaymentID   string `json:"payment_id"`
+	Status      string `json:"status"`
+	AmountCents int64  `json:"amount_cents"`
+	// Currency is the one the provider took, else the order's.
+	Currency string    `json:"currency,omitempty"`
+	At       time.Time `json:"at"`
 }

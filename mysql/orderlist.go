@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -79,10 +80,14 @@ func (db *DB) OrderRecord(ctx context.Context, orderNo string) (*seckill.OrderRe
 		return nil, err
 	}
 	for i, p := range pays {
+		// In the currency the provider took, else the order's.
+		currency := cmp.Or(p.Currency, o.Currency)
 		rec.Payments = append(rec.Payments, seckill.PaymentRecord{Provider: checkout.Provider, PaymentID: p.PaymentID,
-			Status: p.Status, AmountCents: p.AmountCents, At: p.CreatedAt.UTC()})
+			Status: p.Status, AmountCents: p.AmountCents, Currency: currency, At: p.CreatedAt.UTC()})
 		if p.Status == paymentRefundPending || p.Status == paymentRefunded {
-			rec.Refunds = append(rec.Refunds, *refundState(&pays[i]))
+			st := refundState(&pays[i])
+			st.Currency = currency
+			rec.Refunds = append(rec.Refunds, *st)
 		}
 	}
 	var events []eventRow

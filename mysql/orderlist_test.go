@@ -23,7 +23,7 @@ func TestFindOrdersAndOrderRecord(t *testing.T) {
 	for user := int64(1); user <= 3; user++ {
 		no := fmt.Sprintf("%d-rec%d", sess.ID, user)
 		req := &seckill.OrderRequest{Reservation: seckill.Reservation{OrderNo: no, SessionID: sess.ID, UserID: user, Quantity: 1,
-			Slots: []int{1}, ReservedAt: time.Now().UTC(), SKUID: sess.SKUID}, PriceCents: 250, PayTimeout: time.Minute}
+			Slots: []int{1}, ReservedAt: time.Now().UTC(), SKUID: sess.SKUID}, PriceCents: 250, Currency: "usd", PayTimeout: time.Minute}
 		_, err := e.DB.CreateOrder(ctx, req, time.Now().Add(time.Minute))
 		require.NoError(t, err)
 		if user == 2 {
@@ -32,6 +32,8 @@ func TestFindOrdersAndOrderRecord(t *testing.T) {
 			_, _, err = e.DB.CloseOrder(ctx, req, "pay_timeout")
 			require.NoError(t, err)
 			_, _, err = e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: "evt-late", PaymentID: "pay-late", OrderNo: no, AmountCents: 250})
+			require.NoError(t, err)
+			_, _, err = e.DB.ApplyPayment(ctx, &seckill.Payment{EventID: "evt-eur", PaymentID: "pay-eur", OrderNo: no, AmountCents: 250, Currency: "eur"})
 			require.NoError(t, err)
 		}
 		placed = append(placed, no)
@@ -71,11 +73,15 @@ func TestFindOrdersAndOrderRecord(t *testing.T) {
 	}
 	require.Equal(t, []string{"QUEUED>WAIT_PAY", "WAIT_PAY>CLOSED", "CLOSED>REFUND_PENDING"}, steps)
 	require.Equal(t, "pay_timeout", rec.History[1].Reason)
-	require.Len(t, rec.Payments, 1)
+	// Each payment in the currency its provider took, else the order's.
+	require.Len(t, rec.Payments, 2)
 	require.Equal(t, seckill.PaymentRecord{Provider: "sandbox", PaymentID: "pay-late", Status: "REFUND_PENDING", AmountCents: 250,
-		At: rec.Payments[0].At}, rec.Payments[0])
-	require.Len(t, rec.Refunds, 1)
+		Currency: "usd", At: rec.Payments[0].At}, rec.Payments[0])
+	require.Equal(t, seckill.PaymentRecord{Provider: "sandbox", PaymentID: "pay-eur", Status: "REFUND_PENDING", AmountCents: 250,
+		Currency: "eur", At: rec.Payments[1].At}, rec.Payments[1])
+	require.Len(t, rec.Refunds, 2)
 	require.Equal(t, "pay-late", rec.Refunds[0].PaymentID)
+	require.Equal(t, []string{"usd", "eur"}, []string{rec.Refunds[0].Currency, rec.Refunds[1].Currency})
 	require.NotEmpty(t, rec.Events)
 	require.Equal(t, seckill.EventOrderRefundPending, rec.Events[len(rec.Events)-1].Type)
 
