@@ -410,7 +410,11 @@ func (c *Config) RequireSecrets(names ...string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("refusing to start without %s (set them in the environment; `seckill dev` makes its own)", strings.Join(missing, ", "))
+		them := "them"
+		if len(missing) == 1 {
+			them = "it"
+		}
+		return fmt.Errorf("refusing to start without %s (set %s in the environment; `seckill dev` makes its own)", strings.Join(missing, ", "), them)
 	}
 	if len(short) > 0 {
 		return fmt.Errorf("refusing to start: %s must be at least %d bytes each, e.g. `openssl rand -hex 32` (SECKILL_ADMIN_TOKEN may be %q once named operators exist: no bootstrap admin)",

@@ -33,6 +33,7 @@ func TestRequireSecretsNamesWhatIsMissing(t *testing.T) {
 	require.ErrorContains(t, err, "refusing to start without SECKILL_WEBHOOK_SECRET, SECKILL_ADMIN_TOKEN (set them")
 	require.NotContains(t, err.Error(), "SECKILL_JWT_SECRET")
 	require.NoError(t, c.RequireSecrets("SECKILL_JWT_SECRET"))
+	require.ErrorContains(t, c.RequireSecrets("SECKILL_ADMIN_TOKEN"), "without SECKILL_ADMIN_TOKEN (set it in the environment")
 }
 
 // Each secret of SECKILL_JWT_SECRET and SECKILL_ADMIN_TOKEN has at least
