@@ -271,8 +271,7 @@ func PaymentBody(p seckill.Payment) []byte {
 // with WebhookSecret (signature.Sign). Replays (same event or payment
 // id) succeed and change nothing; AMOUNT_MISMATCH when the amount (or the
 // currency, if given) is not the order's (the payment is then recorded
-// for its refund), NOT_FOUND for
-// an unknown order.
+// for its refund), NOT_FOUND for an unknown order.
 func (c *Client) Pay(ctx context.Context, p seckill.Payment) (Meta, error) {
 	return c.Webhook(ctx, PaymentBody(p))
 }
