@@ -125,27 +125,22 @@ func (db *DB) RefundStates(ctx context.Context, limit int) ([]seckill.RefundStat
 		Order("id").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	// A payment whose provider did not name its currency counts in its
-	// order's.
-	var nos []string
+	nos := make([]string, len(rows))
 	for i := range rows {
-		if rows[i].Currency == "" {
-			nos = append(nos, rows[i].OrderNo)
-		}
+		nos[i] = rows[i].OrderNo
 	}
-	currency := make(map[string]string, len(nos))
-	if len(nos) > 0 {
-		var orders []orderRow
-		if err := db.gorm.WithContext(ctx).Select("order_no", "currency").Where("order_no IN ?", nos).Find(&orders).Error; err != nil {
-			return nil, err
-		}
-		for _, o := range orders {
-			currency[o.OrderNo] = o.Currency
-		}
+	var orders []orderRow
+	if err := db.gorm.WithContext(ctx).Select("order_no", "currency").Where("order_no IN ?", nos).Find(&orders).Error; err != nil {
+		return nil, err
+	}
+	currency := make(map[string]string, len(orders))
+	for _, o := range orders {
+		currency[o.OrderNo] = o.Currency
 	}
 	out := make([]seckill.RefundState, len(rows))
 	for i := range rows {
 		out[i] = *refundState(&rows[i])
+		// In the currency the provider took, else the order's.
 		out[i].Currency = cmp.Or(rows[i].Currency, currency[rows[i].OrderNo])
 	}
 	return out, nil
