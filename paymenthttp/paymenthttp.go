@@ -57,13 +57,15 @@ const DefaultTimeout = 10 * time.Second
 // Provider calls the team's HTTP adapter.
 type Provider struct {
 	base, refund string
+	refundVar    string // the setting refund comes from
 	secret       []byte
 	http         *http.Client
 }
 
 // New returns the provider of the adapter c names.
 func New(c Config) (*Provider, error) {
-	p := &Provider{secret: c.Secret, http: &http.Client{Timeout: c.Timeout, Transport: tracing.Transport(nil)}}
+	p := &Provider{secret: c.Secret, refundVar: "SECKILL_PAYMENT_URL",
+		http: &http.Client{Timeout: c.Timeout, Transport: tracing.Transport(nil), CheckRedirect: signature.StayPut}}
 	if p.http.Timeout <= 0 {
 		p.http.Timeout = DefaultTimeout
 	}
@@ -79,6 +81,7 @@ func New(c Config) (*Provider, error) {
 		if p.refund, err = httpURL("SECKILL_PAYMENT_REFUND_URL", c.RefundURL); err != nil {
 			return nil, err
 		}
+		p.refundVar = "SECKILL_PAYMENT_REFUND_URL"
 	case p.base != "":
 		p.refund = p.base + "/refunds"
 	default:
@@ -211,6 +214,15 @@ func (p *Provider) call(ctx context.Context, url, key string, body, out any) err
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	setting := "SECKILL_PAYMENT_URL"
+	if url == p.refund {
+		setting = p.refundVar
+	}
+	if err := signature.Redirected(resp, setting); err != nil {
+		// Unknown as any answer that is not one: retried, and the error
+		// says which address to set.
+		return fmt.Errorf("payment adapter %s: %w", key, err)
+	}
 	switch resp.StatusCode {
 	case http.StatusOK, http.StatusCreated:
 		if err := json.Unmarshal(answer, out); err != nil {

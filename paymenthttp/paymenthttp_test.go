@@ -3,6 +3,7 @@ package paymenthttp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -266,6 +267,36 @@ func TestAdapterDownIsRetryable(t *testing.T) {
 	for _, c := range calls(p) {
 		require.NoError(t, c.do(context.Background()), c.name)
 	}
+}
+
+// A redirect is not followed: the signed call would go on to another
+// address, or lose its body as a GET. It is an answer to retry, whose
+// error names where the redirect points and the setting to change, and
+// nothing reaches the redirect's target.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	a := testenv.StartPaymentAdapter(t, secret)
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		moved := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, a.URL+r.URL.Path, code)
+		}))
+		for _, refundURL := range []string{"", moved.URL + "/refunds"} {
+			p, err := paymenthttp.New(paymenthttp.Config{BaseURL: moved.URL, RefundURL: refundURL, Secret: secret})
+			require.NoError(t, err)
+			for _, c := range calls(p) {
+				err := c.do(context.Background())
+				requireRetryable(t, err, "%d %s", code, c.name)
+				setting := "SECKILL_PAYMENT_URL"
+				if c.name == testenv.CallRefund && refundURL != "" {
+					setting = "SECKILL_PAYMENT_REFUND_URL"
+				}
+				require.ErrorContains(t, err, fmt.Sprintf("answered %d, a redirect to %s/", code, a.URL), c.name)
+				require.ErrorContains(t, err, "so "+setting+" must be the address that takes them", c.name)
+			}
+		}
+		moved.Close()
+	}
+	require.Empty(t, a.Calls(), "a call reached the redirect's target")
 }
 
 func TestRefusalIsAConflict(t *testing.T) {

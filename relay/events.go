@@ -228,7 +228,7 @@ func (r *Events) send(ctx context.Context, ev *seckill.Event) (err error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(signature.Header, signature.Sign(r.Secret, time.Now(), body))
-	resp, err := (&http.Client{Transport: r.Transport, CheckRedirect: stayPut}).Do(req)
+	resp, err := (&http.Client{Transport: r.Transport, CheckRedirect: signature.StayPut}).Do(req)
 	if err != nil {
 		return err
 	}
@@ -237,22 +237,14 @@ func (r *Events) send(ctx context.Context, ev *seckill.Event) (err error) {
 	// connection is reused.
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if loc := resp.Header.Get("Location"); resp.StatusCode >= 300 && resp.StatusCode <= 399 && loc != "" {
-		return fmt.Errorf("receiver answered %d, a redirect to %s: events are not sent on through redirects, so SECKILL_EVENTS_URL must be the address that takes them",
-			resp.StatusCode, loc)
+	if err := signature.Redirected(resp, "SECKILL_EVENTS_URL"); err != nil {
+		return fmt.Errorf("receiver %w", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("receiver answered %d: %s", resp.StatusCode, bytes.TrimSpace(head))
 	}
 	return nil
 }
-
-// stayPut keeps a delivery at the receiver's URL. Followed, a 301, 302
-// or 303 would turn the POST into a GET without the event, and a page
-// answering that GET with 200 would have the event marked delivered
-// though no one received it; a 307 or 308 would send the signed event on
-// to wherever the redirect points.
-func stayPut(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // observe refreshes the undelivered-events gauge.
 func (r *Events) observe(ctx context.Context) {

@@ -24,7 +24,9 @@ type Client struct {
 	// Secret, when set, signs every request (header Seckill-Signature,
 	// the webhook scheme) so the risk service can tell it is us.
 	Secret []byte
-	HTTP   *http.Client
+	// HTTP sends the checks (http.DefaultClient's transport when nil); its
+	// redirects are never followed, whatever its CheckRedirect says.
+	HTTP *http.Client
 }
 
 // maxAnswer bounds the answer read: a verdict is a few dozen bytes.
@@ -45,10 +47,11 @@ func (c *Client) Check(ctx context.Context, q seckill.RiskQuery) (seckill.RiskVe
 	if len(c.Secret) > 0 {
 		req.Header.Set(signature.Header, signature.Sign(c.Secret, time.Now(), body))
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
+	var hc http.Client
+	if c.HTTP != nil {
+		hc = *c.HTTP
 	}
+	hc.CheckRedirect = signature.StayPut
 	resp, err := hc.Do(req)
 	if err != nil {
 		return seckill.RiskVerdict{}, err
@@ -57,6 +60,9 @@ func (c *Client) Check(ctx context.Context, q seckill.RiskQuery) (seckill.RiskVe
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
 		return seckill.RiskVerdict{}, err
+	}
+	if err := signature.Redirected(resp, "SECKILL_RISK_URL"); err != nil {
+		return seckill.RiskVerdict{}, fmt.Errorf("risk service %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return seckill.RiskVerdict{}, fmt.Errorf("risk service: %s: %.200s", resp.Status, raw)

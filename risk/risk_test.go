@@ -2,9 +2,11 @@ package risk_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,6 +54,24 @@ func TestClientAnswers(t *testing.T) {
 		require.NoError(t, err, c.body)
 		require.Equal(t, c.want, v)
 	}
+
+	// A redirect is not followed, whatever the client's own CheckRedirect:
+	// the signed check would go on elsewhere. The error says where to.
+	var landed atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		landed.Add(1)
+		_, _ = w.Write([]byte(`{"allow":true}`))
+	}))
+	defer target.Close()
+	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		moved := httptest.NewServer(http.RedirectHandler(target.URL+"/check", code))
+		cl := &risk.Client{URL: moved.URL, Secret: secret, HTTP: &http.Client{}}
+		_, err := cl.Check(context.Background(), seckill.RiskQuery{SessionID: 1, UserID: 2})
+		moved.Close()
+		require.ErrorContains(t, err, fmt.Sprintf("answered %d, a redirect to %s/check", code, target.URL))
+		require.ErrorContains(t, err, "SECKILL_RISK_URL must be the address")
+	}
+	require.Zero(t, landed.Load(), "a check reached the redirect's target")
 
 	// Past its deadline: an error, whatever comes later.
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -8,6 +8,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +30,26 @@ const webhookTolerance = 300 * time.Second
 func Sign(secret []byte, t time.Time, body []byte) string {
 	ts := strconv.FormatInt(t.Unix(), 10)
 	return "t=" + ts + ",v1=" + hex.EncodeToString(mac(secret, ts, body))
+}
+
+// StayPut is the CheckRedirect of every client that sends signed
+// requests: each goes to the address configured for it and nowhere else.
+// Followed, a 301, 302 or 303 turns the POST into a GET without its body
+// (a page answering that GET with 200 would pass for the receiver's
+// answer), and a 307 or 308 sends the signed request on to wherever the
+// redirect points.
+func StayPut(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// Redirected is the error for an answer that redirects a request sent with
+// StayPut (nil for any other answer): it names where the redirect points
+// and the setting that must hold that address instead.
+func Redirected(resp *http.Response, setting string) error {
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode < 300 || resp.StatusCode > 399 || loc == "" {
+		return nil
+	}
+	return fmt.Errorf("answered %d, a redirect to %s: signed requests are not sent on through redirects, so %s must be the address that takes them",
+		resp.StatusCode, loc, setting)
 }
 
 func mac(secret []byte, ts string, body []byte) []byte {
