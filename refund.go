@@ -2,13 +2,19 @@ package seckill
 
 import "time"
 
-// Refund is one payment to give back: a payment that came after its order
-// closed, or a second payment of an order already paid.
+// Refund is one payment to give back, whole: a payment that came after its
+// order closed, a second payment of an order already paid, one of another
+// amount or currency than the order's, or the payment of an order an
+// operator refunded.
 type Refund struct {
 	PaymentID   string `json:"payment_id"`
 	OrderNo     string `json:"order_no"`
 	AmountCents int64  `json:"amount_cents"`
-	TraceID     string `json:"trace_id"`
+	// Currency is what AmountCents counts the smallest unit of: the
+	// payment's, as the provider named it ("" when it named none; ops'
+	// listings then give the order's).
+	Currency string `json:"currency,omitempty"`
+	TraceID  string `json:"trace_id"`
 }
 
 // RefundRetry is how refunds that failed at the provider are tried again
@@ -49,8 +55,4 @@ type RefundState struct {
 	ParkedAt time.Time `json:"parked_at,omitzero"`
 	// RefundID is the provider's refund, once refunded.
 	RefundID string `json:"refund_id,omitempty"`
-	// Currency is what AmountCents counts the smallest unit of: the
-	// payment's as the provider named it, else its order's ("" when
-	// neither says).
-	Currency string `json:"currency,omitempty"`
 }

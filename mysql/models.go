@@ -197,6 +197,11 @@ func (r *paymentRow) payment() *seckill.Payment {
 		Currency: r.Currency, TraceID: r.TraceID}
 }
 
+// refund is the payment as the refund that gives it back.
+func (r *paymentRow) refund() seckill.Refund {
+	return seckill.Refund{PaymentID: r.PaymentID, OrderNo: r.OrderNo, AmountCents: r.AmountCents, Currency: r.Currency, TraceID: r.TraceID}
+}
+
 type ledgerRow struct {
 	ID         int64 `gorm:"primaryKey"`
 	OrderNo    string

@@ -23,7 +23,7 @@ func (db *DB) PendingRefunds(ctx context.Context, limit int) ([]seckill.Refund, 
 	}
 	out := make([]seckill.Refund, len(rows))
 	for i, r := range rows {
-		out[i] = seckill.Refund{PaymentID: r.PaymentID, OrderNo: r.OrderNo, AmountCents: r.AmountCents, TraceID: r.TraceID}
+		out[i] = r.refund()
 	}
 	return out, nil
 }
@@ -40,7 +40,7 @@ func (db *DB) DueRefunds(ctx context.Context, limit int) ([]seckill.Refund, erro
 	}
 	out := make([]seckill.Refund, len(rows))
 	for i, r := range rows {
-		out[i] = seckill.Refund{PaymentID: r.PaymentID, OrderNo: r.OrderNo, AmountCents: r.AmountCents, TraceID: r.TraceID}
+		out[i] = r.refund()
 	}
 	return out, nil
 }
@@ -224,7 +224,7 @@ func refundStateName(status string, parked bool) string {
 
 func refundState(r *paymentRow) *seckill.RefundState {
 	st := &seckill.RefundState{
-		Refund:   seckill.Refund{PaymentID: r.PaymentID, OrderNo: r.OrderNo, AmountCents: r.AmountCents, TraceID: r.TraceID},
+		Refund:   r.refund(),
 		State:    refundStateName(r.Status, r.RefundParkedAt != nil),
 		Attempts: r.RefundAttempts, LastError: r.RefundError, CreatedAt: r.CreatedAt.UTC(),
 	}

@@ -71,6 +71,11 @@ func TestReceivedPaymentIsAppliedInPlace(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, states, 1)
 	require.Equal(t, "eur", states[0].Currency, "the payment's own currency, not the order's")
+	due, err := e.DB.DueRefunds(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+	require.Equal(t, seckill.Refund{PaymentID: "pay-eur", OrderNo: req.OrderNo, AmountCents: 100, Currency: "eur"}, due[0],
+		"the provider is asked for 100 of the currency it took")
 }
 
 // A refund whose provider call keeps failing backs off (persisted: runs,

@@ -157,7 +157,7 @@ func TestRefundThroughTheAdapter(t *testing.T) {
 	p, err := paymenthttp.New(paymenthttp.Config{RefundURL: a.RefundURL, Secret: secret})
 	require.NoError(t, err)
 	ctx := context.Background()
-	r := seckill.Refund{PaymentID: "pay_1", OrderNo: "7-abc", AmountCents: 500, TraceID: "tr"}
+	r := seckill.Refund{PaymentID: "pay_1", OrderNo: "7-abc", AmountCents: 500, Currency: "jpy", TraceID: "tr"}
 	for range 2 { // asked again (a retry): the same refund
 		id, err := p.Refund(ctx, r)
 		require.NoError(t, err)

@@ -21,10 +21,10 @@ import (
 func TestPrintRefundsTable(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	states := []seckill.RefundState{
-		{Refund: seckill.Refund{PaymentID: "pay-p", OrderNo: "7-p", AmountCents: 1999}, State: seckill.RefundParked,
-			Attempts: 12, LastError: "provider: card closed", ParkedAt: now.Add(-time.Hour), Currency: "usd"},
-		{Refund: seckill.Refund{PaymentID: "pay-d", OrderNo: "7-d", AmountCents: 500}, State: seckill.RefundDue,
-			Attempts: 2, LastError: "provider: 503", NextAttemptAt: now.Add(90 * time.Second), Currency: "jpy"},
+		{Refund: seckill.Refund{PaymentID: "pay-p", OrderNo: "7-p", AmountCents: 1999, Currency: "usd"}, State: seckill.RefundParked,
+			Attempts: 12, LastError: "provider: card closed", ParkedAt: now.Add(-time.Hour)},
+		{Refund: seckill.Refund{PaymentID: "pay-d", OrderNo: "7-d", AmountCents: 500, Currency: "jpy"}, State: seckill.RefundDue,
+			Attempts: 2, LastError: "provider: 503", NextAttemptAt: now.Add(90 * time.Second)},
 		{Refund: seckill.Refund{PaymentID: "pay-r", OrderNo: "7-r", AmountCents: 500}, State: seckill.RefundReceived,
 			CreatedAt: now.Add(-5 * time.Minute)},
 	}
