@@ -340,3 +340,51 @@ func TestRefusedKeyHearsTheSameRefusal(t *testing.T) {
 	e.WaitStatus(e.Token(2), last.Str("order_no"), 20*time.Second, seckill.StatusWaitPay)
 	e.RequireInvariants(sess.ID)
 }
+
+// Units an operator adds to a sale that never ran short reopen nothing: a
+// key that carries no time (a third-party client's), counted older than
+// everything, still buys while stock lasts, as it did before the add; in a
+// sale of sizes too. Only units back on a sale that ran short keep such
+// keys refused (TestRefusedKeyStaysRefused).
+func TestStockAddedBeforeAShortageReopensNothing(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	add := func(id int64, request string, body map[string]any) {
+		t.Helper()
+		r := e.Do("POST", fmt.Sprintf("/admin/v1/sessions/%d/stock", id), testenv.AdminToken, body, keyHeader, request)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+	}
+
+	one := e.Session(3, 2, 100)
+	add(one.ID, "add-1", map[string]any{"add": 2})
+	won := e.BuyWithKey(one.ID, 1, "client-order-1", 1)
+	require.Equal(t, http.StatusAccepted, won.Status, "%s", won.Raw)
+	// Sold out, then two units added: a key refused then stays refused.
+	for _, u := range []int64{3, 4} {
+		r := e.BuyWithKey(one.ID, u, "", 2)
+		require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	}
+	testenv.RequireError(t, e.BuyWithKey(one.ID, 5, "client-order-5", 1), http.StatusConflict, "SOLD_OUT", "")
+	add(one.ID, "add-2", map[string]any{"add": 2})
+	testenv.RequireError(t, e.BuyWithKey(one.ID, 5, "client-order-5", 1), http.StatusConflict, "SOLD_OUT", "")
+	late := e.BuyWithKey(one.ID, 6, "", 1)
+	require.Equal(t, http.StatusAccepted, late.Status, "%s", late.Raw)
+
+	now := time.Now().UTC()
+	created := e.Do("POST", "/admin/v1/sessions", testenv.AdminToken, map[string]any{"title": "Runner", "per_user_limit": 2,
+		"start_at": now.Add(-time.Second).Format(time.RFC3339), "end_at": now.Add(time.Hour).Format(time.RFC3339),
+		"items": []map[string]any{
+			{"sku_id": 3801, "title": "EU 38", "price_cents": 700, "stock": 2},
+			{"sku_id": 3802, "title": "EU 39", "price_cents": 800, "stock": 3}}})
+	require.Equal(t, http.StatusCreated, created.Status, "%s", created.Raw)
+	sizes := int64(created.Body["id"].(float64))
+	pre := e.Do("POST", fmt.Sprintf("/admin/v1/sessions/%d/preheat", sizes), testenv.AdminToken, nil)
+	require.Equal(t, http.StatusOK, pre.Status, "%s", pre.Raw)
+	add(sizes, "add-3801", map[string]any{"add": 3, "sku_id": 3801})
+	bought := e.Do("POST", testenv.OrdersPath(sizes), e.Token(2), map[string]any{"sku_id": 3801, "quantity": 1}, keyHeader, "client-order-2")
+	require.Equal(t, http.StatusAccepted, bought.Status, "%s", bought.Raw)
+
+	e.WaitStatus(e.Token(1), won.Str("order_no"), 15*time.Second, seckill.StatusWaitPay)
+	e.WaitStatus(e.Token(2), bought.Str("order_no"), 15*time.Second, seckill.StatusWaitPay)
+	e.RequireInvariants(one.ID)
+	e.RequireInvariants(sizes)
+}

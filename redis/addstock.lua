@@ -4,7 +4,8 @@
 -- preheat, "mysql" for one the preheat found in MySQL's stock already),
 -- 3 the session's idempotency records (units back on sale are stamped
 -- there, see admit.lua), 4 its items' stock (a sale of several items).
--- ARGV: 1 units, 2 request id, 3 the item's SKU ('' in a single-SKU sale).
+-- ARGV: 1 units, 2 request id, 3 the item's SKU ('' in a single-SKU sale),
+-- 4 the sale's per-user limit.
 -- Returns {applied (1/0), stock after (-1: not preheated)}. A session not
 -- preheated gets the change recorded as pending: the preheat adds it to
 -- the stock it loads unless that stock already holds it (preheat.lua), so
@@ -24,7 +25,12 @@ end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])
 local t = redis.call('TIME')
 local clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local limit = tonumber(redis.call('HGET', KEYS[3], 'm:limit') or '1e18')
+-- Units back on sale reopen it for keys refused before (admit.lua) when
+-- the stock was below what one attempt may ask: the limit now, or the one
+-- at the last win should an operator have changed it since. Before the
+-- sale's first win that is the limit now, so an add to a sale that never
+-- ran short leaves its keys as they were.
+local limit = math.max(tonumber(ARGV[4]), tonumber(redis.call('HGET', KEYS[3], 'm:limit') or '0'))
 if tonumber(redis.call('GET', KEYS[1])) < limit then
   redis.call('HSET', KEYS[3], 'm:reopened', clock)
 end

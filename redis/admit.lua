@@ -51,7 +51,8 @@
 --   f:<user>            → the latest time the user's holdings went down
 --   m:won               → the latest keyed win (the API's in-memory
 --                         sold-out answer to keyed requests reads it)
---   m:limit             → the per-user limit, for release.lua
+--   m:limit             → the per-user limit at the last win, for
+--                         release.lua and addstock.lua
 --
 -- A draw's rights hash holds registrant → the right's end (unix ms), or 'u'
 -- once the right bought: a right is used at most once, set in the step that

@@ -25,7 +25,7 @@ func TestItemsGate(t *testing.T) {
 		sess.SetItems([]seckill.Item{{SKUID: 38, Title: "EU 38", PriceCents: 700, TotalStock: 3}, {SKUID: 39, Title: "EU 39", PriceCents: 800, TotalStock: 2}})
 		// An add to EU 39 made before the preheat, which MySQL's figures
 		// do not hold yet: the load counts it in the sale and in its item.
-		left, err := e.Gate.AddStock(ctx, sess.ID, 2, 39, "add-early")
+		left, err := e.Gate.AddStock(ctx, sess, 2, 39, "add-early")
 		require.NoError(t, err)
 		require.Equal(t, -1, left, "not preheated: recorded as pending")
 		n, err := e.Gate.PreheatHolding(ctx, sess.ID, 5, map[int64]int{38: 3, 39: 2}, nil)

@@ -319,7 +319,7 @@ func TestAddStockRacingThePreheat(t *testing.T) {
 				figure, applied = 15, []string{"add-5"}
 			}
 			add := func() {
-				_, err := e.Gate.AddStock(ctx, id, 5, 0, "add-5")
+				_, err := e.Gate.AddStock(ctx, &seckill.Session{ID: id, PerUserLimit: 1}, 5, 0, "add-5")
 				require.NoError(t, err)
 			}
 			if c.redisFirst {

@@ -214,15 +214,18 @@ func (g *Gate) PreheatHolding(ctx context.Context, sessionID int64, stock int, i
 	return n, nil
 }
 
-// AddStock adds units to a session's live stock once per request id (an
+// AddStock adds units to sess's live stock once per request id (an
 // operator's POST /admin/v1/sessions/{id}/stock, after MySQL has them), to
 // item skuID's too in a sale of several items (0 otherwise), and returns
 // the sale's stock after; -1 when the session is not preheated (its
-// preheat will load MySQL's stock, units included).
-func (g *Gate) AddStock(ctx context.Context, sessionID int64, units int, skuID int64, requestID string) (int, error) {
-	k := g.keys(sessionID)
+// preheat will load MySQL's stock, units included). The sale's per-user
+// limit tells whether the units reopen it for keys refused before
+// (addstock.lua).
+func (g *Gate) AddStock(ctx context.Context, sess *seckill.Session, units int, skuID int64, requestID string) (int, error) {
+	k := g.keys(sess.ID)
 	res, err := idempotent(ctx, func(ctx context.Context) ([]int64, error) {
-		return addStockScript.Run(ctx, g.rdb, []string{k.stock, k.stockOps, k.idem, k.items}, units, requestID, itemRecord(skuID)).Int64Slice()
+		return addStockScript.Run(ctx, g.rdb, []string{k.stock, k.stockOps, k.idem, k.items},
+			units, requestID, itemRecord(skuID), sess.PerUserLimit).Int64Slice()
 	})
 	if err != nil {
 		return 0, unavailable(err)

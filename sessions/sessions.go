@@ -33,7 +33,7 @@ type Store interface {
 
 // Stock is the Redis side: the session's live stock.
 type Stock interface {
-	AddStock(ctx context.Context, sessionID int64, units int, skuID int64, requestID string) (int, error)
+	AddStock(ctx context.Context, sess *seckill.Session, units int, skuID int64, requestID string) (int, error)
 	Stock(ctx context.Context, sessionID int64) (int, bool, error)
 	PreheatHolding(ctx context.Context, sessionID int64, stock int, items map[int64]int, applied []string) (int, error)
 	Rebuild(ctx context.Context, sessionID int64, stock int, items map[int64]int, holdings []seckill.Reservation) error
@@ -136,7 +136,7 @@ func (c *Controls) Change(ctx context.Context, ch *seckill.SessionChange) (*Chan
 		if !sess.Several() {
 			item = 0 // Redis keeps a single-SKU sale's stock as the sale's
 		}
-		left, err := c.Stock.AddStock(ctx, ch.SessionID, ch.Add, item, ch.RequestID)
+		left, err := c.Stock.AddStock(ctx, sess, ch.Add, item, ch.RequestID)
 		if err != nil {
 			return nil, err
 		}
