@@ -106,7 +106,7 @@ func (c *Client) order(ctx context.Context, orderNo string) (*seckill.Order, Met
 // is empty on the last page.
 type OrderPage struct {
 	Orders     []seckill.Order `json:"orders"`
-	NextCursor string          `json:"next_cursor"`
+	NextCursor string          `json:"next_cursor,omitempty"`
 }
 
 // Orders lists the shopper's orders newest first, limit a page (0: the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,7 +39,7 @@ func orderReadCmds(base *string) []*cobra.Command {
 				return err
 			}
 			q := f
-			q.Status = seckill.Status(status)
+			q.Status = seckill.Status(strings.ToUpper(status)) // paid reads as PAID
 			for _, t := range []struct {
 				raw string
 				dst *time.Time
@@ -60,7 +61,7 @@ func orderReadCmds(base *string) []*cobra.Command {
 	lf := list.Flags()
 	lf.Int64Var(&f.SessionID, "session", 0, "only this sale's orders")
 	lf.Int64Var(&f.UserID, "user", 0, "only this shopper's orders")
-	lf.StringVar(&status, "status", "", "only orders in this status (WAIT_PAY, PAID, CLOSED, …)")
+	lf.StringVar(&status, "status", "", "only orders in this status (WAIT_PAY, PAID, CLOSED, …; any case)")
 	lf.StringVar(&from, "from", "", "created at or after this time (RFC 3339)")
 	lf.StringVar(&to, "to", "", "created before this time (RFC 3339)")
 	lf.IntVar(&limit, "limit", 0, "orders per page (the API's default when 0)")

@@ -46,8 +46,16 @@ func TestOrdersReadCommands(t *testing.T) {
 	require.Len(t, page.Orders, 2)
 	require.Equal(t, placed[2], page.Orders[0].OrderNo)
 	var rest client.OrderPage
-	require.NoError(t, json.Unmarshal([]byte(run("list", "--session", fmt.Sprint(sess.ID), "--cursor", page.NextCursor)), &rest))
+	last := run("list", "--session", fmt.Sprint(sess.ID), "--cursor", page.NextCursor)
+	require.NoError(t, json.Unmarshal([]byte(last), &rest))
 	require.Len(t, rest.Orders, 1)
+	require.NotContains(t, last, "next_cursor", "the last page has none, as the API's")
+	var closed client.OrderPage
+	require.NoError(t, json.Unmarshal([]byte(run("list", "--session", fmt.Sprint(sess.ID), "--status", "closed")), &closed))
+	require.NotEmpty(t, closed.Orders, "a status as typed")
+	for _, o := range closed.Orders {
+		require.Equal(t, seckill.StatusClosed, o.Status)
+	}
 	require.Equal(t, placed[0], rest.Orders[0].OrderNo)
 
 	var rec client.OrderRecord
