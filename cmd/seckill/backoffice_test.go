@@ -49,6 +49,7 @@ func TestOrdersReadCommands(t *testing.T) {
 	last := run("list", "--session", fmt.Sprint(sess.ID), "--cursor", page.NextCursor)
 	require.NoError(t, json.Unmarshal([]byte(last), &rest))
 	require.Len(t, rest.Orders, 1)
+	require.Equal(t, placed[0], rest.Orders[0].OrderNo)
 	require.NotContains(t, last, "next_cursor", "the last page has none, as the API's")
 	var closed client.OrderPage
 	require.NoError(t, json.Unmarshal([]byte(run("list", "--session", fmt.Sprint(sess.ID), "--status", "closed")), &closed))
@@ -56,7 +57,6 @@ func TestOrdersReadCommands(t *testing.T) {
 	for _, o := range closed.Orders {
 		require.Equal(t, seckill.StatusClosed, o.Status)
 	}
-	require.Equal(t, placed[0], rest.Orders[0].OrderNo)
 
 	var rec client.OrderRecord
 	require.NoError(t, json.Unmarshal([]byte(run("show", placed[1])), &rec))
