@@ -1,7 +1,8 @@
 // Package signature is seckill's signed-request scheme, Stripe's: a
 // Seckill-Signature header "t=<unix>,v1=<hex HMAC-SHA256(secret,
 // "<t>.<body>")>", too old after 300 s. Payment webhooks in, order events
-// out, risk checks and the payment adapter's calls are all signed with it.
+// out, risk checks and the payment adapter's calls are all signed with it,
+// and none of the requests seckill signs follows a redirect (StayPut).
 package signature
 
 import (
