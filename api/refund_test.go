@@ -85,7 +85,8 @@ func TestOperatorRefundsAPaidOrder(t *testing.T) {
 	e.WaitStatus(tok, no, 30*time.Second, seckill.StatusRefunded)
 	made := e.Provider.Refunds()
 	require.Len(t, made, 1)
-	require.Equal(t, seckill.Refund{PaymentID: payment, OrderNo: no, AmountCents: 900, TraceID: made[payment].TraceID}, made[payment])
+	require.Equal(t, seckill.Refund{PaymentID: payment, OrderNo: no, AmountCents: 900, Currency: "usd", TraceID: made[payment].TraceID}, made[payment],
+		"the whole payment, in the currency the sandbox took")
 	testenv.RequireError(t, refund(e, no, "k3", reason), 409, "CONFLICT", "REFUNDED")
 
 	audit, err := e.Client().SessionAudit(context.Background(), sess.ID)
